@@ -1,0 +1,19 @@
+# Libraries link the shared libMLIR/libLLVM so that every tool shares one copy
+# of each registry (never static archives mixed with the dylib).
+function(tessera_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;LINK" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  llvm_update_compile_flags(${name})
+  if(ARG_DEPENDS)
+    add_dependencies(${name} ${ARG_DEPENDS})
+  endif()
+  target_link_libraries(${name} PUBLIC ${ARG_LINK} MLIR LLVM)
+endfunction()
+
+function(tessera_add_tool name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK" ${ARGN})
+  add_llvm_executable(${name} ${ARG_SOURCES})
+  llvm_update_compile_flags(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_LINK} MLIR LLVM)
+endfunction()

@@ -1,0 +1,26 @@
+//===- TsrBase.td - The tsr dialect -------------------------*- tablegen -*-===//
+#ifndef TESSERA_DIALECT_TSR_TSRBASE_TD
+#define TESSERA_DIALECT_TSR_TSRBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Tsr_Dialect : Dialect {
+  let name = "tsr";
+  let cppNamespace = "::mlir::tsr";
+  let summary = "Tessera's tensor dialect: value-semantics ops on static tensors";
+  let description = [{
+    `tsr` holds whole neural-network programs imported from ONNX: every op
+    works on ranked tensors with static shapes and value semantics. Each op
+    implements the cost interface (FLOPs and bytes); ops that training needs
+    implement the gradient-rule interface, and ops that partitioning needs the
+    sharding-rule interface. Signed integers are signless `iN`, unsigned ones
+    `uiN` (the lowering picks unsigned arithmetic for them).
+  }];
+  let useDefaultAttributePrinterParser = 0;
+  let hasConstantMaterializer = 1;
+}
+
+class Tsr_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tsr_Dialect, mnemonic, traits>;
+
+#endif // TESSERA_DIALECT_TSR_TSRBASE_TD

@@ -1,0 +1,33 @@
+//===- TsrOps.h - Operations of the tsr dialect -----------------*- C++ -*-===//
+#ifndef TESSERA_DIALECT_TSR_IR_TSROPS_H
+#define TESSERA_DIALECT_TSR_IR_TSROPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "tessera/Dialect/Tsr/IR/TsrOps.h.inc"
+
+namespace mlir::tsr {
+/// The numpy broadcast of two static shapes, or failure if incompatible.
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                ArrayRef<int64_t> b);
+/// Output length of a sliding window (convolution or pooling) along one axis.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode);
+/// Parsed einsum equation: one label string per operand plus the output.
+struct EinsumSpec {
+  SmallVector<std::string> inputs;
+  std::string output;
+};
+FailureOr<EinsumSpec> parseEinsum(StringRef equation, unsigned numInputs);
+} // namespace mlir::tsr
+
+#endif // TESSERA_DIALECT_TSR_IR_TSROPS_H

@@ -1,0 +1,20 @@
+//===- tessera-opt.cpp - Tessera's mlir-opt -------------------------------===//
+//
+// Holds every dialect and pass of Tessera plus the upstream ones its
+// pipelines use, for lit tests and for inspecting any stage by hand.
+//
+//===----------------------------------------------------------------------===//
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllPasses();
+  registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));
+}
