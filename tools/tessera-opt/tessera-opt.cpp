@@ -5,15 +5,21 @@
 //
 //===----------------------------------------------------------------------===//
 #include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "tessera/Conversion/CPU/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Pipelines/Target.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
+  mlir::tessera::registerTesseraCPUPasses();
+  mlir::tessera::registerTesseraPipelines();
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

@@ -1,0 +1,14 @@
+//===- Passes.h - CPU code generation passes --------------------*- C++ -*-===//
+#ifndef TESSERA_CONVERSION_CPU_PASSES_H
+#define TESSERA_CONVERSION_CPU_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DECL
+#include "tessera/Conversion/CPU/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "tessera/Conversion/CPU/Passes.h.inc"
+} // namespace mlir::tessera
+
+#endif // TESSERA_CONVERSION_CPU_PASSES_H

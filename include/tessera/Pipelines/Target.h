@@ -1,0 +1,66 @@
+//===- Target.h - Code generation targets -----------------------*- C++ -*-===//
+//
+// A target turns a module of `tsr` ops into an artifact directory: it owns
+// the lowering pipeline after `tsr` and the emission of the loadable library.
+// The driver only sees this interface.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSERA_PIPELINES_TARGET_H
+#define TESSERA_PIPELINES_TARGET_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/LLVM.h"
+#include <memory>
+#include <string>
+
+namespace mlir::tessera {
+
+/// One tensor of the artifact's calling convention.
+struct ArtifactTensor {
+  std::string name;
+  std::string dtype; // numpy-style: float32, int64, bool, ...
+  SmallVector<int64_t> shape;
+};
+
+/// What the manifest records besides the library itself.
+struct ArtifactSignature {
+  std::string mode = "infer";
+  SmallVector<ArtifactTensor> inputs, outputs;
+};
+
+class TargetBackend {
+public:
+  virtual ~TargetBackend() = default;
+  virtual StringRef getName() const = 0;
+  /// Adds the passes from `tsr` ops to the target's lowest dialect.
+  virtual LogicalResult buildCodegenPipeline(OpPassManager &pm) const = 0;
+  /// Emits `dir`/model.so from the fully lowered module.
+  virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const = 0;
+};
+
+std::unique_ptr<TargetBackend> createCpuTarget();
+
+/// The numpy-style name of a tensor element type, or "" if unsupported.
+std::string getDTypeName(Type elementType);
+
+/// Reads the signature of the model function (`tsr.name` attributes).
+FailureOr<ArtifactSignature> getArtifactSignature(func::FuncOp model);
+
+/// Lowers the one public function of `module` (tsr ops) with `target`'s
+/// pipeline, renaming it `tessera_model`; returns its signature.
+FailureOr<ArtifactSignature> lowerModel(ModuleOp module,
+                                        const TargetBackend &target);
+
+/// Lowers `module` (tsr ops in one public function) with `target` and writes
+/// the artifact directory `dir`: the library plus manifest.json.
+LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
+                                StringRef dir);
+
+/// Registers the named pipelines (`tsr-cpu-codegen`) for tessera-opt.
+void registerTesseraPipelines();
+
+} // namespace mlir::tessera
+
+#endif // TESSERA_PIPELINES_TARGET_H

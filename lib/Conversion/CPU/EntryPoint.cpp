@@ -1,0 +1,58 @@
+//===- EntryPoint.cpp - The artifact's C entry point ----------------------===//
+#include "tessera/Conversion/CPU/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRCPUENTRYPOINT
+#include "tessera/Conversion/CPU/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+
+namespace {
+struct TsrCpuEntryPointPass
+    : tessera::impl::TsrCpuEntryPointBase<TsrCpuEntryPointPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto model = module.lookupSymbol<LLVM::LLVMFuncOp>(modelFunction);
+    if (!model) {
+      module.emitError("no lowered function '") << modelFunction << "'";
+      return signalPassFailure();
+    }
+    auto ptr = LLVM::LLVMPointerType::get(&getContext());
+    LLVM::LLVMFunctionType type = model.getFunctionType();
+    if (!isa<LLVM::LLVMVoidType>(type.getReturnType()) ||
+        llvm::any_of(type.getParams(), [&](Type t) { return t != ptr; })) {
+      model.emitError("expected the bare-pointer convention: pointer "
+                      "arguments and no results, got ")
+          << type;
+      return signalPassFailure();
+    }
+    model.setLinkage(LLVM::Linkage::Internal);
+
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    Location loc = model.getLoc();
+    auto entry = LLVM::LLVMFuncOp::create(
+        b, loc, "tessera_entry",
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
+                                    {ptr}));
+    Block *body = entry.addEntryBlock(b);
+    b.setInsertionPointToStart(body);
+    Value argv = body->getArgument(0);
+    SmallVector<Value> args;
+    for (unsigned i = 0, e = type.getNumParams(); i < e; ++i) {
+      Value slot = argv;
+      if (i > 0)
+        slot = LLVM::GEPOp::create(b, loc, ptr, ptr, argv,
+                                   ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+    }
+    LLVM::CallOp::create(b, loc, model, args);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+};
+} // namespace

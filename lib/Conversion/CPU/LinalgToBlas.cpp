@@ -1,0 +1,148 @@
+//===- LinalgToBlas.cpp - f32 matmuls as OpenBLAS calls -------------------===//
+#include "tessera/Conversion/CPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRLINALGTOBLAS
+#include "tessera/Conversion/CPU/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+
+namespace {
+// CBLAS enumerators (cblas.h).
+constexpr int32_t kRowMajor = 101, kNoTrans = 111;
+constexpr StringLiteral kSgemm = "cblas_sgemm";
+
+bool isContiguousF32(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.hasStaticShape() && type.getElementType().isF32() &&
+         type.getLayout().isIdentity();
+}
+
+func::FuncOp getOrInsertSgemm(ModuleOp module, OpBuilder &b) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(kSgemm))
+    return f;
+  MLIRContext *ctx = module.getContext();
+  Type i32 = b.getI32Type(), f32 = b.getF32Type(),
+       ptr = LLVM::LLVMPointerType::get(ctx);
+  auto type = FunctionType::get(
+      ctx, {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
+      {});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto f = func::FuncOp::create(b, module.getLoc(), kSgemm, type);
+  f.setPrivate();
+  return f;
+}
+
+/// The address of element 0 of `v` plus `byteOffset`, as an LLVM pointer.
+Value pointerTo(OpBuilder &b, Location loc, Value v, Value byteOffset) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, v);
+  Value addr = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+  addr = arith::AddIOp::create(b, loc, addr, byteOffset);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  addr);
+}
+
+/// Rewrites C[b] += A[b] * B[b] (b optional) into sgemm calls.
+LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !op.hasPureBufferSemantics())
+    return failure();
+  Value a = op.getDpsInputOperand(0)->get(), b = op.getDpsInputOperand(1)->get(),
+        c = op.getDpsInitOperand(0)->get();
+  if (!isContiguousF32(a) || !isContiguousF32(b) || !isContiguousF32(c))
+    return failure();
+  auto at = cast<MemRefType>(a.getType()), bt = cast<MemRefType>(b.getType());
+  bool batched = at.getRank() == 3;
+  int64_t batch = batched ? at.getDimSize(0) : 1;
+  int64_t m = at.getDimSize(at.getRank() - 2), k = at.getDimSize(at.getRank() - 1),
+          n = bt.getDimSize(bt.getRank() - 1);
+  if (m == 0 || n == 0 || k == 0 || batch == 0)
+    return failure();
+
+  Location loc = op.getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  func::FuncOp sgemm = getOrInsertSgemm(module, rewriter);
+  rewriter.setInsertionPoint(op);
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(rewriter, loc, v, 32);
+  };
+  auto i64 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(rewriter, loc, v, 64);
+  };
+  Value one = arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
+                                             APFloat(1.0f));
+  auto emitCall = [&](OpBuilder &bld, Value batchIndex) {
+    auto offset = [&](int64_t elements) -> Value {
+      if (!batchIndex)
+        return i64(0);
+      return arith::MulIOp::create(bld, loc, batchIndex, i64(elements * 4));
+    };
+    Value pa = pointerTo(bld, loc, a, offset(m * k));
+    Value pb = pointerTo(bld, loc, b, offset(k * n));
+    Value pc = pointerTo(bld, loc, c, offset(m * n));
+    func::CallOp::create(bld, loc, sgemm,
+                         ValueRange{i32(kRowMajor), i32(kNoTrans), i32(kNoTrans),
+                                    i32(m), i32(n), i32(k), one, pa, i32(k), pb,
+                                    i32(n), one, pc, i32(n)});
+  };
+  if (!batched) {
+    emitCall(rewriter, Value());
+  } else {
+    Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc, batch);
+    Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    scf::ForOp::create(rewriter, loc, lb, ub, step, ValueRange{},
+                       [&](OpBuilder &bld, Location, Value iv, ValueRange) {
+                         Value idx = arith::IndexCastOp::create(
+                             bld, loc, bld.getI64Type(), iv);
+                         emitCall(bld, idx);
+                         scf::YieldOp::create(bld, loc);
+                       });
+  }
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct MatmulToBlas : OpRewritePattern<linalg::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.hasUserDefinedMaps())
+      return failure();
+    return rewriteMatmul(rewriter, op);
+  }
+};
+
+struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::BatchMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.hasUserDefinedMaps())
+      return failure();
+    return rewriteMatmul(rewriter, op);
+  }
+};
+
+struct TsrLinalgToBlasPass
+    : tessera::impl::TsrLinalgToBlasBase<TsrLinalgToBlasPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MatmulToBlas, BatchMatmulToBlas>(&getContext());
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      signalPassFailure();
+  }
+};
+} // namespace

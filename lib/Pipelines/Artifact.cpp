@@ -1,0 +1,138 @@
+//===- Artifact.cpp - Artifact directories and their manifest -------------===//
+#include "tessera/Pipelines/Target.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+std::string mlir::tessera::getDTypeName(Type t) {
+  if (t.isF16())
+    return "float16";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isF32())
+    return "float32";
+  if (t.isF64())
+    return "float64";
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.getWidth() == 1)
+      return "bool";
+    if (i.getWidth() != 8 && i.getWidth() != 16 && i.getWidth() != 32 &&
+        i.getWidth() != 64)
+      return "";
+    return (i.isUnsigned() ? "uint" : "int") + std::to_string(i.getWidth());
+  }
+  return "";
+}
+
+static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
+                                          DictionaryAttr attrs, StringRef kind,
+                                          unsigned index) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  ArtifactTensor t;
+  if (auto name = attrs ? attrs.getAs<StringAttr>("tsr.name") : StringAttr())
+    t.name = name.str();
+  else
+    t.name = (kind + "_" + Twine(index)).str();
+  if (!tensor || !tensor.hasStaticShape())
+    return where->emitError() << kind << " '" << t.name
+                              << "' is not a statically shaped tensor: "
+                              << type;
+  t.dtype = getDTypeName(tensor.getElementType());
+  if (t.dtype.empty())
+    return where->emitError() << kind << " '" << t.name
+                              << "' has unsupported element type "
+                              << tensor.getElementType();
+  t.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  return t;
+}
+
+FailureOr<ArtifactSignature>
+mlir::tessera::getArtifactSignature(func::FuncOp model) {
+  ArtifactSignature sig;
+  FunctionType type = model.getFunctionType();
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    auto d = describe(model, t, model.getArgAttrDict(i), "input", i);
+    if (failed(d))
+      return failure();
+    sig.inputs.push_back(*d);
+  }
+  for (auto [i, t] : llvm::enumerate(type.getResults())) {
+    auto d = describe(model, t, model.getResultAttrDict(i), "output", i);
+    if (failed(d))
+      return failure();
+    sig.outputs.push_back(*d);
+  }
+  return sig;
+}
+
+static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
+  llvm::json::Array out;
+  for (const ArtifactTensor &t : tensors) {
+    llvm::json::Array shape;
+    for (int64_t d : t.shape)
+      shape.push_back(d);
+    out.push_back(llvm::json::Object{
+        {"name", t.name}, {"dtype", t.dtype}, {"shape", std::move(shape)}});
+  }
+  return out;
+}
+
+FailureOr<ArtifactSignature>
+mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
+  SmallVector<func::FuncOp> publicFuncs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic() && !f.isExternal())
+      publicFuncs.push_back(f);
+  if (publicFuncs.size() != 1)
+    return module.emitError("expected exactly one public function to compile, "
+                            "found ")
+           << publicFuncs.size();
+  func::FuncOp model = publicFuncs.front();
+  FailureOr<ArtifactSignature> sig = getArtifactSignature(model);
+  if (failed(sig))
+    return failure();
+  SymbolTable::setSymbolName(model, "tessera_model");
+
+  PassManager pm(module.getContext());
+  if (failed(target.buildCodegenPipeline(pm)))
+    return module.emitError("cannot build the ")
+           << target.getName() << " pipeline (a pass is not registered)";
+  if (failed(pm.run(module)))
+    return failure();
+  return sig;
+}
+
+LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
+                                               const TargetBackend &target,
+                                               StringRef dir) {
+  FailureOr<ArtifactSignature> sig = lowerModel(module, target);
+  if (failed(sig))
+    return failure();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return module.emitError("cannot create output directory '")
+           << dir << "': " << ec.message();
+  if (failed(target.emitLibrary(module, dir)))
+    return failure();
+
+  llvm::json::Object manifest{
+      {"format", "tessera-artifact"}, {"version", 1},
+      {"mode", sig->mode},           {"target", target.getName()},
+      {"library", "model.so"},       {"entry", "tessera_entry"},
+      {"inputs", toJson(sig->inputs)}, {"outputs", toJson(sig->outputs)}};
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, "manifest.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return module.emitError("cannot write '") << path << "': " << ec.message();
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
+  return success();
+}

@@ -1,0 +1,42 @@
+// RUN: tessera-opt %s -split-input-file -tsr-linalg-to-blas | FileCheck %s
+
+// CHECK-LABEL: func @matmul
+// CHECK-SAME: (%[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8x16xf32>, %[[C:.*]]: memref<4x16xf32>)
+func.func @matmul(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
+  // CHECK-DAG: %[[M:.*]] = arith.constant 4 : i32
+  // CHECK-DAG: %[[N:.*]] = arith.constant 16 : i32
+  // CHECK-DAG: %[[K:.*]] = arith.constant 8 : i32
+  // CHECK-DAG: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+  // CHECK-DAG: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+  // CHECK-DAG: %[[PC:.*]] = memref.extract_aligned_pointer_as_index %[[C]]
+  // CHECK: call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %[[N]], %{{.*}}, %{{.*}}, %[[N]])
+  // CHECK-NOT: linalg.matmul
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func @batch_matmul
+func.func @batch_matmul(%a: memref<3x4x8xf32>, %b: memref<3x8x16xf32>, %c: memref<3x4x16xf32>) {
+  // CHECK: scf.for
+  // CHECK: arith.muli %{{.*}}, %{{.*}} : i64
+  // CHECK: call @cblas_sgemm
+  // CHECK-NOT: linalg.batch_matmul
+  linalg.batch_matmul ins(%a, %b : memref<3x4x8xf32>, memref<3x8x16xf32>) outs(%c : memref<3x4x16xf32>)
+  return
+}
+
+// -----
+
+// Integer matmuls and strided views keep their loops.
+// CHECK-LABEL: func @not_blas
+func.func @not_blas(%a: memref<4x8xi32>, %b: memref<8x16xi32>, %c: memref<4x16xi32>,
+                    %s: memref<4x8xf32, strided<[16, 1]>>, %d: memref<8x16xf32>, %e: memref<4x16xf32>) {
+  // CHECK-NOT: cblas_sgemm
+  // CHECK: linalg.matmul
+  // CHECK: linalg.matmul
+  linalg.matmul ins(%a, %b : memref<4x8xi32>, memref<8x16xi32>) outs(%c : memref<4x16xi32>)
+  linalg.matmul ins(%s, %d : memref<4x8xf32, strided<[16, 1]>>, memref<8x16xf32>) outs(%e : memref<4x16xf32>)
+  return
+}
