@@ -784,7 +784,10 @@ LogicalResult TriluOp::verify() {
 LogicalResult OneHotOp::verify() {
   auto indices = getTensor(getIndices());
   int64_t rank = indices.getRank() + 1;
-  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  // I64Attr getters return uint64_t: convert before comparing.
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0)
+    axis += rank;
   if (failed(checkAxis(getLoc(), axis, rank)))
     return failure();
   if (getDepth() < 1)

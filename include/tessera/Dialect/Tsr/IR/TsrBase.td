@@ -11,10 +11,11 @@ def Tsr_Dialect : Dialect {
   let description = [{
     `tsr` holds whole neural-network programs imported from ONNX: every op
     works on ranked tensors with static shapes and value semantics. Each op
-    implements the cost interface (FLOPs and bytes); ops that training needs
-    implement the gradient-rule interface, and ops that partitioning needs the
-    sharding-rule interface. Signed integers are signless `iN`, unsigned ones
-    `uiN` (the lowering picks unsigned arithmetic for them).
+    implements the cost interface (FLOPs and bytes). The gradient-rule and
+    sharding-rule interfaces are declared here for the training and
+    partitioning passes that implement them per op. Signed integers are
+    signless `iN`, unsigned ones `uiN` (the lowering picks unsigned
+    arithmetic for them).
   }];
   let useDefaultAttributePrinterParser = 0;
   let hasConstantMaterializer = 1;
