@@ -1,0 +1,633 @@
+//===- Artifact.cpp - Manifest parsing, library loading, invocation -------===//
+//
+// An artifact is a directory with `manifest.json` and the shared object it
+// names. The entry has the signature `void entry(void **args)` where args
+// holds the input buffers followed by the output buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeInternal.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+using namespace tsr;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+struct Json {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool boolean = false;
+  bool isInteger = false;
+  int64_t integer = 0;
+  std::string string;
+  std::vector<Json> array;
+  std::vector<std::pair<std::string, Json>> object;
+
+  const Json *find(const char *key) const {
+    for (const auto &member : object)
+      if (member.first == key)
+        return &member.second;
+    return nullptr;
+  }
+};
+
+/// A strict RFC 8259 parser; errors carry a line and column.
+class JsonParser {
+public:
+  explicit JsonParser(const std::string &text) : text(text) {}
+
+  tsr_status_t parse(Json &out) {
+    skipSpace();
+    if (tsr_status_t s = parseValue(out, 0))
+      return s;
+    skipSpace();
+    if (pos != text.size())
+      return error("trailing characters after the JSON value");
+    return TSR_OK;
+  }
+
+private:
+  static constexpr int kMaxDepth = 64;
+
+  tsr_status_t error(const std::string &message) {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < pos && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    return fail(TSR_ERROR_PARSE, std::to_string(line) + ":" +
+                                     std::to_string(column) + ": " + message);
+  }
+
+  void skipSpace() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
+                                 text[pos] == '\n' || text[pos] == '\r'))
+      ++pos;
+  }
+
+  bool consumeWord(const char *word) {
+    size_t n = std::strlen(word);
+    if (text.compare(pos, n, word) != 0)
+      return false;
+    pos += n;
+    return true;
+  }
+
+  tsr_status_t parseValue(Json &out, int depth) {
+    if (depth > kMaxDepth)
+      return error("nesting too deep");
+    if (pos >= text.size())
+      return error("unexpected end of input");
+    char c = text[pos];
+    if (c == '{')
+      return parseObject(out, depth);
+    if (c == '[')
+      return parseArray(out, depth);
+    if (c == '"') {
+      out.kind = Json::String;
+      return parseString(out.string);
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return parseNumber(out);
+    if (consumeWord("true")) {
+      out.kind = Json::Bool;
+      out.boolean = true;
+      return TSR_OK;
+    }
+    if (consumeWord("false")) {
+      out.kind = Json::Bool;
+      return TSR_OK;
+    }
+    if (consumeWord("null"))
+      return TSR_OK;
+    return error("unexpected character");
+  }
+
+  tsr_status_t parseObject(Json &out, int depth) {
+    out.kind = Json::Object;
+    ++pos;
+    skipSpace();
+    if (pos < text.size() && text[pos] == '}') {
+      ++pos;
+      return TSR_OK;
+    }
+    while (true) {
+      skipSpace();
+      if (pos >= text.size() || text[pos] != '"')
+        return error("expected a string key");
+      std::string key;
+      if (tsr_status_t s = parseString(key))
+        return s;
+      if (out.find(key.c_str()))
+        return error("duplicate key \"" + key + "\"");
+      skipSpace();
+      if (pos >= text.size() || text[pos] != ':')
+        return error("expected ':'");
+      ++pos;
+      skipSpace();
+      Json value;
+      if (tsr_status_t s = parseValue(value, depth + 1))
+        return s;
+      out.object.emplace_back(std::move(key), std::move(value));
+      skipSpace();
+      if (pos < text.size() && text[pos] == ',') {
+        ++pos;
+        continue;
+      }
+      if (pos < text.size() && text[pos] == '}') {
+        ++pos;
+        return TSR_OK;
+      }
+      return error("expected ',' or '}'");
+    }
+  }
+
+  tsr_status_t parseArray(Json &out, int depth) {
+    out.kind = Json::Array;
+    ++pos;
+    skipSpace();
+    if (pos < text.size() && text[pos] == ']') {
+      ++pos;
+      return TSR_OK;
+    }
+    while (true) {
+      skipSpace();
+      Json value;
+      if (tsr_status_t s = parseValue(value, depth + 1))
+        return s;
+      out.array.push_back(std::move(value));
+      skipSpace();
+      if (pos < text.size() && text[pos] == ',') {
+        ++pos;
+        continue;
+      }
+      if (pos < text.size() && text[pos] == ']') {
+        ++pos;
+        return TSR_OK;
+      }
+      return error("expected ',' or ']'");
+    }
+  }
+
+  bool parseHex4(unsigned &out) {
+    if (text.size() - pos < 4)
+      return false;
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      char c = text[pos++];
+      out <<= 4;
+      if (c >= '0' && c <= '9')
+        out |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        out |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        out |= c - 'A' + 10;
+      else
+        return false;
+    }
+    return true;
+  }
+
+  static void appendUtf8(std::string &out, unsigned code) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xC0 | (code >> 6));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xE0 | (code >> 12));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (code >> 18));
+      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    }
+  }
+
+  tsr_status_t parseString(std::string &out) {
+    ++pos;
+    while (true) {
+      if (pos >= text.size())
+        return error("unterminated string");
+      char c = text[pos++];
+      if (c == '"')
+        return TSR_OK;
+      if (static_cast<unsigned char>(c) < 0x20)
+        return error("control character in string");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos >= text.size())
+        return error("unterminated string");
+      char escape = text[pos++];
+      switch (escape) {
+      case '"':
+      case '\\':
+      case '/':
+        out += escape;
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u': {
+        unsigned code;
+        if (!parseHex4(code))
+          return error("bad \\u escape");
+        if (code >= 0xD800 && code < 0xDC00) {
+          unsigned low;
+          if (!consumeWord("\\u") || !parseHex4(low) || low < 0xDC00 ||
+              low >= 0xE000)
+            return error("unpaired surrogate in \\u escape");
+          code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+        } else if (code >= 0xDC00 && code < 0xE000) {
+          return error("unpaired surrogate in \\u escape");
+        }
+        appendUtf8(out, code);
+        break;
+      }
+      default:
+        return error("bad escape in string");
+      }
+    }
+  }
+
+  tsr_status_t parseNumber(Json &out) {
+    size_t start = pos;
+    auto digits = [&] {
+      size_t first = pos;
+      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
+        ++pos;
+      return pos > first;
+    };
+    if (text[pos] == '-')
+      ++pos;
+    if (pos < text.size() && text[pos] == '0')
+      ++pos;
+    else if (!digits())
+      return error("malformed number");
+    bool integral = true;
+    if (pos < text.size() && text[pos] == '.') {
+      ++pos;
+      integral = false;
+      if (!digits())
+        return error("malformed number");
+    }
+    if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
+      ++pos;
+      integral = false;
+      if (pos < text.size() && (text[pos] == '+' || text[pos] == '-'))
+        ++pos;
+      if (!digits())
+        return error("malformed number");
+    }
+    out.kind = Json::Number;
+    if (integral) {
+      errno = 0;
+      std::string literal = text.substr(start, pos - start);
+      long long value = std::strtoll(literal.c_str(), nullptr, 10);
+      out.isInteger = errno != ERANGE;
+      out.integer = value;
+    }
+    return TSR_OK;
+  }
+
+  const std::string &text;
+  size_t pos = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+struct TensorSpec {
+  std::string name;
+  tsr_dtype_t dtype = TSR_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+};
+
+tsr_status_t requireString(const Json &object, const char *key,
+                           const std::string &where, std::string &out,
+                           bool optional = false) {
+  const Json *value = object.find(key);
+  if (!value) {
+    if (optional)
+      return TSR_OK;
+    return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"" +
+                                     (where.empty() ? "" : " in " + where));
+  }
+  if (value->kind != Json::String)
+    return fail(TSR_ERROR_PARSE,
+                (where.empty() ? "" : where + ".") + key + " must be a string");
+  out = value->string;
+  return TSR_OK;
+}
+
+tsr_status_t parseSpecs(const Json &root, const char *key,
+                        std::vector<TensorSpec> &out) {
+  const Json *list = root.find(key);
+  if (!list)
+    return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"");
+  if (list->kind != Json::Array)
+    return fail(TSR_ERROR_PARSE, std::string(key) + " must be an array");
+  for (size_t i = 0; i < list->array.size(); ++i) {
+    const Json &entry = list->array[i];
+    std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+    if (entry.kind != Json::Object)
+      return fail(TSR_ERROR_PARSE, where + " must be an object");
+    TensorSpec spec;
+    std::string dtype;
+    if (tsr_status_t s = requireString(entry, "name", where, spec.name))
+      return s;
+    if (tsr_status_t s = requireString(entry, "dtype", where, dtype))
+      return s;
+    if (tsr_dtype_from_name(dtype.c_str(), &spec.dtype) != TSR_OK)
+      return fail(TSR_ERROR_PARSE,
+                  where + ".dtype: unknown dtype \"" + dtype + "\"");
+    const Json *shape = entry.find("shape");
+    if (!shape)
+      return fail(TSR_ERROR_PARSE, "missing \"shape\" in " + where);
+    if (shape->kind != Json::Array)
+      return fail(TSR_ERROR_PARSE, where + ".shape must be an array");
+    for (const Json &dim : shape->array) {
+      if (dim.kind != Json::Number || !dim.isInteger || dim.integer < 0)
+        return fail(TSR_ERROR_PARSE, where + ".shape must hold non-negative "
+                                             "integers");
+      spec.shape.push_back(dim.integer);
+    }
+    int64_t count;
+    size_t bytes;
+    if (tsr_status_t s = computeSizes(spec.dtype, spec.shape.data(),
+                                      spec.shape.size(), count, bytes))
+      return withContext(s, where);
+    out.push_back(std::move(spec));
+  }
+  return TSR_OK;
+}
+
+struct Manifest {
+  std::string mode, target, library, entry;
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+tsr_status_t parseManifest(const std::string &text, Manifest &out) {
+  Json root;
+  if (tsr_status_t s = JsonParser(text).parse(root))
+    return s;
+  if (root.kind != Json::Object)
+    return fail(TSR_ERROR_PARSE, "top level must be a JSON object");
+  std::string format;
+  if (tsr_status_t s = requireString(root, "format", "", format))
+    return s;
+  if (format != "tessera-artifact")
+    return fail(TSR_ERROR_PARSE,
+                "format is \"" + format + "\", expected \"tessera-artifact\"");
+  const Json *version = root.find("version");
+  if (!version)
+    return fail(TSR_ERROR_PARSE, "missing \"version\"");
+  if (version->kind != Json::Number || !version->isInteger ||
+      version->integer != 1)
+    return fail(TSR_ERROR_UNSUPPORTED,
+                "unsupported manifest version (this runtime reads version 1)");
+  if (tsr_status_t s = requireString(root, "mode", "", out.mode, true))
+    return s;
+  if (tsr_status_t s = requireString(root, "target", "", out.target, true))
+    return s;
+  if (tsr_status_t s = requireString(root, "library", "", out.library))
+    return s;
+  if (tsr_status_t s = requireString(root, "entry", "", out.entry))
+    return s;
+  if (out.library.empty() || out.entry.empty())
+    return fail(TSR_ERROR_PARSE, "library and entry must not be empty");
+  if (tsr_status_t s = parseSpecs(root, "inputs", out.inputs))
+    return s;
+  return parseSpecs(root, "outputs", out.outputs);
+}
+
+tsr_status_t fillInfo(const TensorSpec &spec, tsr_tensor_info_t *out) {
+  out->name = spec.name.c_str();
+  out->dtype = spec.dtype;
+  out->rank = spec.shape.size();
+  out->shape = spec.shape.data();
+  return TSR_OK;
+}
+
+tsr_status_t checkTensor(const char *kind, size_t index, const TensorSpec &spec,
+                         const tsr_tensor_t *tensor) {
+  std::string what =
+      std::string(kind) + " " + std::to_string(index) + " '" + spec.name + "'";
+  if (!tensor)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, what + ": null tensor");
+  if (tensor->dtype != spec.dtype)
+    return fail(TSR_ERROR_MISMATCH, what + ": expected dtype " +
+                                        tsr_dtype_name(spec.dtype) + ", got " +
+                                        tsr_dtype_name(tensor->dtype));
+  if (tensor->shape != spec.shape)
+    return fail(TSR_ERROR_MISMATCH, what + ": expected shape " +
+                                        formatShape(spec.shape) + ", got " +
+                                        formatShape(tensor->shape));
+  return TSR_OK;
+}
+
+using EntryFn = void (*)(void **);
+
+} // namespace
+
+struct tsr_artifact {
+  Manifest manifest;
+  void *handle = nullptr;
+  EntryFn entry = nullptr;
+
+  ~tsr_artifact() {
+    if (handle)
+      dlclose(handle);
+  }
+};
+
+namespace {
+
+tsr_status_t loadArtifact(const std::string &dir,
+                          std::unique_ptr<tsr_artifact> &artifact) {
+  struct stat info;
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    return fail(TSR_ERROR_IO,
+                "artifact directory '" + dir + "' does not exist");
+  std::string manifestPath = dir + "/manifest.json";
+  std::string text;
+  if (tsr_status_t s = readFile(manifestPath, text))
+    return s;
+  if (tsr_status_t s = parseManifest(text, artifact->manifest))
+    return withContext(s, manifestPath);
+  const std::string &library = artifact->manifest.library;
+  std::string libraryPath = library[0] == '/' ? library : dir + "/" + library;
+  dlerror();
+  artifact->handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!artifact->handle) {
+    const char *reason = dlerror();
+    return fail(TSR_ERROR_LOAD, libraryPath + ": cannot load library: " +
+                                    (reason ? reason : "unknown error"));
+  }
+  dlerror();
+  void *symbol = dlsym(artifact->handle, artifact->manifest.entry.c_str());
+  if (!symbol)
+    return fail(TSR_ERROR_LOAD, libraryPath + ": entry symbol '" +
+                                    artifact->manifest.entry + "' not found");
+  artifact->entry = reinterpret_cast<EntryFn>(symbol);
+  return TSR_OK;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+tsr_status_t tsr_artifact_load(const char *dir, tsr_artifact_t **out_artifact) {
+  return guard([&] {
+    if (!dir || !out_artifact)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    auto artifact = std::make_unique<tsr_artifact>();
+    if (tsr_status_t s = loadArtifact(dir, artifact))
+      return s;
+    *out_artifact = artifact.release();
+    return TSR_OK;
+  });
+}
+
+void tsr_artifact_destroy(tsr_artifact_t *artifact) { delete artifact; }
+
+const char *tsr_artifact_mode(const tsr_artifact_t *artifact) {
+  return artifact->manifest.mode.c_str();
+}
+
+const char *tsr_artifact_target(const tsr_artifact_t *artifact) {
+  return artifact->manifest.target.c_str();
+}
+
+size_t tsr_artifact_num_inputs(const tsr_artifact_t *artifact) {
+  return artifact->manifest.inputs.size();
+}
+
+size_t tsr_artifact_num_outputs(const tsr_artifact_t *artifact) {
+  return artifact->manifest.outputs.size();
+}
+
+tsr_status_t tsr_artifact_input_info(const tsr_artifact_t *artifact,
+                                     size_t index,
+                                     tsr_tensor_info_t *out_info) {
+  if (!artifact || !out_info)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  if (index >= artifact->manifest.inputs.size())
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "input index " + std::to_string(index) + " out of range");
+  return fillInfo(artifact->manifest.inputs[index], out_info);
+}
+
+tsr_status_t tsr_artifact_output_info(const tsr_artifact_t *artifact,
+                                      size_t index,
+                                      tsr_tensor_info_t *out_info) {
+  if (!artifact || !out_info)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  if (index >= artifact->manifest.outputs.size())
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "output index " + std::to_string(index) + " out of range");
+  return fillInfo(artifact->manifest.outputs[index], out_info);
+}
+
+tsr_status_t tsr_artifact_check_input(const tsr_artifact_t *artifact,
+                                      size_t index,
+                                      const tsr_tensor_t *tensor) {
+  return guard([&] {
+    if (!artifact)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    if (index >= artifact->manifest.inputs.size())
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "input index " + std::to_string(index) + " out of range");
+    return checkTensor("input", index, artifact->manifest.inputs[index],
+                       tensor);
+  });
+}
+
+tsr_status_t tsr_artifact_create_output(const tsr_artifact_t *artifact,
+                                        size_t index,
+                                        tsr_tensor_t **out_tensor) {
+  return guard([&] {
+    if (!artifact || !out_tensor)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    if (index >= artifact->manifest.outputs.size())
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "output index " + std::to_string(index) + " out of range");
+    const TensorSpec &spec = artifact->manifest.outputs[index];
+    tsr_tensor_t *tensor = nullptr;
+    if (tsr_status_t s = createTensor(spec.dtype, spec.shape, &tensor))
+      return withContext(s, "output " + std::to_string(index) + " '" +
+                                spec.name + "'");
+    tensor->name = spec.name;
+    *out_tensor = tensor;
+    return TSR_OK;
+  });
+}
+
+tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
+                                 const tsr_tensor_t *const *inputs,
+                                 size_t num_inputs,
+                                 tsr_tensor_t *const *outputs,
+                                 size_t num_outputs) {
+  return guard([&] {
+    if (!artifact || (num_inputs && !inputs) || (num_outputs && !outputs))
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    const Manifest &manifest = artifact->manifest;
+    if (num_inputs != manifest.inputs.size() ||
+        num_outputs != manifest.outputs.size())
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "artifact takes " + std::to_string(manifest.inputs.size()) +
+                      " inputs and " + std::to_string(manifest.outputs.size()) +
+                      " outputs, got " + std::to_string(num_inputs) + " and " +
+                      std::to_string(num_outputs));
+    std::vector<void *> args;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      if (tsr_status_t s =
+              checkTensor("input", i, manifest.inputs[i], inputs[i]))
+        return s;
+      args.push_back(inputs[i]->data);
+    }
+    for (size_t i = 0; i < num_outputs; ++i) {
+      if (tsr_status_t s =
+              checkTensor("output", i, manifest.outputs[i], outputs[i]))
+        return s;
+      args.push_back(outputs[i]->data);
+    }
+    // Keep args.data() non-null even for an artifact without tensors.
+    args.push_back(nullptr);
+    artifact->entry(args.data());
+    return TSR_OK;
+  });
+}

@@ -1,0 +1,254 @@
+//===- Tensor.cpp - Status, dtypes, tensors and file helpers --------------===//
+
+#include "RuntimeInternal.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+
+using namespace tsr;
+
+namespace {
+
+thread_local std::string lastError;
+
+struct DTypeEntry {
+  tsr_dtype_t dtype;
+  const char *name;
+  size_t size;
+};
+
+constexpr DTypeEntry kDTypes[] = {
+    {TSR_DTYPE_FLOAT16, "float16", 2}, {TSR_DTYPE_BFLOAT16, "bfloat16", 2},
+    {TSR_DTYPE_FLOAT32, "float32", 4}, {TSR_DTYPE_FLOAT64, "float64", 8},
+    {TSR_DTYPE_INT8, "int8", 1},       {TSR_DTYPE_INT16, "int16", 2},
+    {TSR_DTYPE_INT32, "int32", 4},     {TSR_DTYPE_INT64, "int64", 8},
+    {TSR_DTYPE_UINT8, "uint8", 1},     {TSR_DTYPE_UINT16, "uint16", 2},
+    {TSR_DTYPE_UINT32, "uint32", 4},   {TSR_DTYPE_UINT64, "uint64", 8},
+    {TSR_DTYPE_BOOL, "bool", 1},
+};
+
+const DTypeEntry *lookup(tsr_dtype_t dtype) {
+  for (const DTypeEntry &entry : kDTypes)
+    if (entry.dtype == dtype)
+      return &entry;
+  return nullptr;
+}
+
+constexpr size_t kAlignment = 64;
+
+} // namespace
+
+tsr_tensor::~tsr_tensor() { std::free(data); }
+
+tsr_status_t tsr::fail(tsr_status_t status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+tsr_status_t tsr::withContext(tsr_status_t status, const std::string &context) {
+  if (status != TSR_OK)
+    lastError = context + ": " + lastError;
+  return status;
+}
+
+std::string tsr::formatShape(const int64_t *shape, size_t rank) {
+  std::string text = "[";
+  for (size_t i = 0; i < rank; ++i) {
+    if (i)
+      text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+tsr_status_t tsr::computeSizes(tsr_dtype_t dtype, const int64_t *shape,
+                               size_t rank, int64_t &outNumElements,
+                               size_t &outByteSize) {
+  const DTypeEntry *entry = lookup(dtype);
+  if (!entry)
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "invalid dtype " + std::to_string(static_cast<int>(dtype)));
+  if (rank && !shape)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null shape");
+  int64_t count = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0)
+      return fail(TSR_ERROR_PARSE,
+                  "negative dimension in shape " + formatShape(shape, rank));
+    if (__builtin_mul_overflow(count, shape[i], &count))
+      return fail(TSR_ERROR_PARSE,
+                  "shape " + formatShape(shape, rank) + " is too large");
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(count),
+                             static_cast<uint64_t>(entry->size), &bytes) ||
+      bytes > (uint64_t(1) << 62))
+    return fail(TSR_ERROR_PARSE,
+                "shape " + formatShape(shape, rank) + " is too large");
+  outNumElements = count;
+  outByteSize = static_cast<size_t>(bytes);
+  return TSR_OK;
+}
+
+tsr_status_t tsr::createTensor(tsr_dtype_t dtype,
+                               const std::vector<int64_t> &shape,
+                               tsr_tensor_t **outTensor) {
+  int64_t count = 0;
+  size_t bytes = 0;
+  if (tsr_status_t s =
+          computeSizes(dtype, shape.data(), shape.size(), count, bytes))
+    return s;
+  size_t allocated = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (allocated == 0)
+    allocated = kAlignment;
+  void *data = std::aligned_alloc(kAlignment, allocated);
+  if (!data)
+    return fail(TSR_ERROR_OUT_OF_MEMORY,
+                "cannot allocate " + std::to_string(bytes) + " bytes for a " +
+                    tsr_dtype_name(dtype) + formatShape(shape) + " tensor");
+  std::memset(data, 0, allocated);
+  auto *tensor = new tsr_tensor;
+  tensor->dtype = dtype;
+  tensor->shape = shape;
+  tensor->numElements = count;
+  tensor->byteSize = bytes;
+  tensor->data = data;
+  *outTensor = tensor;
+  return TSR_OK;
+}
+
+tsr_status_t tsr::readFile(const std::string &path, std::string &outBytes) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return fail(TSR_ERROR_IO, path + ": not a regular file");
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    bytes.append(buffer, n);
+  bool failed = std::ferror(file);
+  std::fclose(file);
+  if (failed)
+    return fail(TSR_ERROR_IO, path + ": read error");
+  outBytes = std::move(bytes);
+  return TSR_OK;
+}
+
+tsr_status_t tsr::writeFile(const std::string &path, const std::string &bytes) {
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    return fail(TSR_ERROR_IO,
+                path + ": cannot create: " + std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  ok = std::fclose(file) == 0 && ok;
+  if (!ok)
+    return fail(TSR_ERROR_IO, path + ": write error");
+  return TSR_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+const char *tsr_last_error(void) { return lastError.c_str(); }
+
+const char *tsr_status_name(tsr_status_t status) {
+  switch (status) {
+  case TSR_OK:
+    return "TSR_OK";
+  case TSR_ERROR_INVALID_ARGUMENT:
+    return "TSR_ERROR_INVALID_ARGUMENT";
+  case TSR_ERROR_IO:
+    return "TSR_ERROR_IO";
+  case TSR_ERROR_PARSE:
+    return "TSR_ERROR_PARSE";
+  case TSR_ERROR_MISMATCH:
+    return "TSR_ERROR_MISMATCH";
+  case TSR_ERROR_UNSUPPORTED:
+    return "TSR_ERROR_UNSUPPORTED";
+  case TSR_ERROR_LOAD:
+    return "TSR_ERROR_LOAD";
+  case TSR_ERROR_OUT_OF_MEMORY:
+    return "TSR_ERROR_OUT_OF_MEMORY";
+  }
+  return "TSR_ERROR_UNKNOWN";
+}
+
+const char *tsr_dtype_name(tsr_dtype_t dtype) {
+  const DTypeEntry *entry = lookup(dtype);
+  return entry ? entry->name : "invalid";
+}
+
+tsr_status_t tsr_dtype_from_name(const char *name, tsr_dtype_t *out_dtype) {
+  if (!name || !out_dtype)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  for (const DTypeEntry &entry : kDTypes) {
+    if (std::strcmp(entry.name, name) == 0) {
+      *out_dtype = entry.dtype;
+      return TSR_OK;
+    }
+  }
+  return fail(TSR_ERROR_PARSE, std::string("unknown dtype '") + name + "'");
+}
+
+size_t tsr_dtype_size(tsr_dtype_t dtype) {
+  const DTypeEntry *entry = lookup(dtype);
+  return entry ? entry->size : 0;
+}
+
+tsr_status_t tsr_tensor_create(tsr_dtype_t dtype, size_t rank,
+                               const int64_t *shape,
+                               tsr_tensor_t **out_tensor) {
+  return guard([&] {
+    if (!out_tensor || (rank && !shape))
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    std::vector<int64_t> dims(shape, shape + rank);
+    return createTensor(dtype, dims, out_tensor);
+  });
+}
+
+void tsr_tensor_destroy(tsr_tensor_t *tensor) { delete tensor; }
+
+tsr_dtype_t tsr_tensor_dtype(const tsr_tensor_t *tensor) {
+  return tensor->dtype;
+}
+
+size_t tsr_tensor_rank(const tsr_tensor_t *tensor) {
+  return tensor->shape.size();
+}
+
+const int64_t *tsr_tensor_shape(const tsr_tensor_t *tensor) {
+  static const int64_t kNoDims[1] = {0};
+  return tensor->shape.empty() ? kNoDims : tensor->shape.data();
+}
+
+int64_t tsr_tensor_num_elements(const tsr_tensor_t *tensor) {
+  return tensor->numElements;
+}
+
+size_t tsr_tensor_byte_size(const tsr_tensor_t *tensor) {
+  return tensor->byteSize;
+}
+
+void *tsr_tensor_data(tsr_tensor_t *tensor) { return tensor->data; }
+
+const char *tsr_tensor_name(const tsr_tensor_t *tensor) {
+  return tensor->name.c_str();
+}
+
+tsr_status_t tsr_tensor_set_name(tsr_tensor_t *tensor, const char *name) {
+  return guard([&] {
+    if (!tensor || !name)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    tensor->name = name;
+    return TSR_OK;
+  });
+}
