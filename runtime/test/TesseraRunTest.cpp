@@ -327,11 +327,22 @@ TEST(TesseraRun, Help) {
   EXPECT_EQ(result.err, "");
 }
 
+TEST(TesseraRun, RepeatTimesInvocations) {
+  std::string dir = scratchDir();
+  writeFakeInputs(dir);
+  RunResult result = runTool(quote(TSR_TEST_FAKE_ARTIFACT) +
+                             " --repeat 3 --inputs-dir " + quote(dir));
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.out.rfind("time per invocation: mean ", 0), 0u)
+      << result.out;
+  EXPECT_NE(result.out.find(" over 3 runs"), std::string::npos) << result.out;
+}
+
 TEST(TesseraRun, CommandLineErrors) {
   std::string art = quote(TSR_TEST_FAKE_ARTIFACT);
   expectError(runTool(""), {"missing artifact directory"});
   expectError(runTool(art + " --inputs-dir /tmp"),
-              {"missing --outputs-dir (or --print)"});
+              {"missing --outputs-dir (or --print or --repeat)"});
   expectError(runTool(art + " --outputs-dir /tmp/x"), {"missing --inputs-dir"});
   expectError(runTool(art + " --frobnicate"),
               {"unknown option '--frobnicate'"});
@@ -340,6 +351,10 @@ TEST(TesseraRun, CommandLineErrors) {
   expectError(runTool(art + " --print --inputs-dir=a --inputs-dir=b"),
               {"--inputs-dir given more than once"});
   expectError(runTool(art + " other --print"), {"unexpected argument 'other'"});
+  expectError(runTool(art + " --repeat 0"),
+              {"--repeat needs an integer in [1, 1000000], got '0'"});
+  expectError(runTool(art + " --repeat=x2"),
+              {"--repeat needs an integer in [1, 1000000], got 'x2'"});
 }
 
 TEST(TesseraRun, InputErrors) {

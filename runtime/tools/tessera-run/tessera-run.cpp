@@ -8,6 +8,7 @@
 
 #include "tessera-runtime/Runtime.h"
 
+#include <chrono>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -34,6 +35,8 @@ const char *const kUsage =
     "  --outputs-dir DIR  write output i to DIR/output_<i>.pb (created if\n"
     "                     missing); optional with --print\n"
     "  --print            print each output's name, shape and first values\n"
+    "  --repeat N         invoke the model N more times after the first and\n"
+    "                     print the mean and minimum time of one invocation\n"
     "  -h, --help         show this help\n";
 
 constexpr int64_t kPrintedValues = 8;
@@ -60,11 +63,12 @@ struct Options {
   std::string artifact, inputsDir, outputsDir;
   bool print = false;
   bool help = false;
+  long repeat = 0;
 };
 
 /// Parses argv; returns an error message, or "" on success.
 std::string parseOptions(int argc, char **argv, Options &options) {
-  bool sawInputs = false, sawOutputs = false;
+  bool sawInputs = false, sawOutputs = false, sawRepeat = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -97,6 +101,16 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       problem = takeValue("--inputs-dir", options.inputsDir, sawInputs);
     } else if (isFlag("--outputs-dir")) {
       problem = takeValue("--outputs-dir", options.outputsDir, sawOutputs);
+    } else if (isFlag("--repeat")) {
+      std::string value;
+      problem = takeValue("--repeat", value, sawRepeat);
+      char *end = nullptr;
+      if (problem.empty()) {
+        options.repeat = std::strtol(value.c_str(), &end, 10);
+        if (*end != '\0' || options.repeat < 1 || options.repeat > 1000000)
+          problem =
+              "--repeat needs an integer in [1, 1000000], got '" + value + "'";
+      }
     } else if (arg.size() > 1 && arg[0] == '-') {
       problem = "unknown option '" + arg + "' (see --help)";
     } else if (options.artifact.empty()) {
@@ -113,8 +127,8 @@ std::string parseOptions(int argc, char **argv, Options &options) {
   if (options.artifact.empty())
     return "missing artifact directory (usage: tessera-run ART --inputs-dir "
            "DIR --outputs-dir DIR)";
-  if (options.outputsDir.empty() && !options.print)
-    return "missing --outputs-dir (or --print)";
+  if (options.outputsDir.empty() && !options.print && options.repeat == 0)
+    return "missing --outputs-dir (or --print or --repeat)";
   return "";
 }
 
@@ -279,9 +293,30 @@ int run(const Options &options) {
     inputPtrs.push_back(tensor.get());
   for (TensorPtr &tensor : outputs)
     outputPtrs.push_back(tensor.get());
-  if (tsr_artifact_invoke(artifact.get(), inputPtrs.data(), inputPtrs.size(),
-                          outputPtrs.data(), outputPtrs.size()) != TSR_OK)
+  auto invoke = [&] {
+    return tsr_artifact_invoke(artifact.get(), inputPtrs.data(),
+                               inputPtrs.size(), outputPtrs.data(),
+                               outputPtrs.size());
+  };
+  if (invoke() != TSR_OK)
     return error(tsr_last_error());
+  if (options.repeat > 0) {
+    using Clock = std::chrono::steady_clock;
+    double total = 0, best = 0;
+    for (long r = 0; r < options.repeat; ++r) {
+      auto start = Clock::now();
+      if (invoke() != TSR_OK)
+        return error(tsr_last_error());
+      double ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - start)
+              .count();
+      total += ms;
+      best = r == 0 ? ms : std::min(best, ms);
+    }
+    std::printf("time per invocation: mean %.4f ms, min %.4f ms over %ld "
+                "runs\n",
+                total / options.repeat, best, options.repeat);
+  }
 
   for (size_t i = 0; i < numOutputs; ++i) {
     if (options.print)
