@@ -16,7 +16,7 @@ llvm_config.with_environment("PATH", config.tessera_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 venv_python = os.path.join(config.tessera_src_root, ".venv", "bin", "python")
-config.substitutions.append(("%python", venv_python))
+config.substitutions.append(("%venv_python", venv_python))
 config.substitutions.append(("%srcroot", config.tessera_src_root))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
 

@@ -11,6 +11,7 @@
 #include "tessera/Conversion/CPU/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Import/ONNX/Passes.h"
 #include "tessera/Pipelines/Target.h"
 
 int main(int argc, char **argv) {
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tessera::registerTesseraCPUPasses();
   mlir::tessera::registerTesseraPipelines();
+  mlir::tessera::registerTesseraOnnxImportPasses();
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

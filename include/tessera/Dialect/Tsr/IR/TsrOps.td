@@ -46,7 +46,9 @@ class Tsr_UnaryOp<string mnemonic, string onnx, string semantics,
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
-def Tsr_NegOp : Tsr_UnaryOp<"neg", "Neg", "Negates every element.">;
+def Tsr_NegOp : Tsr_UnaryOp<"neg", "Neg", "Negates every element."> {
+  let hasFolder = 1;
+}
 def Tsr_AbsOp : Tsr_UnaryOp<"abs", "Abs", "Absolute value of every element.">;
 def Tsr_SignOp : Tsr_UnaryOp<"sign", "Sign", "-1, 0 or 1 by the sign of every element.">;
 def Tsr_ReluOp : Tsr_UnaryOp<"relu", "Relu", "max(x, 0) of every element.">;
@@ -140,26 +142,52 @@ class Tsr_BinaryOp<string mnemonic, string onnx, string semantics,
     "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 
-def Tsr_AddOp : Tsr_BinaryOp<"add", "Add", "Sum.", Tsr_NumericTensor, Tsr_NumericTensor, [Commutative]>;
-def Tsr_SubOp : Tsr_BinaryOp<"sub", "Sub", "Difference.">;
-def Tsr_MulOp : Tsr_BinaryOp<"mul", "Mul", "Product.", Tsr_NumericTensor, Tsr_NumericTensor, [Commutative]>;
-def Tsr_DivOp : Tsr_BinaryOp<"div", "Div", "Quotient; integers truncate toward zero.">;
+def Tsr_AddOp : Tsr_BinaryOp<"add", "Add", "Sum.", Tsr_NumericTensor, Tsr_NumericTensor, [Commutative]> {
+  let hasFolder = 1;
+}
+def Tsr_SubOp : Tsr_BinaryOp<"sub", "Sub", "Difference."> {
+  let hasFolder = 1;
+}
+def Tsr_MulOp : Tsr_BinaryOp<"mul", "Mul", "Product.", Tsr_NumericTensor, Tsr_NumericTensor, [Commutative]> {
+  let hasFolder = 1;
+}
+def Tsr_DivOp : Tsr_BinaryOp<"div", "Div", "Quotient; integers truncate toward zero."> {
+  let hasFolder = 1;
+}
 def Tsr_PowOp : Tsr_BinaryOp<"pow", "Pow", "lhs raised to rhs.">;
-def Tsr_MaxOp : Tsr_BinaryOp<"max", "Max", "Larger of the two; NaN propagates.">;
-def Tsr_MinOp : Tsr_BinaryOp<"min", "Min", "Smaller of the two; NaN propagates.">;
+def Tsr_MaxOp : Tsr_BinaryOp<"max", "Max", "Larger of the two; NaN propagates."> {
+  let hasFolder = 1;
+}
+def Tsr_MinOp : Tsr_BinaryOp<"min", "Min", "Smaller of the two; NaN propagates."> {
+  let hasFolder = 1;
+}
 def Tsr_ModOp : Tsr_BinaryOp<"mod", "Mod", "Remainder: with `fmod` the sign "
     "follows the dividend (C fmod), otherwise the divisor (Python %)."> {
   let arguments = (ins Tsr_NumericTensor:$lhs, Tsr_NumericTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$fmod);
 }
-def Tsr_AndOp : Tsr_BinaryOp<"and", "And", "Logical and.", Tsr_BoolTensor>;
-def Tsr_OrOp : Tsr_BinaryOp<"or", "Or", "Logical or.", Tsr_BoolTensor>;
+def Tsr_AndOp : Tsr_BinaryOp<"and", "And", "Logical and.", Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
+def Tsr_OrOp : Tsr_BinaryOp<"or", "Or", "Logical or.", Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
 def Tsr_XorOp : Tsr_BinaryOp<"xor", "Xor", "Logical exclusive or.", Tsr_BoolTensor>;
-def Tsr_EqualOp : Tsr_BinaryOp<"equal", "Equal", "lhs == rhs.", Tsr_Tensor, Tsr_BoolTensor>;
-def Tsr_LessOp : Tsr_BinaryOp<"less", "Less", "lhs < rhs.", Tsr_NumericTensor, Tsr_BoolTensor>;
-def Tsr_LessEqualOp : Tsr_BinaryOp<"less_equal", "LessOrEqual", "lhs <= rhs.", Tsr_NumericTensor, Tsr_BoolTensor>;
-def Tsr_GreaterOp : Tsr_BinaryOp<"greater", "Greater", "lhs > rhs.", Tsr_NumericTensor, Tsr_BoolTensor>;
-def Tsr_GreaterEqualOp : Tsr_BinaryOp<"greater_equal", "GreaterOrEqual", "lhs >= rhs.", Tsr_NumericTensor, Tsr_BoolTensor>;
+def Tsr_EqualOp : Tsr_BinaryOp<"equal", "Equal", "lhs == rhs.", Tsr_Tensor, Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
+def Tsr_LessOp : Tsr_BinaryOp<"less", "Less", "lhs < rhs.", Tsr_NumericTensor, Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
+def Tsr_LessEqualOp : Tsr_BinaryOp<"less_equal", "LessOrEqual", "lhs <= rhs.", Tsr_NumericTensor, Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
+def Tsr_GreaterOp : Tsr_BinaryOp<"greater", "Greater", "lhs > rhs.", Tsr_NumericTensor, Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
+def Tsr_GreaterEqualOp : Tsr_BinaryOp<"greater_equal", "GreaterOrEqual", "lhs >= rhs.", Tsr_NumericTensor, Tsr_BoolTensor> {
+  let hasFolder = 1;
+}
 def Tsr_PReluOp : Tsr_BinaryOp<"prelu", "PRelu", "lhs for lhs ≥ 0, rhs·lhs otherwise.", Tsr_FloatTensor>;
 
 def Tsr_WhereOp : Tsr_BaseOp<"where", [
@@ -174,6 +202,7 @@ def Tsr_WhereOp : Tsr_BaseOp<"where", [
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "$cond `,` $on_true `,` $on_false attr-dict `:` "
     "type($cond) `,` type($on_true) `,` type($on_false) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Tsr_CastOp : Tsr_BaseOp<"cast", [SameOperandsAndResultShape, Elementwise]> {
@@ -337,11 +366,15 @@ class Tsr_ReduceOp<string mnemonic, string onnx, string semantics>
   let results = (outs Tsr_NumericTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
-def Tsr_ReduceSumOp : Tsr_ReduceOp<"reduce_sum", "ReduceSum", "Sum.">;
+def Tsr_ReduceSumOp : Tsr_ReduceOp<"reduce_sum", "ReduceSum", "Sum."> {
+  let hasFolder = 1;
+}
 def Tsr_ReduceMeanOp : Tsr_ReduceOp<"reduce_mean", "ReduceMean", "Arithmetic mean.">;
 def Tsr_ReduceMaxOp : Tsr_ReduceOp<"reduce_max", "ReduceMax", "Maximum.">;
 def Tsr_ReduceMinOp : Tsr_ReduceOp<"reduce_min", "ReduceMin", "Minimum.">;
-def Tsr_ReduceProdOp : Tsr_ReduceOp<"reduce_prod", "ReduceProd", "Product.">;
+def Tsr_ReduceProdOp : Tsr_ReduceOp<"reduce_prod", "ReduceProd", "Product."> {
+  let hasFolder = 1;
+}
 
 class Tsr_ArgReduceOp<string mnemonic, string onnx, string semantics>
     : Tsr_BaseOp<mnemonic, [InferTypeOpAdaptor]> {
@@ -409,6 +442,7 @@ def Tsr_TransposeOp : Tsr_BaseOp<"transpose", [
   let arguments = (ins Tsr_Tensor:$x, DenseI64ArrayAttr:$perm);
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Tsr_BroadcastOp : Tsr_BaseOp<"broadcast"> {
@@ -420,6 +454,7 @@ def Tsr_BroadcastOp : Tsr_BaseOp<"broadcast"> {
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `to` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Tsr_ConcatOp : Tsr_BaseOp<"concat", [
@@ -431,6 +466,7 @@ def Tsr_ConcatOp : Tsr_BaseOp<"concat", [
   let arguments = (ins Variadic<Tsr_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Tsr_SliceOp : Tsr_BaseOp<"slice", [
@@ -445,6 +481,7 @@ def Tsr_SliceOp : Tsr_BaseOp<"slice", [
                        DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Tsr_GatherOp : Tsr_BaseOp<"gather", [
@@ -458,6 +495,7 @@ def Tsr_GatherOp : Tsr_BaseOp<"gather", [
   let arguments = (ins Tsr_Tensor:$data, Tsr_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 def Tsr_GatherElementsOp : Tsr_BaseOp<"gather_elements"> {

@@ -1,0 +1,50 @@
+//===- Import.h - ONNX model import -----------------------------*- C++ -*-===//
+//
+// Two stages: a mechanical protobuf -> generic `onnx.node` import (libonnx
+// parses, checks, upgrades old opsets and infers shapes), then legalization
+// of every node to `tsr` by handlers keyed on (op type, since_version).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSERA_IMPORT_ONNX_IMPORT_H
+#define TESSERA_IMPORT_ONNX_IMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::tessera {
+
+struct OnnxImportOptions {
+  /// Static shapes of graph inputs by ONNX name; required for inputs with
+  /// symbolic or unknown dimensions, and they replace the declared shape.
+  llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Run stage 2 (legalization to tsr); false stops at generic `onnx.node`.
+  bool legalize = true;
+};
+
+/// Parses the model file, returns a module with one func.func @main whose
+/// arguments are the non-initializer graph inputs in order (arg attr
+/// `tsr.name` = the ONNX name) and whose results are the graph outputs
+/// (result attr `tsr.name`). Initializers become tsr.constant. On any error
+/// emits exactly one diagnostic (on a location naming the file or the node)
+/// and returns null.
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &ctx, llvm::StringRef path,
+                                      const OnnxImportOptions &opts);
+
+/// Stage 1 only: the module holds `onnx.node` / `onnx.none` ops and
+/// `tsr.constant` initializers. Same error contract as importOnnxModel.
+OwningOpRef<ModuleOp> importOnnxModelGeneric(MLIRContext &ctx,
+                                             llvm::StringRef path,
+                                             const OnnxImportOptions &opts);
+
+/// Stage 2 on a module produced by stage 1: replaces every `onnx.node` by
+/// tsr ops and sets each function's type from its returned values. Emits
+/// one diagnostic at the first node that fails.
+LogicalResult legalizeOnnxModule(ModuleOp module);
+
+} // namespace mlir::tessera
+
+#endif // TESSERA_IMPORT_ONNX_IMPORT_H

@@ -1,0 +1,103 @@
+//===- LegalizeOnnx.cpp - onnx.node to tsr, the driver --------------------===//
+//
+// Walks the `onnx.node` ops of each function in order and replaces each by
+// what its handler builds. The pass `tsr-legalize-onnx` is a thin wrapper.
+//
+//===----------------------------------------------------------------------===//
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Import/ONNX/Import.h"
+#include "tessera/Import/ONNX/Legalize.h"
+#include "tessera/Import/ONNX/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRLEGALIZEONNX
+#include "tessera/Import/ONNX/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::onnx_import;
+
+static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
+                                  const HandlerRegistry &registry) {
+  NodeContext ctx(node, b);
+  if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
+    return ctx.unsupported("only the default domain is supported");
+  Handler handler = registry.lookup(node.getOpType(), node.getSinceVersion());
+  if (!handler)
+    return ctx.unsupported();
+  b.setInsertionPoint(node);
+  SmallVector<Value> results;
+  if (failed(handler(ctx, results)))
+    return failure();
+  assert(results.size() <= node.getNumResults() &&
+         "a handler produced more results than the node has");
+  for (auto [i, old] : llvm::enumerate(node.getResults())) {
+    if (i >= results.size()) {
+      if (!old.use_empty())
+        return ctx.unsupported("output " + Twine(i) + " is not supported");
+      continue;
+    }
+    // Where ONNX shape inference knew the type, the legalized value must
+    // agree with it.
+    auto expected = dyn_cast<RankedTensorType>(old.getType());
+    if (expected && expected.hasStaticShape() &&
+        expected != results[i].getType())
+      return ctx.error("legalized output " + Twine(i) + " has type " +
+                       llvm::formatv("{0}", results[i].getType()).str() +
+                       " but ONNX shape inference gave " +
+                       llvm::formatv("{0}", expected).str());
+    old.replaceAllUsesWith(results[i]);
+  }
+  node.erase();
+  return success();
+}
+
+static LogicalResult legalizeFunction(func::FuncOp func) {
+  const HandlerRegistry &registry = HandlerRegistry::get();
+  SmallVector<onnx_generic::NodeOp> nodes;
+  func.walk([&](onnx_generic::NodeOp node) { nodes.push_back(node); });
+  OpBuilder b(func.getContext());
+  for (onnx_generic::NodeOp node : nodes)
+    if (failed(legalizeNode(node, b, registry)))
+      return failure();
+
+  // Shape subgraphs folded away leave dead constants and `onnx.none`s.
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : llvm::reverse(ops))
+    if (op != func && isOpTriviallyDead(op))
+      op->erase();
+
+  for (Block &block : func.getBody())
+    if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator())) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+        if (isa<NoneType>(v.getType()))
+          return emitError(ret.getLoc())
+                 << "graph output " << i << " is an absent optional value";
+      func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                     ret.getOperandTypes()));
+    }
+  return success();
+}
+
+LogicalResult mlir::tessera::legalizeOnnxModule(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (failed(legalizeFunction(func)))
+      return failure();
+  return success();
+}
+
+namespace {
+struct TsrLegalizeOnnxPass
+    : public tessera::impl::TsrLegalizeOnnxBase<TsrLegalizeOnnxPass> {
+  void runOnOperation() override {
+    if (failed(legalizeOnnxModule(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace

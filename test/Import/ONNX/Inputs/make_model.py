@@ -1,0 +1,141 @@
+"""Writes one small ONNX model for the import tests.
+
+usage: make_model.py KIND OUT.onnx
+
+Models are built with onnx.helper so the tests need no binary fixtures.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, domain_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    opsets = [helper.make_opsetid("", opset)] + list(domain_opsets)
+    m = helper.make_model(graph, opset_imports=opsets)
+    m.ir_version = 8
+    return m
+
+
+def vi(name, dims, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+def mlp():
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3), "w")
+    b = numpy_helper.from_array(np.array([1, 2, 3], dtype=np.float32), "b")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Add", ["h", "b"], ["hb"], name="add"),
+        helper.make_node("Relu", ["hb"], ["y"], name="relu"),
+    ]
+    return model(nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], [w, b])
+
+
+def shape_chain():
+    # Shape -> Gather -> Unsqueeze -> Concat -> Reshape on a symbolic batch.
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"], name="unsq"),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], name="cat", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+        numpy_helper.from_array(np.array([0], dtype=np.int64), "zero1"),
+        numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus1"),
+    ]
+    return model(nodes, [vi("x", ["N", 3, 4])], [vi("y", ["N", 12])], inits)
+
+
+def old_opset():
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1)]
+    return model(nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], opset=9)
+
+
+def cycle():
+    nodes = [
+        helper.make_node("Relu", ["b"], ["a"], name="first"),
+        helper.make_node("Relu", ["a"], ["b"], name="second"),
+    ]
+    return model(nodes, [vi("x", [2])], [vi("b", [2])])
+
+
+def missing_input():
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    return model(nodes, [vi("x", [2])], [vi("y", [2])])
+
+
+def string_input():
+    nodes = [helper.make_node("Identity", ["x"], ["y"], name="id")]
+    return model(nodes, [vi("x", [2], TensorProto.STRING)],
+                 [vi("y", [2], TensorProto.STRING)])
+
+
+def unknown_domain():
+    nodes = [helper.make_node("Frobnicate", ["x"], ["y"], name="frob",
+                              domain="com.example")]
+    return model(nodes, [vi("x", [2])], [vi("y", [2])],
+                 domain_opsets=[helper.make_opsetid("com.example", 1)])
+
+
+def newer_op():
+    # Trilu appeared in opset 14.
+    nodes = [helper.make_node("Trilu", ["x"], ["y"], name="tri")]
+    return model(nodes, [vi("x", [3, 3])], [vi("y", [3, 3])], opset=13)
+
+
+def symbolic():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", ["batch", 8])], [vi("y", ["batch", 8])])
+
+
+def unsupported_op():
+    nodes = [helper.make_node("NonZero", ["x"], ["y"], name="nz")]
+    return model(nodes, [vi("x", [4])], [vi("y", [1, 4], TensorProto.INT64)])
+
+
+def external(out):
+    data = np.arange(6, dtype=np.float32)
+    w = numpy_helper.from_array(data.reshape(2, 3), "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    name = os.path.basename(out) + ".weights"
+    for k, v in (("location", name), ("offset", "0"), ("length", "24")):
+        entry = w.external_data.add()
+        entry.key, entry.value = k, v
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    m = model(nodes, [vi("x", [2, 3])], [vi("y", [2, 3])], [w])
+    return m, (os.path.join(os.path.dirname(out), name), data.tobytes())
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    if kind == "empty":
+        open(out, "wb").close()
+        return
+    if kind == "random":
+        rng = np.random.default_rng(7)
+        open(out, "wb").write(rng.integers(0, 256, 512, dtype=np.uint8).tobytes())
+        return
+    if kind == "truncated":
+        data = mlp().SerializeToString()
+        open(out, "wb").write(data[: len(data) // 2])
+        return
+    if kind in ("external", "external_short"):
+        m, (path, payload) = external(out)
+        if kind == "external_short":
+            payload = payload[:10]
+        open(path, "wb").write(payload)
+        open(out, "wb").write(m.SerializeToString())
+        return
+    m = globals()[kind]()
+    open(out, "wb").write(m.SerializeToString())
+
+
+if __name__ == "__main__":
+    main()
