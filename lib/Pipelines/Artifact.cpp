@@ -100,6 +100,13 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   if (failed(sig))
     return failure();
   SymbolTable::setSymbolName(model, "tessera_model");
+  // The names now live in the signature (the manifest); LLVM IR has no place
+  // for them and would warn about every one.
+  StringAttr nameAttr = StringAttr::get(module.getContext(), "tsr.name");
+  for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
+    model.removeArgAttr(i, nameAttr);
+  for (unsigned i = 0, e = model.getNumResults(); i < e; ++i)
+    model.removeResultAttr(i, nameAttr);
 
   PassManager pm(module.getContext());
   if (failed(target.buildCodegenPipeline(pm)))

@@ -50,27 +50,6 @@ static int fail(const Twine &message) {
   return 1;
 }
 
-/// Parses NAME=DxDx... (a scalar is NAME=).
-static LogicalResult parseInputShape(StringRef spec,
-                                     tessera::OnnxImportOptions &opts) {
-  auto [name, dims] = spec.rsplit('=');
-  if (name.empty() || !spec.contains('='))
-    return failure();
-  SmallVector<int64_t> shape;
-  if (!dims.empty()) {
-    SmallVector<StringRef> parts;
-    dims.split(parts, 'x');
-    for (StringRef p : parts) {
-      int64_t d;
-      if (p.getAsInteger(10, d))
-        return failure();
-      shape.push_back(d);
-    }
-  }
-  opts.inputShapes[name] = shape;
-  return success();
-}
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
@@ -93,7 +72,7 @@ int main(int argc, char **argv) {
 
   tessera::OnnxImportOptions importOptions;
   for (const std::string &spec : inputShapes)
-    if (failed(parseInputShape(spec, importOptions)))
+    if (failed(tessera::addInputShapeSpec(spec, importOptions)))
       return fail("malformed --input-shape '" + spec +
                   "' (expected NAME=DxDx..., e.g. x=1x3x224x224)");
 

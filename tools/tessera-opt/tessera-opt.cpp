@@ -9,6 +9,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Import/ONNX/Passes.h"
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
   mlir::tessera::registerTesseraCPUPasses();
+  mlir::tessera::registerTsrToLinalgPasses();
   mlir::tessera::registerTesseraPipelines();
   mlir::tessera::registerTesseraOnnxImportPasses();
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();

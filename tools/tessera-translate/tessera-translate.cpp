@@ -33,29 +33,6 @@ static int fail(const Twine &message) {
   return 1;
 }
 
-/// Parses NAME=DxDx... (a scalar is NAME=).
-static LogicalResult parseInputShape(StringRef spec,
-                                     tessera::OnnxImportOptions &opts) {
-  if (!spec.contains('='))
-    return failure();
-  auto [name, dims] = spec.rsplit('=');
-  if (name.empty())
-    return failure();
-  SmallVector<int64_t> shape;
-  if (!dims.empty()) {
-    SmallVector<StringRef> parts;
-    dims.split(parts, 'x');
-    for (StringRef p : parts) {
-      int64_t d;
-      if (p.getAsInteger(10, d))
-        return failure();
-      shape.push_back(d);
-    }
-  }
-  opts.inputShapes[name] = shape;
-  return success();
-}
-
 static int importMain(int argc, char **argv) {
   cl::opt<bool> importOnnx("import-onnx",
                            cl::desc("Import the ONNX model given as input"));
@@ -75,7 +52,7 @@ static int importMain(int argc, char **argv) {
   tessera::OnnxImportOptions opts;
   opts.legalize = !generic;
   for (const std::string &spec : inputShapes)
-    if (failed(parseInputShape(spec, opts)))
+    if (failed(tessera::addInputShapeSpec(spec, opts)))
       return fail("malformed --input-shape '" + spec +
                   "' (expected NAME=DxDx..., e.g. x=1x3x224x224)");
 

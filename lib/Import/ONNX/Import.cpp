@@ -13,3 +13,25 @@ mlir::tessera::importOnnxModel(MLIRContext &ctx, StringRef path,
     return nullptr;
   return module;
 }
+
+LogicalResult mlir::tessera::addInputShapeSpec(StringRef spec,
+                                               OnnxImportOptions &opts) {
+  if (!spec.contains('='))
+    return failure();
+  auto [name, dims] = spec.rsplit('=');
+  if (name.empty())
+    return failure();
+  SmallVector<int64_t> shape;
+  if (!dims.empty()) {
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d))
+        return failure();
+      shape.push_back(d);
+    }
+  }
+  opts.inputShapes[name] = shape;
+  return success();
+}

@@ -25,6 +25,10 @@ struct OnnxImportOptions {
   bool legalize = true;
 };
 
+/// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to
+/// `opts`; fails on a malformed spec.
+LogicalResult addInputShapeSpec(llvm::StringRef spec, OnnxImportOptions &opts);
+
 /// Parses the model file, returns a module with one func.func @main whose
 /// arguments are the non-initializer graph inputs in order (arg attr
 /// `tsr.name` = the ONNX name) and whose results are the graph outputs

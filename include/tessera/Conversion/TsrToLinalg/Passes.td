@@ -1,0 +1,51 @@
+//===- Passes.td - tsr to linalg conversion -----------------*- tablegen -*-===//
+#ifndef TESSERA_CONVERSION_TSRTOLINALG_PASSES_TD
+#define TESSERA_CONVERSION_TSRTOLINALG_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TsrToLinalg : Pass<"tsr-to-linalg", "ModuleOp"> {
+  let summary = "Lower every tsr op to linalg, tensor, arith, math and scf";
+  let description = [{
+    Rewrites the whole `tsr` dialect into upstream ops on tensors, ready for
+    one-shot bufferization. Elementwise ops become one `linalg.generic` each,
+    with broadcasting indexing maps (no broadcast is materialized); matmuls
+    and convolutions become `linalg.matmul`/`linalg.batch_matmul` (convolution
+    through im2col) so that the CPU pipeline can hand them to BLAS;
+    reductions, pooling and normalization become reduction generics; data
+    movement uses `tensor` ops; TopK, CumSum and ScatterElements use `scf.for`
+    over tensors. Unsigned `uiN` element types become signless `iN` (function
+    signatures included) and their ops pick unsigned arithmetic. Any tsr op
+    left over is an error naming it.
+
+    Before:
+
+    ```mlir
+    %z = tsr.add %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %e = tensor.empty() : tensor<2x3xf32>
+    %z = linalg.generic {
+        indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                         affine_map<(d0, d1) -> (d1)>,
+                         affine_map<(d0, d1) -> (d0, d1)>],
+        iterator_types = ["parallel", "parallel"]}
+        ins(%x, %y : tensor<2x3xf32>, tensor<3xf32>)
+        outs(%e : tensor<2x3xf32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    } -> tensor<2x3xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
+    "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
+    "mlir::func::FuncDialect"];
+}
+
+#endif // TESSERA_CONVERSION_TSRTOLINALG_PASSES_TD

@@ -1,0 +1,470 @@
+//===- DataMovement.cpp - Lowering of reshapes, slices, gathers and pads --===//
+//
+// Static reshapes and slices become tensor ops; ops that compute addresses
+// (gather, reverse slices, reflect/edge pads, one-hot) become generics whose
+// bodies read with tensor.extract; ScatterElements is an scf.for over the
+// updates in order, so later updates win.
+//
+//===----------------------------------------------------------------------===//
+#include "Patterns.h"
+
+using namespace mlir;
+using namespace mlir::tessera::tsr_to_linalg;
+using arith::CmpIPredicate;
+
+namespace {
+
+SmallVector<utils::IteratorType> parallel(int64_t n) {
+  return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
+}
+
+/// A parallel generic over `type` with `inputs` read through `maps`; `body`
+/// gets the input elements and may call linalg.index.
+Value indexedGeneric(OpBuilder &b, Location loc, RankedTensorType type,
+                     ValueRange inputs, ArrayRef<AffineMap> maps, BodyFn body) {
+  SmallVector<AffineMap> all(maps);
+  all.push_back(
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext()));
+  unsigned n = inputs.size();
+  return linalg::GenericOp::create(
+             b, loc, type, inputs, emptyTensor(b, loc, type), all,
+             parallel(type.getRank()),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, body(nb, l, args.take_front(n)));
+             })
+      .getResult(0);
+}
+
+SmallVector<Value> loopIndices(OpBuilder &b, Location loc, int64_t rank) {
+  SmallVector<Value> ivs;
+  for (int64_t d = 0; d < rank; ++d)
+    ivs.push_back(linalg::IndexOp::create(b, loc, d));
+  return ivs;
+}
+
+/// An integer index (i32/i64, signed) as `index`, negative values counting
+/// from `size`, clamped to [0, size − 1].
+Value normalizeIndex(OpBuilder &b, Location loc, Value idx, int64_t size,
+                     bool clamp) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), idx);
+  Value zero = indexConstant(b, loc, 0);
+  Value neg = arith::CmpIOp::create(b, loc, CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(
+      b, loc, neg,
+      arith::AddIOp::create(b, loc, i, indexConstant(b, loc, size)), i);
+  if (!clamp)
+    return i;
+  i = arith::MaxSIOp::create(b, loc, i, zero);
+  return arith::MinSIOp::create(
+      b, loc, i, indexConstant(b, loc, std::max<int64_t>(size - 1, 0)));
+}
+
+struct ReshapePattern : OpConversionPattern<tsr::ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    rewriter.replaceOp(op,
+                       reshapeTo(rewriter, op.getLoc(), adaptor.getX(), type));
+    return success();
+  }
+};
+
+struct TransposePattern : OpConversionPattern<tsr::TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    Value init = emptyTensor(rewriter, op.getLoc(), type);
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(),
+                                                       adaptor.getX(), init,
+                                                       op.getPerm())
+                               .getResult());
+    return success();
+  }
+};
+
+struct BroadcastPattern : OpConversionPattern<tsr::BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(), type,
+                                            adaptor.getX(),
+                                            [](OpBuilder &, Location,
+                                               ValueRange a) { return a[0]; }));
+    return success();
+  }
+};
+
+struct ConcatPattern : OpConversionPattern<tsr::ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    int64_t axis = op.getAxis(), rank = type.getRank(), offset = 0;
+    Value result = emptyTensor(rewriter, loc, type);
+    for (Value in : adaptor.getInputs()) {
+      auto t = cast<RankedTensorType>(in.getType());
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)),
+          strides(rank, rewriter.getIndexAttr(1)), sizes;
+      for (int64_t d : t.getShape())
+        sizes.push_back(rewriter.getIndexAttr(d));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      offset += t.getDimSize(axis);
+      result = tensor::InsertSliceOp::create(rewriter, loc, in, result, offsets,
+                                             sizes, strides);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// A strided extract_slice over the selected indices; dimensions with a
+/// negative step are then reversed by a generic reading index n − 1 − i.
+struct SlicePattern : OpConversionPattern<tsr::SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOp(op, emptyTensor(rewriter, loc, type));
+      return success();
+    }
+    ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    SmallVector<AffineExpr> exprs;
+    bool reversed = false;
+    for (auto [d, n] : llvm::enumerate(type.getShape())) {
+      int64_t s = starts[d], st = steps[d];
+      int64_t first = st > 0 ? s : s + (n - 1) * st;
+      offsets.push_back(rewriter.getIndexAttr(first));
+      sizes.push_back(rewriter.getIndexAttr(n));
+      strides.push_back(rewriter.getIndexAttr(std::abs(st)));
+      exprs.push_back(st > 0 ? getAffineDimExpr(d, ctx)
+                             : n - 1 - getAffineDimExpr(d, ctx));
+      reversed |= st < 0;
+    }
+    Value slice = tensor::ExtractSliceOp::create(
+        rewriter, loc, type, adaptor.getX(), offsets, sizes, strides);
+    if (reversed)
+      slice = indexedGeneric(
+          rewriter, loc, type, slice,
+          AffineMap::get(type.getRank(), 0, exprs, ctx),
+          [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+    rewriter.replaceOp(op, slice);
+    return success();
+  }
+};
+
+/// result[o.., i.., p..] = data[o.., idx(indices[i..]), p..].
+struct GatherPattern : OpConversionPattern<tsr::GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    Value data = adaptor.getData();
+    auto dataType = cast<RankedTensorType>(data.getType());
+    int64_t axis = op.getAxis(), size = dataType.getDimSize(axis);
+    int64_t idxRank =
+        cast<RankedTensorType>(op.getIndices().getType()).getRank();
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0; i < idxRank; ++i)
+      idxExprs.push_back(getAffineDimExpr(axis + i, ctx));
+    Value result = indexedGeneric(
+        rewriter, loc, type, adaptor.getIndices(),
+        AffineMap::get(type.getRank(), 0, idxExprs, ctx),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          SmallVector<Value> ivs = loopIndices(b, l, type.getRank());
+          SmallVector<Value> at(ivs.begin(), ivs.begin() + axis);
+          at.push_back(normalizeIndex(b, l, a[0], size, /*clamp=*/true));
+          at.append(ivs.begin() + axis + idxRank, ivs.end());
+          return tensor::ExtractOp::create(b, l, data, at);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GatherElementsPattern : OpConversionPattern<tsr::GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    Value data = adaptor.getData();
+    int64_t axis = op.getAxis();
+    int64_t size = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+    Value result = indexedGeneric(
+        rewriter, loc, type, adaptor.getIndices(),
+        AffineMap::getMultiDimIdentityMap(type.getRank(), op.getContext()),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          SmallVector<Value> at = loopIndices(b, l, type.getRank());
+          at[axis] = normalizeIndex(b, l, a[0], size, /*clamp=*/true);
+          return tensor::ExtractOp::create(b, l, data, at);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// One scf.for over the updates in row-major order: later updates win.
+struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::ScatterElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value indices = adaptor.getIndices(), updates = adaptor.getUpdates();
+    auto updType = cast<RankedTensorType>(updates.getType());
+    auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
+    Type tsrElem = getElementType(op.getData());
+    bool isFloat = isa<FloatType>(tsrElem), uns = isUnsigned(tsrElem);
+    StringRef reduction = op.getReduction();
+    int64_t axis = op.getAxis(), rank = updType.getRank();
+    auto loop = scf::ForOp::create(
+        rewriter, loc, indexConstant(rewriter, loc, 0),
+        indexConstant(rewriter, loc, updType.getNumElements()),
+        indexConstant(rewriter, loc, 1), adaptor.getData(),
+        [&](OpBuilder &b, Location l, Value iv, ValueRange iter) {
+          SmallVector<Value> at(rank);
+          Value rest = iv;
+          for (int64_t d = rank - 1; d >= 0; --d) {
+            Value size = indexConstant(b, l, updType.getDimSize(d));
+            at[d] = arith::RemUIOp::create(b, l, rest, size);
+            rest = arith::DivUIOp::create(b, l, rest, size);
+          }
+          Value upd = tensor::ExtractOp::create(b, l, updates, at);
+          Value idx = tensor::ExtractOp::create(b, l, indices, at);
+          SmallVector<Value> target(at);
+          target[axis] = normalizeIndex(b, l, idx, dataType.getDimSize(axis),
+                                        /*clamp=*/true);
+          Value v = upd;
+          if (reduction != "none") {
+            Value old = tensor::ExtractOp::create(b, l, iter[0], target);
+            if (reduction == "add")
+              v = isFloat ? (Value)arith::AddFOp::create(b, l, old, upd)
+                          : (Value)arith::AddIOp::create(b, l, old, upd);
+            else if (reduction == "mul")
+              v = isFloat ? (Value)arith::MulFOp::create(b, l, old, upd)
+                          : (Value)arith::MulIOp::create(b, l, old, upd);
+            else if (reduction == "max")
+              v = isFloat ? (Value)arith::MaximumFOp::create(b, l, old, upd)
+                  : uns   ? (Value)arith::MaxUIOp::create(b, l, old, upd)
+                          : (Value)arith::MaxSIOp::create(b, l, old, upd);
+            else
+              v = isFloat ? (Value)arith::MinimumFOp::create(b, l, old, upd)
+                  : uns   ? (Value)arith::MinUIOp::create(b, l, old, upd)
+                          : (Value)arith::MinSIOp::create(b, l, old, upd);
+          }
+          Value next = tensor::InsertOp::create(b, l, v, iter[0], target);
+          scf::YieldOp::create(b, l, next);
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
+/// result[i..] = x[i mod size..].
+struct TilePattern : OpConversionPattern<tsr::TileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::TileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    auto inType = cast<RankedTensorType>(adaptor.getX().getType());
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOp(op, emptyTensor(rewriter, op.getLoc(), type));
+      return success();
+    }
+    SmallVector<AffineExpr> exprs;
+    for (auto [d, size] : llvm::enumerate(inType.getShape()))
+      exprs.push_back(getAffineDimExpr(d, ctx) % size);
+    rewriter.replaceOp(
+        op, indexedGeneric(
+                rewriter, op.getLoc(), type, adaptor.getX(),
+                AffineMap::get(type.getRank(), 0, exprs, ctx),
+                [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+    return success();
+  }
+};
+
+/// Negative pads crop first (extract_slice); then constant mode is a
+/// tensor.pad and reflect/edge a generic computing the source index.
+struct PadPattern : OpConversionPattern<tsr::PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    Type elem = type.getElementType();
+    Value x = adaptor.getX();
+    auto inType = cast<RankedTensorType>(x.getType());
+    int64_t rank = inType.getRank();
+    ArrayRef<int64_t> pads = op.getPads();
+    SmallVector<int64_t> lo(rank), hi(rank), cropped(inType.getShape());
+    SmallVector<OpFoldResult> offsets, sizes,
+        strides(rank, rewriter.getIndexAttr(1));
+    bool crop = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t b = pads[d], e = pads[rank + d];
+      int64_t cb = std::min<int64_t>(b, 0), ce = std::min<int64_t>(e, 0);
+      cropped[d] += cb + ce;
+      offsets.push_back(rewriter.getIndexAttr(-cb));
+      sizes.push_back(rewriter.getIndexAttr(cropped[d]));
+      lo[d] = std::max<int64_t>(b, 0);
+      hi[d] = std::max<int64_t>(e, 0);
+      crop |= cb != 0 || ce != 0;
+    }
+    if (crop)
+      x = tensor::ExtractSliceOp::create(rewriter, loc,
+                                         RankedTensorType::get(cropped, elem),
+                                         x, offsets, sizes, strides);
+    if (op.getMode() == "constant") {
+      SmallVector<OpFoldResult> l, h;
+      for (int64_t d = 0; d < rank; ++d) {
+        l.push_back(rewriter.getIndexAttr(lo[d]));
+        h.push_back(rewriter.getIndexAttr(hi[d]));
+      }
+      Value value = scalarConstant(rewriter, loc, getElementType(op.getX()),
+                                   op.getValue().convertToDouble());
+      rewriter.replaceOp(
+          op, tensor::PadOp::create(rewriter, loc, type, x, l, h, value)
+                  .getResult());
+      return success();
+    }
+    bool reflect = op.getMode() == "reflect";
+    Value source = x;
+    Value result = indexedGeneric(
+        rewriter, loc, type, {}, {},
+        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          SmallVector<Value> at;
+          for (int64_t d = 0; d < rank; ++d) {
+            int64_t n = cropped[d];
+            Value i =
+                arith::SubIOp::create(b, l, linalg::IndexOp::create(b, l, d),
+                                      indexConstant(b, l, lo[d]));
+            if (reflect && n > 1) {
+              // Reflect about 0 and n − 1 (pads are smaller than n).
+              Value zero = indexConstant(b, l, 0);
+              Value neg =
+                  arith::CmpIOp::create(b, l, CmpIPredicate::slt, i, zero);
+              i = arith::SelectOp::create(
+                  b, l, neg, arith::SubIOp::create(b, l, zero, i), i);
+              Value last = indexConstant(b, l, n - 1);
+              Value over =
+                  arith::CmpIOp::create(b, l, CmpIPredicate::sgt, i, last);
+              i = arith::SelectOp::create(
+                  b, l, over,
+                  arith::SubIOp::create(b, l, indexConstant(b, l, 2 * (n - 1)),
+                                        i),
+                  i);
+            } else {
+              i = arith::MaxSIOp::create(b, l, i, indexConstant(b, l, 0));
+              i = arith::MinSIOp::create(
+                  b, l, i, indexConstant(b, l, std::max<int64_t>(n - 1, 0)));
+            }
+            at.push_back(i);
+          }
+          return tensor::ExtractOp::create(b, l, source, at);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Keeps x where j − i ≥ k (upper) or j − i ≤ k (lower), else 0.
+struct TriluPattern : OpConversionPattern<tsr::TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::TriluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(adaptor.getX().getType());
+    int64_t rank = type.getRank(), k = op.getK();
+    bool upper = op.getUpper();
+    Value result = indexedGeneric(
+        rewriter, op.getLoc(), type, adaptor.getX(),
+        AffineMap::getMultiDimIdentityMap(rank, op.getContext()),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value i = linalg::IndexOp::create(b, l, rank - 2);
+          Value j = linalg::IndexOp::create(b, l, rank - 1);
+          Value diff = arith::SubIOp::create(b, l, j, i);
+          Value keep = arith::CmpIOp::create(
+              b, l, upper ? CmpIPredicate::sge : CmpIPredicate::sle, diff,
+              indexConstant(b, l, k));
+          return arith::SelectOp::create(
+              b, l, keep, a[0], scalarConstant(b, l, a[0].getType(), 0.0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct OneHotPattern : OpConversionPattern<tsr::OneHotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::OneHotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    Type tsrIdx = getElementType(op.getIndices());
+    Type tsrOut = getElementType(op.getResult());
+    int64_t rank = type.getRank(), depth = op.getDepth();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        exprs.push_back(getAffineDimExpr(d, ctx));
+    double on = op.getOnValue().convertToDouble(),
+           off = op.getOffValue().convertToDouble();
+    Value result = indexedGeneric(
+        rewriter, op.getLoc(), type, adaptor.getIndices(),
+        AffineMap::get(rank, 0, exprs, ctx),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type i64 = b.getI64Type();
+          Value idx = convertScalar(b, l, a[0], tsrIdx, i64);
+          Value neg = arith::CmpIOp::create(b, l, CmpIPredicate::slt, idx,
+                                            scalarConstant(b, l, i64, 0));
+          idx = arith::SelectOp::create(
+              b, l, neg,
+              arith::AddIOp::create(b, l, idx,
+                                    scalarConstant(b, l, i64, (double)depth)),
+              idx);
+          Value pos = arith::IndexCastOp::create(
+              b, l, i64, linalg::IndexOp::create(b, l, axis));
+          Value hit = arith::CmpIOp::create(b, l, CmpIPredicate::eq, idx, pos);
+          return arith::SelectOp::create(b, l, hit,
+                                         scalarConstant(b, l, tsrOut, on),
+                                         scalarConstant(b, l, tsrOut, off));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tessera::tsr_to_linalg::populateDataMovementPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<ReshapePattern, TransposePattern, BroadcastPattern,
+               ConcatPattern, SlicePattern, GatherPattern,
+               GatherElementsPattern, ScatterElementsPattern, TilePattern,
+               PadPattern, TriluPattern, OneHotPattern>(converter,
+                                                        patterns.getContext());
+}

@@ -1,0 +1,197 @@
+//===- Training.cpp - Lowering of dropout and the losses ------------------===//
+#include "Patterns.h"
+
+using namespace mlir;
+using namespace mlir::tessera::tsr_to_linalg;
+using arith::CmpIPredicate;
+
+namespace {
+
+SmallVector<utils::IteratorType> iterators(int64_t n, utils::IteratorType t) {
+  return SmallVector<utils::IteratorType>(n, t);
+}
+
+/// splitmix64 of (seed, linear index): a uniform double in [0, 1).
+Value uniformAt(OpBuilder &b, Location loc, Value linear, int64_t seed) {
+  Type i64 = b.getI64Type();
+  auto c = [&](uint64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, (int64_t)v));
+  };
+  Value z = arith::AddIOp::create(
+      b, loc, c((uint64_t)seed),
+      arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, linear, c(1)),
+                            c(0x9E3779B97F4A7C15ull)));
+  auto mix = [&](Value v, uint64_t shift, uint64_t mul) {
+    Value x = arith::XOrIOp::create(
+        b, loc, v, arith::ShRUIOp::create(b, loc, v, c(shift)));
+    return mul ? (Value)arith::MulIOp::create(b, loc, x, c(mul)) : x;
+  };
+  z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
+  z = mix(z, 27, 0x94D049BB133111EBull);
+  z = mix(z, 31, 0);
+  Value top = arith::ShRUIOp::create(b, loc, z, c(11));
+  Value f = arith::UIToFPOp::create(b, loc, b.getF64Type(), top);
+  return arith::MulFOp::create(
+      b, loc, f,
+      arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1.0p-53)));
+}
+
+/// Keeps x·1/(1−ratio) where uniform(seed, i) ≥ ratio.
+struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value x = adaptor.getX();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto maskType = cast<RankedTensorType>(op.getMask().getType());
+    double ratio = op.getRatio().convertToDouble();
+    int64_t seed = op.getSeed(), rank = type.getRank();
+    if (ratio == 0.0) {
+      Value mask =
+          filledTensor(rewriter, loc, maskType,
+                       scalarConstant(rewriter, loc, rewriter.getI1Type(), 1));
+      rewriter.replaceOp(op, {x, mask});
+      return success();
+    }
+    SmallVector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type, maskType}, x,
+        ValueRange{emptyTensor(rewriter, loc, type),
+                   emptyTensor(rewriter, loc, maskType)},
+        {id, id, id}, iterators(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Type i64 = b.getI64Type();
+          Value linear = scalarConstant(b, l, i64, 0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value i = arith::IndexCastOp::create(
+                b, l, i64, linalg::IndexOp::create(b, l, d));
+            linear = arith::AddIOp::create(
+                b, l, linear,
+                arith::MulIOp::create(b, l, i,
+                                      scalarConstant(b, l, i64, strides[d])));
+          }
+          Value u = uniformAt(b, l, linear, seed);
+          Value keep = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OGE, u,
+              scalarConstant(b, l, b.getF64Type(), ratio));
+          Type elem = a[0].getType();
+          Value scaled = arith::MulFOp::create(
+              b, l, a[0], scalarConstant(b, l, elem, 1.0 / (1.0 - ratio)));
+          Value y = arith::SelectOp::create(b, l, keep, scaled,
+                                            scalarConstant(b, l, elem, 0.0));
+          linalg::YieldOp::create(b, l, ValueRange{y, keep});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// −logp[n, t, d..]·w[t] per sample from log-probabilities [N, C, D..];
+/// ignored targets give 0 with weight 0. `mean` divides the weighted sum by
+/// the sum of the weights of the samples that count.
+template <typename OpT>
+Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
+                Value weights, RankedTensorType lossType) {
+  MLIRContext *ctx = b.getContext();
+  auto targetType = cast<RankedTensorType>(target.getType());
+  Type elem = lossType.getElementType();
+  int64_t rank = targetType.getRank();
+  int64_t classes = cast<RankedTensorType>(logp.getType()).getDimSize(1);
+  std::optional<int64_t> ignore;
+  if (auto attr = op.getIgnoreIndexAttr())
+    ignore = attr.getInt();
+  StringRef reduction = op.getReduction();
+  bool none = reduction == "none";
+  auto perSample = RankedTensorType::get(targetType.getShape(), elem);
+  auto outType = none ? perSample : RankedTensorType::get({}, elem);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap out = none ? id : AffineMap::get(rank, 0, {}, ctx);
+  Value zero = scalarConstant(b, loc, elem, 0.0);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{outType, outType}, target,
+      ValueRange{filledTensor(b, loc, outType, zero),
+                 filledTensor(b, loc, outType, zero)},
+      {id, out, out},
+      iterators(rank, none ? utils::IteratorType::parallel
+                           : utils::IteratorType::reduction),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value t = a[0];
+        Value tIdx = arith::IndexCastOp::create(nb, l, nb.getIndexType(), t);
+        tIdx = arith::MaxSIOp::create(nb, l, tIdx, indexConstant(nb, l, 0));
+        tIdx = arith::MinSIOp::create(nb, l, tIdx,
+                                      indexConstant(nb, l, classes - 1));
+        SmallVector<Value> at = {linalg::IndexOp::create(nb, l, 0), tIdx};
+        for (int64_t d = 1; d < rank; ++d)
+          at.push_back(linalg::IndexOp::create(nb, l, d));
+        Value lp = tensor::ExtractOp::create(nb, l, logp, at);
+        Value w = weights ? (Value)tensor::ExtractOp::create(nb, l, weights,
+                                                             ValueRange{tIdx})
+                          : scalarConstant(nb, l, elem, 1.0);
+        if (ignore) {
+          Value skip = arith::CmpIOp::create(
+              nb, l, CmpIPredicate::eq, t,
+              scalarConstant(nb, l, t.getType(), (double)*ignore));
+          w = arith::SelectOp::create(nb, l, skip,
+                                      scalarConstant(nb, l, elem, 0.0), w);
+        }
+        Value loss =
+            arith::MulFOp::create(nb, l, arith::NegFOp::create(nb, l, lp), w);
+        if (!none) {
+          loss = arith::AddFOp::create(nb, l, loss, a[1]);
+          w = arith::AddFOp::create(nb, l, w, a[2]);
+        }
+        linalg::YieldOp::create(nb, l, ValueRange{loss, w});
+      });
+  Value loss = generic.getResult(0);
+  if (reduction != "mean")
+    return loss;
+  return buildElementwise(b, loc, outType,
+                          ValueRange{loss, generic.getResult(1)},
+                          [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            return arith::DivFOp::create(nb, l, a[0], a[1]);
+                          });
+}
+
+struct SoftmaxCrossEntropyLossPattern
+    : OpConversionPattern<tsr::SoftmaxCrossEntropyLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::SoftmaxCrossEntropyLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logp = buildSoftmax(rewriter, loc, adaptor.getScores(), /*axis=*/1,
+                              /*log=*/true);
+    rewriter.replaceOp(op,
+                       buildLoss(rewriter, loc, op, logp, adaptor.getTarget(),
+                                 adaptor.getWeights(), op.getType()));
+    return success();
+  }
+};
+
+struct NegativeLogLikelihoodLossPattern
+    : OpConversionPattern<tsr::NegativeLogLikelihoodLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::NegativeLogLikelihoodLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildLoss(rewriter, op.getLoc(), op,
+                                     adaptor.getInput(), adaptor.getTarget(),
+                                     adaptor.getWeights(), op.getType()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tessera::tsr_to_linalg::populateTrainingPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<DropoutPattern, SoftmaxCrossEntropyLossPattern,
+               NegativeLogLikelihoodLossPattern>(converter,
+                                                 patterns.getContext());
+}

@@ -1,0 +1,252 @@
+//===- TsrToLinalg.cpp - Type converter and shared lowering helpers -------===//
+#include "tessera/Conversion/TsrToLinalg/TsrToLinalg.h"
+#include "Patterns.h"
+
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+using namespace mlir::tessera::tsr_to_linalg;
+
+TsrToLinalgTypeConverter::TsrToLinalgTypeConverter() {
+  addConversion([](Type t) { return t; });
+  addConversion([](RankedTensorType t) -> Type {
+    return t.clone(toSignless(t.getElementType()));
+  });
+  auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
+                 Location loc) -> Value {
+    return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+        .getResult(0);
+  };
+  addSourceMaterialization(cast);
+  addTargetMaterialization(cast);
+}
+
+void mlir::tessera::populateTsrToLinalgConversionPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns) {
+  populateElementwisePatterns(converter, patterns);
+  populateContractionPatterns(converter, patterns);
+  populateNormPoolPatterns(converter, patterns);
+  populateReductionPatterns(converter, patterns);
+  populateDataMovementPatterns(converter, patterns);
+  populateTrainingPatterns(converter, patterns);
+}
+
+//===----------------------------------------------------------------------===//
+// Types and constants
+//===----------------------------------------------------------------------===//
+
+Type tsr_to_linalg::getElementType(Value v) {
+  return getElementTypeOrSelf(v.getType());
+}
+
+bool tsr_to_linalg::isUnsigned(Type t) {
+  auto i = dyn_cast<IntegerType>(t);
+  return i && (i.isUnsigned() || i.getWidth() == 1);
+}
+
+Type tsr_to_linalg::toSignless(Type t) {
+  if (auto i = dyn_cast<IntegerType>(t); i && !i.isSignless())
+    return IntegerType::get(t.getContext(), i.getWidth());
+  return t;
+}
+
+RankedTensorType tsr_to_linalg::convertTensorType(const TypeConverter &c,
+                                                  Type type) {
+  return cast<RankedTensorType>(c.convertType(type));
+}
+
+Value tsr_to_linalg::scalarConstant(OpBuilder &b, Location loc, Type type,
+                                    double value) {
+  type = toSignless(type);
+  if (auto f = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f, value));
+  if (isa<IndexType>(type))
+    return arith::ConstantIndexOp::create(b, loc, (int64_t)value);
+  auto i = cast<IntegerType>(type);
+  APInt bits(i.getWidth(), (uint64_t)(int64_t)value, /*isSigned=*/true,
+             /*implicitTrunc=*/true);
+  if (i.getWidth() == 1)
+    bits = APInt(1, value != 0.0);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i, bits));
+}
+
+Value tsr_to_linalg::extremeConstant(OpBuilder &b, Location loc, Type t,
+                                     bool lowest) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), lowest)));
+  auto i = cast<IntegerType>(t);
+  unsigned w = i.getWidth();
+  APInt v = isUnsigned(t)
+                ? (lowest ? APInt::getMinValue(w) : APInt::getMaxValue(w))
+                : (lowest ? APInt::getSignedMinValue(w)
+                          : APInt::getSignedMaxValue(w));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(IntegerType::get(t.getContext(), w), v));
+}
+
+Value tsr_to_linalg::indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+//===----------------------------------------------------------------------===//
+// Structured-op builders
+//===----------------------------------------------------------------------===//
+
+Value tsr_to_linalg::emptyTensor(OpBuilder &b, Location loc,
+                                 RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
+}
+
+Value tsr_to_linalg::filledTensor(OpBuilder &b, Location loc,
+                                  RankedTensorType type, Value value) {
+  Value empty = emptyTensor(b, loc, type);
+  return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+AffineMap tsr_to_linalg::broadcastMap(ArrayRef<int64_t> operand,
+                                      ArrayRef<int64_t> result,
+                                      MLIRContext *ctx) {
+  unsigned offset = result.size() - operand.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, d] : llvm::enumerate(operand)) {
+    if (d == 1 && result[offset + i] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(offset + i, ctx));
+  }
+  return AffineMap::get(result.size(), 0, exprs, ctx);
+}
+
+Value tsr_to_linalg::buildElementwise(OpBuilder &b, Location loc,
+                                      RankedTensorType resultType,
+                                      ValueRange inputs, BodyFn body) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs)
+    maps.push_back(broadcastMap(cast<RankedTensorType>(in.getType()).getShape(),
+                                shape, ctx));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), ctx));
+  SmallVector<utils::IteratorType> iterators(shape.size(),
+                                             utils::IteratorType::parallel);
+  unsigned numInputs = inputs.size();
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, inputs, emptyTensor(b, loc, resultType), maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = body(nb, nloc, args.take_front(numInputs));
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return generic.getResult(0);
+}
+
+Value tsr_to_linalg::buildReduction(OpBuilder &b, Location loc, Value input,
+                                    ArrayRef<int64_t> axes, Value init,
+                                    BodyFn combine) {
+  MLIRContext *ctx = b.getContext();
+  auto inType = cast<RankedTensorType>(input.getType());
+  int64_t rank = inType.getRank();
+  SmallVector<int64_t> outShape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (llvm::is_contained(axes, d)) {
+      iterators.push_back(utils::IteratorType::reduction);
+      continue;
+    }
+    iterators.push_back(utils::IteratorType::parallel);
+    outShape.push_back(inType.getDimSize(d));
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+  }
+  auto outType = RankedTensorType::get(outShape, init.getType());
+  Value acc = filledTensor(b, loc, outType, init);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, outType, input, acc, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args));
+      });
+  return generic.getResult(0);
+}
+
+Value tsr_to_linalg::reshapeTo(OpBuilder &b, Location loc, Value v,
+                               RankedTensorType type) {
+  auto src = cast<RankedTensorType>(v.getType());
+  if (src == type)
+    return v;
+  if (src.getRank() > type.getRank()) {
+    if (auto re = getReassociationIndicesForReshape(src, type))
+      return tensor::CollapseShapeOp::create(b, loc, type, v, *re);
+  } else if (src.getRank() < type.getRank()) {
+    if (auto re = getReassociationIndicesForReshape(src, type))
+      return tensor::ExpandShapeOp::create(b, loc, type, v, *re);
+  }
+  // General case: through the flat 1-D tensor.
+  auto flat =
+      RankedTensorType::get({src.getNumElements()}, src.getElementType());
+  Value f = v;
+  if (src.getRank() != 1) {
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t i = 0; i < src.getRank(); ++i)
+      all[0].push_back(i);
+    if (src.getRank() == 0)
+      all.clear();
+    f = tensor::CollapseShapeOp::create(b, loc, flat, v, all);
+  }
+  if (type.getRank() == 1)
+    return f;
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all[0].push_back(i);
+  if (type.getRank() == 0)
+    all.clear();
+  return tensor::ExpandShapeOp::create(b, loc, type, f, all);
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar conversion
+//===----------------------------------------------------------------------===//
+
+Value tsr_to_linalg::convertScalar(OpBuilder &b, Location loc, Value v,
+                                   Type from, Type to) {
+  Type target = toSignless(to);
+  if (toSignless(from) == target)
+    return v;
+  auto fromInt = dyn_cast<IntegerType>(from);
+  auto toInt = dyn_cast<IntegerType>(to);
+  if (toInt && toInt.getWidth() == 1) {
+    Value zero = scalarConstant(b, loc, v.getType(), 0.0);
+    if (fromInt)
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero);
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zero);
+  }
+  if (fromInt && toInt) {
+    if (toInt.getWidth() < fromInt.getWidth())
+      return arith::TruncIOp::create(b, loc, target, v);
+    if (isUnsigned(from))
+      return arith::ExtUIOp::create(b, loc, target, v);
+    return arith::ExtSIOp::create(b, loc, target, v);
+  }
+  if (fromInt) {
+    if (isUnsigned(from))
+      return arith::UIToFPOp::create(b, loc, target, v);
+    return arith::SIToFPOp::create(b, loc, target, v);
+  }
+  if (toInt) {
+    if (isUnsigned(to))
+      return arith::FPToUIOp::create(b, loc, target, v);
+    return arith::FPToSIOp::create(b, loc, target, v);
+  }
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, target, v);
+  if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    return arith::TruncFOp::create(b, loc, target, v);
+  // f16 <-> bf16: through f32.
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return arith::TruncFOp::create(b, loc, target, wide);
+}

@@ -1,0 +1,323 @@
+// RUN: tessera-opt %s -tsr-to-linalg -split-input-file | FileCheck %s
+
+// Broadcasting binary op: one generic, the size-1 operand reads index 0.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[BC:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func.func @add_broadcast
+// CHECK-SAME: %[[X:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<1x3xf32>
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x3xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[BC]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<2x3xf32>, tensor<1x3xf32>) outs(%[[E]] : tensor<2x3xf32>)
+// CHECK: arith.addf
+// CHECK-NOT: tsr.
+func.func @add_broadcast(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>) -> tensor<2x3xf32> {
+  %0 = tsr.add %x, %y : tensor<2x3xf32>, tensor<1x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Unsigned element types become signless, with unsigned arithmetic.
+// CHECK-LABEL: func.func @unsigned
+// CHECK-SAME: (%{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xf32>)
+// CHECK: arith.divui
+// CHECK: arith.cmpi ult
+// CHECK: arith.uitofp
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, tensor<4xi1>, tensor<4xf32>) {
+  %0 = tsr.div %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
+  %1 = tsr.less %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xi1>
+  %2 = tsr.cast %a : tensor<4xui8> to tensor<4xf32>
+  return %0, %1, %2 : tensor<4xui8>, tensor<4xi1>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @signed_int
+// CHECK: arith.divsi
+// CHECK: arith.remsi
+// CHECK: arith.select
+// CHECK: arith.maxsi
+func.func @signed_int(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
+  %0 = tsr.div %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %1 = tsr.mod %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %2 = tsr.max %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  return %0, %1, %2 : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>
+}
+
+// -----
+
+// f16 transcendentals compute in f32; max/min propagate NaN.
+// CHECK-LABEL: func.func @half
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: math.erf %{{.*}} : f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: arith.maximumf
+// CHECK: math.roundeven
+func.func @half(%x: tensor<4xf16>) -> (tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) {
+  %0 = tsr.erf %x : tensor<4xf16>
+  %1 = tsr.max %x, %x : tensor<4xf16>, tensor<4xf16> -> tensor<4xf16>
+  %2 = tsr.round %x : tensor<4xf16>
+  return %0, %1, %2 : tensor<4xf16>, tensor<4xf16>, tensor<4xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @where_and_constant
+// CHECK: %[[C:.*]] = arith.constant dense<[1, 2]> : tensor<2xi8>
+// CHECK: linalg.generic
+// CHECK: arith.select
+// CHECK: return %[[C]]
+func.func @where_and_constant(%c: tensor<2xi1>, %a: tensor<2xf32>, %b: tensor<f32>) -> (tensor<2xui8>, tensor<2xf32>) {
+  %k = tsr.constant dense<[1, 2]> : tensor<2xui8>
+  %0 = tsr.where %c, %a, %b : tensor<2xi1>, tensor<2xf32>, tensor<f32> -> tensor<2xf32>
+  return %k, %0 : tensor<2xui8>, tensor<2xf32>
+}
+
+// -----
+
+// A batched lhs against a 2-D rhs folds the batch into the rows.
+// CHECK-LABEL: func.func @matmul_fold_batch
+// CHECK-SAME: %[[A:.*]]: tensor<2x3x4xf32>, %[[B:.*]]: tensor<4x5xf32>
+// CHECK: %[[AC:.*]] = tensor.collapse_shape %[[A]] {{\[}}[0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK: %[[M:.*]] = linalg.matmul ins(%[[AC]], %[[B]] : tensor<6x4xf32>, tensor<4x5xf32>) outs(%[[Z]] : tensor<6x5xf32>)
+// CHECK: tensor.expand_shape %[[M]] {{\[}}[0, 1], [2]] output_shape [2, 3, 5]
+func.func @matmul_fold_batch(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = tsr.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Broadcast batch dimensions use linalg.broadcast, then one batch_matmul.
+// CHECK-LABEL: func.func @matmul_broadcast_batch
+// CHECK: linalg.broadcast ins(%{{.*}} : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<2x5x3x4xf32>) dimensions = [1]
+// CHECK: linalg.broadcast ins(%{{.*}} : tensor<5x4x2xf32>) outs(%{{.*}} : tensor<2x5x4x2xf32>) dimensions = [0]
+// CHECK: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<10x3x4xf32>, tensor<10x4x2xf32>)
+func.func @matmul_broadcast_batch(%a: tensor<2x1x3x4xf32>, %b: tensor<5x4x2xf32>) -> tensor<2x5x3x2xf32> {
+  %0 = tsr.matmul %a, %b : tensor<2x1x3x4xf32>, tensor<5x4x2xf32> -> tensor<2x5x3x2xf32>
+  return %0 : tensor<2x5x3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matvec
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [4, 1]
+// CHECK: linalg.matmul
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1]] : tensor<3x1xi32> into tensor<3xi32>
+func.func @matvec(%a: tensor<3x4xi32>, %v: tensor<4xi32>) -> tensor<3xi32> {
+  %0 = tsr.matmul %a, %v : tensor<3x4xi32>, tensor<4xi32> -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}
+
+// -----
+
+// Conv: zero padding, im2col [G, C/G·K, N·O], batch_matmul with the weights
+// [G, M/G, C/G·K], then transpose back with the bias add.
+// CHECK-LABEL: func.func @conv_grouped
+// CHECK: tensor.pad
+// CHECK: %[[COL:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<1x4x7x7xf32>) outs(%{{.*}} : tensor<2x2x3x3x1x3x3xf32>)
+// CHECK: tensor.collapse_shape %[[COL]] {{.*}} into tensor<2x18x9xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x3x18xf32>
+// CHECK: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<2x3x18xf32>, tensor<2x18x9xf32>) outs(%{{.*}} : tensor<2x3x9xf32>)
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x6x3x3xf32>
+func.func @conv_grouped(%x: tensor<1x4x5x5xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x3xf32> {
+  %0 = tsr.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x3x3xf32>
+  return %0 : tensor<1x6x3x3xf32>
+}
+
+// -----
+
+// Einsum: one generic, a diagonal read for the repeated label.
+// CHECK-DAG: #[[DIAG:.*]] = affine_map<(d0, d1) -> (d1, d1, d0)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @einsum_diag
+// CHECK: linalg.generic {indexing_maps = [#[[DIAG]], #[[OUT]]], iterator_types = ["parallel", "reduction"]}
+func.func @einsum_diag(%x: tensor<3x3x2xf32>) -> tensor<2xf32> {
+  %0 = tsr.einsum %x {equation = "iij->j"} : (tensor<3x3x2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce_max_keepdims
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEG]] : f32)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x1xf32>
+func.func @reduce_max_keepdims(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  %0 = tsr.reduce_max %x {axes = array<i64: 1>, keepdims = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @argmax
+// CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xi64>)
+// CHECK: linalg.index 1
+func.func @argmax(%x: tensor<2x3xf32>) -> tensor<2xi64> {
+  %0 = tsr.argmax %x {axis = 1 : i64, keepdims = false, select_last_index = false} : (tensor<2x3xf32>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cumsum_topk
+// CHECK: scf.for
+// CHECK: tensor.extract_slice
+// CHECK: tensor.insert_slice
+// CHECK: scf.for {{.*}} -> (tensor<3x2xf32>, tensor<3x2xi64>, tensor<3x4xi1>)
+func.func @cumsum_topk(%x: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x2xf32>, tensor<3x2xi64>) {
+  %0 = tsr.cumsum %x {axis = 1 : i64, exclusive = false, reverse = true} : tensor<3x4xf32>
+  %v, %i = tsr.topk %x {k = 2 : i64, axis = 1 : i64, largest = true} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  return %0, %v, %i : tensor<3x4xf32>, tensor<3x2xf32>, tensor<3x2xi64>
+}
+
+// -----
+
+// Softmax: max, exp of the shifted input, sum, divide.
+// CHECK-LABEL: func.func @softmax
+// CHECK: arith.maximumf
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = tsr.softmax %x {axis = 1 : i64} : tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// LayerNorm: mean and variance as two reductions over the trailing dims.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-COUNT-2: iterator_types = ["parallel", "reduction", "reduction"]
+// CHECK: math.sqrt
+func.func @layer_norm(%x: tensor<2x3x4xf32>, %s: tensor<4xf32>) -> tensor<2x3x4xf32> {
+  %0 = tsr.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// MaxPool pads with -inf (including the extra ceil_mode end padding).
+// CHECK-LABEL: func.func @max_pool
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 0, 1, 1]
+// CHECK: tensor.yield %[[NEG]]
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+func.func @max_pool(%x: tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32> {
+  %0 = tsr.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32>
+  return %0 : tensor<1x1x3x3xf32>
+}
+
+// -----
+
+// AvgPool divides by per-dimension constant counts of real elements.
+// CHECK-LABEL: func.func @avg_pool
+// CHECK: arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: arith.divf
+func.func @avg_pool(%x: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = tsr.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad = false} : (tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @data_movement
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.transpose
+// CHECK: tensor.insert_slice
+// CHECK: tensor.insert_slice
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [2, 2] [1, 1]
+func.func @data_movement(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<3x2xf32>, tensor<4x3xf32>, tensor<2x2xf32>) {
+  %0 = tsr.reshape %x : tensor<2x3xf32> to tensor<6xf32>
+  %1 = tsr.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %2 = tsr.concat %x, %x {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %3 = tsr.slice %x {starts = array<i64: 0, 1>, limits = array<i64: 2, 3>, steps = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return %0, %1, %2, %3 : tensor<6xf32>, tensor<3x2xf32>, tensor<4x3xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A reshape that is neither a collapse nor an expand goes through 1-D.
+// CHECK-LABEL: func.func @reshape_general
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [3, 2]
+func.func @reshape_general(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = tsr.reshape %x : tensor<2x3xf32> to tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4xi64>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+func.func @gather(%e: tensor<10x16xf32>, %i: tensor<4xi64>) -> tensor<4x16xf32> {
+  %0 = tsr.gather %e, %i {axis = 0 : i64} : (tensor<10x16xf32>, tensor<4xi64>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @scatter
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: tensor.extract
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @scatter(%d: tensor<3x3xf32>, %i: tensor<2x3xi64>, %u: tensor<2x3xf32>) -> tensor<3x3xf32> {
+  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = "add"} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[MOD:.*]] = affine_map<(d0, d1) -> (d0 mod 2, d1 mod 3)>
+// CHECK-LABEL: func.func @pad_and_tile
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [2, 2] [1, 1]
+// CHECK: tensor.pad %{{.*}} low[1, 0] high[0, 0]
+// CHECK: linalg.generic {indexing_maps = [#[[MOD]], 
+func.func @pad_and_tile(%x: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<4x6xf32>) {
+  %0 = tsr.pad %x {pads = array<i64: 1, -1, 0, 0>, mode = "constant", value = 0.0 : f64} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %1 = tsr.tile %x {repeats = array<i64: 2, 2>} : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  return %0, %1 : tensor<3x2xf32>, tensor<4x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dropout_ratio_zero
+// CHECK-SAME: %[[X:.*]]: tensor<4xf32>
+// CHECK: %[[M:.*]] = linalg.fill
+// CHECK: return %[[X]], %[[M]]
+func.func @dropout_ratio_zero(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>) {
+  %0, %m = tsr.dropout %x {ratio = 0.0 : f64, seed = 1 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
+  return %0, %m : tensor<4xf32>, tensor<4xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @nll_mean
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
+// CHECK: arith.divf
+func.func @nll_mean(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<10xf32>) -> tensor<f32> {
+  %0 = tsr.nll_loss %x, %t, %w {reduction = "mean", ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Zero-element tensors lower without special cases.
+// CHECK-LABEL: func.func @empty
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<0x4xf32>, tensor<4x5xf32>)
+func.func @empty(%a: tensor<0x4xf32>, %b: tensor<4x5xf32>) -> (tensor<0x5xf32>, tensor<0x4xf32>) {
+  %0 = tsr.matmul %a, %b : tensor<0x4xf32>, tensor<4x5xf32> -> tensor<0x5xf32>
+  %1 = tsr.exp %a : tensor<0x4xf32>
+  return %0, %1 : tensor<0x5xf32>, tensor<0x4xf32>
+}

@@ -1,0 +1,577 @@
+#!/usr/bin/env python3
+"""Run ONNX's backend node tests (Debian libonnx-testdata) through Tessera.
+
+For every case directory ``<testdata>/<case>/`` (``model.onnx`` plus
+``test_data_set_0/{input,output}_<i>.pb``):
+
+1. ``tessera-compile <case>/model.onnx --mode=infer --target=cpu -o <tmp>/art``
+   (time limit ``--timeout``, default 60 s);
+2. ``tessera-run <tmp>/art --inputs-dir <case>/test_data_set_0 --outputs-dir <tmp>/out``
+   (same limit);
+3. every expected ``output_<i>.pb`` is compared with Tessera's using numpy and
+   the ONNX backend-test tolerances: floating point ``|a - b| <= atol + rtol*|b|``
+   element-wise with rtol=1e-3, atol=1e-7, NaNs equal when in the same places;
+   integers, bools and strings exactly; element type and shape must match.
+   Sequence and optional outputs are compared element by element.
+
+Each case gets exactly one result:
+
+``passed``       compiled, ran, all outputs match;
+``unsupported``  tessera-compile failed cleanly with an ``error:`` line that
+                 contains the word "unsupported";
+``failed``       any other clean error (an ``error:`` line and a non-zero exit,
+                 or a missing artifact/output) or a numerical mismatch; the first
+                 error line is recorded;
+``CRASH``        a tool was killed by a signal, or printed an assertion,
+                 sanitizer report, ``Stack dump`` or ``PLEASE submit a bug
+                 report``, or exited non-zero without any ``error:`` line;
+``HANG``         a tool ran past the time limit (its process group is killed).
+
+The markdown report (``--out``) holds the summary, a table per ONNX op type and
+the list of failing cases with their first error line. The op type of a case
+comes from its model, not its name: the distinct op types of the graph's nodes,
+ignoring ``Constant`` when other ops are present; a function-expanded case
+(``*_expanded``, whose node outputs are named ``<Op>_<graph>_function_*``) is
+counted under ``<Op> (expanded)``. A case with several main ops counts under
+each of them.
+
+Prints ``conformance: P passed, F failed, U unsupported, C crashed, H hung (of N)``
+on stdout. Exit status: 0 when no case crashed or hung and at least
+``--min-pass`` cases passed; 1 otherwise; 2 for a usage error (tools or test
+data missing).
+
+Example::
+
+    test/conformance/run_node_tests.py --tessera-bin build/bin \\
+        --out docs/onnx-conformance.md --jobs 2 --filter 'test_(add|relu)'
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import dataclasses
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+DEFAULT_TESTDATA = "/usr/share/libonnx-testdata/data/node"
+RTOL, ATOL = 1e-3, 1e-7  # onnx/backend/test/runner: assert_allclose(rtol=1e-3, atol=1e-7)
+
+PASSED, FAILED, UNSUPPORTED, CRASH, HANG = "passed", "failed", "unsupported", "CRASH", "HANG"
+RESULTS = (PASSED, FAILED, UNSUPPORTED, CRASH, HANG)
+
+# Text that marks a crash even when the exit status looks clean.
+CRASH_PATTERNS = re.compile(
+    r"Assertion .* failed|Assertion failed|assertion failed"
+    r"|AddressSanitizer|LeakSanitizer|MemorySanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer"
+    r"|:\d+:\d+: runtime error: "  # UBSan's 'file:line:col: runtime error: ...'
+    r"|Stack dump|PLEASE submit a bug report"
+    r"|LLVM ERROR:|terminate called|Segmentation fault|core dumped"
+)
+ERROR_LINE = re.compile(r"error:")
+UNSUPPORTED_WORD = re.compile(r"\bunsupported\b", re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class CaseResult:
+    case: str
+    ops: list[str]
+    result: str
+    stage: str = ""  # compile | run | compare | setup
+    message: str = ""  # first error line, or why it failed
+
+
+# --------------------------------------------------------------------------- #
+# Op types of a case
+# --------------------------------------------------------------------------- #
+def op_key(node: onnx.NodeProto) -> str:
+    if node.domain in ("", "ai.onnx"):
+        return node.op_type
+    return f"{node.domain}.{node.op_type}"
+
+
+def main_ops(model: onnx.ModelProto) -> list[str]:
+    """The op type(s) a case exercises, derived from its graph (see module doc)."""
+    g = model.graph
+    if g.name:
+        pat = re.compile(r"^([A-Za-z][A-Za-z0-9]*)_" + re.escape(g.name) + r"_function_")
+        for n in g.node:
+            for o in n.output:
+                m = pat.match(o)
+                if m:
+                    return [f"{m.group(1)} (expanded)"]
+    ops: list[str] = []
+    for n in g.node:
+        k = op_key(n)
+        if k not in ops:
+            ops.append(k)
+    if len(ops) > 1 and "Constant" in ops:
+        ops.remove("Constant")
+    return ops or ["(no nodes)"]
+
+
+# --------------------------------------------------------------------------- #
+# Running the tools
+# --------------------------------------------------------------------------- #
+@dataclasses.dataclass
+class ToolRun:
+    rc: int | None  # None: timed out
+    stderr: str
+    stdout: str
+
+
+def run_tool(cmd: list[str], timeout: float) -> ToolRun:
+    """Run cmd in its own process group; kill the whole group on timeout."""
+    p = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        rc = None
+    return ToolRun(rc, err.decode("utf-8", "replace"), out.decode("utf-8", "replace"))
+
+
+def first_line(text: str, pattern: re.Pattern | None = None) -> str:
+    for line in text.splitlines():
+        if line.strip() and (pattern is None or pattern.search(line)):
+            return line.strip()
+    return ""
+
+
+def classify_tool(tool: str, r: ToolRun, timeout: float, allow_unsupported: bool) -> tuple[str, str] | None:
+    """None if the tool succeeded, else (result, first error line)."""
+    if r.rc is None:
+        return HANG, f"{tool} timed out after {timeout:g} s"
+    crash_line = first_line(r.stderr, CRASH_PATTERNS)
+    if r.rc < 0:
+        try:
+            sig = signal.Signals(-r.rc).name
+        except ValueError:
+            sig = f"signal {-r.rc}"
+        return CRASH, f"{tool} killed by {sig}" + (f": {crash_line}" if crash_line else "")
+    if crash_line:
+        return CRASH, f"{tool} (exit {r.rc}): {crash_line}"
+    if r.rc == 0:
+        return None
+    err = first_line(r.stderr, ERROR_LINE)
+    if not err:
+        tail = first_line(r.stderr) or first_line(r.stdout) or "no output"
+        return CRASH, f"{tool} exited {r.rc} without an error: line ({tail})"
+    if allow_unsupported:
+        for line in r.stderr.splitlines():
+            if ERROR_LINE.search(line) and UNSUPPORTED_WORD.search(line):
+                return UNSUPPORTED, line.strip()
+    return FAILED, err
+
+
+# --------------------------------------------------------------------------- #
+# Comparing outputs
+# --------------------------------------------------------------------------- #
+def read_proto(path: str, kind: str):
+    proto = {"tensor": onnx.TensorProto, "sequence": onnx.SequenceProto,
+             "optional": onnx.OptionalProto}.get(kind, onnx.TensorProto)()
+    with open(path, "rb") as f:
+        proto.ParseFromString(f.read())
+    return proto
+
+
+def compare_tensor(got: onnx.TensorProto, want: onnx.TensorProto) -> str:
+    """'' if equal within tolerance, else a one-line description."""
+    if got.data_type != want.data_type:
+        name = onnx.TensorProto.DataType.Name
+        return f"element type {name(got.data_type)}, expected {name(want.data_type)}"
+    if list(got.dims) != list(want.dims):
+        return f"shape {list(got.dims)}, expected {list(want.dims)}"
+    a, b = numpy_helper.to_array(got), numpy_helper.to_array(want)
+    if a.size == 0:
+        return ""
+    if b.dtype.kind in "OSUb" or np.issubdtype(b.dtype, np.integer):
+        bad = a != b
+        if not bad.any():
+            return ""
+        idx = np.unravel_index(int(np.argmax(bad)), b.shape)
+        return (f"{int(bad.sum())} of {b.size} values differ (exact match required); "
+                f"first at {tuple(int(i) for i in idx)}: got {a[idx]!r}, expected {b[idx]!r}")
+    if b.dtype.kind != "c":
+        a, b = a.astype(np.float64), b.astype(np.float64)
+    close = np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
+    if close.all():
+        return ""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a - b)
+    diff = np.where(close, 0.0, np.nan_to_num(diff, nan=np.inf, posinf=np.inf))
+    idx = np.unravel_index(int(np.argmax(diff)), b.shape)
+    return (f"{int((~close).sum())} of {b.size} values differ (rtol {RTOL:g}, atol {ATOL:g}); "
+            f"worst at {tuple(int(i) for i in idx)}: got {a[idx]:.7g}, expected {b[idx]:.7g}")
+
+
+def compare_value(got, want, kind: str) -> str:
+    if kind == "sequence":
+        if len(got.tensor_values) != len(want.tensor_values):
+            return f"sequence of {len(got.tensor_values)} tensors, expected {len(want.tensor_values)}"
+        for j, (g, w) in enumerate(zip(got.tensor_values, want.tensor_values)):
+            msg = compare_tensor(g, w)
+            if msg:
+                return f"element {j}: {msg}"
+        return ""
+    if kind == "optional":
+        if got.elem_type != want.elem_type:
+            return f"optional holds element kind {got.elem_type}, expected {want.elem_type}"
+        if want.elem_type == onnx.OptionalProto.TENSOR:
+            return compare_tensor(got.tensor_value, want.tensor_value)
+        if want.elem_type == onnx.OptionalProto.SEQUENCE:
+            return compare_value(got.sequence_value, want.sequence_value, "sequence")
+        return ""
+    return compare_tensor(got, want)
+
+
+def output_kinds(model: onnx.ModelProto) -> list[str]:
+    kinds = []
+    for o in model.graph.output:
+        v = o.type.WhichOneof("value")
+        kinds.append({"tensor_type": "tensor", "sequence_type": "sequence",
+                      "optional_type": "optional"}.get(v, "tensor"))
+    return kinds
+
+
+def compare_outputs(model: onnx.ModelProto, data_dir: str, out_dir: str) -> str:
+    kinds = output_kinds(model)
+    n = 0
+    while os.path.exists(os.path.join(data_dir, f"output_{n}.pb")):
+        n += 1
+    for i in range(n):
+        kind = kinds[i] if i < len(kinds) else "tensor"
+        name = model.graph.output[i].name if i < len(model.graph.output) else "?"
+        got_path = os.path.join(out_dir, f"output_{i}.pb")
+        if not os.path.isfile(got_path):
+            return f"output_{i} ({name}): tessera-run wrote no output_{i}.pb"
+        want = read_proto(os.path.join(data_dir, f"output_{i}.pb"), kind)
+        try:
+            got = read_proto(got_path, kind)
+        except Exception as e:  # protobuf DecodeError and friends
+            return f"output_{i} ({name}): cannot parse Tessera's output_{i}.pb as {kind}: {e}"
+        msg = compare_value(got, want, kind)
+        if msg:
+            return f"output_{i} ({name}): {msg}"
+    if os.path.exists(os.path.join(out_dir, f"output_{n}.pb")):
+        return f"tessera-run wrote more outputs than the {n} expected"
+    return ""
+
+
+# --------------------------------------------------------------------------- #
+# One case
+# --------------------------------------------------------------------------- #
+def run_case(case_dir: str, compile_bin: str, run_bin: str, timeout: float,
+             work_root: str | None, keep: bool) -> CaseResult:
+    case = os.path.basename(case_dir)
+    try:
+        model = onnx.load(os.path.join(case_dir, "model.onnx"), load_external_data=False)
+        ops = main_ops(model)
+    except Exception as e:
+        return CaseResult(case, ["(unreadable)"], FAILED, "setup", f"cannot load model.onnx: {e}")
+
+    tmp = tempfile.mkdtemp(prefix=case + ".", dir=work_root)
+    # Paths in messages are made relative so that the report is stable and
+    # equal messages group together ("model.onnx:1:1: error: ...").
+    def clean(msg: str) -> str:
+        return msg.replace(tmp + os.sep, "").replace(tmp, "<tmp>").replace(case_dir + os.sep, "")
+
+    try:
+        r = _run_case(case, case_dir, model, ops, tmp, compile_bin, run_bin, timeout)
+        r.message = clean(r.message)
+        return r
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_case(case: str, case_dir: str, model: onnx.ModelProto, ops: list[str], tmp: str,
+              compile_bin: str, run_bin: str, timeout: float) -> CaseResult:
+    model_path = os.path.join(case_dir, "model.onnx")
+    data_dir = os.path.join(case_dir, "test_data_set_0")
+    art = os.path.join(tmp, "art")
+    out = os.path.join(tmp, "out")
+    os.makedirs(out)
+
+    r = run_tool([compile_bin, model_path, "--mode=infer", "--target=cpu", "-o", art], timeout)
+    bad = classify_tool("tessera-compile", r, timeout, allow_unsupported=True)
+    if bad:
+        return CaseResult(case, ops, bad[0], "compile", bad[1])
+    for f in ("model.so", "manifest.json"):
+        if not os.path.isfile(os.path.join(art, f)):
+            return CaseResult(case, ops, FAILED, "compile",
+                              f"tessera-compile exited 0 but wrote no {f}")
+
+    r = run_tool([run_bin, art, "--inputs-dir", data_dir, "--outputs-dir", out], timeout)
+    bad = classify_tool("tessera-run", r, timeout, allow_unsupported=False)
+    if bad:
+        return CaseResult(case, ops, bad[0], "run", bad[1])
+
+    try:
+        msg = compare_outputs(model, data_dir, out)
+    except Exception as e:
+        msg = f"comparison failed: {type(e).__name__}: {e}"
+    if msg:
+        return CaseResult(case, ops, FAILED, "compare", msg)
+    return CaseResult(case, ops, PASSED)
+
+
+# --------------------------------------------------------------------------- #
+# Report
+# --------------------------------------------------------------------------- #
+def md_cell(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+
+
+def testdata_version() -> str:
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libonnx-testdata"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except Exception:
+        return ""
+
+
+def summary_line(counts: collections.Counter, total: int) -> str:
+    return (f"conformance: {counts[PASSED]} passed, {counts[FAILED]} failed, "
+            f"{counts[UNSUPPORTED]} unsupported, {counts[CRASH]} crashed, "
+            f"{counts[HANG]} hung (of {total})")
+
+
+def write_report(path: str, results: list[CaseResult], total: int, args) -> None:
+    counts = collections.Counter(r.result for r in results)
+    lines: list[str] = []
+    w = lines.append
+    version = testdata_version()
+    w("# ONNX backend conformance: node tests")
+    w("")
+    w("Generated by `test/conformance/run_node_tests.py`; do not edit by hand.")
+    w("")
+    w(f"Each case of Debian's libonnx-testdata{' ' + version if version else ''} "
+      f"(`{args.testdata}`) is compiled with `tessera-compile --mode=infer --target=cpu`, "
+      f"run once with `tessera-run` on `test_data_set_0`, and its outputs compared with the "
+      f"expected ones (floating point: rtol {RTOL:g}, atol {ATOL:g}, NaNs equal in the same "
+      f"places; integers, bools and strings exactly; element type and shape must match). "
+      f"Time limit {args.timeout:g} s per tool.")
+    if args.filter:
+        w("")
+        w(f"Cases restricted to those matching `{args.filter}`.")
+    if len(results) < total:
+        w("")
+        w(f"**Stopped early** (`--no-keep-going`): {total - len(results)} of {total} cases not run.")
+    w("")
+    w("## Summary")
+    w("")
+    w("| result | cases |")
+    w("|---|---:|")
+    for res in RESULTS:
+        w(f"| {res} | {counts[res]} |")
+    w(f"| **total** | **{total}** |")
+    w("")
+    w("`unsupported`: tessera-compile refused the model with an error naming something unsupported. "
+      "`failed`: any other clean error, or wrong results. `CRASH`: killed by a signal, an assertion, "
+      "sanitizer report or LLVM stack dump, or a non-zero exit without an `error:` line. "
+      "`HANG`: past the time limit.")
+    w("")
+
+    w("## By op type")
+    w("")
+    w("The op type of a case is read from its model: the distinct op types of its graph nodes "
+      "(ignoring `Constant` next to other ops). Function-expanded cases (`*_expanded`) count "
+      "under `<Op> (expanded)`; they exercise the ops of the expansion, not `<Op>` itself. "
+      "A case with several main ops counts once under each.")
+    w("")
+    w("| op type | cases | passed | failed | unsupported | crash | hang |")
+    w("|---|---:|---:|---:|---:|---:|---:|")
+    per_op: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in results:
+        for op in r.ops:
+            per_op[op][r.result] += 1
+    for op in sorted(per_op, key=str.lower):
+        c = per_op[op]
+        w(f"| {md_cell(op)} | {sum(c.values())} | {c[PASSED]} | {c[FAILED]} | "
+          f"{c[UNSUPPORTED]} | {c[CRASH]} | {c[HANG]} |")
+    w("")
+
+    bad = [r for r in results if r.result in (CRASH, HANG, FAILED)]
+    w("## Failures")
+    w("")
+    if not bad:
+        w("None.")
+    else:
+        order = {CRASH: 0, HANG: 1, FAILED: 2}
+        w("| case | op type | result | stage | first error line |")
+        w("|---|---|---|---|---|")
+        for r in sorted(bad, key=lambda r: (order[r.result], r.case)):
+            w(f"| {r.case} | {md_cell(', '.join(r.ops))} | {r.result} | {r.stage} | {md_cell(r.message)} |")
+    w("")
+
+    unsup = [r for r in results if r.result == UNSUPPORTED]
+    w("## Unsupported, by message")
+    w("")
+    if not unsup:
+        w("None.")
+    else:
+        by_msg: dict[str, list[str]] = collections.defaultdict(list)
+        for r in unsup:
+            by_msg[r.message].append(r.case)
+        w("| cases | message | e.g. |")
+        w("|---:|---|---|")
+        for msg, cases in sorted(by_msg.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            eg = ", ".join(sorted(cases)[:3]) + (", …" if len(cases) > 3 else "")
+            w(f"| {len(cases)} | {md_cell(msg)} | {eg} |")
+    w("")
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+# --------------------------------------------------------------------------- #
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description="Run the ONNX backend node tests (libonnx-testdata) through tessera-compile "
+        "and tessera-run and write a markdown conformance report.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Results: passed, failed, unsupported (clean compile error mentioning "
+        "'unsupported'), CRASH (signal, assertion/sanitizer/'Stack dump'/'PLEASE submit a bug "
+        "report', or non-zero exit without an 'error:' line), HANG (timeout). Exit 0 when nothing "
+        "crashed or hung and at least --min-pass cases passed, 1 otherwise, 2 on usage errors.",
+    )
+    ap.add_argument("--tessera-bin", default="build/bin", metavar="DIR",
+                    help="directory holding tessera-compile and tessera-run (default build/bin)")
+    ap.add_argument("--out", default="docs/onnx-conformance.md", metavar="FILE",
+                    help="markdown report to write (default docs/onnx-conformance.md)")
+    ap.add_argument("--testdata", default=DEFAULT_TESTDATA, metavar="DIR",
+                    help=f"node test cases (default {DEFAULT_TESTDATA})")
+    ap.add_argument("--jobs", "-j", type=int, default=2, metavar="N",
+                    help="cases run in parallel (default 2)")
+    ap.add_argument("--filter", metavar="REGEX",
+                    help="run only cases whose directory name matches REGEX (re.search)")
+    ap.add_argument("--min-pass", type=int, default=0, metavar="N",
+                    help="exit non-zero if fewer than N cases pass (default 0)")
+    ap.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="time limit per tool invocation in seconds (default 60)")
+    ap.add_argument("--keep-going", action=argparse.BooleanOptionalAction, default=True,
+                    help="run every case (default); --no-keep-going stops scheduling new cases "
+                    "after the first failed, crashed or hung one")
+    ap.add_argument("--list-failures", action="store_true",
+                    help="also print every failed/crashed/hung case with its first error line")
+    ap.add_argument("--work-dir", metavar="DIR",
+                    help="where per-case temporary directories go (default: system temp)")
+    ap.add_argument("--keep-temps", action="store_true",
+                    help="keep the per-case artifacts and outputs (with --work-dir)")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="print every case's result to stderr as it finishes")
+    args = ap.parse_args(argv)
+
+    def die(msg: str) -> int:
+        print(f"run_node_tests.py: error: {msg}", file=sys.stderr)
+        return 2
+
+    compile_bin = os.path.abspath(os.path.join(args.tessera_bin, "tessera-compile"))
+    run_bin = os.path.abspath(os.path.join(args.tessera_bin, "tessera-run"))
+    for tool in (compile_bin, run_bin):
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            return die(f"{tool} not found or not executable (build Tessera first: scripts/build.sh, "
+                       f"or pass --tessera-bin)")
+    if not os.path.isdir(args.testdata):
+        return die(f"test data not found: {args.testdata} (apt-get install libonnx-testdata)")
+    if args.jobs < 1:
+        return die("--jobs must be at least 1")
+    try:
+        case_filter = re.compile(args.filter) if args.filter else None
+    except re.error as e:
+        return die(f"bad --filter regex: {e}")
+    if args.work_dir:
+        os.makedirs(args.work_dir, exist_ok=True)
+
+    cases = sorted(
+        d for d in os.listdir(args.testdata)
+        if os.path.isfile(os.path.join(args.testdata, d, "model.onnx"))
+        and (case_filter is None or case_filter.search(d))
+    )
+    total = len(cases)
+    if total == 0:
+        return die("no test cases selected")
+
+    results: list[CaseResult] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def work(case: str) -> CaseResult | None:
+        if stop.is_set():
+            return None
+        r = run_case(os.path.join(args.testdata, case), compile_bin, run_bin, args.timeout,
+                     args.work_dir, args.keep_temps)
+        with lock:
+            results.append(r)
+            done = len(results)
+            if r.result in (FAILED, CRASH, HANG) and not args.keep_going:
+                stop.set()
+            if args.verbose or r.result in (CRASH, HANG):
+                line = f"[{done}/{total}] {r.case}: {r.result}"
+                if r.message:
+                    line += f" ({r.stage}: {r.message})"
+                print(line, file=sys.stderr, flush=True)
+            elif done % 100 == 0:
+                print(f"[{done}/{total}] ...", file=sys.stderr, flush=True)
+        return r
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        for fut in [pool.submit(work, c) for c in cases]:
+            fut.result()
+    except KeyboardInterrupt:
+        stop.set()
+        print("run_node_tests.py: interrupted; writing a partial report", file=sys.stderr)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    results.sort(key=lambda r: r.case)
+    write_report(args.out, results, total, args)
+    counts = collections.Counter(r.result for r in results)
+
+    if args.list_failures:
+        for r in results:
+            if r.result in (FAILED, CRASH, HANG):
+                print(f"{r.result:7} {r.case} [{r.stage}] {r.message}")
+    print(summary_line(counts, total))
+    if len(results) < total:
+        print(f"(stopped early: {total - len(results)} cases not run)")
+    print(f"report: {args.out}")
+
+    rc = 0
+    if counts[CRASH] or counts[HANG]:
+        rc = 1
+    if counts[PASSED] < args.min_pass:
+        print(f"run_node_tests.py: only {counts[PASSED]} cases passed, fewer than --min-pass "
+              f"{args.min_pass}", file=sys.stderr)
+        rc = 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
