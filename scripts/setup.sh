@@ -5,7 +5,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 debs=(
   cmake ninja-build ccache pkg-config libclang-rt-22-dev
-  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22 clang-format-22
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev
   python3 python3-venv python3-numpy

@@ -5,6 +5,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InterleavedRange.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -42,14 +43,14 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
   else
     t.name = (kind + "_" + Twine(index)).str();
   if (!tensor || !tensor.hasStaticShape())
-    return where->emitError() << kind << " '" << t.name
-                              << "' is not a statically shaped tensor: "
-                              << type;
+    return where->emitError()
+           << kind << " '" << t.name
+           << "' is not a statically shaped tensor: " << type;
   t.dtype = getDTypeName(tensor.getElementType());
   if (t.dtype.empty())
-    return where->emitError() << kind << " '" << t.name
-                              << "' has unsupported element type "
-                              << tensor.getElementType();
+    return where->emitError()
+           << kind << " '" << t.name << "' has unsupported element type "
+           << tensor.getElementType();
   t.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   return t;
 }
@@ -99,6 +100,15 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   FailureOr<ArtifactSignature> sig = getArtifactSignature(model);
   if (failed(sig))
     return failure();
+  // MLIR's bare-pointer calling convention has no strided layout for a
+  // zero-sized dimension after the first (its strides fold to 0).
+  for (const ArtifactTensor &t :
+       llvm::concat<const ArtifactTensor>(sig->inputs, sig->outputs))
+    if (llvm::is_contained(ArrayRef<int64_t>(t.shape).drop_front(), 0))
+      return model.emitError("unsupported: tensor '")
+             << t.name << "' at the model boundary has a zero-sized dimension "
+             << "after the first (shape " << llvm::interleaved(t.shape, "x")
+             << ")";
   SymbolTable::setSymbolName(model, "tessera_model");
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
@@ -129,11 +139,14 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
   if (failed(target.emitLibrary(module, dir)))
     return failure();
 
-  llvm::json::Object manifest{
-      {"format", "tessera-artifact"}, {"version", 1},
-      {"mode", sig->mode},           {"target", target.getName()},
-      {"library", "model.so"},       {"entry", "tessera_entry"},
-      {"inputs", toJson(sig->inputs)}, {"outputs", toJson(sig->outputs)}};
+  llvm::json::Object manifest{{"format", "tessera-artifact"},
+                              {"version", 1},
+                              {"mode", sig->mode},
+                              {"target", target.getName()},
+                              {"library", "model.so"},
+                              {"entry", "tessera_entry"},
+                              {"inputs", toJson(sig->inputs)},
+                              {"outputs", toJson(sig->outputs)}};
   SmallString<256> path(dir);
   llvm::sys::path::append(path, "manifest.json");
   std::error_code ec;

@@ -194,8 +194,30 @@ def read_proto(path: str, kind: str):
     return proto
 
 
+def bfloat16_as_uint16(t: onnx.TensorProto) -> bool:
+    """libonnx-testdata 1.12 stores bfloat16 test data as UINT16 tensors of the
+    same bit patterns (numpy had no bfloat16 when it was generated)."""
+    return t.data_type == onnx.TensorProto.UINT16
+
+
+def bfloat16_values(t: onnx.TensorProto) -> np.ndarray:
+    """The float32 values of a BFLOAT16 (or quirk UINT16) tensor's bits."""
+    if t.raw_data:
+        bits = np.frombuffer(t.raw_data, dtype="<u2")
+    else:
+        bits = np.array(t.int32_data, dtype=np.uint32).astype(np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32).reshape(tuple(t.dims))
+
+
 def compare_tensor(got: onnx.TensorProto, want: onnx.TensorProto) -> str:
     """'' if equal within tolerance, else a one-line description."""
+    if got.data_type == onnx.TensorProto.BFLOAT16 and bfloat16_as_uint16(want):
+        if list(got.dims) != list(want.dims):
+            return f"shape {list(got.dims)}, expected {list(want.dims)}"
+        a, b = bfloat16_values(got), bfloat16_values(want)
+        if np.array_equal(a, b, equal_nan=True):
+            return ""
+        return f"{int((a != b).sum())} of {b.size} bfloat16 values differ (exact match required)"
     if got.data_type != want.data_type:
         name = onnx.TensorProto.DataType.Name
         return f"element type {name(got.data_type)}, expected {name(want.data_type)}"
@@ -304,6 +326,34 @@ def run_case(case_dir: str, compile_bin: str, run_bin: str, timeout: float,
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def relabel_bfloat16_inputs(model: onnx.ModelProto, data_dir: str, tmp: str) -> str:
+    """The inputs directory to run with: `data_dir` itself, or a copy in `tmp`
+    whose UINT16 inputs of BFLOAT16 graph inputs are relabelled BFLOAT16 (the
+    test data's quirk, see bfloat16_as_uint16)."""
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = [i for i in model.graph.input if i.name not in initializers]
+    fixed = {}
+    for i, gi in enumerate(graph_inputs):
+        path = os.path.join(data_dir, f"input_{i}.pb")
+        if gi.type.tensor_type.elem_type != onnx.TensorProto.BFLOAT16 or not os.path.isfile(path):
+            continue
+        t = read_proto(path, "tensor")
+        if bfloat16_as_uint16(t):
+            t.data_type = onnx.TensorProto.BFLOAT16
+            fixed[f"input_{i}.pb"] = t
+    if not fixed:
+        return data_dir
+    inputs = os.path.join(tmp, "inputs")
+    os.makedirs(inputs)
+    for f in os.listdir(data_dir):
+        if f in fixed:
+            with open(os.path.join(inputs, f), "wb") as out:
+                out.write(fixed[f].SerializeToString())
+        else:
+            shutil.copy(os.path.join(data_dir, f), inputs)
+    return inputs
+
+
 def _run_case(case: str, case_dir: str, model: onnx.ModelProto, ops: list[str], tmp: str,
               compile_bin: str, run_bin: str, timeout: float) -> CaseResult:
     model_path = os.path.join(case_dir, "model.onnx")
@@ -321,7 +371,8 @@ def _run_case(case: str, case_dir: str, model: onnx.ModelProto, ops: list[str], 
             return CaseResult(case, ops, FAILED, "compile",
                               f"tessera-compile exited 0 but wrote no {f}")
 
-    r = run_tool([run_bin, art, "--inputs-dir", data_dir, "--outputs-dir", out], timeout)
+    inputs_dir = relabel_bfloat16_inputs(model, data_dir, tmp)
+    r = run_tool([run_bin, art, "--inputs-dir", inputs_dir, "--outputs-dir", out], timeout)
     bad = classify_tool("tessera-run", r, timeout, allow_unsupported=False)
     if bad:
         return CaseResult(case, ops, bad[0], "run", bad[1])

@@ -81,6 +81,8 @@ int main(int argc, char **argv) {
   registerAllExtensions(registry);
   registry.insert<tsr::TsrDialect, onnx_generic::OnnxDialect>();
   MLIRContext context(registry);
+  // Diagnostics name the model and the node; a dump of the IR is noise.
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
   // One `error:` line per diagnostic, notes indented under it.
   llvm::SourceMgr sourceMgr;

@@ -60,6 +60,8 @@ static int importMain(int argc, char **argv) {
   registry
       .insert<tsr::TsrDialect, onnx_generic::OnnxDialect, func::FuncDialect>();
   MLIRContext context(registry);
+  // Diagnostics name the model and the node; a dump of the IR is noise.
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);

@@ -275,8 +275,9 @@ LogicalResult GenericImporter::setInputShapes() {
       const auto &dim = tensor->shape().dim(i);
       if (dim.has_dim_value()) {
         if (dim.dim_value() < 0)
-          return fail("graph input '" + name + "' has negative dimension " +
-                      std::to_string(i));
+          return fail("graph input '" + name + "' declares dimension " +
+                      std::to_string(i) + " with negative size " +
+                      std::to_string(dim.dim_value()));
         continue;
       }
       std::string symbol = dim.has_dim_param()

@@ -94,6 +94,30 @@ def symbolic():
     return model(nodes, [vi("x", ["batch", 8])], [vi("y", ["batch", 8])])
 
 
+def zero_dim():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", [0, 8])], [vi("y", [0, 8])])
+
+
+def negative_dim():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", [-2, 8])], [vi("y", [-2, 8])])
+
+
+def wrong_type():
+    # MatMul of a float and an int64 tensor: ONNX requires equal types.
+    w = numpy_helper.from_array(np.ones((4, 3), dtype=np.int64), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    return model(nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], [w])
+
+
+def bool_matmul():
+    # MatMul is not defined on bool.
+    nodes = [helper.make_node("MatMul", ["x", "x"], ["y"], name="mm")]
+    return model(nodes, [vi("x", [2, 2], TensorProto.BOOL)],
+                 [vi("y", [2, 2], TensorProto.BOOL)])
+
+
 def unsupported_op():
     nodes = [helper.make_node("NonZero", ["x"], ["y"], name="nz")]
     return model(nodes, [vi("x", [4])], [vi("y", [1, 4], TensorProto.INT64)])
