@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Regenerates docs/generated/ from the TableGen sources with mlir-tblgen:
+#
+#   TsrOps.md          -gen-op-doc             include/tessera/Dialect/Tsr/IR/TsrOps.td
+#   TsrInterfaces.md   -gen-op-interface-docs  include/tessera/Dialect/Tsr/IR/TsrInterfaces.td
+#   OnnxDialect.md     -gen-dialect-doc        include/tessera/Dialect/Onnx/IR/OnnxOps.td
+#   <Dir>Passes.md     -gen-pass-doc           every include/tessera/**/<Dir>/Passes.td
+#
+# Usage: scripts/gen-docs.sh [--check]
+#   --check   regenerate into a temporary directory and fail (exit 1, with a
+#             diff) if docs/generated/ is out of date; writes nothing.
+# Environment: MLIR_TBLGEN (default /usr/lib/llvm-22/bin/mlir-tblgen).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+tblgen="${MLIR_TBLGEN:-/usr/lib/llvm-22/bin/mlir-tblgen}"
+if [ ! -x "$tblgen" ]; then
+  echo "gen-docs.sh: error: $tblgen not found (install mlir-22-tools or set MLIR_TBLGEN)" >&2
+  exit 1
+fi
+
+check=0
+case "${1:-}" in
+  "") ;;
+  --check) check=1 ;;
+  *) echo "gen-docs.sh: error: unknown argument '$1' (usage: scripts/gen-docs.sh [--check])" >&2; exit 1 ;;
+esac
+
+out=docs/generated
+if [ "$check" = 1 ]; then
+  out="$(mktemp -d)"
+  trap 'rm -rf "$out"' EXIT
+else
+  rm -rf "$out"
+  mkdir -p "$out"
+fi
+
+gen() { # gen BACKEND TD OUT.md
+  "$tblgen" "$1" -I include -I /usr/lib/llvm-22/include "$2" -o "$out/$3"
+}
+
+gen -gen-op-doc include/tessera/Dialect/Tsr/IR/TsrOps.td TsrOps.md
+gen -gen-op-interface-docs include/tessera/Dialect/Tsr/IR/TsrInterfaces.td TsrInterfaces.md
+gen -gen-dialect-doc include/tessera/Dialect/Onnx/IR/OnnxOps.td OnnxDialect.md
+while IFS= read -r td; do
+  gen -gen-pass-doc "$td" "$(basename "$(dirname "$td")")Passes.md"
+done < <(find include/tessera -name Passes.td | sort)
+
+if [ "$check" = 1 ]; then
+  if ! diff -ru docs/generated "$out"; then
+    echo "gen-docs.sh: docs/generated/ is out of date: run scripts/gen-docs.sh" >&2
+    exit 1
+  fi
+  echo "gen-docs.sh: docs/generated/ is up to date"
+else
+  ls "$out"
+fi
