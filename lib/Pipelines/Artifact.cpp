@@ -104,7 +104,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   // zero-sized dimension after the first (its strides fold to 0).
   for (const ArtifactTensor &t :
        llvm::concat<const ArtifactTensor>(sig->inputs, sig->outputs))
-    if (llvm::is_contained(ArrayRef<int64_t>(t.shape).drop_front(), 0))
+    if (t.shape.size() > 1 &&
+        llvm::is_contained(ArrayRef<int64_t>(t.shape).drop_front(), 0))
       return model.emitError("unsupported: tensor '")
              << t.name << "' at the model boundary has a zero-sized dimension "
              << "after the first (shape " << llvm::interleaved(t.shape, "x")

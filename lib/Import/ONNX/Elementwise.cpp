@@ -341,7 +341,8 @@ static LogicalResult clip(NodeContext &n, SmallVectorImpl<Value> &results) {
       results.push_back(y);
       return success();
     }
-    for (auto [i, name] : llvm::enumerate(ArrayRef<StringRef>{"min", "max"})) {
+    static constexpr StringLiteral kBounds[] = {"min", "max"};
+    for (auto [i, name] : llvm::enumerate(kBounds)) {
       if (!n.input(i + 1))
         continue;
       TRY(v, n.requireScalar(i + 1, name));
