@@ -1,8 +1,9 @@
 //===- CpuTarget.cpp - The CPU target: LLVM code and a shared object ------===//
 //
 // tsr → linalg → one-shot bufferization (outputs become caller-owned
-// buffers) → BLAS calls for f32 GEMMs → loops → LLVM dialect → LLVM IR at
-// -O3 for the host CPU → object → model.so linked with OpenBLAS and libm.
+// buffers) → BLAS calls for f32 GEMMs → tiled vector code, or loops where
+// the vectorizer declines → LLVM dialect → LLVM IR at -O3 for the host CPU →
+// object → model.so linked with OpenBLAS and libm.
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Pipelines/Target.h"
@@ -28,24 +29,35 @@ using namespace mlir::tessera;
 
 namespace {
 // The lowering from tsr to the LLVM dialect, as one textual pipeline so that
-// tessera-opt can run exactly the same thing (`--tsr-cpu-codegen`).
-constexpr const char *kCpuPipeline =
-    "tsr-to-linalg,"
-    "func.func(canonicalize,linalg-fuse-elementwise-ops,cse),"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{modify-public-functions},"
-    "buffer-deallocation-pipeline,"
-    "convert-bufferization-to-memref,"
-    "tsr-linalg-to-blas,"
-    "func.func(convert-linalg-to-loops),"
-    "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
-    "finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
-    "arith-expand,convert-arith-to-llvm,convert-index-to-llvm,"
-    "convert-cf-to-llvm,"
-    "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-    "convert-ub-to-llvm,reconcile-unrealized-casts,"
-    "tsr-cpu-entry-point";
+// tessera-opt can run exactly the same thing (`--tsr-cpu-codegen`). Linalg
+// ops left after the BLAS rewrite are tiled and vectorized on buffers; what
+// the vectorizer does not take becomes scalar loops. No canonicalize runs on
+// vector code: MLIR 22's vector.shape_cast canonicalization miscompiles some
+// shape_cast(broadcast) pairs (see tsr-cpu-vectorize's description).
+std::string getCpuPipeline(const CpuTargetOptions &options) {
+  return ("tsr-to-linalg,"
+          "func.func(canonicalize,linalg-fuse-elementwise-ops,cse),"
+          "one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map},"
+          "buffer-results-to-out-params{modify-public-functions},"
+          "buffer-deallocation-pipeline,"
+          "convert-bufferization-to-memref,"
+          "tsr-linalg-to-blas,"
+          "func.func(tsr-cpu-vectorize{vector-size=" +
+          Twine(options.vectorSize) +
+          "},cse,convert-linalg-to-loops),"
+          "convert-vector-to-scf{full-unroll},"
+          "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+          "convert-math-to-llvm,convert-math-to-libm,"
+          "convert-vector-to-llvm{reassociate-fp-reductions},"
+          "finalize-memref-to-llvm,"
+          "arith-expand,convert-arith-to-llvm,convert-index-to-llvm,"
+          "convert-cf-to-llvm,"
+          "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
+          "convert-ub-to-llvm,reconcile-unrealized-casts,"
+          "tsr-cpu-entry-point")
+      .str();
+}
 
 /// Finds an LLVM 22 tool: next to the LLVM we were built against first.
 std::string findLlvmTool(StringRef name) {
@@ -58,10 +70,12 @@ std::string findLlvmTool(StringRef name) {
 
 class CpuTarget : public TargetBackend {
 public:
+  explicit CpuTarget(const CpuTargetOptions &options) : options(options) {}
+
   StringRef getName() const override { return "cpu"; }
 
   LogicalResult buildCodegenPipeline(OpPassManager &pm) const override {
-    return parsePassPipeline(kCpuPipeline, pm);
+    return parsePassPipeline(getCpuPipeline(options), pm);
   }
 
   LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const override {
@@ -140,11 +154,15 @@ public:
              << (linkError.empty() ? "" : ": ") << linkError;
     return success();
   }
+
+private:
+  CpuTargetOptions options;
 };
 } // namespace
 
-std::unique_ptr<TargetBackend> mlir::tessera::createCpuTarget() {
-  return std::make_unique<CpuTarget>();
+std::unique_ptr<TargetBackend>
+mlir::tessera::createCpuTarget(const CpuTargetOptions &options) {
+  return std::make_unique<CpuTarget>(options);
 }
 
 void mlir::tessera::registerTesseraPipelines() {
@@ -153,7 +171,7 @@ void mlir::tessera::registerTesseraPipelines() {
       "Lower tsr to the LLVM dialect for the CPU target (what tessera-compile "
       "--target=cpu runs before emitting model.so)",
       [](OpPassManager &pm) {
-        if (failed(parsePassPipeline(kCpuPipeline, pm)))
+        if (failed(parsePassPipeline(getCpuPipeline({}), pm)))
           llvm::report_fatal_error("tsr-cpu-codegen names an unregistered "
                                    "pass");
       });

@@ -45,6 +45,12 @@ static cl::opt<std::string>
          cl::desc("Stop after a stage and print its IR: tsr, llvm-dialect"),
          cl::init(""));
 
+static cl::opt<int64_t> cpuVectorSize(
+    "cpu-vector-size",
+    cl::desc("--target=cpu: most elements in one vector of tsr-cpu-vectorize "
+             "(0: no vectorization, scalar loops)"),
+    cl::init(tessera::CpuTargetOptions().vectorSize));
+
 static int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tessera-compile") << message << "\n";
   return 1;
@@ -61,7 +67,7 @@ int main(int argc, char **argv) {
     return fail("--mode=" + mode + " is not supported (supported: infer)");
   std::unique_ptr<tessera::TargetBackend> target;
   if (targetName == "cpu")
-    target = tessera::createCpuTarget();
+    target = tessera::createCpuTarget({cpuVectorSize});
   else
     return fail("--target=" + targetName +
                 " is not supported (supported: cpu)");

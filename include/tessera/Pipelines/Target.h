@@ -40,7 +40,15 @@ public:
   virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const = 0;
 };
 
-std::unique_ptr<TargetBackend> createCpuTarget();
+/// Options of the CPU target.
+struct CpuTargetOptions {
+  /// Most elements in one vector of `tsr-cpu-vectorize`; 0 lowers every
+  /// linalg op that is not a BLAS call to scalar loops instead.
+  int64_t vectorSize = 64;
+};
+
+std::unique_ptr<TargetBackend>
+createCpuTarget(const CpuTargetOptions &options = {});
 
 /// The numpy-style name of a tensor element type, or "" if unsupported.
 std::string getDTypeName(Type elementType);

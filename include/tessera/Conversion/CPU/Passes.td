@@ -36,6 +36,93 @@ def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def TsrCpuVectorize : Pass<"tsr-cpu-vectorize", "func::FuncOp"> {
+  let summary = "Tile static linalg ops on buffers into small vectors and vectorize them";
+  let description = [{
+    Runs on buffers, right after `tsr-linalg-to-blas`: the f32 GEMMs are
+    BLAS calls by then, so every linalg op left is this pass's to take, and
+    on final buffers tiling needs no bufferization and an accumulator can be
+    kept in registers without alias analysis. Each linalg op with static
+    shapes and a body the upstream vectorizer accepts (elementwise generics,
+    reductions as tsr-to-linalg builds them for ReduceSum/Mean/Max, softmax
+    and layer norm, contractions that elementwise fusion turned into
+    generics, fill, copy, transpose) is tiled with `scf::tileUsingSCF` and
+    each tile is vectorized with `linalg::vectorize`:
+
+    - The vector covers the loops that index the innermost dimensions of the
+      largest operand (the output on a tie), innermost first, each taking the
+      largest divisor of its range that keeps the vector at most
+      `vector-size` elements, as long as the loops before it are covered
+      whole and all share one iterator type. Every other loop steps by one,
+      so every tile is static; reduction loops go innermost.
+    - A reduction's accumulator is read before its reduction loops and
+      written after them (a loop-carried vector), unless the output shares a
+      buffer with an input.
+    - Convolution and pooling generics (window accesses such as
+      `d2 * 2 + d4`) step their window loops by one; in a tile the access
+      becomes a strided view and the window loops carry the accumulator.
+    - Copies into or out of strided views (padding) become `linalg.copy` and
+      are vectorized the same way.
+
+    The vector ops are then brought down with the upstream patterns
+    (transfer permutation maps, leading unit dimensions, broadcasts sunk
+    below elementwise ops, `vector.multi_reduction` to `vector.reduction`),
+    ready for `convert-vector-to-scf` and `convert-vector-to-llvm`. Ops with
+    dynamic shapes, gathers (`memref.load` in the body), index results, i1,
+    f16 or bf16 operands keep their linalg form and the loop lowering.
+    `vector.shape_cast`'s canonicalizations are left out: in MLIR 22 they
+    fold `shape_cast(broadcast(vector<3x3x1xf32> to vector<3x3x3x1xf32>))`
+    into a broadcast that stretches the wrong dimension.
+
+    `tessera-compile --cpu-vector-size=N` sets `vector-size` in the CPU
+    pipeline; `--cpu-vector-size=0` turns the pass off (scalar loops, as
+    before the pass existed), which is how
+    `bench/forward.py --vectorize-gain` measures its gain.
+
+    Before:
+
+    ```mlir
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                     affine_map<(d0, d1) -> (d0)>],
+                    iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<8x64xf32>) outs(%y : memref<8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %in, %out : f32
+      linalg.yield %0 : f32
+    }
+    ```
+
+    After:
+
+    ```mlir
+    scf.for %i = %c0 to %c8 step %c1 {
+      %row = memref.subview %x[%i, 0] [1, 64] [1, 1]
+          : memref<8x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+      %acc = memref.subview %y[%i] [1] [1]
+          : memref<8xf32> to memref<1xf32, strided<[1], offset: ?>>
+      %v = vector.transfer_read %row[%c0, %c0], %poison {in_bounds = [true]}
+          : memref<1x64xf32, strided<[64, 1], offset: ?>>, vector<64xf32>
+      %a = vector.transfer_read %acc[%c0], %poison {in_bounds = [true]}
+          : memref<1xf32, strided<[1], offset: ?>>, vector<1xf32>
+      %a0 = vector.extract %a[0] : f32 from vector<1xf32>
+      %s = vector.reduction <add>, %v, %a0 : vector<64xf32> into f32
+      %b = vector.broadcast %s : f32 to vector<1xf32>
+      vector.transfer_write %b, %acc[%c0] {in_bounds = [true]}
+          : vector<1xf32>, memref<1xf32, strided<[1], offset: ?>>
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorSize", "vector-size", "int64_t", /*default=*/"64",
+           "Most elements in the vector of one tile (64 f32 = four AVX-512 "
+           "registers); 0 or 1 turns the pass off">,
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::ub::UBDialect"];
+}
+
 def TsrCpuEntryPoint : Pass<"tsr-cpu-entry-point", "ModuleOp"> {
   let summary = "Add the artifact's `tessera_entry(void **args)` wrapper";
   let description = [{
