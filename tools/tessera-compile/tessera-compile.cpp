@@ -65,6 +65,9 @@ int main(int argc, char **argv) {
 
   if (mode != "infer")
     return fail("--mode=" + mode + " is not supported (supported: infer)");
+  if (cpuVectorSize < 0)
+    return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +
+                " is negative (0 turns vectorization off)");
   std::unique_ptr<tessera::TargetBackend> target;
   if (targetName == "cpu")
     target = tessera::createCpuTarget({cpuVectorSize});

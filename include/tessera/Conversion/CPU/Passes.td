@@ -36,6 +36,35 @@ def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def TsrCpuFuseElementwise : Pass<"tsr-cpu-fuse-elementwise", "func::FuncOp"> {
+  let summary = "Fuse elementwise linalg ops and propagate reshapes, keeping GEMMs named";
+  let description = [{
+    Upstream's elementwise fusion and reshape-by-expansion propagation (the
+    patterns of `linalg-fuse-elementwise-ops`) with one control: nothing is
+    fused or folded into or out of `linalg.matmul` and `linalg.batch_matmul`.
+    Upstream's pass folds the `tensor.collapse_shape`/`expand_shape` that
+    tsr-to-linalg puts around a rank-3 or rank-4 matmul into the op itself,
+    which turns it into a `linalg.generic` that `tsr-linalg-to-blas` cannot
+    hand to `cblas_sgemm`; every GEMM of a transformer block was lost that way.
+
+    Before:
+
+    ```mlir
+    %c = tensor.collapse_shape %a [[0, 1], [2]] : tensor<2x16x64xf32> into tensor<32x64xf32>
+    %m = linalg.matmul ins(%c, %w : tensor<32x64xf32>, tensor<64x64xf32>)
+                       outs(%f : tensor<32x64xf32>) -> tensor<32x64xf32>
+    %e = tensor.expand_shape %m [[0, 1], [2]] output_shape [2, 16, 64] : ...
+    ```
+
+    After: unchanged (`linalg-fuse-elementwise-ops` would make `%m` a 4-loop
+    `linalg.generic` on `tensor<2x16x64xf32>`). Elementwise producers and
+    consumers of other ops still fuse as upstream does.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 def TsrCpuVectorize : Pass<"tsr-cpu-vectorize", "func::FuncOp"> {
   let summary = "Tile static linalg ops on buffers into small vectors and vectorize them";
   let description = [{

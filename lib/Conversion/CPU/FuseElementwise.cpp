@@ -1,0 +1,62 @@
+//===- FuseElementwise.cpp - Elementwise fusion that keeps GEMMs named ----===//
+//
+// Upstream's elementwise fusion and reshape propagation, with one control:
+// no fusion or reshape folding into or out of linalg.matmul and
+// linalg.batch_matmul. Upstream's `linalg-fuse-elementwise-ops` folds the
+// collapse_shape/expand_shape around a matmul into the op, which turns it
+// into a rank-3 or rank-4 linalg.generic that tsr-linalg-to-blas cannot hand
+// to cblas_sgemm; the GEMMs of every transformer block were lost that way.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Conversion/CPU/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRCPUFUSEELEMENTWISE
+#include "tessera/Conversion/CPU/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+
+namespace {
+bool isGemm(Operation *op) {
+  return isa_and_nonnull<linalg::MatmulOp, linalg::BatchMatmulOp>(op);
+}
+
+struct TsrCpuFuseElementwisePass
+    : tessera::impl::TsrCpuFuseElementwiseBase<TsrCpuFuseElementwisePass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    // As upstream: fuse a producer only into its single user; never across a
+    // GEMM, in either direction.
+    linalg::ControlFusionFn control = [](OpOperand *fused) {
+      Operation *producer = fused->get().getDefiningOp();
+      return producer && producer->hasOneUse() && !isGemm(producer) &&
+             !isGemm(fused->getOwner());
+    };
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
+    tensor::populateBubbleUpExpandShapePatterns(patterns);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(
+        patterns);
+    linalg::populateConstantFoldLinalgOperations(patterns, control);
+    GreedyRewriteConfig config;
+    config.setUseTopDownTraversal(true);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
+  }
+};
+} // namespace
