@@ -14,6 +14,8 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Import/ONNX/Passes.h"
 #include "tessera/Pipelines/Target.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -24,6 +26,8 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTsrToLinalgPasses();
   mlir::tessera::registerTesseraPipelines();
   mlir::tessera::registerTesseraOnnxImportPasses();
+  mlir::tessera::registerTesseraAutodiffPasses();
+  mlir::tessera::registerGradientRules(registry);
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

@@ -366,10 +366,12 @@ template <typename OpT> struct ElementwisePattern : OpConversionPattern<OpT> {
   }
 };
 
-struct IdentityPattern : OpConversionPattern<tsr::IdentityOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Identity and stop_gradient forward their operand.
+template <typename OpTy> struct IdentityPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpTy::Adaptor;
   LogicalResult
-  matchAndRewrite(tsr::IdentityOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, adaptor.getX());
     return success();
@@ -425,6 +427,7 @@ void mlir::tessera::tsr_to_linalg::populateElementwisePatterns(
       ElementwisePattern<tsr::EqualOp>, ElementwisePattern<tsr::LessOp>,
       ElementwisePattern<tsr::LessEqualOp>, ElementwisePattern<tsr::GreaterOp>,
       ElementwisePattern<tsr::GreaterEqualOp>, ElementwisePattern<tsr::PReluOp>,
-      ElementwisePattern<tsr::WhereOp>, IdentityPattern, ConstantPattern>(
+      ElementwisePattern<tsr::WhereOp>, IdentityPattern<tsr::IdentityOp>,
+      IdentityPattern<tsr::StopGradientOp>, ConstantPattern>(
       converter, patterns.getContext());
 }

@@ -418,6 +418,34 @@ GenericImporter::convertAttribute(const onnx::AttributeProto &attr,
   return NamedAttribute(b.getStringAttr(attr.name()), value);
 }
 
+/// Whether every node input that `name` feeds may carry a gradient by the
+/// ONNX schema (Unknown counts as differentiable). BatchNormalization's
+/// running statistics are marked differentiable by the schema but are
+/// statistics, not weights.
+static bool isTrainableInitializer(const onnx::GraphProto &graph,
+                                   const std::string &name) {
+  bool used = false;
+  for (const auto &node : graph.node()) {
+    const auto *schema = onnx::OpSchemaRegistry::Schema(
+        node.op_type(), static_cast<int>(kLibOnnxMaxOpset), node.domain());
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i) != name)
+        continue;
+      used = true;
+      if (!schema || schema->inputs().empty())
+        return false;
+      if (node.op_type() == "BatchNormalization" && i >= 3)
+        return false;
+      const auto &formal =
+          schema->inputs()[std::min<size_t>(i, schema->inputs().size() - 1)];
+      if (formal.GetDifferentiationCategory() ==
+          onnx::OpSchema::NonDifferentiable)
+        return false;
+    }
+  }
+  return used;
+}
+
 LogicalResult GenericImporter::buildFunction(ModuleOp module) {
   const auto &graph = model.graph();
   OpBuilder b(&ctx);
@@ -450,21 +478,38 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     argNames.push_back(input.name());
   }
 
-  auto func =
-      func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
-  Block *body = func.addEntryBlock();
-  for (auto [i, name] : llvm::enumerate(argNames))
-    func.setArgAttr(i, "tsr.name", b.getStringAttr(name));
-  b.setInsertionPointToStart(body);
-
-  llvm::StringMap<Value> values;
-  for (auto [i, name] : llvm::enumerate(argNames))
-    values[name] = body->getArgument(i);
+  // Trainable initializers become arguments after the graph inputs.
+  size_t numInputs = argTypes.size();
+  SmallVector<DenseElementsAttr> initValues;
   for (const auto &init : graph.initializer()) {
     std::string err;
     DenseElementsAttr value = convertTensor(&ctx, init, modelDir, err);
     if (!value)
       return fail("initializer " + err);
+    initValues.push_back(value);
+    if (opts.initializersAsParams && isa<FloatType>(value.getElementType()) &&
+        isTrainableInitializer(graph, init.name())) {
+      argTypes.push_back(value.getType());
+      argNames.push_back(init.name());
+    }
+  }
+
+  auto func =
+      func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
+  Block *body = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "tsr.name", b.getStringAttr(name));
+    if (i >= numInputs)
+      func.setArgAttr(i, "tsr.role", b.getStringAttr("param"));
+  }
+  b.setInsertionPointToStart(body);
+
+  llvm::StringMap<Value> values;
+  for (auto [i, name] : llvm::enumerate(argNames))
+    values[name] = body->getArgument(i);
+  for (auto [init, value] : llvm::zip(graph.initializer(), initValues)) {
+    if (values.contains(init.name()))
+      continue;
     Location loc = NameLoc::get(b.getStringAttr(init.name()), fileLoc);
     values[init.name()] = tsr::ConstantOp::create(b, loc, value);
   }

@@ -23,6 +23,13 @@ struct OnnxImportOptions {
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
   /// Run stage 2 (legalization to tsr); false stops at generic `onnx.node`.
   bool legalize = true;
+  /// Import trainable initializers as function arguments (after the graph
+  /// inputs) with arg attrs `tsr.name` and `tsr.role = "param"`. An
+  /// initializer is trainable when its element type is floating point and
+  /// every node input it feeds is marked differentiable by the ONNX schema
+  /// (so BatchNormalization's running statistics, Reshape shapes and Clip
+  /// bounds stay constants).
+  bool initializersAsParams = false;
 };
 
 /// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to
@@ -32,7 +39,8 @@ LogicalResult addInputShapeSpec(llvm::StringRef spec, OnnxImportOptions &opts);
 /// Parses the model file, returns a module with one func.func @main whose
 /// arguments are the non-initializer graph inputs in order (arg attr
 /// `tsr.name` = the ONNX name) and whose results are the graph outputs
-/// (result attr `tsr.name`). Initializers become tsr.constant. On any error
+/// (result attr `tsr.name`). Initializers become tsr.constant, or arguments
+/// with `opts.initializersAsParams`. On any error
 /// emits exactly one diagnostic (on a location naming the file or the node)
 /// and returns null.
 OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &ctx, llvm::StringRef path,

@@ -620,4 +620,22 @@ def Tsr_NegativeLogLikelihoodLossOp : Tsr_LossOp<"nll_loss",
                        OptionalAttr<I64Attr>:$ignore_index);
 }
 
+def Tsr_StopGradientOp : Tsr_BaseOp<"stop_gradient", [SameOperandsAndResultType]> {
+  let summary = "identity whose gradient is zero";
+  let description = [{
+    Returns its operand unchanged; `tsr-autodiff` propagates no gradient
+    through it (JAX's `stop_gradient`, PyTorch's `detach`). ONNX has no
+    counterpart; lowering drops the op.
+
+    Example:
+
+    ```mlir
+    %y = tsr.stop_gradient %x : tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Tsr_Tensor:$x);
+  let results = (outs Tsr_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 #endif // TESSERA_DIALECT_TSR_TSROPS_TD

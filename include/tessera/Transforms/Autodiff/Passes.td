@@ -1,0 +1,120 @@
+//===- Passes.td - Loss construction and reverse-mode autodiff -*- tablegen -*-===//
+#ifndef TESSERA_TRANSFORMS_AUTODIFF_PASSES_TD
+#define TESSERA_TRANSFORMS_AUTODIFF_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
+  let summary = "Make the public function return one scalar loss";
+  let description = [{
+    Turns an imported model into a loss function, the input of
+    `tsr-autodiff`. With `loss=cross_entropy` or `loss=mse` the pass appends
+    that loss on the result named `logits` and adds an argument `labels`
+    (`tsr.role = "label"`):
+
+    - `cross_entropy`: classes on the last axis of the logits; the labels
+      are i64 and shaped like the logits without that axis, so
+      [batch, sequence, vocabulary] logits of a language model train as
+      exported. The loss is the mean over all label positions
+      (`tsr.softmax_cross_entropy_loss` after moving classes to axis 1).
+    - `mse`: labels have the logits' type; the loss is mean((logits −
+      labels)²).
+
+    Without `loss`, the result named `output` (or, if `output` is empty, the
+    only scalar floating-point result) is the loss: models that end in an
+    ONNX loss op train as they are. Every other result is dropped.
+
+    Before (`loss=cross_entropy logits=y labels=t`):
+
+    ```mlir
+    func.func @main(%x: tensor<4x3xf32> {tsr.name = "x"})
+        -> (tensor<4x10xf32> {tsr.name = "y"}) { ... return %y ... }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%x: tensor<4x3xf32> {tsr.name = "x"},
+                    %t: tensor<4xi64> {tsr.name = "t", tsr.role = "label"})
+        -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"}) {
+      ...
+      %l = tsr.softmax_cross_entropy_loss %y, %t {reduction = "mean"}
+          : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "Loss to append: cross_entropy or mse; empty selects an existing "
+           "scalar result">,
+    Option<"logits", "logits", "std::string", /*default=*/"\"\"",
+           "Name of the result the appended loss reads">,
+    Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
+           "Name of the new labels argument">,
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "Name of an existing scalar result to use as the loss">,
+  ];
+}
+
+def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
+  let summary = "Append the reverse-mode gradient of the loss to the public function";
+  let description = [{
+    Differentiates the public function, which must return one scalar
+    floating-point loss, with respect to its arguments marked
+    `tsr.role = "param"` (and, with `wrt-inputs`, every floating-point
+    argument that is not a label). The backward pass is ordinary tsr IR
+    inserted before the return: ops are visited in reverse and each op's
+    `DifferentiableOpInterface::buildGradients` emits the adjoints of its
+    operands from the adjoints of its results. Adjoints of values with
+    several uses are summed (fan-out); broadcast operands get adjoints summed
+    back to their shape; integer and boolean values, `tsr.stop_gradient` and
+    non-differentiable operands (indices, masks) carry none. Every gradient
+    op has the location `fused<"tsr.grad">[forward op's location]`, so it
+    traces back to the op it differentiates.
+
+    Parameters whose name matches a `frozen` pattern (a glob: `*` matches any
+    run of characters) keep `tsr.role = "param"` but get no gradient.
+
+    The function then returns the loss followed by one gradient per
+    differentiated argument, with result attrs `tsr.role = "grad"`,
+    `tsr.name = "grad.<name>"` and `tsr.grad_of = <argument index>`. An op on
+    the path to the loss without a gradient rule is an error naming it.
+
+    Before:
+
+    ```mlir
+    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
+                    %x: tensor<4x3xf32> {tsr.name = "x"}) -> tensor<f32> {
+      %y = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+      %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false}
+          : (tensor<4x2xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%w: ..., %x: ...)
+        -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64,
+                                          tsr.name = "grad.w", tsr.role = "grad"}) {
+      %y = tsr.matmul %x, %w ...
+      %l = tsr.reduce_sum %y ...
+      %one = tsr.constant dense<1.0> : tensor<f32>
+      %dy = tsr.broadcast %one : tensor<f32> to tensor<4x2xf32>
+      %xt = tsr.transpose %x {perm = array<i64: 1, 0>} ...
+      %dw = tsr.matmul %xt, %dy : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32>
+      return %l, %dw : tensor<f32>, tensor<3x2xf32>
+    }
+    ```
+  }];
+  let options = [
+    ListOption<"frozen", "frozen", "std::string",
+               "Glob patterns of parameter names that get no gradient">,
+    Option<"wrtInputs", "wrt-inputs", "bool", /*default=*/"false",
+           "Also differentiate with respect to floating-point data inputs">,
+  ];
+}
+
+#endif // TESSERA_TRANSFORMS_AUTODIFF_PASSES_TD

@@ -1,0 +1,185 @@
+//===- AppendLoss.cpp - Turn a model into a scalar loss function ----------===//
+#include "tessera/Transforms/Autodiff/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRAPPENDLOSS
+#include "tessera/Transforms/Autodiff/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+StringRef resultName(func::FuncOp f, unsigned i) {
+  if (auto s = f.getResultAttrOfType<StringAttr>(i, "tsr.name"))
+    return s.getValue();
+  return "";
+}
+
+std::string resultList(func::FuncOp f) {
+  SmallVector<std::string> names;
+  for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+    names.push_back(
+        llvm::formatv("'{0}' {1}", resultName(f, i), f.getResultTypes()[i])
+            .str());
+  return llvm::join(names, ", ");
+}
+
+bool isScalarFloat(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  return tensor && tensor.getRank() == 0 &&
+         isa<FloatType>(tensor.getElementType());
+}
+
+struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic() && !f.isExternal())
+        funcs.push_back(f);
+    if (funcs.size() != 1) {
+      module.emitError("tsr-append-loss expects exactly one public "
+                       "function, found ")
+          << funcs.size();
+      return signalPassFailure();
+    }
+    if (failed(run(funcs.front())))
+      signalPassFailure();
+  }
+
+  FailureOr<unsigned> findResult(func::FuncOp f, StringRef name,
+                                 StringRef what) {
+    for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+      if (resultName(f, i) == name)
+        return i;
+    return f.emitError("the model has no output named '")
+           << name << "' (" << what << "); its outputs are " << resultList(f);
+  }
+
+  /// The existing result that is the loss.
+  FailureOr<Value> existingLoss(func::FuncOp f, func::ReturnOp ret) {
+    if (!output.empty()) {
+      FailureOr<unsigned> i = findResult(f, output, "the loss output");
+      if (failed(i))
+        return failure();
+      if (!isScalarFloat(f.getResultTypes()[*i]))
+        return f.emitError("loss output '")
+               << output << "' is not a floating-point scalar: "
+               << f.getResultTypes()[*i];
+      return ret.getOperand(*i);
+    }
+    SmallVector<unsigned> scalars;
+    for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+      if (isScalarFloat(f.getResultTypes()[i]))
+        scalars.push_back(i);
+    if (scalars.size() != 1)
+      return f.emitError("cannot tell which output is the loss: ")
+             << scalars.size() << " outputs are floating-point scalars among "
+             << resultList(f)
+             << "; name one (--loss-output) or append a loss "
+                "(--loss=cross_entropy|mse --logits=NAME)";
+    return ret.getOperand(scalars.front());
+  }
+
+  FailureOr<Value> appendLoss(func::FuncOp f, func::ReturnOp ret) {
+    if (loss != "cross_entropy" && loss != "mse")
+      return f.emitError("unknown loss '")
+             << loss << "' (supported: cross_entropy, mse)";
+    unsigned index = 0;
+    if (!logits.empty()) {
+      FailureOr<unsigned> i = findResult(f, logits, "--logits");
+      if (failed(i))
+        return failure();
+      index = *i;
+    } else if (f.getNumResults() != 1) {
+      return f.emitError("the model has ")
+             << f.getNumResults() << " outputs (" << resultList(f)
+             << "); name the one the loss reads with --logits";
+    }
+    Value y = ret.getOperand(index);
+    auto yType = cast<RankedTensorType>(y.getType());
+    if (!isa<FloatType>(yType.getElementType()) || yType.getRank() == 0)
+      return f.emitError("--logits output '")
+             << resultName(f, index)
+             << "' must be a floating-point tensor of rank >= 1, got " << yType;
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      if (auto n = f.getArgAttrOfType<StringAttr>(i, "tsr.name"))
+        if (n.getValue() == labels)
+          return f.emitError("labels name '")
+                 << labels << "' is already an input or parameter of the "
+                 << "model; choose another with --labels";
+
+    OpBuilder b(ret);
+    Location loc = NameLoc::get(b.getStringAttr("loss"), ret.getLoc());
+    GradientBuilder g(b, loc);
+    int64_t rank = yType.getRank();
+    Type labelType;
+    if (loss == "mse")
+      labelType = yType;
+    else
+      labelType =
+          RankedTensorType::get(yType.getShape().drop_back(), b.getI64Type());
+    unsigned argIndex = f.getNumArguments();
+    if (failed(f.insertArgument(
+            argIndex, labelType,
+            b.getDictionaryAttr(
+                {b.getNamedAttr("tsr.name", b.getStringAttr(labels)),
+                 b.getNamedAttr("tsr.role", b.getStringAttr("label"))}),
+            loc)))
+      return failure();
+    Value t = f.getArgument(argIndex);
+
+    if (loss == "mse") {
+      Value d = g.sub(y, t);
+      Value sq = g.mul(d, d);
+      SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      Value sum = g.reduceSum(sq, all, /*keepdims=*/false);
+      return g.div(sum, g.scalarLike(sum, double(yType.getNumElements())));
+    }
+    // Classes on the last axis: move them to axis 1 as the ONNX loss wants.
+    Value scores = y;
+    if (rank == 1) {
+      scores = g.reshape(y, {1, yType.getDimSize(0)});
+      t = g.reshape(t, {1});
+    } else if (rank > 2) {
+      SmallVector<int64_t> perm{0, rank - 1};
+      for (int64_t d = 1; d < rank - 1; ++d)
+        perm.push_back(d);
+      scores = g.transpose(y, perm);
+    }
+    return tsr::SoftmaxCrossEntropyLossOp::create(
+               b, loc, RankedTensorType::get({}, yType.getElementType()),
+               scores, t, Value(), b.getStringAttr("mean"), IntegerAttr())
+        .getResult();
+  }
+
+  LogicalResult run(func::FuncOp f) {
+    auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+    FailureOr<Value> lossValue =
+        loss.empty() ? existingLoss(f, ret) : appendLoss(f, ret);
+    if (failed(lossValue))
+      return failure();
+    OpBuilder b(ret);
+    func::ReturnOp::create(b, ret.getLoc(), ValueRange{*lossValue});
+    ret.erase();
+    f.setType(b.getFunctionType(f.getArgumentTypes(), {lossValue->getType()}));
+    DictionaryAttr attrs = b.getDictionaryAttr(
+        {b.getNamedAttr("tsr.name", b.getStringAttr("loss")),
+         b.getNamedAttr("tsr.role", b.getStringAttr("loss"))});
+    f.setAllResultAttrs(ArrayRef<DictionaryAttr>{attrs});
+    return success();
+  }
+};
+
+} // namespace

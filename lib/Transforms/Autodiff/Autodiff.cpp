@@ -1,0 +1,200 @@
+//===- Autodiff.cpp - Reverse-mode differentiation of a tsr function ------===//
+#include "tessera/Transforms/Autodiff/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrInterfaces.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "llvm/Support/GlobPattern.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRAUTODIFF
+#include "tessera/Transforms/Autodiff/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+/// Gives every op a gradient rule creates the location of its forward op.
+struct GradLocListener : OpBuilder::Listener {
+  Location loc;
+  explicit GradLocListener(Location loc) : loc(loc) {}
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    op->setLoc(loc);
+  }
+};
+
+StringRef stringArgAttr(func::FuncOp f, unsigned i, StringRef name) {
+  if (auto s = f.getArgAttrOfType<StringAttr>(i, name))
+    return s.getValue();
+  return "";
+}
+
+bool isFloatTensor(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
+
+struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic() && !f.isExternal())
+        funcs.push_back(f);
+    if (funcs.size() != 1) {
+      module.emitError("tsr-autodiff expects exactly one public function, "
+                       "found ")
+          << funcs.size();
+      return signalPassFailure();
+    }
+    if (failed(differentiate(funcs.front())))
+      signalPassFailure();
+  }
+
+  /// The arguments to differentiate with respect to, in order.
+  FailureOr<SmallVector<unsigned>> selectArguments(func::FuncOp f) {
+    SmallVector<llvm::GlobPattern> patterns;
+    SmallVector<bool> used(frozen.size(), false);
+    for (const std::string &p : frozen) {
+      auto pattern = llvm::GlobPattern::create(p);
+      if (!pattern) {
+        llvm::consumeError(pattern.takeError());
+        return f.emitError("malformed frozen-parameter pattern '") << p << "'";
+      }
+      patterns.push_back(std::move(*pattern));
+    }
+    SmallVector<unsigned> wrt;
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
+      StringRef role = stringArgAttr(f, i, "tsr.role");
+      if (role == "param") {
+        StringRef name = stringArgAttr(f, i, "tsr.name");
+        bool isFrozen = false;
+        for (auto [j, p] : llvm::enumerate(patterns))
+          if (p.match(name))
+            isFrozen = used[j] = true;
+        if (!isFrozen)
+          wrt.push_back(i);
+        continue;
+      }
+      if (wrtInputs && (role.empty() || role == "data") &&
+          isFloatTensor(f.getArgument(i).getType()))
+        wrt.push_back(i);
+    }
+    for (auto [j, p] : llvm::enumerate(frozen))
+      if (!used[j])
+        return f.emitError("frozen-parameter pattern '")
+               << p << "' matches no parameter";
+    return wrt;
+  }
+
+  LogicalResult differentiate(func::FuncOp f) {
+    if (!f.getBody().hasOneBlock())
+      return f.emitError("tsr-autodiff expects a single-block function");
+    Block &body = f.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() != 1 ||
+        cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0 ||
+        !isFloatTensor(ret.getOperand(0).getType()))
+      return f.emitError("tsr-autodiff expects the function to return one "
+                         "scalar floating-point loss, got ")
+             << ret.getNumOperands()
+             << " result(s) (tsr-append-loss makes a loss)";
+    FailureOr<SmallVector<unsigned>> wrt = selectArguments(f);
+    if (failed(wrt))
+      return failure();
+
+    Value loss = ret.getOperand(0);
+    llvm::DenseMap<Value, Value> adjoints;
+    OpBuilder b(f.getContext());
+    b.setInsertionPoint(ret);
+    {
+      GradientBuilder seed(b, loss.getLoc());
+      adjoints[loss] = seed.scalarLike(loss, 1.0);
+    }
+
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool reached = false;
+      for (Value r : op->getResults()) {
+        resultGrads.push_back(adjoints.lookup(r));
+        reached |= resultGrads.back() != nullptr;
+      }
+      if (!reached)
+        continue;
+      auto rule = dyn_cast<tsr::DifferentiableOpInterface>(op);
+      if (!rule) {
+        if (llvm::none_of(op->getOperandTypes(), isFloatTensor))
+          continue;
+        return op->emitOpError("is on the path to the loss but has no "
+                               "gradient rule");
+      }
+      Location gradLoc =
+          FusedLoc::get(f.getContext(), {op->getLoc()},
+                        StringAttr::get(f.getContext(), "tsr.grad"));
+      GradLocListener listener(gradLoc);
+      b.setListener(&listener);
+      SmallVector<Value> operandGrads;
+      LogicalResult built = rule.buildGradients(b, resultGrads, operandGrads);
+      b.setListener(nullptr);
+      if (failed(built))
+        return failure();
+      for (auto [operand, grad] :
+           llvm::zip_first(op->getOperands(), operandGrads)) {
+        if (!grad)
+          continue;
+        if (grad.getType() != operand.getType())
+          return op->emitOpError("gradient rule produced ")
+                 << grad.getType() << " for an operand of type "
+                 << operand.getType();
+        Value &acc = adjoints[operand];
+        if (!acc) {
+          acc = grad;
+          continue;
+        }
+        b.setListener(&listener);
+        acc = tsr::AddOp::create(b, gradLoc, acc, grad);
+        b.setListener(nullptr);
+      }
+    }
+
+    SmallVector<Value> results{loss};
+    for (unsigned i : *wrt) {
+      BlockArgument arg = f.getArgument(i);
+      Value grad = adjoints.lookup(arg);
+      if (!grad) {
+        // The parameter does not reach the loss: its gradient is zero.
+        GradientBuilder zeros(b, arg.getLoc());
+        grad = zeros.splat(cast<RankedTensorType>(arg.getType()), 0.0);
+      }
+      results.push_back(grad);
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    DictionaryAttr lossAttrs = f.getResultAttrDict(0);
+    if (!lossAttrs)
+      lossAttrs = b.getDictionaryAttr({});
+    ret.erase();
+
+    SmallVector<Type> resultTypes;
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    f.setType(b.getFunctionType(f.getArgumentTypes(), resultTypes));
+    SmallVector<DictionaryAttr> resultAttrs{lossAttrs};
+    for (unsigned i : *wrt) {
+      std::string name = ("grad." + stringArgAttr(f, i, "tsr.name")).str();
+      resultAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("tsr.name", b.getStringAttr(name)),
+           b.getNamedAttr("tsr.role", b.getStringAttr("grad")),
+           b.getNamedAttr("tsr.grad_of", b.getI64IntegerAttr(i))}));
+    }
+    f.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace

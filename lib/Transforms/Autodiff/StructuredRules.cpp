@@ -1,0 +1,427 @@
+//===- StructuredRules.cpp - Gradients of contractions, reductions, ... --===//
+//
+// Rules for matmul, the reductions, softmax and log_softmax, layer_norm, the
+// shape ops (reshape, transpose, broadcast, concat), gather, dropout and the
+// two ONNX losses. Normalizations and losses recompute their statistics from
+// the forward operands rather than saving them: the forward ops are fused
+// kernels with one result.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+bool isFloat(Value v) {
+  return isa<FloatType>(getElementTypeOrSelf(v.getType()));
+}
+
+/// The permutation swapping the last two of `rank` dimensions.
+SmallVector<int64_t> swapLastTwo(int64_t rank) {
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return perm;
+}
+
+/// `shape` with the reduced `axes` set to 1 (the keepdims shape).
+SmallVector<int64_t> keptShape(ArrayRef<int64_t> shape,
+                               ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(shape);
+  for (int64_t a : axes)
+    kept[a] = 1;
+  return kept;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult matmulRule(tsr::MatMulOp op, GradientBuilder &g,
+                         ArrayRef<Value> resultGrads,
+                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy || !isFloat(dy))
+    return success();
+  Value a = op.getLhs(), b = op.getRhs();
+  RankedTensorType aType = tensorType(a), bType = tensorType(b);
+  // Promote 1-D operands to matrices as numpy.matmul does, and dy with them.
+  Value a2 = aType.getRank() == 1 ? g.reshape(a, {1, aType.getDimSize(0)}) : a;
+  Value b2 = bType.getRank() == 1 ? g.reshape(b, {bType.getDimSize(0), 1}) : b;
+  RankedTensorType a2Type = tensorType(a2), b2Type = tensorType(b2);
+  SmallVector<int64_t> dyShape(tensorType(dy).getShape());
+  if (aType.getRank() == 1)
+    dyShape.insert(dyShape.end() - (bType.getRank() == 1 ? 0 : 1), 1);
+  if (bType.getRank() == 1)
+    dyShape.push_back(1);
+  Value dy2 = g.reshape(dy, dyShape);
+  int64_t k = a2Type.getDimSize(a2Type.getRank() - 1);
+  int64_t n = b2Type.getDimSize(b2Type.getRank() - 1);
+
+  // da = dy · bᵀ, summed over the batch dimensions a was broadcast along.
+  Value da = g.matmul(dy2, g.transpose(b2, swapLastTwo(b2Type.getRank())));
+  operandGrads[0] = g.reshape(g.unbroadcast(da, a2Type), aType.getShape());
+
+  Value db;
+  if (b2Type.getRank() == 2 && a2Type.getRank() > 2) {
+    // A shared weight: one GEMM over all batch rows, aᵀ[k, B·m] · dy[B·m, n].
+    int64_t rows = product(a2Type.getShape().drop_back(1));
+    Value aFlat = g.reshape(a2, {rows, k});
+    Value dyFlat = g.reshape(dy2, {rows, n});
+    db = g.matmul(g.transpose(aFlat, {1, 0}), dyFlat);
+  } else {
+    db = g.unbroadcast(
+        g.matmul(g.transpose(a2, swapLastTwo(a2Type.getRank())), dy2), b2Type);
+  }
+  operandGrads[1] = g.reshape(db, bType.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// dy broadcast back to the operand's shape.
+template <typename OpTy>
+Value expandToInput(OpTy op, GradientBuilder &g, Value dy) {
+  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  return g.broadcastTo(g.reshape(dy, keptShape(shape, op.getAxes())), shape);
+}
+
+template <typename OpTy> Value keptResult(OpTy op, GradientBuilder &g) {
+  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  return g.reshape(op.getResult(), keptShape(shape, op.getAxes()));
+}
+
+LogicalResult reduceSumRule(tsr::ReduceSumOp op, GradientBuilder &g,
+                            ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[0] && isFloat(resultGrads[0]))
+    operandGrads[0] = expandToInput(op, g, resultGrads[0]);
+  return success();
+}
+
+LogicalResult reduceMeanRule(tsr::ReduceMeanOp op, GradientBuilder &g,
+                             ArrayRef<Value> resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy || !isFloat(dy))
+    return success();
+  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  int64_t count = 1;
+  for (int64_t a : op.getAxes())
+    count *= shape[a];
+  operandGrads[0] =
+      g.div(expandToInput(op, g, dy), g.scalarLike(dy, double(count)));
+  return success();
+}
+
+/// Max and min: the gradient goes to the extremal elements, split evenly
+/// among ties.
+template <typename OpTy>
+LogicalResult reduceExtremumRule(OpTy op, GradientBuilder &g,
+                                 ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy || !isFloat(dy))
+    return success();
+  Value x = op.getX();
+  Value hit = g.equal(x, keptResult(op, g));
+  Value ones = g.select(hit, g.scalarLike(x, 1.0), g.scalarLike(x, 0.0));
+  Value count = g.reduceSum(ones, op.getAxes(), /*keepdims=*/true);
+  Value share = g.div(g.reshape(dy, tensorType(count).getShape()), count);
+  operandGrads[0] = g.mul(ones, share);
+  return success();
+}
+
+LogicalResult reduceProdRule(tsr::ReduceProdOp op, GradientBuilder &g,
+                             ArrayRef<Value> resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy || !isFloat(dy))
+    return success();
+  // ∂(∏x)/∂xᵢ = ∏x / xᵢ (nonzero elements).
+  Value y = keptResult(op, g);
+  Value dyKept = g.reshape(dy, tensorType(y).getShape());
+  operandGrads[0] = g.div(g.mul(dyKept, y), op.getX());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax family and layer_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult softmaxRule(tsr::SoftmaxOp op, GradientBuilder &g,
+                          ArrayRef<Value> resultGrads,
+                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  // dx = y·(dy − Σ dy·y)
+  Value y = op.getResult();
+  Value dot =
+      g.reduceSum(g.mul(dy, y), {(int64_t)op.getAxis()}, /*keepdims=*/true);
+  operandGrads[0] = g.mul(y, g.sub(dy, dot));
+  return success();
+}
+
+LogicalResult logSoftmaxRule(tsr::LogSoftmaxOp op, GradientBuilder &g,
+                             ArrayRef<Value> resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  // dx = dy − softmax(x)·Σ dy
+  Value sum = g.reduceSum(dy, {(int64_t)op.getAxis()}, /*keepdims=*/true);
+  operandGrads[0] = g.sub(dy, g.mul(g.exp(op.getResult()), sum));
+  return success();
+}
+
+LogicalResult layerNormRule(tsr::LayerNormOp op, GradientBuilder &g,
+                            ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Value x = op.getX(), scale = op.getScale();
+  int64_t rank = tensorType(x).getRank();
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(op.getAxis(), rank));
+  int64_t count = product(tensorType(x).getShape().drop_front(op.getAxis()));
+  Value invCount = g.scalarLike(x, 1.0 / double(count));
+  auto mean = [&](Value v) {
+    return g.mul(g.reduceSum(v, axes, /*keepdims=*/true), invCount);
+  };
+  Value xc = g.sub(x, mean(x));
+  Value var = mean(g.mul(xc, xc));
+  Value rstd = tsr::ReciprocalOp::create(
+      g.builder(), g.getLoc(),
+      g.sqrt(g.add(var, g.scalarLike(x, op.getEpsilon().convertToDouble()))));
+  Value xhat = g.mul(xc, rstd);
+  // dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)), dx̂ = dy·scale.
+  Value dxhat = g.mul(dy, scale);
+  operandGrads[0] = g.mul(rstd, g.sub(g.sub(dxhat, mean(dxhat)),
+                                      g.mul(xhat, mean(g.mul(dxhat, xhat)))));
+  operandGrads[1] = g.unbroadcast(g.mul(dy, xhat), scale.getType());
+  if (Value bias = op.getBias())
+    operandGrads[2] = g.unbroadcast(dy, bias.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops, gather, dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult reshapeRule(tsr::ReshapeOp op, GradientBuilder &g,
+                          ArrayRef<Value> resultGrads,
+                          SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[0] && isFloat(resultGrads[0]))
+    operandGrads[0] =
+        g.reshape(resultGrads[0], tensorType(op.getX()).getShape());
+  return success();
+}
+
+LogicalResult transposeRule(tsr::TransposeOp op, GradientBuilder &g,
+                            ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0] || !isFloat(resultGrads[0]))
+    return success();
+  ArrayRef<int64_t> perm = op.getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  operandGrads[0] = g.transpose(resultGrads[0], inverse);
+  return success();
+}
+
+LogicalResult broadcastRule(tsr::BroadcastOp op, GradientBuilder &g,
+                            ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[0] && isFloat(resultGrads[0]))
+    operandGrads[0] = g.unbroadcast(resultGrads[0], op.getX().getType());
+  return success();
+}
+
+LogicalResult concatRule(tsr::ConcatOp op, GradientBuilder &g,
+                         ArrayRef<Value> resultGrads,
+                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy || !isFloat(dy))
+    return success();
+  ArrayRef<int64_t> shape = tensorType(dy).getShape();
+  int64_t axis = op.getAxis(), offset = 0;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
+        steps(shape.size(), 1);
+    int64_t size = tensorType(input).getDimSize(axis);
+    starts[axis] = offset;
+    limits[axis] = offset + size;
+    offset += size;
+    OpBuilder &b = g.builder();
+    operandGrads[i] = tsr::SliceOp::create(
+        b, g.getLoc(), dy, b.getDenseI64ArrayAttr(starts),
+        b.getDenseI64ArrayAttr(limits), b.getDenseI64ArrayAttr(steps));
+  }
+  return success();
+}
+
+/// gather along `axis`: the adjoint of data is a scatter-add of dy into
+/// zeros, done as scatter_elements on the [outer, indices, inner] view.
+LogicalResult gatherRule(tsr::GatherOp op, GradientBuilder &g,
+                         ArrayRef<Value> resultGrads,
+                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy || !isFloat(dy))
+    return success();
+  RankedTensorType dataType = tensorType(op.getData());
+  int64_t axis = op.getAxis();
+  ArrayRef<int64_t> shape = dataType.getShape();
+  int64_t outer = product(shape.take_front(axis));
+  int64_t inner = product(shape.drop_front(axis + 1));
+  int64_t count = tensorType(op.getIndices()).getNumElements();
+  Value dy3 = g.reshape(dy, {outer, count, inner});
+  Value idx = g.broadcastTo(g.reshape(op.getIndices(), {1, count, 1}),
+                            {outer, count, inner});
+  Value zeros = g.splat(RankedTensorType::get({outer, shape[axis], inner},
+                                              dataType.getElementType()),
+                        0.0);
+  OpBuilder &b = g.builder();
+  Value scattered = tsr::ScatterElementsOp::create(
+      b, g.getLoc(), zeros.getType(), zeros, idx, dy3, b.getI64IntegerAttr(1),
+      b.getStringAttr("add"));
+  operandGrads[0] = g.reshape(scattered, shape);
+  return success();
+}
+
+LogicalResult dropoutRule(tsr::DropoutOp op, GradientBuilder &g,
+                          ArrayRef<Value> resultGrads,
+                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  double ratio = op.getRatio().convertToDouble();
+  Value keep = g.select(op.getMask(), g.scalarLike(dy, 1.0 / (1.0 - ratio)),
+                        g.scalarLike(dy, 0.0));
+  operandGrads[0] = g.mul(dy, keep);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// The per-position coefficient of a loss with classes on dimension 1:
+/// dloss·w[t]·(t ≠ ignore_index), divided by Σ w[t]·(t ≠ ignore_index) for
+/// "mean". Shaped like the target.
+template <typename OpTy>
+Value lossCoefficient(OpTy op, GradientBuilder &g, Value dy, Value input) {
+  Value target = op.getTarget();
+  RankedTensorType targetType = tensorType(target);
+  Type elem = getElementTypeOrSelf(input.getType());
+  RankedTensorType coefType = targetType.clone(elem);
+  Value weight = g.splat(coefType, 1.0);
+  if (Value w = op.getWeights())
+    weight = tsr::GatherOp::create(g.builder(), g.getLoc(), w, target,
+                                   g.builder().getI64IntegerAttr(0));
+  if (auto ignore = op.getIgnoreIndex()) {
+    Value ignored = g.equal(
+        target, g.splat(RankedTensorType::get({}, targetType.getElementType()),
+                        double(*ignore)));
+    weight = g.select(ignored, g.scalar(elem, 0.0), weight);
+  }
+  StringRef reduction = op.getReduction();
+  if (reduction == "none")
+    return g.mul(weight, dy);
+  Value coef = g.mul(weight, dy);
+  if (reduction == "mean") {
+    SmallVector<int64_t> all =
+        llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()));
+    coef = g.div(coef, g.reduceSum(weight, all, /*keepdims=*/false));
+  }
+  return coef;
+}
+
+/// one_hot(target) over the classes on dimension 1 of `input`'s type.
+Value oneHotClasses(GradientBuilder &g, Value target, Value input) {
+  RankedTensorType inType = tensorType(input);
+  OpBuilder &b = g.builder();
+  return tsr::OneHotOp::create(
+      b, g.getLoc(), inType, target, b.getI64IntegerAttr(inType.getDimSize(1)),
+      b.getI64IntegerAttr(1), b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0));
+}
+
+/// The coefficient (shaped like the target) as [N, 1, D...].
+Value coefficientOverClasses(GradientBuilder &g, Value coef) {
+  SmallVector<int64_t> shape(tensorType(coef).getShape());
+  shape.insert(shape.begin() + 1, 1);
+  return g.reshape(coef, shape);
+}
+
+LogicalResult softmaxCrossEntropyRule(tsr::SoftmaxCrossEntropyLossOp op,
+                                      GradientBuilder &g,
+                                      ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Value scores = op.getScores();
+  // d/ds (−w·log softmax(s)[t]) = w·(softmax(s) − onehot(t))
+  Value coef = coefficientOverClasses(g, lossCoefficient(op, g, dy, scores));
+  Value probs = tsr::SoftmaxOp::create(g.builder(), g.getLoc(), scores,
+                                       g.builder().getI64IntegerAttr(1));
+  operandGrads[0] =
+      g.mul(g.sub(probs, oneHotClasses(g, op.getTarget(), scores)), coef);
+  return success();
+}
+
+LogicalResult nllRule(tsr::NegativeLogLikelihoodLossOp op, GradientBuilder &g,
+                      ArrayRef<Value> resultGrads,
+                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  Value input = op.getInput();
+  Value coef = coefficientOverClasses(g, lossCoefficient(op, g, dy, input));
+  operandGrads[0] = g.neg(g.mul(oneHotClasses(g, op.getTarget(), input), coef));
+  return success();
+}
+
+} // namespace
+
+void mlir::tessera::registerStructuredGradientRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, tsr::TsrDialect *) {
+    using namespace tsr;
+    attachGradientRule<MatMulOp, matmulRule>(ctx);
+    attachGradientRule<ReduceSumOp, reduceSumRule>(ctx);
+    attachGradientRule<ReduceMeanOp, reduceMeanRule>(ctx);
+    attachGradientRule<ReduceMaxOp, reduceExtremumRule<ReduceMaxOp>>(ctx);
+    attachGradientRule<ReduceMinOp, reduceExtremumRule<ReduceMinOp>>(ctx);
+    attachGradientRule<ReduceProdOp, reduceProdRule>(ctx);
+    attachGradientRule<SoftmaxOp, softmaxRule>(ctx);
+    attachGradientRule<LogSoftmaxOp, logSoftmaxRule>(ctx);
+    attachGradientRule<LayerNormOp, layerNormRule>(ctx);
+    attachGradientRule<ReshapeOp, reshapeRule>(ctx);
+    attachGradientRule<TransposeOp, transposeRule>(ctx);
+    attachGradientRule<BroadcastOp, broadcastRule>(ctx);
+    attachGradientRule<ConcatOp, concatRule>(ctx);
+    attachGradientRule<GatherOp, gatherRule>(ctx);
+    attachGradientRule<DropoutOp, dropoutRule>(ctx);
+    attachGradientRule<SoftmaxCrossEntropyLossOp, softmaxCrossEntropyRule>(ctx);
+    attachGradientRule<NegativeLogLikelihoodLossOp, nllRule>(ctx);
+  });
+}
