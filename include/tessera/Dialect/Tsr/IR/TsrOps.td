@@ -638,4 +638,5 @@ def Tsr_StopGradientOp : Tsr_BaseOp<"stop_gradient", [SameOperandsAndResultType]
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
+include "tessera/Dialect/Tsr/IR/TsrGradOps.td"
 #endif // TESSERA_DIALECT_TSR_TSROPS_TD
