@@ -52,6 +52,16 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
            << kind << " '" << t.name << "' has unsupported element type "
            << tensor.getElementType();
   t.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  if (attrs) {
+    if (auto role = attrs.getAs<StringAttr>("tsr.role"))
+      t.role = role.str();
+    if (auto updates = attrs.getAs<IntegerAttr>("tsr.updates"))
+      t.updates = updates.getInt();
+    if (auto of = attrs.getAs<IntegerAttr>("tsr.grad_of"))
+      t.gradOf = of.getInt();
+    if (auto init = attrs.getAs<FloatAttr>("tsr.init"))
+      t.init = init.getValueAsDouble();
+  }
   return t;
 }
 
@@ -80,8 +90,17 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
     llvm::json::Array shape;
     for (int64_t d : t.shape)
       shape.push_back(d);
-    out.push_back(llvm::json::Object{
-        {"name", t.name}, {"dtype", t.dtype}, {"shape", std::move(shape)}});
+    llvm::json::Object entry{
+        {"name", t.name}, {"dtype", t.dtype}, {"shape", std::move(shape)}};
+    if (!t.role.empty())
+      entry["role"] = t.role;
+    if (t.updates)
+      entry["updates"] = *t.updates;
+    if (t.gradOf)
+      entry["of"] = *t.gradOf;
+    if (t.init)
+      entry["init"] = *t.init;
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -100,6 +119,14 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   FailureOr<ArtifactSignature> sig = getArtifactSignature(model);
   if (failed(sig))
     return failure();
+  for (const ArtifactTensor &t : sig->outputs) {
+    if (t.gradOf)
+      sig->mode = "grad";
+    if (t.updates) {
+      sig->mode = "train";
+      break;
+    }
+  }
   // MLIR's bare-pointer calling convention has no strided layout for a
   // zero-sized dimension after the first (its strides fold to 0).
   for (const ArtifactTensor &t :
@@ -113,11 +140,14 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   SymbolTable::setSymbolName(model, "tessera_model");
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
-  StringAttr nameAttr = StringAttr::get(module.getContext(), "tsr.name");
-  for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
-    model.removeArgAttr(i, nameAttr);
-  for (unsigned i = 0, e = model.getNumResults(); i < e; ++i)
-    model.removeResultAttr(i, nameAttr);
+  for (StringRef attr :
+       {"tsr.name", "tsr.role", "tsr.updates", "tsr.grad_of", "tsr.init"}) {
+    StringAttr name = StringAttr::get(module.getContext(), attr);
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
+      model.removeArgAttr(i, name);
+    for (unsigned i = 0, e = model.getNumResults(); i < e; ++i)
+      model.removeResultAttr(i, name);
+  }
 
   PassManager pm(module.getContext());
   if (failed(target.buildCodegenPipeline(pm)))
@@ -130,7 +160,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
 
 LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                                                const TargetBackend &target,
-                                               StringRef dir) {
+                                               StringRef dir,
+                                               const TrainingManifest *train) {
   FailureOr<ArtifactSignature> sig = lowerModel(module, target);
   if (failed(sig))
     return failure();
@@ -148,6 +179,24 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                               {"entry", "tessera_entry"},
                               {"inputs", toJson(sig->inputs)},
                               {"outputs", toJson(sig->outputs)}};
+  if (train) {
+    llvm::json::Object info{{"batch_size", train->batchSize},
+                            {"micro_batches", train->microBatches}};
+    if (train->numClasses)
+      info["num_classes"] = *train->numClasses;
+    if (train->ignoreIndex)
+      info["ignore_index"] = *train->ignoreIndex;
+    if (!train->tokensInput.empty())
+      info["tokens"] = llvm::json::Object{{"input", train->tokensInput},
+                                          {"label", train->tokensLabel}};
+    manifest["train"] = std::move(info);
+    SmallString<256> copy(dir);
+    llvm::sys::path::append(copy, "model.onnx");
+    if (std::error_code ec = llvm::sys::fs::copy_file(train->onnxPath, copy))
+      return module.emitError("cannot copy '")
+             << train->onnxPath << "' to '" << copy << "': " << ec.message();
+    manifest["onnx"] = "model.onnx";
+  }
   SmallString<256> path(dir);
   llvm::sys::path::append(path, "manifest.json");
   std::error_code ec;

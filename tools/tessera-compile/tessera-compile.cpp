@@ -1,10 +1,12 @@
 //===- tessera-compile.cpp - The Tessera compiler driver ------------------===//
 //
-// tessera-compile MODEL.onnx --mode=infer --target=cpu -o ART
+// tessera-compile MODEL.onnx --mode=infer|grad|train --target=cpu -o ART
 //
-// Imports the ONNX model, lowers it for the target and writes the artifact
-// directory ART (model.so + manifest.json) that tessera-run executes.
-// --emit=tsr|llvm-dialect stops early and prints the IR instead.
+// Imports the ONNX model, builds the loss-and-gradient function (grad) or
+// the whole training step (train) when asked, lowers it for the target and
+// writes the artifact directory ART (model.so + manifest.json) that
+// tessera-run executes. --emit=tsr|llvm-dialect stops early and prints the
+// IR instead.
 //
 //===----------------------------------------------------------------------===//
 #include "mlir/IR/Diagnostics.h"
@@ -16,8 +18,11 @@
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Import/ONNX/Import.h"
 #include "tessera/Pipelines/Target.h"
+#include "tessera/Pipelines/Training.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -30,8 +35,11 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::Required);
 static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"),
                                       cl::value_desc("dir"));
-static cl::opt<std::string> mode("mode", cl::desc("What to compile: infer"),
-                                 cl::init("infer"));
+static cl::opt<std::string>
+    mode("mode",
+         cl::desc("What to compile: infer (the model), grad (loss and "
+                  "gradients), train (one optimizer step)"),
+         cl::init("infer"));
 static cl::opt<std::string> targetName("target",
                                        cl::desc("Code generation target: cpu"),
                                        cl::init("cpu"));
@@ -51,9 +59,169 @@ static cl::opt<int64_t> cpuVectorSize(
              "(0: no vectorization, scalar loops)"),
     cl::init(tessera::CpuTargetOptions().vectorSize));
 
+static cl::OptionCategory trainCat("Training (--mode=grad|train)");
+static cl::opt<std::string>
+    lossKind("loss", cl::desc("Append a loss: cross_entropy or mse"),
+             cl::cat(trainCat));
+static cl::opt<std::string>
+    logitsName("logits", cl::desc("Model output the appended loss reads"),
+               cl::cat(trainCat));
+static cl::opt<std::string>
+    labelsName("labels", cl::desc("Name of the labels input of the loss"),
+               cl::init("labels"), cl::cat(trainCat));
+static cl::opt<std::string>
+    lossOutput("loss-output",
+               cl::desc("Existing scalar model output to use as the loss"),
+               cl::cat(trainCat));
+static cl::list<std::string>
+    frozen("freeze",
+           cl::desc("Parameters to keep fixed: glob patterns of initializer "
+                    "names (repeatable or comma-separated)"),
+           cl::CommaSeparated, cl::cat(trainCat));
+static cl::opt<int64_t> batchSize(
+    "batch-size",
+    cl::desc("Global batch size: replaces dimension 0 of every graph input"),
+    cl::init(0), cl::cat(trainCat));
+static cl::opt<int64_t>
+    microBatches("micro-batches",
+                 cl::desc("Gradient accumulation: micro-batches per step"),
+                 cl::init(1), cl::cat(trainCat));
+static cl::opt<std::string>
+    optimizerName("optimizer",
+                  cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
+                  cl::init("sgd"), cl::cat(trainCat));
+static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.01),
+                          cl::cat(trainCat));
+static cl::opt<double> momentum("momentum", cl::desc("sgd, lars: momentum"),
+                                cl::init(0.0), cl::cat(trainCat));
+static cl::opt<bool> nesterov("nesterov", cl::desc("sgd: Nesterov momentum"),
+                              cl::cat(trainCat));
+static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                                   cl::init(0.0), cl::cat(trainCat));
+static cl::opt<double> beta1("beta1", cl::desc("adam, adamw, lamb: beta1"),
+                             cl::init(0.9), cl::cat(trainCat));
+static cl::opt<double> beta2("beta2", cl::desc("adam, adamw, lamb: beta2"),
+                             cl::init(0.999), cl::cat(trainCat));
+static cl::opt<double>
+    eps("eps", cl::desc("adam, adamw, lamb: epsilon; adafactor: eps1"),
+        cl::init(1e-8), cl::cat(trainCat));
+static cl::opt<double> larsEta("lars-eta", cl::desc("lars: trust coefficient"),
+                               cl::init(0.001), cl::cat(trainCat));
+static cl::opt<double>
+    decayRate("adafactor-decay-rate",
+              cl::desc("adafactor: second-moment decay 1 - t^rate"),
+              cl::init(-0.8), cl::cat(trainCat));
+static cl::opt<double>
+    clipThreshold("adafactor-clip-threshold",
+                  cl::desc("adafactor: update clipping threshold"),
+                  cl::init(1.0), cl::cat(trainCat));
+static cl::opt<std::string> schedule("lr-schedule",
+                                     cl::desc("constant, warmup or cosine"),
+                                     cl::init("constant"), cl::cat(trainCat));
+static cl::opt<int64_t> warmupSteps("warmup-steps",
+                                    cl::desc("Linear warm-up steps"),
+                                    cl::init(0), cl::cat(trainCat));
+static cl::opt<int64_t> totalSteps("total-steps",
+                                   cl::desc("cosine: steps to the minimum"),
+                                   cl::init(0), cl::cat(trainCat));
+static cl::opt<double> minLrRatio("min-lr-ratio",
+                                  cl::desc("cosine: final lr / lr"),
+                                  cl::init(0.0), cl::cat(trainCat));
+static cl::opt<int64_t> baseBatchSize(
+    "base-batch-size",
+    cl::desc("Linear scaling rule: lr is scaled by batch-size / this"),
+    cl::init(0), cl::cat(trainCat));
+static cl::opt<double>
+    clipGradNorm("clip-grad-norm",
+                 cl::desc("Global-norm gradient clipping (0: off)"),
+                 cl::init(0.0), cl::cat(trainCat));
+
 static int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tessera-compile") << message << "\n";
   return 1;
+}
+
+/// Runs the training pipeline on the imported module and describes the
+/// step for the manifest.
+static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
+  tessera::TrainingPipelineOptions options;
+  options.loss.loss = lossKind;
+  options.loss.logits = logitsName;
+  options.loss.labels = labelsName;
+  options.loss.output = lossOutput;
+  options.autodiff.frozen.assign(frozen.begin(), frozen.end());
+  options.autodiff.wrtInputs = mode == "grad";
+  options.microBatches = microBatches;
+  if (mode == "train") {
+    tessera::TsrOptimizerOptions opt;
+    opt.optimizer = optimizerName;
+    opt.lr = lr;
+    opt.momentum = momentum;
+    opt.nesterov = nesterov;
+    opt.weightDecay = weightDecay;
+    opt.beta1 = beta1;
+    opt.beta2 = beta2;
+    opt.eps = eps;
+    opt.larsEta = larsEta;
+    opt.decayRate = decayRate;
+    opt.clipThreshold = clipThreshold;
+    opt.schedule = schedule;
+    opt.warmupSteps = warmupSteps;
+    opt.totalSteps = totalSteps;
+    opt.minLrRatio = minLrRatio;
+    opt.batchSize = baseBatchSize > 0 ? batchSize.getValue() : 0;
+    opt.baseBatchSize = baseBatchSize;
+    opt.clipNorm = clipGradNorm;
+    if (baseBatchSize > 0 && batchSize == 0)
+      return module.emitError("--base-batch-size needs --batch-size");
+    options.optimizer = opt;
+  }
+  PassManager pm(module.getContext());
+  tessera::buildTrainingPipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure();
+
+  tessera::TrainingManifest train;
+  train.onnxPath = inputFile;
+  train.microBatches = microBatches;
+  func::FuncOp step;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic())
+      step = f;
+  SmallVector<unsigned> data, labels;
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    auto role = step.getArgAttrOfType<StringAttr>(i, "tsr.role");
+    if (!role || role.getValue() == "data")
+      data.push_back(i);
+    else if (role.getValue() == "label")
+      labels.push_back(i);
+  }
+  for (unsigned i : llvm::concat<unsigned>(data, labels)) {
+    auto type = cast<RankedTensorType>(step.getArgumentTypes()[i]);
+    if (type.getRank() >= 1)
+      train.batchSize = type.getDimSize(0);
+  }
+  if (lossKind == "cross_entropy" && labels.size() == 1) {
+    // The classes are the last dimension of the logits, which the loss
+    // moved to dimension 1; the label's shape drops it.
+    for (Operation &op : step.getBody().getOps())
+      if (auto sce = dyn_cast<tsr::SoftmaxCrossEntropyLossOp>(op))
+        train.numClasses =
+            cast<RankedTensorType>(sce.getScores().getType()).getDimSize(1);
+    auto nameOf = [&](unsigned i) {
+      return step.getArgAttrOfType<StringAttr>(i, "tsr.name").str();
+    };
+    auto labelType = cast<RankedTensorType>(step.getArgumentTypes()[labels[0]]);
+    if (data.size() == 1 && labelType.getRank() == 2) {
+      auto dataType = cast<RankedTensorType>(step.getArgumentTypes()[data[0]]);
+      if (isa<IntegerType>(dataType.getElementType()) &&
+          dataType.getShape() == labelType.getShape()) {
+        train.tokensInput = nameOf(data[0]);
+        train.tokensLabel = nameOf(labels[0]);
+      }
+    }
+  }
+  return train;
 }
 
 int main(int argc, char **argv) {
@@ -63,8 +231,19 @@ int main(int argc, char **argv) {
   tessera::registerTsrToLinalgPasses();
   cl::ParseCommandLineOptions(argc, argv, "Tessera compiler driver\n");
 
-  if (mode != "infer")
-    return fail("--mode=" + mode + " is not supported (supported: infer)");
+  if (mode != "infer" && mode != "grad" && mode != "train")
+    return fail("--mode=" + mode +
+                " is not supported (supported: infer, grad, train)");
+  bool training = mode != "infer";
+  if (batchSize < 0 || microBatches < 1)
+    return fail("--batch-size must be positive and --micro-batches at least "
+                "1");
+  if (batchSize > 0 && batchSize % microBatches != 0)
+    return fail("--batch-size=" + Twine(batchSize.getValue()) +
+                " is not divisible by --micro-batches=" +
+                Twine(microBatches.getValue()));
+  if (microBatches > 1 && batchSize == 0)
+    return fail("--micro-batches needs --batch-size (the global batch)");
   if (cpuVectorSize < 0)
     return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +
                 " is negative (0 turns vectorization off)");
@@ -80,6 +259,9 @@ int main(int argc, char **argv) {
     return fail("no output directory: give -o ART");
 
   tessera::OnnxImportOptions importOptions;
+  importOptions.initializersAsParams = training;
+  if (training)
+    importOptions.batchSize = batchSize / microBatches;
   for (const std::string &spec : inputShapes)
     if (failed(tessera::addInputShapeSpec(spec, importOptions)))
       return fail("malformed --input-shape '" + spec +
@@ -89,6 +271,7 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<tsr::TsrDialect, onnx_generic::OnnxDialect>();
+  tessera::registerGradientRules(registry);
   MLIRContext context(registry);
   // Diagnostics name the model and the node; a dump of the IR is noise.
   context.printOpOnDiagnostic(false);
@@ -101,6 +284,13 @@ int main(int argc, char **argv) {
       tessera::importOnnxModel(context, inputFile, importOptions);
   if (!module)
     return 1;
+  std::optional<tessera::TrainingManifest> train;
+  if (training) {
+    FailureOr<tessera::TrainingManifest> built = buildTraining(*module);
+    if (failed(built))
+      return 1;
+    train = *built;
+  }
   if (emit == "tsr") {
     module->print(llvm::outs());
     return 0;
@@ -111,7 +301,8 @@ int main(int argc, char **argv) {
     module->print(llvm::outs());
     return 0;
   }
-  if (failed(tessera::compileToArtifact(*module, *target, outputDir)))
+  if (failed(tessera::compileToArtifact(*module, *target, outputDir,
+                                        train ? &*train : nullptr)))
     return 1;
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "tessera/Pipelines/Target.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/Passes.h"
+#include "tessera/Transforms/Optimizer/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraPipelines();
   mlir::tessera::registerTesseraOnnxImportPasses();
   mlir::tessera::registerTesseraAutodiffPasses();
+  mlir::tessera::registerTesseraOptimizerPasses();
   mlir::tessera::registerGradientRules(registry);
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(

@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlir::tessera {
@@ -22,6 +23,25 @@ struct ArtifactTensor {
   std::string name;
   std::string dtype; // numpy-style: float32, int64, bool, ...
   SmallVector<int64_t> shape;
+  /// `tsr.role`: param, state, data, label (inputs); loss, param, state,
+  /// grad (outputs). Empty for inference artifacts.
+  std::string role;
+  /// Outputs: the input a param/state output replaces after each step
+  /// (`tsr.updates`), or the input a gradient is of (`tsr.grad_of`).
+  std::optional<int64_t> updates, gradOf;
+  /// State inputs: the value they start from (`tsr.init`).
+  std::optional<double> init;
+};
+
+/// What `tessera-run --train` needs beyond the signature.
+struct TrainingManifest {
+  int64_t batchSize = 0, microBatches = 1;
+  std::optional<int64_t> numClasses, ignoreIndex;
+  /// For token-stream language models: the integer data input and the
+  /// label input that a token file feeds.
+  std::string tokensInput, tokensLabel;
+  /// The source model, copied into the artifact for `--save-onnx`.
+  std::string onnxPath;
 };
 
 /// What the manifest records besides the library itself.
@@ -63,8 +83,12 @@ FailureOr<ArtifactSignature> lowerModel(ModuleOp module,
 
 /// Lowers `module` (tsr ops in one public function) with `target` and writes
 /// the artifact directory `dir`: the library plus manifest.json.
+/// With `train`, the manifest's mode is "train" or "grad" (from the
+/// signature's roles), it gains a "train" object and the source model is
+/// copied to `dir`/model.onnx.
 LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
-                                StringRef dir);
+                                StringRef dir,
+                                const TrainingManifest *train = nullptr);
 
 /// Registers the named pipelines (`tsr-cpu-codegen`) for tessera-opt.
 void registerTesseraPipelines();

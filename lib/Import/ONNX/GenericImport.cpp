@@ -224,6 +224,14 @@ LogicalResult GenericImporter::setInputShapes() {
       return fail("--input-shape names '" + name.str() +
                   "', which is not a graph input");
   }
+  if (opts.batchSize > 0) {
+    // Recorded intermediate and output shapes hold the old batch size;
+    // shape inference recomputes them.
+    graph->clear_value_info();
+    for (auto &output : *graph->mutable_output())
+      if (output.type().has_tensor_type())
+        output.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
   for (auto &input : *graph->mutable_input()) {
     if (initializers.contains(input.name()))
       continue;
@@ -267,6 +275,9 @@ LogicalResult GenericImporter::setInputShapes() {
         tensor->mutable_shape();
       continue;
     }
+    if (opts.batchSize > 0 && tensor->has_shape() &&
+        tensor->shape().dim_size() >= 1)
+      tensor->mutable_shape()->mutable_dim(0)->set_dim_value(opts.batchSize);
     if (!tensor->has_shape())
       return fail("graph input '" + name +
                   "' has unknown rank: give its shape with --input-shape " +

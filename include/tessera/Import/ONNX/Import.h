@@ -30,6 +30,9 @@ struct OnnxImportOptions {
   /// (so BatchNormalization's running statistics, Reshape shapes and Clip
   /// bounds stay constants).
   bool initializersAsParams = false;
+  /// When positive, replaces dimension 0 of every graph input not named by
+  /// `inputShapes` (the batch dimension of training data).
+  int64_t batchSize = 0;
 };
 
 /// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to

@@ -1,0 +1,31 @@
+//===- Training.h - The training pipeline -----------------------*- C++ -*-===//
+//
+// From an imported model (trainable initializers as `tsr.role = "param"`
+// arguments) to a training step or a loss-and-gradient function, still in
+// tsr: loss → autodiff → gradient accumulation → optimizer update.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSERA_PIPELINES_TRAINING_H
+#define TESSERA_PIPELINES_TRAINING_H
+
+#include "mlir/Pass/PassManager.h"
+#include "tessera/Transforms/Autodiff/Passes.h"
+#include "tessera/Transforms/Optimizer/Passes.h"
+
+namespace mlir::tessera {
+
+struct TrainingPipelineOptions {
+  TsrAppendLossOptions loss;
+  TsrAutodiffOptions autodiff;
+  int64_t microBatches = 1;
+  /// Absent: stop after the gradients (`--mode=grad`).
+  std::optional<TsrOptimizerOptions> optimizer;
+};
+
+/// Adds the training passes, in order, to `pm` (on the module).
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
+} // namespace mlir::tessera
+
+#endif // TESSERA_PIPELINES_TRAINING_H

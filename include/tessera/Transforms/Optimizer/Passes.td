@@ -1,0 +1,144 @@
+//===- Passes.td - Optimizer update and gradient accumulation -*- tablegen -*-===//
+#ifndef TESSERA_TRANSFORMS_OPTIMIZER_PASSES_TD
+#define TESSERA_TRANSFORMS_OPTIMIZER_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TsrAccumulateGradients : Pass<"tsr-accumulate-gradients", "ModuleOp"> {
+  let summary = "Average loss and gradients over k micro-batches in one step";
+  let description = [{
+    The public function, as `tsr-autodiff` leaves it, computes the loss and
+    gradients of one micro-batch of b samples. This pass makes it private
+    (`@tessera_micro_step`) and creates a public function of the same
+    parameters whose data and label arguments hold k·b samples: it slices
+    them into k micro-batches along dimension 0, calls the micro-step on
+    each, and returns the mean of the k losses and of the k gradients. With
+    mean-reduced losses that is exactly the loss and gradient of the whole
+    batch of k·b (up to float rounding). Only one micro-batch's activations
+    are live at a time.
+
+    Before (`micro-batches=2`):
+
+    ```mlir
+    func.func @main(%w: tensor<3x2xf32> {tsr.role = "param"},
+                    %x: tensor<4x3xf32>) -> (tensor<f32>, tensor<3x2xf32>)
+    ```
+
+    After:
+
+    ```mlir
+    func.func private @tessera_micro_step(%w: tensor<3x2xf32>,
+        %x: tensor<4x3xf32>) -> (tensor<f32>, tensor<3x2xf32>)
+    func.func @main(%w: tensor<3x2xf32> {tsr.role = "param"},
+                    %x: tensor<8x3xf32>) -> (tensor<f32>, tensor<3x2xf32>) {
+      %x0 = tsr.slice %x {starts = array<i64: 0, 0>, limits = array<i64: 4, 3>, ...}
+      %l0, %g0 = func.call @tessera_micro_step(%w, %x0) : ...
+      %x1 = tsr.slice %x {starts = array<i64: 4, 0>, limits = array<i64: 8, 3>, ...}
+      %l1, %g1 = func.call @tessera_micro_step(%w, %x1) : ...
+      %l = tsr.add %l0, %l1 ...   // then divided by 2, and likewise %g
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Number k of micro-batches per step">,
+  ];
+}
+
+def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
+  let summary = "Append the optimizer update to a loss-and-gradient function";
+  let description = [{
+    Turns the public function (loss, gradients), as `tsr-autodiff` leaves it,
+    into one training step (params, optimizer state, batch) -> (loss,
+    params', state'). The state arguments (`tsr.role = "state"`, zero at
+    the start, named `<optimizer>.<slot>.<parameter>`) include `step`, the
+    number of updates done so far, from which the learning-rate schedule and
+    bias corrections are computed in the step itself. Each updated parameter
+    and state result carries `tsr.updates = <argument index>`. The formulas
+    (docs/training.md gives them in full):
+
+    - `sgd`: PyTorch's SGD: momentum buffer, Nesterov, L2 weight decay.
+    - `adam`: Kingma & Ba with bias correction and L2 weight decay
+      (PyTorch's Adam); `adamw`: decoupled weight decay (Loshchilov &
+      Hutter).
+    - `lamb`: You et al. 2019: the Adam direction plus weight decay, scaled
+      per parameter tensor by the trust ratio ‖p‖/‖r‖.
+    - `lars`: You et al. 2017: momentum SGD with the per-tensor local rate
+      η‖p‖/(‖g‖ + wd‖p‖).
+    - `adafactor`: Shazeer & Stern 2018 without momentum: factored second
+      moments (row and column means) for tensors of rank ≥ 2, decay
+      1 − t^decay-rate, update clipping by RMS.
+
+    The learning rate at step t (1-based) is `lr` × the linear scaling rule
+    factor `batch-size / base-batch-size` (when both are given) × the
+    schedule: `constant`, `warmup` (linear from lr/warmup-steps to lr over
+    `warmup-steps`) or `cosine` (warm-up, then cosine decay to
+    `min-lr-ratio`·lr at `total-steps`). With `clip-norm` > 0 the gradients
+    are first scaled by min(1, clip-norm / (‖g‖₂ + 1e-6)), ‖g‖₂ over all
+    parameters together.
+
+    Before:
+
+    ```mlir
+    func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = "param"}, %x: ...)
+        -> (tensor<f32>, tensor<3xf32> {tsr.grad_of = 0 : i64, tsr.role = "grad"})
+    ```
+
+    After (`optimizer=sgd lr=0.1`):
+
+    ```mlir
+    func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = "param"}, %x: ...,
+                    %step: tensor<i64> {tsr.name = "step", tsr.role = "state"})
+        -> (tensor<f32>, tensor<3xf32> {tsr.role = "param", tsr.updates = 0 : i64},
+            tensor<i64> {tsr.role = "state", tsr.updates = 2 : i64}) {
+      ...
+      %lr = tsr.constant dense<1.000000e-01> : tensor<f32>
+      %d = tsr.mul %lr, %gw : tensor<f32>, tensor<3xf32> -> tensor<3xf32>
+      %w1 = tsr.sub %w, %d : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam, adamw, lamb, lars or adafactor">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "sgd and lars: momentum factor">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "sgd: Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (L2 for sgd/adam, decoupled for adamw/lamb/"
+           "adafactor, in the trust ratio for lars)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "adam, adamw, lamb: first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "adam, adamw, lamb: second-moment decay">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8",
+           "adam, adamw, lamb: denominator epsilon; adafactor: eps1 added "
+           "to g²">,
+    Option<"larsEta", "lars-eta", "double", /*default=*/"0.001",
+           "lars: trust coefficient η">,
+    Option<"decayRate", "decay-rate", "double", /*default=*/"-0.8",
+           "adafactor: second-moment decay is 1 - t^decay-rate">,
+    Option<"clipThreshold", "clip-threshold", "double", /*default=*/"1.0",
+           "adafactor: the update is divided by max(1, RMS(u)/threshold)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule: constant, warmup or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear warm-up (warmup, cosine)">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "cosine: step at which the decay reaches its minimum">,
+    Option<"minLrRatio", "min-lr-ratio", "double", /*default=*/"0.0",
+           "cosine: final learning rate as a fraction of lr">,
+    Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
+           "Linear scaling rule: the global batch size of this step">,
+    Option<"baseBatchSize", "base-batch-size", "int64_t", /*default=*/"0",
+           "Linear scaling rule: the batch size lr was tuned for">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Global-norm gradient clipping threshold (0: off)">,
+  ];
+}
+
+#endif // TESSERA_TRANSFORMS_OPTIMIZER_PASSES_TD

@@ -1,0 +1,25 @@
+//===- Training.cpp - The training pipeline -------------------------------===//
+#include "tessera/Pipelines/Training.h"
+
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+void mlir::tessera::buildTrainingPipeline(
+    OpPassManager &pm, const TrainingPipelineOptions &options) {
+  pm.addPass(createTsrAppendLoss(options.loss));
+  pm.addPass(createTsrAutodiff(options.autodiff));
+  // Drop what does not reach the loss and fold the seed before the
+  // micro-step is outlined.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.microBatches > 1)
+    pm.addPass(createTsrAccumulateGradients(
+        TsrAccumulateGradientsOptions{options.microBatches}));
+  if (options.optimizer) {
+    pm.addPass(createTsrOptimizer(*options.optimizer));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+}

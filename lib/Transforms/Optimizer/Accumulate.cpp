@@ -1,0 +1,125 @@
+//===- Accumulate.cpp - Gradient accumulation over micro-batches ----------===//
+#include "tessera/Transforms/Optimizer/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRACCUMULATEGRADIENTS
+#include "tessera/Transforms/Optimizer/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+/// Data and label arguments are split; parameters are shared.
+bool isBatched(func::FuncOp f, unsigned i) {
+  auto role = f.getArgAttrOfType<StringAttr>(i, "tsr.role");
+  return !role || role.getValue() == "data" || role.getValue() == "label";
+}
+
+struct TsrAccumulateGradientsPass
+    : tessera::impl::TsrAccumulateGradientsBase<TsrAccumulateGradientsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (microBatches == 1)
+      return;
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic() && !f.isExternal())
+        funcs.push_back(f);
+    if (funcs.size() != 1) {
+      module.emitError("tsr-accumulate-gradients expects exactly one public "
+                       "function, found ")
+          << funcs.size();
+      return signalPassFailure();
+    }
+    if (microBatches < 1) {
+      module.emitError("micro-batches must be at least 1, got ")
+          << microBatches;
+      return signalPassFailure();
+    }
+    if (failed(run(module, funcs.front())))
+      signalPassFailure();
+  }
+
+  LogicalResult run(ModuleOp module, func::FuncOp micro) {
+    FunctionType microType = micro.getFunctionType();
+    int64_t k = microBatches;
+    SmallVector<Type> argTypes;
+    bool anyBatched = false;
+    for (auto [i, t] : llvm::enumerate(microType.getInputs())) {
+      auto tensor = cast<RankedTensorType>(t);
+      if (!isBatched(micro, i) || tensor.getRank() == 0) {
+        argTypes.push_back(t);
+        continue;
+      }
+      anyBatched = true;
+      SmallVector<int64_t> shape(tensor.getShape());
+      shape[0] *= k;
+      argTypes.push_back(tensor.clone(shape));
+    }
+    if (!anyBatched)
+      return micro.emitError("gradient accumulation needs a data or label "
+                             "input with a batch dimension");
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointAfter(micro);
+    auto step = func::FuncOp::create(
+        b, micro.getLoc(), micro.getName(),
+        b.getFunctionType(argTypes, microType.getResults()));
+    step.setAllArgAttrs(micro.getAllArgAttrs());
+    step.setAllResultAttrs(micro.getAllResultAttrs());
+    // The micro-step keeps no attributes the manifest would read.
+    micro.removeArgAttrsAttr();
+    micro.removeResAttrsAttr();
+    SymbolTable symbols(module);
+    micro.setPrivate();
+    if (failed(symbols.rename(micro, "tessera_micro_step")))
+      return micro.emitError("cannot rename the micro-step");
+
+    Block *body = step.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    Location loc = NameLoc::get(b.getStringAttr("accumulate"), micro.getLoc());
+    GradientBuilder g(b, loc);
+    SmallVector<Value> sums;
+    for (int64_t j = 0; j < k; ++j) {
+      SmallVector<Value> operands;
+      for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
+        auto microArg = cast<RankedTensorType>(microType.getInput(i));
+        if (arg.getType() == microArg) {
+          operands.push_back(arg);
+          continue;
+        }
+        int64_t rows = microArg.getDimSize(0);
+        SmallVector<int64_t> starts(microArg.getRank(), 0),
+            limits(microArg.getShape()), steps(microArg.getRank(), 1);
+        starts[0] = j * rows;
+        limits[0] = (j + 1) * rows;
+        operands.push_back(tsr::SliceOp::create(
+            b, loc, arg, b.getDenseI64ArrayAttr(starts),
+            b.getDenseI64ArrayAttr(limits), b.getDenseI64ArrayAttr(steps)));
+      }
+      auto call = func::CallOp::create(b, loc, micro, operands);
+      for (auto [i, r] : llvm::enumerate(call.getResults())) {
+        if (j == 0)
+          sums.push_back(r);
+        else
+          sums[i] = g.add(sums[i], r);
+      }
+    }
+    SmallVector<Value> means;
+    for (Value s : sums)
+      means.push_back(g.div(s, g.scalarLike(s, double(k))));
+    func::ReturnOp::create(b, loc, means);
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,366 @@
+//===- Optimizer.cpp - The optimizer update of a training step ------------===//
+//
+// Every formula is computed in the parameter's element type from scalars
+// (learning rate, bias corrections) computed in f64. The step counter is an
+// i64 state tensor, so schedules and bias corrections need no host logic.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Transforms/Optimizer/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+
+#include <cmath>
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSROPTIMIZER
+#include "tessera/Transforms/Optimizer/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+StringRef argName(func::FuncOp f, unsigned i) {
+  if (auto s = f.getArgAttrOfType<StringAttr>(i, "tsr.name"))
+    return s.getValue();
+  return "";
+}
+
+struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
+  using Base::Base;
+
+  /// A state tensor: its argument (current value) and its new value.
+  struct State {
+    BlockArgument arg;
+    Value next;
+  };
+
+  func::FuncOp func;
+  SmallVector<State> states;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic() && !f.isExternal())
+        funcs.push_back(f);
+    if (funcs.size() != 1) {
+      module.emitError("tsr-optimizer expects exactly one public function, "
+                       "found ")
+          << funcs.size();
+      return signalPassFailure();
+    }
+    func = funcs.front();
+    if (failed(checkOptions()) || failed(run()))
+      signalPassFailure();
+  }
+
+  LogicalResult checkOptions() {
+    if (!llvm::is_contained(
+            {"sgd", "adam", "adamw", "lamb", "lars", "adafactor"}, optimizer))
+      return func.emitError("unknown optimizer '")
+             << optimizer
+             << "' (supported: sgd, adam, adamw, lamb, lars, adafactor)";
+    if (!llvm::is_contained({"constant", "warmup", "cosine"}, schedule))
+      return func.emitError("unknown learning-rate schedule '")
+             << schedule << "' (supported: constant, warmup, cosine)";
+    if (!(lr > 0) || !std::isfinite(lr))
+      return func.emitError("learning rate must be positive, got ") << lr;
+    if (momentum < 0 || weightDecay < 0 || clipNorm < 0 || warmupSteps < 0)
+      return func.emitError("momentum, weight decay, clip norm and warm-up "
+                            "steps must not be negative");
+    if (nesterov && (optimizer != "sgd" || momentum <= 0))
+      return func.emitError("nesterov needs optimizer sgd with momentum > 0");
+    if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+      return func.emitError("beta1 and beta2 must lie in [0, 1)");
+    if (schedule == "warmup" && warmupSteps == 0)
+      return func.emitError("schedule warmup needs warmup-steps > 0");
+    if (schedule == "cosine" && totalSteps <= warmupSteps)
+      return func.emitError("schedule cosine needs total-steps (")
+             << totalSteps << ") greater than warmup-steps (" << warmupSteps
+             << ")";
+    if ((batchSize > 0) != (baseBatchSize > 0))
+      return func.emitError("the linear scaling rule needs both batch-size "
+                            "and base-batch-size");
+    return success();
+  }
+
+  /// Adds a zero-initialized state argument shaped like `like`.
+  BlockArgument addState(Type type, const Twine &name) {
+    OpBuilder b(func.getContext());
+    unsigned index = func.getNumArguments();
+    Attribute init = b.getF64FloatAttr(0.0);
+    (void)func.insertArgument(
+        index, type,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("tsr.name", b.getStringAttr(name.str())),
+             b.getNamedAttr("tsr.role", b.getStringAttr("state")),
+             b.getNamedAttr("tsr.init", init)}),
+        func.getLoc());
+    return func.getArgument(index);
+  }
+
+  /// The learning rate at 1-based step `t` (both f64 scalars).
+  Value learningRate(GradientBuilder &g, Value t) {
+    double base = lr;
+    if (batchSize > 0)
+      base *= double(batchSize) / double(baseBatchSize);
+    Type f64 = g.builder().getF64Type();
+    Value baseLr = g.scalar(f64, base);
+    if (schedule == "constant")
+      return baseLr;
+    Value one = g.scalar(f64, 1.0);
+    Value warm = g.mul(
+        baseLr,
+        g.div(t, g.scalar(f64, double(std::max<int64_t>(warmupSteps, 1)))));
+    if (schedule == "warmup")
+      return g.select(g.less(t, g.scalar(f64, double(warmupSteps))), warm,
+                      baseLr);
+    // cosine: progress p = clamp((t − w)/(T − w), 0, 1).
+    Value w = g.scalar(f64, double(warmupSteps));
+    Value p =
+        g.div(g.sub(t, w), g.scalar(f64, double(totalSteps - warmupSteps)));
+    p = tsr::MinOp::create(
+        g.builder(), g.getLoc(),
+        tsr::MaxOp::create(g.builder(), g.getLoc(), p, g.scalar(f64, 0.0)),
+        one);
+    Value cosine =
+        g.mul(g.scalar(f64, 0.5),
+              g.add(one, tsr::CosOp::create(g.builder(), g.getLoc(),
+                                            g.mul(p, g.scalar(f64, M_PI)))));
+    Value decayed =
+        g.mul(baseLr, g.add(g.scalar(f64, minLrRatio),
+                            g.mul(g.scalar(f64, 1.0 - minLrRatio), cosine)));
+    if (warmupSteps == 0)
+      return decayed;
+    return g.select(g.less(t, w), warm, decayed);
+  }
+
+  Value sumAll(GradientBuilder &g, Value v) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    return g.reduceSum(v, llvm::to_vector(llvm::seq<int64_t>(0, rank)),
+                       /*keepdims=*/false);
+  }
+  Value norm(GradientBuilder &g, Value v) {
+    return g.sqrt(sumAll(g, g.mul(v, v)));
+  }
+  /// num/den where both are positive, else 1 (the trust-ratio convention).
+  Value ratioOrOne(GradientBuilder &g, Value num, Value den, Value guard) {
+    Value zero = g.scalarLike(num, 0.0), one = g.scalarLike(num, 1.0);
+    Value inner = g.select(g.greater(den, zero), g.div(num, den), one);
+    return g.select(g.greater(guard, zero), inner, one);
+  }
+
+  /// The update of one parameter; returns its new value.
+  Value update(GradientBuilder &g, BlockArgument p, Value grad, Value lr64,
+               Value t64) {
+    Type elem = getElementTypeOrSelf(p.getType());
+    auto type = cast<RankedTensorType>(p.getType());
+    StringRef name = argName(func, p.getArgNumber());
+    auto s = [&](double v) { return g.scalar(elem, v); };
+    Value lrv = g.castTo(lr64, elem);
+    Value t = g.castTo(t64, elem);
+    auto state = [&](StringRef slot, Type stateType) {
+      BlockArgument arg = addState(stateType, Twine(optimizer.getValue()) +
+                                                  "." + slot + "." + name);
+      states.push_back({arg, Value()});
+      return states.size() - 1;
+    };
+
+    if (optimizer == "sgd") {
+      Value d = grad;
+      if (weightDecay > 0)
+        d = g.add(d, g.mul(s(weightDecay), p));
+      if (momentum > 0) {
+        size_t buf = state("momentum", type);
+        Value next = g.add(g.mul(s(momentum), states[buf].arg), d);
+        states[buf].next = next;
+        d = nesterov ? g.add(d, g.mul(s(momentum), next)) : next;
+      }
+      return g.sub(p, g.mul(lrv, d));
+    }
+    if (optimizer == "lars") {
+      Value pn = norm(g, p), gn = norm(g, grad);
+      Value local =
+          g.mul(s(larsEta),
+                ratioOrOne(g, pn, g.add(gn, g.mul(s(weightDecay), pn)), gn));
+      Value d = g.add(grad, g.mul(s(weightDecay), p));
+      Value step = g.mul(g.mul(lrv, local), d);
+      if (momentum > 0) {
+        size_t buf = state("momentum", type);
+        step = g.add(g.mul(s(momentum), states[buf].arg), step);
+        states[buf].next = step;
+      }
+      return g.sub(p, step);
+    }
+    if (optimizer == "adafactor")
+      return adafactor(g, p, grad, lrv, t);
+
+    // adam, adamw, lamb
+    Value d = grad;
+    if (optimizer == "adam" && weightDecay > 0)
+      d = g.add(d, g.mul(s(weightDecay), p));
+    size_t m = state("m", type), v = state("v", type);
+    Value mNext =
+        g.add(g.mul(s(beta1), states[m].arg), g.mul(s(1.0 - beta1), d));
+    Value vNext = g.add(g.mul(s(beta2), states[v].arg),
+                        g.mul(s(1.0 - beta2), g.mul(d, d)));
+    states[m].next = mNext;
+    states[v].next = vNext;
+    OpBuilder &b = g.builder();
+    Value c1 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta1), t));
+    Value c2 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta2), t));
+    Value dir =
+        g.div(g.div(mNext, c1), g.add(g.sqrt(g.div(vNext, c2)), s(eps)));
+    if (optimizer == "adam")
+      return g.sub(p, g.mul(lrv, dir));
+    if (optimizer == "adamw")
+      return g.sub(g.sub(p, g.mul(g.mul(lrv, s(weightDecay)), p)),
+                   g.mul(lrv, dir));
+    // lamb: r = dir + wd·p, scaled by the trust ratio ‖p‖/‖r‖.
+    Value r = g.add(dir, g.mul(s(weightDecay), p));
+    Value pn = norm(g, p);
+    Value trust = ratioOrOne(g, pn, norm(g, r), pn);
+    return g.sub(p, g.mul(g.mul(lrv, trust), r));
+  }
+
+  Value adafactor(GradientBuilder &g, BlockArgument p, Value grad, Value lrv,
+                  Value t) {
+    auto type = cast<RankedTensorType>(p.getType());
+    Type elem = type.getElementType();
+    auto s = [&](double v) { return g.scalar(elem, v); };
+    StringRef name = argName(func, p.getArgNumber());
+    OpBuilder &b = g.builder();
+    // β₂(t) = 1 − t^decay-rate
+    Value beta =
+        g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), t, s(decayRate)));
+    Value g2 = g.add(g.mul(grad, grad), s(eps));
+    auto ema = [&](Value old, Value fresh) {
+      return g.add(g.mul(beta, old), g.mul(g.sub(s(1.0), beta), fresh));
+    };
+    auto newState = [&](StringRef slot, RankedTensorType stateType) {
+      BlockArgument arg = addState(stateType, "adafactor." + slot + "." + name);
+      states.push_back({arg, Value()});
+      return states.size() - 1;
+    };
+    Value vhat;
+    int64_t rank = type.getRank();
+    if (rank >= 2) {
+      // Row means (over the last dim) and column means (over the one before).
+      SmallVector<int64_t> rowShape(type.getShape().drop_back());
+      SmallVector<int64_t> colShape(type.getShape());
+      colShape.erase(colShape.end() - 2);
+      int64_t n = type.getDimSize(rank - 1), m = type.getDimSize(rank - 2);
+      size_t row = newState("row", type.clone(rowShape));
+      size_t col = newState("col", type.clone(colShape));
+      Value rowMean =
+          g.div(g.reduceSum(g2, {rank - 1}, /*keepdims=*/false), s(double(n)));
+      Value colMean =
+          g.div(g.reduceSum(g2, {rank - 2}, /*keepdims=*/false), s(double(m)));
+      Value r = ema(states[row].arg, rowMean);
+      Value c = ema(states[col].arg, colMean);
+      states[row].next = r;
+      states[col].next = c;
+      // V̂ = r cᵀ / mean(r)
+      Value rMean =
+          g.div(g.reduceSum(r, {rank - 2}, /*keepdims=*/true), s(double(m)));
+      SmallVector<int64_t> rCol(rowShape), cRow(colShape), rMeanShape(rowShape);
+      rCol.push_back(1);
+      cRow.insert(cRow.end() - 1, 1);
+      rMeanShape[rank - 2] = 1;
+      rMeanShape.push_back(1);
+      vhat = g.div(g.mul(g.reshape(r, rCol), g.reshape(c, cRow)),
+                   g.reshape(rMean, rMeanShape));
+    } else {
+      size_t v = newState("v", type);
+      vhat = ema(states[v].arg, g2);
+      states[v].next = vhat;
+    }
+    Value u = g.div(grad, g.sqrt(vhat));
+    Value rms =
+        g.sqrt(g.div(sumAll(g, g.mul(u, u)), s(double(type.getNumElements()))));
+    Value denom =
+        tsr::MaxOp::create(b, g.getLoc(), s(1.0), g.div(rms, s(clipThreshold)));
+    Value next = g.sub(p, g.mul(lrv, g.div(u, denom)));
+    if (weightDecay > 0)
+      next = g.sub(next, g.mul(g.mul(lrv, s(weightDecay)), p));
+    return next;
+  }
+
+  LogicalResult run() {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<std::pair<BlockArgument, Value>> params;
+    for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
+      auto of = func.getResultAttrOfType<IntegerAttr>(i, "tsr.grad_of");
+      if (!of)
+        return func.emitError("tsr-optimizer expects the loss followed by "
+                              "gradients (tsr.grad_of), as tsr-autodiff "
+                              "returns them; result ")
+               << i << " is not a gradient";
+      params.push_back({func.getArgument(of.getInt()), ret.getOperand(i)});
+    }
+    if (params.empty())
+      return func.emitError("no trainable parameters: every parameter is "
+                            "frozen or the model has none");
+
+    OpBuilder b(ret);
+    Location loc = NameLoc::get(b.getStringAttr(optimizer), ret.getLoc());
+    GradientBuilder g(b, loc);
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    BlockArgument step = addState(i64, "step");
+    states.push_back({step, g.add(step, g.splat(i64, 1.0))});
+    Value t64 = g.castTo(states.back().next, b.getF64Type());
+    Value lr64 = learningRate(g, t64);
+
+    if (clipNorm > 0) {
+      Value sq;
+      for (auto &[p, grad] : params) {
+        Value s = sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
+        sq = sq ? g.add(sq, s) : s;
+      }
+      Type f64 = b.getF64Type();
+      Value scale =
+          tsr::MinOp::create(b, loc, g.scalar(f64, 1.0),
+                             g.div(g.scalar(f64, clipNorm),
+                                   g.add(g.sqrt(sq), g.scalar(f64, 1e-6))));
+      for (auto &entry : params)
+        entry.second = g.mul(
+            entry.second,
+            g.castTo(scale, getElementTypeOrSelf(entry.second.getType())));
+    }
+
+    SmallVector<Value> results{ret.getOperand(0)};
+    SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)
+                                          ? func.getResultAttrDict(0)
+                                          : b.getDictionaryAttr({})};
+    auto updated = [&](Value v, BlockArgument arg, StringRef role) {
+      results.push_back(v);
+      attrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("tsr.name",
+                          b.getStringAttr(argName(func, arg.getArgNumber()))),
+           b.getNamedAttr("tsr.role", b.getStringAttr(role)),
+           b.getNamedAttr("tsr.updates",
+                          b.getI64IntegerAttr(arg.getArgNumber()))}));
+    };
+    for (auto &[p, grad] : params)
+      updated(update(g, p, grad, lr64, t64), p, "param");
+    for (State &st : states)
+      updated(st.next, st.arg, "state");
+
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    SmallVector<Type> types;
+    for (Value v : results)
+      types.push_back(v.getType());
+    func.setType(b.getFunctionType(func.getArgumentTypes(), types));
+    func.setAllResultAttrs(ArrayRef<DictionaryAttr>(attrs));
+    return success();
+  }
+};
+
+} // namespace
