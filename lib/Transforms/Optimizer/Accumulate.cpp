@@ -43,7 +43,7 @@ struct TsrAccumulateGradientsPass
     }
     if (microBatches < 1) {
       module.emitError("micro-batches must be at least 1, got ")
-          << microBatches;
+          << microBatches.getValue();
       return signalPassFailure();
     }
     if (failed(run(module, funcs.front())))

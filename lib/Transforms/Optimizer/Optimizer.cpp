@@ -69,7 +69,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return func.emitError("unknown learning-rate schedule '")
              << schedule << "' (supported: constant, warmup, cosine)";
     if (!(lr > 0) || !std::isfinite(lr))
-      return func.emitError("learning rate must be positive, got ") << lr;
+      return func.emitError("learning rate must be positive, got ")
+             << lr.getValue();
     if (momentum < 0 || weightDecay < 0 || clipNorm < 0 || warmupSteps < 0)
       return func.emitError("momentum, weight decay, clip norm and warm-up "
                             "steps must not be negative");
@@ -81,8 +82,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return func.emitError("schedule warmup needs warmup-steps > 0");
     if (schedule == "cosine" && totalSteps <= warmupSteps)
       return func.emitError("schedule cosine needs total-steps (")
-             << totalSteps << ") greater than warmup-steps (" << warmupSteps
-             << ")";
+             << totalSteps.getValue() << ") greater than warmup-steps ("
+             << warmupSteps.getValue() << ")";
     if ((batchSize > 0) != (baseBatchSize > 0))
       return func.emitError("the linear scaling rule needs both batch-size "
                             "and base-batch-size");

@@ -1,0 +1,33 @@
+// RUN: tessera-opt %s --tsr-accumulate-gradients=micro-batches=2 | FileCheck %s
+// RUN: not tessera-opt %s --tsr-accumulate-gradients=micro-batches=0 2>&1 | FileCheck %s --check-prefix=ZERO
+
+// The micro-step keeps the micro-batch shapes and becomes private; the new
+// public step takes 2x4 rows of x and y, slices them, and averages the
+// losses and gradients of the two calls.
+// CHECK-LABEL: func.func private @tessera_micro_step(
+// CHECK-SAME: tensor<3x2xf32>, %{{.*}}: tensor<4x3xf32>, %{{.*}}: tensor<4xi64>) -> (tensor<f32>, tensor<3x2xf32>)
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}
+// CHECK-SAME: %[[X:arg[0-9]+]]: tensor<8x3xf32> {tsr.name = "x"}
+// CHECK-SAME: %[[Y:arg[0-9]+]]: tensor<8xi64> {tsr.name = "y", tsr.role = "label"}
+// CHECK: %[[X0:.*]] = tsr.slice %[[X]] {limits = array<i64: 4, 3>, starts = array<i64: 0, 0>
+// CHECK: %[[Y0:.*]] = tsr.slice %[[Y]] {limits = array<i64: 4>, starts = array<i64: 0>
+// CHECK: %[[C0:.*]]:2 = call @tessera_micro_step(%[[W]], %[[X0]], %[[Y0]])
+// CHECK: %[[X1:.*]] = tsr.slice %[[X]] {limits = array<i64: 8, 3>, starts = array<i64: 4, 0>
+// CHECK: %[[Y1:.*]] = tsr.slice %[[Y]] {limits = array<i64: 8>, starts = array<i64: 4>
+// CHECK: %[[C1:.*]]:2 = call @tessera_micro_step(%[[W]], %[[X1]], %[[Y1]])
+// CHECK: %[[L:.*]] = tsr.add %[[C0]]#0, %[[C1]]#0
+// CHECK: %[[G:.*]] = tsr.add %[[C0]]#1, %[[C1]]#1
+// CHECK: %[[LM:.*]] = tsr.div %[[L]], %{{.*}}
+// CHECK: %[[GM:.*]] = tsr.div %[[G]], %{{.*}}
+// CHECK: return %[[LM]], %[[GM]]
+// ZERO: error: micro-batches must be at least 1, got 0
+func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
+                %x: tensor<4x3xf32> {tsr.name = "x"},
+                %y: tensor<4xi64> {tsr.name = "y", tsr.role = "label"})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
+        tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"}) {
+  %m = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+  %l = tsr.softmax_cross_entropy_loss %m, %y : (tensor<4x2xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<3x2xf32>
+}
