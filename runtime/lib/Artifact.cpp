@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -29,6 +31,7 @@ struct Json {
   bool boolean = false;
   bool isInteger = false;
   int64_t integer = 0;
+  double number = 0;
   std::string string;
   std::vector<Json> array;
   std::vector<std::pair<std::string, Json>> object;
@@ -310,9 +313,10 @@ private:
         return error("malformed number");
     }
     out.kind = Json::Number;
+    std::string literal = text.substr(start, pos - start);
+    out.number = std::strtod(literal.c_str(), nullptr);
     if (integral) {
       errno = 0;
-      std::string literal = text.substr(start, pos - start);
       long long value = std::strtoll(literal.c_str(), nullptr, 10);
       out.isInteger = errno != ERANGE;
       out.integer = value;
@@ -328,11 +332,23 @@ private:
 // Manifest
 //===----------------------------------------------------------------------===//
 
-struct TensorSpec {
-  std::string name;
-  tsr_dtype_t dtype = TSR_DTYPE_INVALID;
-  std::vector<int64_t> shape;
+struct RoleName {
+  tsr_role_t role;
+  const char *name;
+  bool forInputs;
 };
+
+constexpr RoleName kRoles[] = {
+    {TSR_ROLE_DATA, "data", true},    {TSR_ROLE_LABEL, "label", true},
+    {TSR_ROLE_PARAM, "param", true},  {TSR_ROLE_STATE, "state", true},
+    {TSR_ROLE_PARAM, "param", false}, {TSR_ROLE_STATE, "state", false},
+    {TSR_ROLE_LOSS, "loss", false},   {TSR_ROLE_METRIC, "metric", false},
+    {TSR_ROLE_GRAD, "grad", false},
+};
+
+std::string where(const char *list, size_t index) {
+  return std::string(list) + "[" + std::to_string(index) + "]";
+}
 
 tsr_status_t requireString(const Json &object, const char *key,
                            const std::string &where, std::string &out,
@@ -351,7 +367,124 @@ tsr_status_t requireString(const Json &object, const char *key,
   return TSR_OK;
 }
 
-tsr_status_t parseSpecs(const Json &root, const char *key,
+/// Reads an optional integer member no smaller than `minimum`; `out` keeps
+/// its value when the member is absent.
+tsr_status_t optionalInteger(const Json &object, const char *key,
+                             const std::string &where, int64_t minimum,
+                             int64_t &out, bool *present = nullptr) {
+  const Json *value = object.find(key);
+  if (present)
+    *present = value != nullptr;
+  if (!value)
+    return TSR_OK;
+  if (value->kind != Json::Number || !value->isInteger ||
+      value->integer < minimum)
+    return fail(
+        TSR_ERROR_PARSE,
+        where + "." + key + " must be an integer" +
+            (minimum > INT64_MIN ? " >= " + std::to_string(minimum) : ""));
+  out = value->integer;
+  return TSR_OK;
+}
+
+tsr_status_t parseRole(const Json &entry, const std::string &at, bool isInput,
+                       TensorSpec &spec) {
+  std::string name;
+  if (tsr_status_t s = requireString(entry, "role", at, name, true))
+    return s;
+  if (!entry.find("role")) {
+    spec.role = isInput ? TSR_ROLE_DATA : TSR_ROLE_NONE;
+    return TSR_OK;
+  }
+  for (const RoleName &role : kRoles) {
+    if (role.forInputs == isInput && name == role.name) {
+      spec.role = role.role;
+      return TSR_OK;
+    }
+  }
+  return fail(TSR_ERROR_PARSE,
+              at + ".role: unknown " + (isInput ? "input" : "output") +
+                  " role \"" + name + "\" (expected " +
+                  (isInput ? "param, state, data or label"
+                           : "loss, param, state, metric or grad") +
+                  ")");
+}
+
+/// Checks that a state's "init" is representable in its dtype.
+tsr_status_t checkInit(const TensorSpec &spec, const std::string &at) {
+  double value = spec.init;
+  bool fits;
+  switch (spec.dtype) {
+  case TSR_DTYPE_FLOAT16:
+    fits = std::fabs(value) <= 65504.0;
+    break;
+  case TSR_DTYPE_BFLOAT16:
+    fits = std::fabs(value) <= 3.3895313892515355e38;
+    break;
+  case TSR_DTYPE_FLOAT32:
+    fits = std::fabs(value) <= 3.4028234663852886e38;
+    break;
+  case TSR_DTYPE_FLOAT64:
+    fits = true;
+    break;
+  case TSR_DTYPE_BOOL:
+    fits = value == 0 || value == 1;
+    break;
+  default: {
+    int bits = static_cast<int>(tsr_dtype_size(spec.dtype) * 8);
+    bool isSigned =
+        spec.dtype == TSR_DTYPE_INT8 || spec.dtype == TSR_DTYPE_INT16 ||
+        spec.dtype == TSR_DTYPE_INT32 || spec.dtype == TSR_DTYPE_INT64;
+    double low = isSigned ? -std::ldexp(1.0, bits - 1) : 0;
+    double end = std::ldexp(1.0, isSigned ? bits - 1 : bits);
+    fits = value >= low && value < end && value == std::trunc(value);
+  }
+  }
+  if (fits)
+    return TSR_OK;
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.15g", value);
+  return fail(TSR_ERROR_PARSE, at + ".init: " + text +
+                                   " is not representable in " +
+                                   tsr_dtype_name(spec.dtype));
+}
+
+/// Parses the role-specific members "updates" and "of" (outputs) and
+/// "init" (inputs).
+tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
+                              bool isInput, TensorSpec &spec) {
+  bool hasUpdates = false, hasOf = false;
+  if (!isInput) {
+    if (tsr_status_t s =
+            optionalInteger(entry, "updates", at, 0, spec.updates, &hasUpdates))
+      return s;
+    if (tsr_status_t s = optionalInteger(entry, "of", at, 0, spec.of, &hasOf))
+      return s;
+  }
+  bool updating = spec.role == TSR_ROLE_PARAM || spec.role == TSR_ROLE_STATE;
+  std::string role = std::string("\"") + tsr_role_name(spec.role) + "\"";
+  if (!isInput && updating && !hasUpdates)
+    return fail(TSR_ERROR_PARSE,
+                at + " has role " + role + " but no \"updates\"");
+  if (hasUpdates && !updating)
+    return fail(TSR_ERROR_PARSE,
+                at + ".updates is only for param and state outputs");
+  if (spec.role == TSR_ROLE_GRAD && !hasOf)
+    return fail(TSR_ERROR_PARSE, at + " has role \"grad\" but no \"of\"");
+  if (hasOf && spec.role != TSR_ROLE_GRAD)
+    return fail(TSR_ERROR_PARSE, at + ".of is only for grad outputs");
+  const Json *init = entry.find("init");
+  if (!init)
+    return TSR_OK;
+  if (!isInput || spec.role != TSR_ROLE_STATE)
+    return fail(TSR_ERROR_PARSE, at + ".init is only for state inputs");
+  if (init->kind != Json::Number)
+    return fail(TSR_ERROR_PARSE, at + ".init must be a number");
+  spec.init = init->number;
+  return checkInit(spec, at);
+}
+
+tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
                         std::vector<TensorSpec> &out) {
   const Json *list = root.find(key);
   if (!list)
@@ -360,43 +493,217 @@ tsr_status_t parseSpecs(const Json &root, const char *key,
     return fail(TSR_ERROR_PARSE, std::string(key) + " must be an array");
   for (size_t i = 0; i < list->array.size(); ++i) {
     const Json &entry = list->array[i];
-    std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+    std::string at = where(key, i);
     if (entry.kind != Json::Object)
-      return fail(TSR_ERROR_PARSE, where + " must be an object");
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
     TensorSpec spec;
     std::string dtype;
-    if (tsr_status_t s = requireString(entry, "name", where, spec.name))
+    if (tsr_status_t s = requireString(entry, "name", at, spec.name))
       return s;
-    if (tsr_status_t s = requireString(entry, "dtype", where, dtype))
+    if (tsr_status_t s = requireString(entry, "dtype", at, dtype))
       return s;
     if (tsr_dtype_from_name(dtype.c_str(), &spec.dtype) != TSR_OK)
       return fail(TSR_ERROR_PARSE,
-                  where + ".dtype: unknown dtype \"" + dtype + "\"");
+                  at + ".dtype: unknown dtype \"" + dtype + "\"");
     const Json *shape = entry.find("shape");
     if (!shape)
-      return fail(TSR_ERROR_PARSE, "missing \"shape\" in " + where);
+      return fail(TSR_ERROR_PARSE, "missing \"shape\" in " + at);
     if (shape->kind != Json::Array)
-      return fail(TSR_ERROR_PARSE, where + ".shape must be an array");
+      return fail(TSR_ERROR_PARSE, at + ".shape must be an array");
     for (const Json &dim : shape->array) {
       if (dim.kind != Json::Number || !dim.isInteger || dim.integer < 0)
-        return fail(TSR_ERROR_PARSE, where + ".shape must hold non-negative "
-                                             "integers");
+        return fail(TSR_ERROR_PARSE, at + ".shape must hold non-negative "
+                                          "integers");
       spec.shape.push_back(dim.integer);
     }
     int64_t count;
     size_t bytes;
     if (tsr_status_t s = computeSizes(spec.dtype, spec.shape.data(),
                                       spec.shape.size(), count, bytes))
-      return withContext(s, where);
+      return withContext(s, at);
+    if (tsr_status_t s = parseRole(entry, at, isInput, spec))
+      return s;
+    if (tsr_status_t s = parseRoleMembers(entry, at, isInput, spec))
+      return s;
     out.push_back(std::move(spec));
   }
   return TSR_OK;
 }
 
-struct Manifest {
-  std::string mode, target, library, entry;
-  std::vector<TensorSpec> inputs, outputs;
-};
+std::string typeOf(const TensorSpec &spec) {
+  return tsr_dtype_name(spec.dtype) + formatShape(spec.shape);
+}
+
+/// Checks "updates" and "of" against the inputs they name.
+tsr_status_t checkOutputLinks(const Manifest &manifest) {
+  const std::vector<TensorSpec> &inputs = manifest.inputs;
+  std::vector<int64_t> updatedBy(inputs.size(), -1);
+  for (size_t i = 0; i < manifest.outputs.size(); ++i) {
+    const TensorSpec &output = manifest.outputs[i];
+    int64_t target = output.updates >= 0 ? output.updates : output.of;
+    if (target < 0)
+      continue;
+    std::string at = where("outputs", i);
+    const char *member = output.updates >= 0 ? "updates" : "of";
+    if (static_cast<size_t>(target) >= inputs.size())
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + member + ": " + std::to_string(target) +
+                      " is not an input index (the artifact has " +
+                      std::to_string(inputs.size()) + " inputs)");
+    const TensorSpec &input = inputs[target];
+    std::string inputName = describe("input", target, input);
+    if (output.dtype != input.dtype || output.shape != input.shape)
+      return fail(TSR_ERROR_PARSE,
+                  at + " '" + output.name + "' is " + typeOf(output) + " but " +
+                      inputName + " that it " +
+                      (output.updates >= 0 ? "updates" : "is the gradient of") +
+                      " is " + typeOf(input));
+    if (output.updates < 0)
+      continue;
+    if (input.role != output.role)
+      return fail(TSR_ERROR_PARSE,
+                  at + " has role \"" + tsr_role_name(output.role) +
+                      "\" but updates " + inputName + " of role \"" +
+                      tsr_role_name(input.role) + "\"");
+    if (updatedBy[target] >= 0)
+      return fail(TSR_ERROR_PARSE, at + " updates " + inputName + ", which " +
+                                       where("outputs", updatedBy[target]) +
+                                       " already updates");
+    updatedBy[target] = static_cast<int64_t>(i);
+  }
+  return TSR_OK;
+}
+
+/// Resolves train.tokens.`key` to the index of an input of `role`.
+tsr_status_t resolveTokenInput(const Json &tokens, const char *key,
+                               tsr_role_t role, const Manifest &manifest,
+                               int64_t &out) {
+  std::string at = std::string("train.tokens");
+  std::string name;
+  if (tsr_status_t s = requireString(tokens, key, at, name))
+    return s;
+  for (size_t i = 0; i < manifest.inputs.size(); ++i) {
+    const TensorSpec &input = manifest.inputs[i];
+    if (input.name != name)
+      continue;
+    if (input.role != role)
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + key + ": " + describe("input", i, input) +
+                      " has role \"" + tsr_role_name(input.role) +
+                      "\", expected \"" + tsr_role_name(role) + "\"");
+    if (input.dtype != TSR_DTYPE_INT32 && input.dtype != TSR_DTYPE_INT64)
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + key + ": " + describe("input", i, input) + " is " +
+                      typeOf(input) + ", expected int32 or int64");
+    if (input.shape.size() != 2)
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + key + ": " + describe("input", i, input) + " is " +
+                      typeOf(input) + ", expected shape [batch, tokens]");
+    out = static_cast<int64_t>(i);
+    return TSR_OK;
+  }
+  return fail(TSR_ERROR_PARSE,
+              at + "." + key + ": no input is named '" + name + "'");
+}
+
+tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
+  TrainSpec &train = manifest.train;
+  const Json *object = root.find("train");
+  if (!object)
+    return fail(TSR_ERROR_PARSE,
+                "missing \"train\" (required in mode \"train\")");
+  if (object->kind != Json::Object)
+    return fail(TSR_ERROR_PARSE, "train must be an object");
+  bool hasBatch = false;
+  if (tsr_status_t s = optionalInteger(*object, "batch_size", "train", 1,
+                                       train.batchSize, &hasBatch))
+    return s;
+  if (!hasBatch)
+    return fail(TSR_ERROR_PARSE, "missing \"batch_size\" in train");
+  if (tsr_status_t s = optionalInteger(*object, "micro_batches", "train", 1,
+                                       train.microBatches))
+    return s;
+  if (tsr_status_t s =
+          optionalInteger(*object, "num_classes", "train", 1, train.numClasses))
+    return s;
+  if (tsr_status_t s =
+          optionalInteger(*object, "ignore_index", "train", INT64_MIN,
+                          train.ignoreIndex, &train.hasIgnoreIndex))
+    return s;
+  if (const Json *tokens = object->find("tokens")) {
+    if (tokens->kind != Json::Object)
+      return fail(TSR_ERROR_PARSE, "train.tokens must be an object");
+    if (tsr_status_t s = resolveTokenInput(*tokens, "input", TSR_ROLE_DATA,
+                                           manifest, train.tokenInput))
+      return s;
+    if (tsr_status_t s = resolveTokenInput(*tokens, "label", TSR_ROLE_LABEL,
+                                           manifest, train.tokenLabel))
+      return s;
+    const TensorSpec &input = manifest.inputs[train.tokenInput];
+    const TensorSpec &label = manifest.inputs[train.tokenLabel];
+    if (input.shape != label.shape)
+      return fail(TSR_ERROR_PARSE,
+                  "train.tokens: the input '" + input.name + "' is " +
+                      typeOf(input) + " but the label '" + label.name +
+                      "' is " + typeOf(label) + "; shapes must be equal");
+  }
+  return TSR_OK;
+}
+
+/// The checks of mode "train" that span several inputs and outputs.
+tsr_status_t checkTrain(Manifest &manifest) {
+  const TrainSpec &train = manifest.train;
+  bool hasParams = false;
+  for (size_t i = 0; i < manifest.inputs.size(); ++i) {
+    const TensorSpec &input = manifest.inputs[i];
+    for (size_t j = 0; j < i; ++j)
+      if (manifest.inputs[j].name == input.name)
+        return fail(TSR_ERROR_PARSE, where("inputs", i) + ": name '" +
+                                         input.name + "' is also " +
+                                         where("inputs", j) + "'s");
+    hasParams |= input.role == TSR_ROLE_PARAM;
+    bool batched = input.role == TSR_ROLE_DATA || input.role == TSR_ROLE_LABEL;
+    if (batched && (input.shape.empty() || input.shape[0] != train.batchSize))
+      return fail(TSR_ERROR_PARSE,
+                  describe("input", i, input) + " (" +
+                      tsr_role_name(input.role) + ") is " + typeOf(input) +
+                      " but its first dimension must be train.batch_size " +
+                      std::to_string(train.batchSize));
+    bool integral =
+        input.dtype != TSR_DTYPE_FLOAT16 && input.dtype != TSR_DTYPE_BFLOAT16 &&
+        input.dtype != TSR_DTYPE_FLOAT32 && input.dtype != TSR_DTYPE_FLOAT64 &&
+        input.dtype != TSR_DTYPE_BOOL;
+    if (train.numClasses && input.role == TSR_ROLE_LABEL && !integral)
+      return fail(TSR_ERROR_PARSE, "train.num_classes is set but the label " +
+                                       describe("input", i, input) + " is " +
+                                       typeOf(input) +
+                                       ", not an integer tensor");
+  }
+  if (hasParams && manifest.onnx.empty())
+    return fail(TSR_ERROR_PARSE, "missing \"onnx\" (param inputs take their "
+                                 "initial values from its initializers)");
+  int64_t loss = -1;
+  for (size_t i = 0; i < manifest.outputs.size(); ++i) {
+    const TensorSpec &output = manifest.outputs[i];
+    if (output.role != TSR_ROLE_LOSS)
+      continue;
+    if (loss >= 0)
+      return fail(TSR_ERROR_PARSE, where("outputs", i) +
+                                       ": a second output with role "
+                                       "\"loss\" (" +
+                                       where("outputs", loss) + " is one)");
+    if (output.dtype != TSR_DTYPE_FLOAT32 || !output.shape.empty())
+      return fail(TSR_ERROR_PARSE, where("outputs", i) + " (loss '" +
+                                       output.name + "') is " + typeOf(output) +
+                                       ", expected a float32 scalar");
+    loss = static_cast<int64_t>(i);
+  }
+  if (loss < 0)
+    return fail(TSR_ERROR_PARSE, "no output has role \"loss\" (mode "
+                                 "\"train\" needs exactly one)");
+  manifest.train.lossOutput = static_cast<size_t>(loss);
+  return TSR_OK;
+}
 
 tsr_status_t parseManifest(const std::string &text, Manifest &out) {
   Json root;
@@ -427,9 +734,19 @@ tsr_status_t parseManifest(const std::string &text, Manifest &out) {
     return s;
   if (out.library.empty() || out.entry.empty())
     return fail(TSR_ERROR_PARSE, "library and entry must not be empty");
-  if (tsr_status_t s = parseSpecs(root, "inputs", out.inputs))
+  if (tsr_status_t s = requireString(root, "onnx", "", out.onnx, true))
     return s;
-  return parseSpecs(root, "outputs", out.outputs);
+  if (tsr_status_t s = parseSpecs(root, "inputs", true, out.inputs))
+    return s;
+  if (tsr_status_t s = parseSpecs(root, "outputs", false, out.outputs))
+    return s;
+  if (tsr_status_t s = checkOutputLinks(out))
+    return s;
+  if (out.mode != "train")
+    return TSR_OK;
+  if (tsr_status_t s = parseTrain(root, out))
+    return s;
+  return checkTrain(out);
 }
 
 tsr_status_t fillInfo(const TensorSpec &spec, tsr_tensor_info_t *out) {
@@ -437,6 +754,10 @@ tsr_status_t fillInfo(const TensorSpec &spec, tsr_tensor_info_t *out) {
   out->dtype = spec.dtype;
   out->rank = spec.shape.size();
   out->shape = spec.shape.data();
+  out->role = spec.role;
+  out->updates = spec.updates;
+  out->of = spec.of;
+  out->init = spec.init;
   return TSR_OK;
 }
 
@@ -457,20 +778,12 @@ tsr_status_t checkTensor(const char *kind, size_t index, const TensorSpec &spec,
   return TSR_OK;
 }
 
-using EntryFn = void (*)(void **);
-
 } // namespace
 
-struct tsr_artifact {
-  Manifest manifest;
-  void *handle = nullptr;
-  EntryFn entry = nullptr;
-
-  ~tsr_artifact() {
-    if (handle)
-      dlclose(handle);
-  }
-};
+tsr_artifact::~tsr_artifact() {
+  if (handle)
+    dlclose(handle);
+}
 
 namespace {
 
@@ -480,12 +793,16 @@ tsr_status_t loadArtifact(const std::string &dir,
   if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
     return fail(TSR_ERROR_IO,
                 "artifact directory '" + dir + "' does not exist");
+  artifact->dir = dir;
   std::string manifestPath = dir + "/manifest.json";
   std::string text;
   if (tsr_status_t s = readFile(manifestPath, text))
     return s;
   if (tsr_status_t s = parseManifest(text, artifact->manifest))
     return withContext(s, manifestPath);
+  const std::string &onnx = artifact->manifest.onnx;
+  if (!onnx.empty())
+    artifact->onnxPath = onnx[0] == '/' ? onnx : dir + "/" + onnx;
   const std::string &library = artifact->manifest.library;
   std::string libraryPath = library[0] == '/' ? library : dir + "/" + library;
   dlerror();
@@ -500,7 +817,7 @@ tsr_status_t loadArtifact(const std::string &dir,
   if (!symbol)
     return fail(TSR_ERROR_LOAD, libraryPath + ": entry symbol '" +
                                     artifact->manifest.entry + "' not found");
-  artifact->entry = reinterpret_cast<EntryFn>(symbol);
+  artifact->entry = reinterpret_cast<void (*)(void **)>(symbol);
   return TSR_OK;
 }
 
@@ -530,6 +847,38 @@ const char *tsr_artifact_mode(const tsr_artifact_t *artifact) {
 
 const char *tsr_artifact_target(const tsr_artifact_t *artifact) {
   return artifact->manifest.target.c_str();
+}
+
+const char *tsr_artifact_onnx(const tsr_artifact_t *artifact) {
+  return artifact->onnxPath.c_str();
+}
+
+tsr_status_t tsr_artifact_train_info(const tsr_artifact_t *artifact,
+                                     tsr_train_info_t *out_info) {
+  if (!artifact || !out_info)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  const Manifest &manifest = artifact->manifest;
+  if (manifest.mode != "train")
+    return fail(TSR_ERROR_INVALID_ARGUMENT, artifact->dir + ": mode \"" +
+                                                manifest.mode +
+                                                "\" has no train information");
+  const TrainSpec &train = manifest.train;
+  out_info->batch_size = train.batchSize;
+  out_info->micro_batches = train.microBatches;
+  out_info->num_classes = train.numClasses;
+  out_info->has_ignore_index = train.hasIgnoreIndex;
+  out_info->ignore_index = train.ignoreIndex;
+  out_info->token_input = train.tokenInput;
+  out_info->token_label = train.tokenLabel;
+  out_info->loss_output = train.lossOutput;
+  return TSR_OK;
+}
+
+const char *tsr_role_name(tsr_role_t role) {
+  for (const RoleName &entry : kRoles)
+    if (entry.role == role)
+      return entry.name;
+  return "";
 }
 
 size_t tsr_artifact_num_inputs(const tsr_artifact_t *artifact) {

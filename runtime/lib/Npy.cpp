@@ -258,21 +258,20 @@ void copyFromFortranOrder(char *dst, const char *src,
   }
 }
 
-tsr_status_t readNpy(const std::string &path, tsr_tensor_t **outTensor) {
-  std::string bytes;
-  if (tsr_status_t s = readFile(path, bytes))
-    return s;
-  if (bytes.size() < kMagicSize + 4 ||
-      bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
+} // namespace
+
+tsr_status_t tsr::parseNpy(const char *data, size_t size,
+                           tsr_tensor_t **outTensor) {
+  if (size < kMagicSize + 4 || std::memcmp(data, kMagic, kMagicSize) != 0)
     return fail(TSR_ERROR_PARSE, "not a .npy file (bad magic)");
-  auto byteAt = [&](size_t i) { return static_cast<uint8_t>(bytes[i]); };
+  auto byteAt = [&](size_t i) { return static_cast<uint8_t>(data[i]); };
   int major = byteAt(6);
   size_t headerLength, headerStart;
   if (major == 1) {
     headerLength = byteAt(8) | (size_t(byteAt(9)) << 8);
     headerStart = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
+    if (size < 12)
       return fail(TSR_ERROR_PARSE, "truncated .npy header");
     headerLength = byteAt(8) | (size_t(byteAt(9)) << 8) |
                    (size_t(byteAt(10)) << 16) | (size_t(byteAt(11)) << 24);
@@ -281,9 +280,9 @@ tsr_status_t readNpy(const std::string &path, tsr_tensor_t **outTensor) {
     return fail(TSR_ERROR_UNSUPPORTED,
                 "unsupported .npy format version " + std::to_string(major));
   }
-  if (headerLength > bytes.size() - headerStart)
+  if (headerLength > size - headerStart)
     return fail(TSR_ERROR_PARSE, "truncated .npy header");
-  std::string text = bytes.substr(headerStart, headerLength);
+  std::string text(data + headerStart, headerLength);
   NpyHeader header;
   if (tsr_status_t s = HeaderParser(text).parse(header))
     return s;
@@ -293,7 +292,7 @@ tsr_status_t readNpy(const std::string &path, tsr_tensor_t **outTensor) {
   if (tsr_status_t s = computeSizes(header.dtype, header.shape.data(),
                                     header.shape.size(), count, dataSize))
     return s;
-  size_t available = bytes.size() - headerStart - headerLength;
+  size_t available = size - headerStart - headerLength;
   if (available != dataSize)
     return fail(TSR_ERROR_PARSE,
                 "data holds " + std::to_string(available) +
@@ -305,17 +304,17 @@ tsr_status_t readNpy(const std::string &path, tsr_tensor_t **outTensor) {
   if (tsr_status_t s = createTensor(header.dtype, header.shape, &raw))
     return s;
   std::unique_ptr<tsr_tensor_t> tensor(raw);
-  const char *src = bytes.data() + headerStart + headerLength;
-  size_t size = tsr_dtype_size(header.dtype);
+  const char *src = data + headerStart + headerLength;
+  size_t elementSize = tsr_dtype_size(header.dtype);
   std::string swapped;
-  if (header.bigEndian && size > 1) {
+  if (header.bigEndian && elementSize > 1) {
     swapped.resize(dataSize);
-    copySwapped(&swapped[0], src, count, size);
+    copySwapped(&swapped[0], src, count, elementSize);
     src = swapped.data();
   }
   auto *dst = static_cast<char *>(tensor->data);
   if (header.fortranOrder && header.shape.size() > 1)
-    copyFromFortranOrder(dst, src, header.shape, count, size);
+    copyFromFortranOrder(dst, src, header.shape, count, elementSize);
   else
     std::memcpy(dst, src, dataSize);
   if (header.dtype == TSR_DTYPE_BOOL)
@@ -323,6 +322,15 @@ tsr_status_t readNpy(const std::string &path, tsr_tensor_t **outTensor) {
       dst[i] = dst[i] != 0;
   *outTensor = tensor.release();
   return TSR_OK;
+}
+
+namespace {
+
+tsr_status_t readNpy(const std::string &path, tsr_tensor_t **outTensor) {
+  std::string bytes;
+  if (tsr_status_t s = readFile(path, bytes))
+    return s;
+  return parseNpy(bytes.data(), bytes.size(), outTensor);
 }
 
 tsr_status_t writeNpy(const tsr_tensor_t &tensor, const std::string &path) {

@@ -1,5 +1,4 @@
-//===- RuntimeInternal.h - Shared helpers of the runtime library -*- C++
-//-*-===//
+//===- RuntimeInternal.h - Shared helpers of the runtime --------*- C++ -*-===//
 //
 // Declarations shared by the translation units of tessera_runtime. Nothing
 // here is part of the C ABI.
@@ -32,6 +31,53 @@ struct tsr_tensor {
 
 namespace tsr {
 
+/// One input or output of a manifest.
+struct TensorSpec {
+  std::string name;
+  tsr_dtype_t dtype = TSR_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  tsr_role_t role = TSR_ROLE_NONE;
+  int64_t updates = -1;
+  int64_t of = -1;
+  double init = 0;
+};
+
+/// The "train" object of a manifest, with its names resolved to indices.
+struct TrainSpec {
+  int64_t batchSize = 0;
+  int64_t microBatches = 1;
+  int64_t numClasses = 0;
+  bool hasIgnoreIndex = false;
+  int64_t ignoreIndex = 0;
+  int64_t tokenInput = -1;
+  int64_t tokenLabel = -1;
+  size_t lossOutput = 0;
+};
+
+struct Manifest {
+  std::string mode, target, library, entry, onnx;
+  std::vector<TensorSpec> inputs, outputs;
+  TrainSpec train;
+};
+
+} // namespace tsr
+
+struct tsr_artifact {
+  std::string dir;
+  /// The "onnx" member resolved against `dir`, or "".
+  std::string onnxPath;
+  tsr::Manifest manifest;
+  void *handle = nullptr;
+  void (*entry)(void **) = nullptr;
+
+  tsr_artifact() = default;
+  tsr_artifact(const tsr_artifact &) = delete;
+  tsr_artifact &operator=(const tsr_artifact &) = delete;
+  ~tsr_artifact();
+};
+
+namespace tsr {
+
 /// Records `message` as this thread's last error and returns `status`.
 tsr_status_t fail(tsr_status_t status, std::string message);
 
@@ -59,6 +105,9 @@ inline std::string formatShape(const std::vector<int64_t> &shape) {
   return formatShape(shape.data(), shape.size());
 }
 
+/// Names input or output `index` of a manifest: "input 2 'x'".
+std::string describe(const char *kind, size_t index, const TensorSpec &spec);
+
 /// Computes the element count and byte size of a shape, rejecting negative
 /// dimensions and overflow. On failure the message names the shape only.
 tsr_status_t computeSizes(tsr_dtype_t dtype, const int64_t *shape, size_t rank,
@@ -68,11 +117,31 @@ tsr_status_t computeSizes(tsr_dtype_t dtype, const int64_t *shape, size_t rank,
 tsr_status_t createTensor(tsr_dtype_t dtype, const std::vector<int64_t> &shape,
                           tsr_tensor_t **outTensor);
 
+/// Counts `bytes` of tensor buffers as allocated or freed.
+void noteTensorAllocated(size_t bytes);
+void noteTensorFreed(size_t bytes);
+
 /// Reads a whole regular file. Messages start with `path`.
 tsr_status_t readFile(const std::string &path, std::string &outBytes);
 
 /// Writes a whole file, replacing it. Messages start with `path`.
 tsr_status_t writeFile(const std::string &path, const std::string &bytes);
+
+/// Parses the bytes of a `.npy` file. Messages do not name a file.
+tsr_status_t parseNpy(const char *bytes, size_t size, tsr_tensor_t **outTensor);
+
+} // namespace tsr
+
+namespace onnx {
+class TensorProto;
+} // namespace onnx
+
+namespace tsr {
+
+/// Converts a TensorProto (raw_data or typed fields) into a tensor named
+/// after it. Messages do not name a file.
+tsr_status_t tensorFromProto(const onnx::TensorProto &proto,
+                             tsr_tensor_t **outTensor);
 
 } // namespace tsr
 

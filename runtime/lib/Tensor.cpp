@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sys/stat.h>
 
 using namespace tsr;
@@ -41,7 +42,11 @@ constexpr size_t kAlignment = 64;
 
 } // namespace
 
-tsr_tensor::~tsr_tensor() { std::free(data); }
+tsr_tensor::~tsr_tensor() {
+  if (data)
+    noteTensorFreed(byteSize);
+  std::free(data);
+}
 
 tsr_status_t tsr::fail(tsr_status_t status, std::string message) {
   lastError = std::move(message);
@@ -62,6 +67,12 @@ std::string tsr::formatShape(const int64_t *shape, size_t rank) {
     text += std::to_string(shape[i]);
   }
   return text + "]";
+}
+
+std::string tsr::describe(const char *kind, size_t index,
+                          const TensorSpec &spec) {
+  return std::string(kind) + " " + std::to_string(index) + " '" + spec.name +
+         "'";
 }
 
 tsr_status_t tsr::computeSizes(tsr_dtype_t dtype, const int64_t *shape,
@@ -104,19 +115,19 @@ tsr_status_t tsr::createTensor(tsr_dtype_t dtype,
   size_t allocated = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (allocated == 0)
     allocated = kAlignment;
-  void *data = std::aligned_alloc(kAlignment, allocated);
-  if (!data)
+  auto tensor = std::make_unique<tsr_tensor>();
+  tensor->shape = shape;
+  tensor->data = std::aligned_alloc(kAlignment, allocated);
+  if (!tensor->data)
     return fail(TSR_ERROR_OUT_OF_MEMORY,
                 "cannot allocate " + std::to_string(bytes) + " bytes for a " +
                     tsr_dtype_name(dtype) + formatShape(shape) + " tensor");
-  std::memset(data, 0, allocated);
-  auto *tensor = new tsr_tensor;
+  std::memset(tensor->data, 0, allocated);
   tensor->dtype = dtype;
-  tensor->shape = shape;
   tensor->numElements = count;
   tensor->byteSize = bytes;
-  tensor->data = data;
-  *outTensor = tensor;
+  noteTensorAllocated(bytes);
+  *outTensor = tensor.release();
   return TSR_OK;
 }
 

@@ -123,14 +123,10 @@ tsr_status_t copyTypedData(const TensorProto &proto, tsr_tensor &tensor) {
   return TSR_OK;
 }
 
-tsr_status_t readPb(const std::string &path, tsr_tensor_t **outTensor) {
-  std::string bytes;
-  if (tsr_status_t s = readFile(path, bytes))
-    return s;
-  TensorProto proto;
-  if (!proto.ParseFromString(bytes))
-    return fail(TSR_ERROR_PARSE,
-                "not a valid ONNX TensorProto (protobuf parse failed)");
+} // namespace
+
+tsr_status_t tsr::tensorFromProto(const TensorProto &proto,
+                                  tsr_tensor_t **outTensor) {
   if (proto.has_segment())
     return fail(TSR_ERROR_UNSUPPORTED, "segmented tensors are not supported");
   if (proto.data_location() == TensorProto::EXTERNAL)
@@ -181,6 +177,19 @@ tsr_status_t readPb(const std::string &path, tsr_tensor_t **outTensor) {
   }
   *outTensor = tensor.release();
   return TSR_OK;
+}
+
+namespace {
+
+tsr_status_t readPb(const std::string &path, tsr_tensor_t **outTensor) {
+  std::string bytes;
+  if (tsr_status_t s = readFile(path, bytes))
+    return s;
+  TensorProto proto;
+  if (!proto.ParseFromString(bytes))
+    return fail(TSR_ERROR_PARSE,
+                "not a valid ONNX TensorProto (protobuf parse failed)");
+  return tensorFromProto(proto, outTensor);
 }
 
 tsr_status_t writePb(const tsr_tensor_t &tensor, const std::string &path) {

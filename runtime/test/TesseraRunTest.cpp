@@ -4,48 +4,12 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <cstdlib>
 #include <random>
-#include <sys/wait.h>
 
 using namespace tsr::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct RunResult {
-  int exitCode = -1;
-  std::string out, err;
-};
-
-/// Runs tessera-run with `args` (already shell-quoted where needed).
-RunResult runTool(const std::string &args) {
-  std::string dir = TSR_TEST_SCRATCH;
-  const testing::TestInfo *info =
-      testing::UnitTest::GetInstance()->current_test_info();
-  std::string base = dir + "/" + info->test_suite_name() + "." + info->name();
-  std::string command = std::string("'") + TSR_TEST_RUN_TOOL + "' " + args +
-                        " >'" + base + ".stdout' 2>'" + base + ".stderr'";
-  int status = std::system(command.c_str());
-  RunResult result;
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = readBytes(base + ".stdout");
-  result.err = readBytes(base + ".stderr");
-  return result;
-}
-
-/// Expects exit status 1 and exactly one stderr line, "tessera-run: error:
-/// ..." containing every needle.
-void expectError(const RunResult &result,
-                 std::initializer_list<std::string> needles) {
-  EXPECT_EQ(result.exitCode, 1) << result.err;
-  EXPECT_EQ(result.err.rfind("tessera-run: error: ", 0), 0u) << result.err;
-  ASSERT_FALSE(result.err.empty());
-  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
-  for (const std::string &needle : needles)
-    EXPECT_NE(result.err.find(needle), std::string::npos)
-        << "missing '" << needle << "' in: " << result.err;
-}
 
 const std::vector<float> kX = {1.0f, -2.0f, 3.5f, 0.0f, 4.0f, -0.5f};
 
@@ -88,23 +52,6 @@ void expectFakeOutputs(const std::string &dir) {
   EXPECT_EQ(tsr_tensor_rank(total.get()), 0u);
   EXPECT_EQ(elements<double>(total.get()), (std::vector<double>{6.0}));
 }
-
-/// Copies the fake artifact into `dir` with `manifest` as its manifest.
-std::string artifactWithManifest(const std::string &dir,
-                                 const std::string &manifest) {
-  std::string art = dir + "/art";
-  fs::create_directories(art);
-  // Replace rather than overwrite: the old copy may still be mapped (dlclose
-  // need not unload, e.g. with -z nodelete), and rewriting it in place would
-  // corrupt the mapping.
-  fs::remove(art + "/model.so");
-  fs::copy_file(std::string(TSR_TEST_FAKE_ARTIFACT) + "/model.so",
-                art + "/model.so");
-  writeBytes(art + "/manifest.json", manifest);
-  return art;
-}
-
-std::string quote(const std::string &s) { return "'" + s + "'"; }
 
 } // namespace
 
@@ -430,9 +377,10 @@ TEST(TesseraRun, ArtifactErrors) {
   expectError(runTool(quote(art) + io),
               {art + "/model.so: cannot load library"});
 
-  artifactWithManifest(
-      dir, manifest.replace(manifest.find("\"infer\""), 7, "\"train\""));
-  expectError(runTool(quote(art) + io), {"mode \"train\" is not supported"});
+  artifactWithManifest(dir, replaced(manifest, "\"infer\"", "\"serve\""));
+  expectError(runTool(quote(art) + io),
+              {"mode \"serve\" is not supported (tessera-run runs \"infer\" "
+               "and \"train\" artifacts)"});
 
   writeBytes(dir + "/file", "");
   expectError(runTool(quote(TSR_TEST_FAKE_ARTIFACT) + " --inputs-dir " +

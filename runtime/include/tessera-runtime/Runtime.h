@@ -1,8 +1,9 @@
 /*===- tessera-runtime/Runtime.h - Tessera runtime C API ------------------===*\
 |*                                                                            *|
 |* The C ABI of the Tessera runtime: tensors, tensor files (ONNX TensorProto  *|
-|* `.pb` and NumPy `.npy`), and compiled artifacts (a directory holding       *|
-|* `manifest.json` and the shared object it names).                           *|
+|* `.pb`, NumPy `.npy` and `.npz`), compiled artifacts (a directory holding   *|
+|* `manifest.json` and the shared object it names), training datasets and    *|
+|* the training loop, and the memory accounting of compiled code.            *|
 |*                                                                            *|
 |* Every fallible function returns a tsr_status_t and writes its results      *|
 |* through `out_` parameters only on success. On failure, tsr_last_error()    *|
@@ -147,6 +148,27 @@ TSR_API tsr_status_t tsr_tensor_write_npy(const tsr_tensor_t *tensor,
 /* A loaded artifact: its parsed manifest and its opened library. */
 typedef struct tsr_artifact tsr_artifact_t;
 
+/* What an input or output is for: the manifest's "role". An input without a
+ * role is TSR_ROLE_DATA; an output without one is TSR_ROLE_NONE. */
+typedef enum tsr_role_t {
+  TSR_ROLE_NONE = 0,
+  /* Inputs: a batch of samples, and of their labels. */
+  TSR_ROLE_DATA = 1,
+  TSR_ROLE_LABEL = 2,
+  /* Inputs: trained weights (initialized from the ONNX model), and optimizer
+   * state (initialized to a constant). Outputs: their values after a step. */
+  TSR_ROLE_PARAM = 3,
+  TSR_ROLE_STATE = 4,
+  /* Outputs: the scalar loss of a step, a value only reported, and the
+   * gradient of the loss with respect to an input. */
+  TSR_ROLE_LOSS = 5,
+  TSR_ROLE_METRIC = 6,
+  TSR_ROLE_GRAD = 7,
+} tsr_role_t;
+
+/* Returns the manifest spelling ("param", ...), or "" for TSR_ROLE_NONE. */
+TSR_API const char *tsr_role_name(tsr_role_t role);
+
 /* One input or output as declared by the manifest. The pointers stay valid
  * for the lifetime of the artifact. */
 typedef struct tsr_tensor_info_t {
@@ -154,6 +176,14 @@ typedef struct tsr_tensor_info_t {
   tsr_dtype_t dtype;
   size_t rank;
   const int64_t *shape;
+  tsr_role_t role;
+  /* A param or state output: the index of the input it replaces after each
+   * step; otherwise -1. */
+  int64_t updates;
+  /* A grad output: the index of the input it is the gradient for; else -1. */
+  int64_t of;
+  /* A state input: the value of every element before the first step. */
+  double init;
 } tsr_tensor_info_t;
 
 /* Parses `dir`/manifest.json, then dlopens the library it names and looks up
@@ -167,6 +197,32 @@ TSR_API void tsr_artifact_destroy(tsr_artifact_t *artifact);
 /* Manifest fields: "mode" and "target" ("" if absent). */
 TSR_API const char *tsr_artifact_mode(const tsr_artifact_t *artifact);
 TSR_API const char *tsr_artifact_target(const tsr_artifact_t *artifact);
+
+/* The path of the ONNX model named by "onnx" (relative paths resolved
+ * against the artifact directory), or "" if absent. */
+TSR_API const char *tsr_artifact_onnx(const tsr_artifact_t *artifact);
+
+/* The "train" object of a mode "train" manifest. */
+typedef struct tsr_train_info_t {
+  /* The first dimension of every data and label input. */
+  int64_t batch_size;
+  /* How many micro-batches the compiled step splits a batch into. */
+  int64_t micro_batches;
+  /* Label values must lie in [0, num_classes); 0 when absent. */
+  int64_t num_classes;
+  /* A label equal to ignore_index is exempt from that check. */
+  int has_ignore_index;
+  int64_t ignore_index;
+  /* The inputs fed from a token stream ("tokens"), or -1 for both. */
+  int64_t token_input;
+  int64_t token_label;
+  /* The output with role "loss". */
+  size_t loss_output;
+} tsr_train_info_t;
+
+/* Fails with TSR_ERROR_INVALID_ARGUMENT unless the mode is "train". */
+TSR_API tsr_status_t tsr_artifact_train_info(const tsr_artifact_t *artifact,
+                                             tsr_train_info_t *out_info);
 
 TSR_API size_t tsr_artifact_num_inputs(const tsr_artifact_t *artifact);
 TSR_API size_t tsr_artifact_num_outputs(const tsr_artifact_t *artifact);
@@ -195,6 +251,140 @@ TSR_API tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
                                          size_t num_inputs,
                                          tsr_tensor_t *const *outputs,
                                          size_t num_outputs);
+
+/*===----------------------------------------------------------------------===*
+ * NumPy .npz archives
+ *===----------------------------------------------------------------------===*/
+
+/* The arrays of an `.npz` file (a ZIP archive of `NAME.npy` members, stored
+ * or deflated, as numpy.savez and numpy.savez_compressed write it). */
+typedef struct tsr_npz tsr_npz_t;
+
+/* Reads and checks every member (CRC-32 included). ZIP64 archives, encrypted
+ * members and compression methods other than stored and deflate are
+ * rejected. */
+TSR_API tsr_status_t tsr_npz_read(const char *path, tsr_npz_t **out_npz);
+
+/* Destroys an archive and its arrays; null is allowed. */
+TSR_API void tsr_npz_destroy(tsr_npz_t *npz);
+
+TSR_API size_t tsr_npz_num_arrays(const tsr_npz_t *npz);
+
+/* Returns array `index` in archive order, named after its member without the
+ * `.npy` suffix, or null if out of range. The archive keeps ownership. */
+TSR_API tsr_tensor_t *tsr_npz_array(tsr_npz_t *npz, size_t index);
+
+/*===----------------------------------------------------------------------===*
+ * Training data
+ *===----------------------------------------------------------------------===*/
+
+/* The samples that feed the data and label inputs of a "train" artifact.
+ * Step s (0-based) uses samples (s * B + i) mod N for i in [0, B), where B is
+ * the batch size and N the number of samples. The artifact must outlive the
+ * dataset. */
+typedef struct tsr_dataset tsr_dataset_t;
+
+/* Reads an `.npz` file holding one array per data and label input, named
+ * after it, of the input's dtype and of shape [N, input shape[1:]...], with
+ * the same N >= 1 for all. Checks every label against train.num_classes. */
+TSR_API tsr_status_t tsr_dataset_open_npz(const tsr_artifact_t *artifact,
+                                          const char *path,
+                                          tsr_dataset_t **out_dataset);
+
+/* Reads a token stream: a flat file of L little-endian token ids of
+ * `token_dtype` (TSR_DTYPE_UINT16 or TSR_DTYPE_UINT32), for an artifact with
+ * train.tokens, whose token input has shape [B, T]. The stream is cut into
+ * N = (L - 1) / T windows: window w feeds tokens [w*T, w*T + T) to the token
+ * input and tokens [w*T + 1, w*T + T + 1) to the token label. Every token is
+ * checked against train.num_classes and against the range of the inputs'
+ * integer dtypes. */
+TSR_API tsr_status_t tsr_dataset_open_tokens(const tsr_artifact_t *artifact,
+                                             const char *path,
+                                             tsr_dtype_t token_dtype,
+                                             tsr_dataset_t **out_dataset);
+
+/* Destroys a dataset; null is allowed. */
+TSR_API void tsr_dataset_destroy(tsr_dataset_t *dataset);
+
+/* N: the number of samples, or of windows of a token stream. */
+TSR_API int64_t tsr_dataset_num_samples(const tsr_dataset_t *dataset);
+
+/* L: the number of tokens of a token stream, 0 for an `.npz` dataset. */
+TSR_API int64_t tsr_dataset_num_tokens(const tsr_dataset_t *dataset);
+
+/* Writes the batch of `step` into the data and label tensors among `inputs`
+ * (all of the artifact's inputs, in manifest order); the others are not
+ * touched. */
+TSR_API tsr_status_t tsr_dataset_fill_batch(const tsr_dataset_t *dataset,
+                                            int64_t step,
+                                            tsr_tensor_t *const *inputs,
+                                            size_t num_inputs);
+
+/*===----------------------------------------------------------------------===*
+ * Training
+ *===----------------------------------------------------------------------===*/
+
+/* The buffers of a "train" artifact's steps: one tensor per input and per
+ * output. The artifact must outlive the trainer. */
+typedef struct tsr_trainer tsr_trainer_t;
+
+/* Creates the buffers: each param input holds the initializer of the same
+ * name in the artifact's ONNX model (same dtype and shape, else an error
+ * naming both), each state input its "init" value. */
+TSR_API tsr_status_t tsr_trainer_create(const tsr_artifact_t *artifact,
+                                        tsr_trainer_t **out_trainer);
+
+/* Destroys a trainer; null is allowed. */
+TSR_API void tsr_trainer_destroy(tsr_trainer_t *trainer);
+
+/* The current buffer of input or output `index` (null if out of range). The
+ * trainer keeps ownership; the data pointer changes at every step. */
+TSR_API tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index);
+TSR_API tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index);
+
+/* Runs one step: fills the batch of `step` from `dataset`, invokes the
+ * entry, reads the loss, then swaps the data pointers of every param and
+ * state output with those of the input it updates (no copy). Output buffers
+ * are not cleared between steps. The loss is returned even if not finite. */
+TSR_API tsr_status_t tsr_trainer_step(tsr_trainer_t *trainer,
+                                      const tsr_dataset_t *dataset,
+                                      int64_t step, float *out_loss);
+
+/* Fails with a message naming the model if tsr_trainer_save_onnx cannot
+ * write it: some initializer uses external data. */
+TSR_API tsr_status_t tsr_trainer_check_save_onnx(const tsr_trainer_t *trainer);
+
+/* Writes the artifact's ONNX model with each param's initializer replaced
+ * by the current value (raw_data; name, dims and data_type kept), to
+ * `path`.tmp and then renames it to `path`. */
+TSR_API tsr_status_t tsr_trainer_save_onnx(const tsr_trainer_t *trainer,
+                                           const char *path);
+
+/*===----------------------------------------------------------------------===*
+ * Memory accounting
+ *===----------------------------------------------------------------------===*/
+
+/* The allocation functions that MLIR's
+ * finalize-memref-to-llvm{use-generic-functions=true} calls, for compiled
+ * code to resolve against this library (which must be loaded with global
+ * symbol visibility: a dependency of the executable, or ctypes.RTLD_GLOBAL).
+ * The memory comes from malloc with a header holding the requested size;
+ * `alignment` must be a power of two. Thread-safe. */
+TSR_API void *_mlir_memref_to_llvm_alloc(size_t size);
+TSR_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+TSR_API void _mlir_memref_to_llvm_free(void *ptr);
+
+/* Bytes requested through the functions above and not yet freed, and the
+ * most that ever were at once since the last reset. Either pointer may be
+ * null. */
+TSR_API void tsr_memory_stats(size_t *out_current, size_t *out_peak);
+
+/* The same for the buffers of the runtime's own tensors (tsr_tensor_t,
+ * counted by byte size). */
+TSR_API void tsr_tensor_memory_stats(size_t *out_current, size_t *out_peak);
+
+/* Sets both peaks (compiled code's and tensors') to the current values. */
+TSR_API void tsr_memory_reset_peak(void);
 
 #ifdef __cplusplus
 }

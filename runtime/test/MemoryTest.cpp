@@ -1,0 +1,99 @@
+//===- MemoryTest.cpp - Allocation functions and memory accounting --------===//
+
+#include "Fixtures.h"
+
+#include <thread>
+
+using namespace tsr::test;
+
+namespace {
+
+size_t currentBytes() {
+  size_t current = 0;
+  tsr_memory_stats(&current, nullptr);
+  return current;
+}
+
+size_t peakBytes() {
+  size_t peak = 0;
+  tsr_memory_stats(nullptr, &peak);
+  return peak;
+}
+
+} // namespace
+
+TEST(Memory, CountsRequestedBytesAndPeak) {
+  size_t base = currentBytes();
+  tsr_memory_reset_peak();
+  EXPECT_EQ(peakBytes(), base);
+  void *a = _mlir_memref_to_llvm_alloc(100);
+  void *b = _mlir_memref_to_llvm_aligned_alloc(64, 1000);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(currentBytes(), base + 1100);
+  std::memset(a, 1, 100);
+  std::memset(b, 2, 1000);
+  _mlir_memref_to_llvm_free(a);
+  EXPECT_EQ(currentBytes(), base + 1000);
+  _mlir_memref_to_llvm_free(b);
+  _mlir_memref_to_llvm_free(nullptr);
+  EXPECT_EQ(currentBytes(), base);
+  EXPECT_EQ(peakBytes(), base + 1100);
+  tsr_memory_reset_peak();
+  EXPECT_EQ(peakBytes(), base);
+}
+
+TEST(Memory, AlignsAsAsked) {
+  for (size_t alignment : {1, 2, 8, 16, 32, 64, 128, 4096, 1 << 16}) {
+    for (size_t size : {0, 1, 7, 64, 5000}) {
+      void *p = _mlir_memref_to_llvm_aligned_alloc(alignment, size);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % alignment, 0u)
+          << alignment << " " << size;
+      std::memset(p, 0xAB, size);
+      _mlir_memref_to_llvm_free(p);
+    }
+  }
+  void *p = _mlir_memref_to_llvm_alloc(3);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u);
+  _mlir_memref_to_llvm_free(p);
+  EXPECT_EQ(_mlir_memref_to_llvm_aligned_alloc(24, 8), nullptr);
+  EXPECT_EQ(_mlir_memref_to_llvm_alloc(~size_t(0) - 8), nullptr);
+}
+
+TEST(Memory, IsThreadSafe) {
+  size_t base = currentBytes();
+  tsr_memory_reset_peak();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < 20000; ++i) {
+        void *p = _mlir_memref_to_llvm_aligned_alloc(32, 10 + i % 50);
+        _mlir_memref_to_llvm_free(p);
+      }
+    });
+  }
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(currentBytes(), base);
+  EXPECT_GE(peakBytes(), base + 10);
+  EXPECT_LE(peakBytes(), base + 4 * 59);
+}
+
+TEST(Memory, CountsTensorsSeparately) {
+  size_t compiledBefore = currentBytes();
+  size_t before = 0, peak = 0;
+  tsr_tensor_memory_stats(&before, nullptr);
+  int64_t shape[] = {10, 10};
+  tsr_tensor_t *tensor = nullptr;
+  ASSERT_EQ(tsr_tensor_create(TSR_DTYPE_FLOAT64, 2, shape, &tensor), TSR_OK);
+  size_t during = 0;
+  tsr_tensor_memory_stats(&during, &peak);
+  EXPECT_EQ(during, before + 800);
+  EXPECT_GE(peak, before + 800);
+  tsr_tensor_destroy(tensor);
+  size_t after = 0;
+  tsr_tensor_memory_stats(&after, nullptr);
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(currentBytes(), compiledBefore);
+}

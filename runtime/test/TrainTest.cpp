@@ -1,0 +1,1203 @@
+//===- TrainTest.cpp - Train manifests, datasets, trainer, --train --------===//
+//
+// The fake train artifacts (TrainLinearModel.c, TrainTokenModel.c) compute
+// what the reference functions below compute, in the same order of float
+// operations, so losses and trained params are compared exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeOnnx.h"
+#include "Fixtures.h"
+
+#include <cmath>
+#include <regex>
+#include <sstream>
+
+using namespace tsr::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ArtifactDeleter {
+  void operator()(tsr_artifact_t *artifact) const {
+    tsr_artifact_destroy(artifact);
+  }
+};
+using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
+
+struct DatasetDeleter {
+  void operator()(tsr_dataset_t *dataset) const {
+    tsr_dataset_destroy(dataset);
+  }
+};
+using DatasetPtr = std::unique_ptr<tsr_dataset_t, DatasetDeleter>;
+
+struct TrainerDeleter {
+  void operator()(tsr_trainer_t *trainer) const {
+    tsr_trainer_destroy(trainer);
+  }
+};
+using TrainerPtr = std::unique_ptr<tsr_trainer_t, TrainerDeleter>;
+
+ArtifactPtr loadArtifact(const std::string &dir) {
+  tsr_artifact_t *artifact = nullptr;
+  EXPECT_EQ(tsr_artifact_load(dir.c_str(), &artifact), TSR_OK)
+      << tsr_last_error();
+  return ArtifactPtr(artifact);
+}
+
+TrainerPtr createTrainer(tsr_artifact_t *artifact) {
+  tsr_trainer_t *trainer = nullptr;
+  EXPECT_EQ(tsr_trainer_create(artifact, &trainer), TSR_OK) << tsr_last_error();
+  return TrainerPtr(trainer);
+}
+
+DatasetPtr openNpz(tsr_artifact_t *artifact, const std::string &path) {
+  tsr_dataset_t *dataset = nullptr;
+  EXPECT_EQ(tsr_dataset_open_npz(artifact, path.c_str(), &dataset), TSR_OK)
+      << tsr_last_error();
+  return DatasetPtr(dataset);
+}
+
+DatasetPtr openTokens(tsr_artifact_t *artifact, const std::string &path,
+                      tsr_dtype_t dtype = TSR_DTYPE_UINT16) {
+  tsr_dataset_t *dataset = nullptr;
+  EXPECT_EQ(tsr_dataset_open_tokens(artifact, path.c_str(), dtype, &dataset),
+            TSR_OK)
+      << tsr_last_error();
+  return DatasetPtr(dataset);
+}
+
+std::string readManifest(const char *artifact) {
+  return readBytes(std::string(artifact) + "/manifest.json");
+}
+
+//===----------------------------------------------------------------------===//
+// The linear model: 6 samples of 2 features, batches of 4.
+//===----------------------------------------------------------------------===//
+
+const std::vector<float> kLinearX = {1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 1, -1};
+const std::vector<float> kLinearY = {1, 2, 3, 2, 4, 0};
+constexpr int kBatch = 4, kSamples = 6;
+
+std::string linearNpz(bool deflated, const std::vector<float> &x = kLinearX) {
+  return zipBytes({{"x.npy", npyBytes("<f4", {kSamples, 2}, x)},
+                   {"y.npy", npyBytes("<f4", {kSamples}, kLinearY)}},
+                  deflated);
+}
+
+struct LinearParams {
+  std::vector<float> w = {0.5f, -1.0f};
+  float b = 0.25f;
+};
+
+/// One step of TrainLinearModel.c on the batch of `step`.
+float referenceStep(LinearParams &params, int step,
+                    const std::vector<float> &x = kLinearX) {
+  const float lr = 0.125f;
+  float residual[kBatch], grad[3] = {0, 0, 0}, sum = 0;
+  int samples[kBatch];
+  for (int i = 0; i < kBatch; ++i)
+    samples[i] = (step * kBatch + i) % kSamples;
+  for (int i = 0; i < kBatch; ++i) {
+    float p = params.b;
+    for (int f = 0; f < 2; ++f)
+      p += params.w[f] * x[samples[i] * 2 + f];
+    residual[i] = p - kLinearY[samples[i]];
+    sum += residual[i] * residual[i];
+  }
+  float loss = sum / kBatch;
+  for (int i = 0; i < kBatch; ++i) {
+    float scale = 2 * residual[i] / kBatch;
+    for (int f = 0; f < 2; ++f)
+      grad[f] += scale * x[samples[i] * 2 + f];
+    grad[2] += scale;
+  }
+  for (int f = 0; f < 2; ++f)
+    params.w[f] = params.w[f] - lr * grad[f];
+  params.b = params.b - lr * grad[2];
+  return loss;
+}
+
+std::vector<float> referenceLosses(int steps, LinearParams *final = nullptr) {
+  LinearParams params;
+  std::vector<float> losses;
+  for (int s = 0; s < steps; ++s)
+    losses.push_back(referenceStep(params, s));
+  if (final)
+    *final = params;
+  return losses;
+}
+
+//===----------------------------------------------------------------------===//
+// The token model: windows of 3 tokens, batches of 2.
+//===----------------------------------------------------------------------===//
+
+/// 11 tokens, 10..20: 3 windows; the last token is never used.
+std::vector<uint32_t> streamTokens() {
+  std::vector<uint32_t> tokens;
+  for (uint32_t t = 10; t <= 20; ++t)
+    tokens.push_back(t);
+  return tokens;
+}
+
+template <typename T>
+void writeStream(const std::string &path, const std::vector<uint32_t> &tokens) {
+  std::vector<T> narrow(tokens.begin(), tokens.end());
+  writeBytes(path, std::string(reinterpret_cast<const char *>(narrow.data()),
+                               narrow.size() * sizeof(T)));
+}
+
+/// The loss TrainTokenModel.c reports at `step` for `tokens`.
+float referenceTokenLoss(const std::vector<uint32_t> &tokens, int step) {
+  const int windowTokens = 3, batch = 2;
+  int windows = (static_cast<int>(tokens.size()) - 1) / windowTokens;
+  int64_t sumTokens = 0, sumTargets = 0;
+  for (int j = 0; j < batch; ++j) {
+    int w = (step * batch + j) % windows;
+    for (int t = 0; t < windowTokens; ++t) {
+      sumTokens += tokens[w * windowTokens + t];
+      sumTargets += tokens[w * windowTokens + t + 1];
+    }
+  }
+  float bias = 1.5f + 0.5f * step;
+  return bias + static_cast<float>(sumTokens) +
+         1000.0f * static_cast<float>(sumTargets);
+}
+
+std::string format(const char *pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+std::vector<std::string> lines(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+/// Expects tsr_last_error() to contain `needle` and be one line.
+void expectLastError(const std::string &needle) {
+  std::string message = tsr_last_error();
+  EXPECT_NE(message.find(needle), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Manifests
+//===----------------------------------------------------------------------===//
+
+TEST(TrainManifest, ReadsRolesAndTrainInfo) {
+  ArtifactPtr linear = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  ASSERT_TRUE(linear);
+  EXPECT_STREQ(tsr_artifact_mode(linear.get()), "train");
+  EXPECT_EQ(tsr_artifact_onnx(linear.get()),
+            std::string(TSR_TEST_LINEAR_ARTIFACT) + "/model.onnx");
+  tsr_tensor_info_t info;
+  ASSERT_EQ(tsr_artifact_input_info(linear.get(), 2, &info), TSR_OK);
+  EXPECT_STREQ(info.name, "lr");
+  EXPECT_EQ(info.role, TSR_ROLE_STATE);
+  EXPECT_EQ(info.init, 0.125);
+  EXPECT_EQ(info.updates, -1);
+  ASSERT_EQ(tsr_artifact_input_info(linear.get(), 4, &info), TSR_OK);
+  EXPECT_EQ(info.role, TSR_ROLE_DATA);
+  ASSERT_EQ(tsr_artifact_output_info(linear.get(), 3, &info), TSR_OK);
+  EXPECT_EQ(info.role, TSR_ROLE_STATE);
+  EXPECT_EQ(info.updates, 3);
+  ASSERT_EQ(tsr_artifact_output_info(linear.get(), 4, &info), TSR_OK);
+  EXPECT_EQ(info.role, TSR_ROLE_METRIC);
+  EXPECT_STREQ(tsr_role_name(info.role), "metric");
+  EXPECT_STREQ(tsr_role_name(TSR_ROLE_NONE), "");
+
+  tsr_train_info_t train;
+  ASSERT_EQ(tsr_artifact_train_info(linear.get(), &train), TSR_OK);
+  EXPECT_EQ(train.batch_size, 4);
+  EXPECT_EQ(train.micro_batches, 2);
+  EXPECT_EQ(train.num_classes, 0);
+  EXPECT_FALSE(train.has_ignore_index);
+  EXPECT_EQ(train.token_input, -1);
+  EXPECT_EQ(train.loss_output, 0u);
+
+  ArtifactPtr token = loadArtifact(TSR_TEST_TOKEN_ARTIFACT);
+  ASSERT_EQ(tsr_artifact_train_info(token.get(), &train), TSR_OK);
+  EXPECT_EQ(train.num_classes, 50);
+  EXPECT_TRUE(train.has_ignore_index);
+  EXPECT_EQ(train.ignore_index, -100);
+  EXPECT_EQ(train.token_input, 1);
+  EXPECT_EQ(train.token_label, 2);
+
+  ArtifactPtr infer = loadArtifact(TSR_TEST_FAKE_ARTIFACT);
+  ASSERT_EQ(tsr_artifact_input_info(infer.get(), 0, &info), TSR_OK);
+  EXPECT_EQ(info.role, TSR_ROLE_DATA);
+  ASSERT_EQ(tsr_artifact_output_info(infer.get(), 0, &info), TSR_OK);
+  EXPECT_EQ(info.role, TSR_ROLE_NONE);
+  EXPECT_EQ(tsr_artifact_onnx(infer.get()), std::string());
+  EXPECT_EQ(tsr_artifact_train_info(infer.get(), &train),
+            TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("mode \"infer\" has no train information");
+}
+
+TEST(TrainManifest, RejectsBadTrainManifests) {
+  std::string dir = scratchDir();
+  std::string linear = readManifest(TSR_TEST_LINEAR_ARTIFACT);
+  std::string token = readManifest(TSR_TEST_TOKEN_ARTIFACT);
+  auto expectLoadError = [&](const std::string &manifest,
+                             const std::string &needle) {
+    std::string art =
+        artifactWithManifest(dir, manifest, TSR_TEST_LINEAR_ARTIFACT);
+    tsr_artifact_t *artifact = nullptr;
+    EXPECT_EQ(tsr_artifact_load(art.c_str(), &artifact), TSR_ERROR_PARSE)
+        << needle;
+    EXPECT_EQ(artifact, nullptr);
+    expectLastError(art + "/manifest.json: " + needle);
+  };
+  auto linearWith = [&](const std::string &from, const std::string &to) {
+    return replaced(linear, from, to);
+  };
+  const std::string metric =
+      R"({"name": "prediction", "dtype": "float32", "shape": [4], )"
+      R"("role": "metric"})";
+  const std::string trainObject =
+      R"("train": {"batch_size": 4, "micro_batches": 2})";
+
+  expectLoadError(linearWith(R"("role": "param"})", R"("role": "weights"})"),
+                  "inputs[0].role: unknown input role \"weights\" (expected "
+                  "param, state, data or label)");
+  expectLoadError(linearWith(R"("role": "metric")", R"("role": "data")"),
+                  "outputs[4].role: unknown output role \"data\" (expected "
+                  "loss, param, state, metric or grad)");
+  expectLoadError(linearWith(R"("role": "metric")", R"("role": 3)"),
+                  "outputs[4].role must be a string");
+  expectLoadError(linearWith(R"("updates": 0)", R"("updates": 9)"),
+                  "outputs[1].updates: 9 is not an input index (the artifact "
+                  "has 6 inputs)");
+  expectLoadError(linearWith(R"("updates": 0)", R"("updates": -1)"),
+                  "outputs[1].updates must be an integer >= 0");
+  expectLoadError(linearWith(R"("updates": 1)", R"("updates": 0)"),
+                  "outputs[2] 'b' is float32[] but input 0 'w' that it "
+                  "updates is float32[2]");
+  expectLoadError(linearWith(R"("updates": 1)", R"("updates": 2)"),
+                  "outputs[2] has role \"param\" but updates input 2 'lr' of "
+                  "role \"state\"");
+  expectLoadError(
+      linearWith(metric, R"({"name": "b2", "dtype": "float32", "shape": [], )"
+                         R"("role": "param", "updates": 1})"),
+      "outputs[4] updates input 1 'b', which outputs[2] already updates");
+  expectLoadError(linearWith(R"(, "updates": 0})", "}"),
+                  "outputs[1] has role \"param\" but no \"updates\"");
+  expectLoadError(
+      linearWith(R"("role": "metric"})", R"("role": "metric", "updates": 0})"),
+      "outputs[4].updates is only for param and state outputs");
+  expectLoadError(linearWith(R"("role": "metric")", R"("role": "grad")"),
+                  "outputs[4] has role \"grad\" but no \"of\"");
+  expectLoadError(
+      linearWith(R"("role": "metric"})", R"("role": "metric", "of": 4})"),
+      "outputs[4].of is only for grad outputs");
+  expectLoadError(
+      linearWith(R"("role": "metric"})", R"("role": "grad", "of": 0})"),
+      "outputs[4] 'prediction' is float32[4] but input 0 'w' that it is the "
+      "gradient of is float32[2]");
+  expectLoadError(linearWith(R"("init": 0.125)", R"("init": "x")"),
+                  "inputs[2].init must be a number");
+  expectLoadError(
+      linearWith(R"("role": "state"})", R"("role": "state", "init": 0.5})"),
+      "inputs[3].init: 0.5 is not representable in int64");
+  expectLoadError(linearWith(R"("init": 0.125)", R"("init": 1e40)"),
+                  "inputs[2].init: 1e+40 is not representable in float32");
+  expectLoadError(
+      linearWith(R"("role": "param"})", R"("role": "param", "init": 1})"),
+      "inputs[0].init is only for state inputs");
+  expectLoadError(linearWith(trainObject, R"("trian": {})"),
+                  "missing \"train\" (required in mode \"train\")");
+  expectLoadError(linearWith(trainObject, R"("train": [4])"),
+                  "train must be an object");
+  expectLoadError(linearWith(R"("batch_size": 4, )", ""),
+                  "missing \"batch_size\" in train");
+  expectLoadError(linearWith(R"("batch_size": 4)", R"("batch_size": 0)"),
+                  "train.batch_size must be an integer >= 1");
+  expectLoadError(linearWith(R"("batch_size": 4)", R"("batch_size": 8)"),
+                  "input 4 'x' (data) is float32[4, 2] but its first "
+                  "dimension must be train.batch_size 8");
+  expectLoadError(
+      linearWith(R"("micro_batches": 2)", R"("micro_batches": 1.5)"),
+      "train.micro_batches must be an integer >= 1");
+  expectLoadError(linearWith(R"("micro_batches": 2})",
+                             R"("micro_batches": 2, "num_classes": 10})"),
+                  "train.num_classes is set but the label input 5 'y' is "
+                  "float32[4], not an integer tensor");
+  expectLoadError(
+      linearWith(R"("micro_batches": 2})",
+                 R"("micro_batches": 2, "tokens": {"input": "x"}})"),
+      "train.tokens.input: input 4 'x' is float32[4, 2], expected int32 or "
+      "int64");
+  expectLoadError(
+      linearWith(R"("micro_batches": 2})",
+                 R"("micro_batches": 2, "tokens": {"input": "zz"}})"),
+      "train.tokens.input: no input is named 'zz'");
+  expectLoadError(
+      linearWith(R"("micro_batches": 2})",
+                 R"("micro_batches": 2, "tokens": {"input": "y"}})"),
+      "train.tokens.input: input 5 'y' has role \"label\", expected \"data\"");
+  expectLoadError(
+      replaced(token, R"("label": "targets")", R"("label": "tokens")"),
+      "train.tokens.label: input 1 'tokens' has role \"data\", expected "
+      "\"label\"");
+  expectLoadError(replaced(token, R"(, "label": "targets")", ""),
+                  "missing \"label\" in train.tokens");
+  expectLoadError(replaced(token, R"("int64", "shape": [2, 3])",
+                           R"("int64", "shape": [2, 4])"),
+                  "train.tokens: the input 'tokens' is int32[2, 3] but the "
+                  "label 'targets' is int64[2, 4]; shapes must be equal");
+  expectLoadError(replaced(token, R"("int32", "shape": [2, 3])",
+                           R"("int32", "shape": [2, 3, 1])"),
+                  "train.tokens.input: input 1 'tokens' is int32[2, 3, 1], "
+                  "expected shape [batch, tokens]");
+  expectLoadError(
+      replaced(token, R"({"input": "tokens", "label": "targets"})", "5"),
+      "train.tokens must be an object");
+  expectLoadError(linearWith(R"("role": "loss")", R"("role": "metric")"),
+                  "no output has role \"loss\" (mode \"train\" needs exactly "
+                  "one)");
+  expectLoadError(
+      linearWith(metric, R"({"name": "other", "dtype": "float32", )"
+                         R"("shape": [], "role": "loss"})"),
+      "outputs[4]: a second output with role \"loss\" (outputs[0] is one)");
+  expectLoadError(linearWith(R"("loss", "dtype": "float32", "shape": [])",
+                             R"("loss", "dtype": "float32", "shape": [1])"),
+                  "outputs[0] (loss 'loss') is float32[1], expected a float32 "
+                  "scalar");
+  expectLoadError(linearWith(R"("onnx": "model.onnx",)", ""),
+                  "missing \"onnx\" (param inputs take their initial values "
+                  "from its initializers)");
+  expectLoadError(linearWith(R"("onnx": "model.onnx")", R"("onnx": 5)"),
+                  "onnx must be a string");
+  expectLoadError(linearWith(R"({"name": "lr")", R"({"name": "w")"),
+                  "inputs[2]: name 'w' is also inputs[0]'s");
+
+  // Mode "grad" needs neither "train" nor a loss.
+  std::string grad = replaced(linearWith(trainObject, R"("other": {})"),
+                              R"("mode": "train")", R"("mode": "grad")");
+  std::string art = artifactWithManifest(
+      dir,
+      replaced(grad, R"("role": "metric"})", R"("role": "grad", "of": 5})"),
+      TSR_TEST_LINEAR_ARTIFACT);
+  ArtifactPtr artifact = loadArtifact(art);
+  tsr_tensor_info_t info;
+  ASSERT_EQ(tsr_artifact_output_info(artifact.get(), 4, &info), TSR_OK);
+  EXPECT_EQ(info.role, TSR_ROLE_GRAD);
+  EXPECT_EQ(info.of, 5);
+}
+
+//===----------------------------------------------------------------------===//
+// Datasets
+//===----------------------------------------------------------------------===//
+
+TEST(Dataset, NpzBatchesWrapAround) {
+  std::string dir = scratchDir();
+  std::vector<float> x;
+  std::vector<float> y;
+  for (int i = 0; i < kSamples; ++i) {
+    x.insert(x.end(), {float(i), float(10 + i)});
+    y.push_back(float(100 + i));
+  }
+  std::string path = dir + "/data.npz";
+  writeBytes(path, zipBytes({{"y.npy", npyBytes("<f4", {kSamples}, y)},
+                             {"extra.npy", npyBytes("<f4", {kSamples}, y)},
+                             {"x.npy", npyBytes("<f4", {kSamples, 2}, x)}},
+                            true));
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  DatasetPtr dataset = openNpz(artifact.get(), path);
+  ASSERT_TRUE(dataset);
+  EXPECT_EQ(tsr_dataset_num_samples(dataset.get()), kSamples);
+  EXPECT_EQ(tsr_dataset_num_tokens(dataset.get()), 0);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  std::vector<tsr_tensor_t *> inputs;
+  for (size_t i = 0; i < 6; ++i)
+    inputs.push_back(tsr_trainer_input(trainer.get(), i));
+  auto expectBatch = [&](int64_t step, std::vector<int> samples) {
+    ASSERT_EQ(tsr_dataset_fill_batch(dataset.get(), step, inputs.data(), 6),
+              TSR_OK)
+        << tsr_last_error();
+    std::vector<float> xs, ys;
+    for (int s : samples) {
+      xs.insert(xs.end(), {float(s), float(10 + s)});
+      ys.push_back(float(100 + s));
+    }
+    EXPECT_EQ(elements<float>(inputs[4]), xs) << "step " << step;
+    EXPECT_EQ(elements<float>(inputs[5]), ys) << "step " << step;
+  };
+  expectBatch(0, {0, 1, 2, 3});
+  expectBatch(1, {4, 5, 0, 1});
+  expectBatch(2, {2, 3, 4, 5});
+  expectBatch(3, {0, 1, 2, 3});
+  // Without overflow: (10^15 + 1) * 4 = 2 and (2^63 - 1) * 4 = 4 (mod 6).
+  expectBatch(1000000000000001, {2, 3, 4, 5});
+  expectBatch(INT64_MAX, {4, 5, 0, 1});
+  // Inputs that are not data or labels are left alone.
+  EXPECT_EQ(elements<float>(inputs[2]), (std::vector<float>{0.125f}));
+
+  EXPECT_EQ(tsr_dataset_fill_batch(dataset.get(), -1, inputs.data(), 6),
+            TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("step -1 is negative");
+  EXPECT_EQ(tsr_dataset_fill_batch(dataset.get(), 0, inputs.data(), 5),
+            TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("the artifact takes 6 inputs, got 5");
+  std::swap(inputs[4], inputs[5]);
+  EXPECT_EQ(tsr_dataset_fill_batch(dataset.get(), 0, inputs.data(), 6),
+            TSR_ERROR_MISMATCH);
+  expectLastError("input 4 'x': expected a float32[4, 2] tensor");
+}
+
+TEST(Dataset, TokenStreamWindows) {
+  std::string dir = scratchDir();
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_TOKEN_ARTIFACT);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  std::vector<tsr_tensor_t *> inputs;
+  for (size_t i = 0; i < 3; ++i)
+    inputs.push_back(tsr_trainer_input(trainer.get(), i));
+  for (tsr_dtype_t dtype : {TSR_DTYPE_UINT16, TSR_DTYPE_UINT32}) {
+    std::string path = dir + "/tokens.bin";
+    if (dtype == TSR_DTYPE_UINT16)
+      writeStream<uint16_t>(path, streamTokens());
+    else
+      writeStream<uint32_t>(path, streamTokens());
+    DatasetPtr dataset = openTokens(artifact.get(), path, dtype);
+    ASSERT_TRUE(dataset);
+    EXPECT_EQ(tsr_dataset_num_tokens(dataset.get()), 11);
+    EXPECT_EQ(tsr_dataset_num_samples(dataset.get()), 3);
+    auto expectWindows = [&](int64_t step, int first, int second) {
+      ASSERT_EQ(tsr_dataset_fill_batch(dataset.get(), step, inputs.data(), 3),
+                TSR_OK);
+      std::vector<int32_t> tokens;
+      std::vector<int64_t> targets;
+      for (int w : {first, second}) {
+        for (int t = 0; t < 3; ++t) {
+          tokens.push_back(10 + w * 3 + t);
+          targets.push_back(11 + w * 3 + t);
+        }
+      }
+      EXPECT_EQ(elements<int32_t>(inputs[1]), tokens) << "step " << step;
+      EXPECT_EQ(elements<int64_t>(inputs[2]), targets) << "step " << step;
+    };
+    expectWindows(0, 0, 1);
+    expectWindows(1, 2, 0);
+    expectWindows(2, 1, 2);
+    expectWindows(3, 0, 1);
+  }
+}
+
+TEST(Dataset, RejectsBadNpzData) {
+  std::string dir = scratchDir();
+  std::string path = dir + "/data.npz";
+  ArtifactPtr linear = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  ArtifactPtr token = loadArtifact(TSR_TEST_TOKEN_ARTIFACT);
+  auto expectOpenError =
+      [&](tsr_artifact_t *artifact,
+          const std::vector<std::pair<std::string, std::string>> &members,
+          const std::string &needle) {
+        writeBytes(path, zipBytes(members, false));
+        tsr_dataset_t *dataset = nullptr;
+        EXPECT_NE(tsr_dataset_open_npz(artifact, path.c_str(), &dataset),
+                  TSR_OK)
+            << needle;
+        EXPECT_EQ(dataset, nullptr);
+        expectLastError(path + ": " + needle);
+      };
+  std::string x = npyBytes("<f4", {kSamples, 2}, kLinearX);
+  std::string y = npyBytes("<f4", {kSamples}, kLinearY);
+  expectOpenError(linear.get(), {{"x.npy", x}, {"z.npy", y}},
+                  "no array 'y' for input 5 'y' (label); the file holds only "
+                  "x, z");
+  expectOpenError(linear.get(), {},
+                  "no array 'x' for input 4 'x' (data); the file holds no "
+                  "arrays");
+  expectOpenError(
+      linear.get(),
+      {{"x.npy",
+        npyBytes("<f8", {kSamples, 2},
+                 std::vector<double>(kLinearX.begin(), kLinearX.end()))},
+       {"y.npy", y}},
+      "array 'x' has dtype float64, but input 4 'x' expects float32");
+  expectOpenError(linear.get(),
+                  {{"x.npy", npyBytes("<f4", {4, 3}, kLinearX)}, {"y.npy", y}},
+                  "array 'x' has shape [4, 3], but input 4 'x' (shape [4, 2]) "
+                  "needs [N, 2]");
+  expectOpenError(linear.get(),
+                  {{"x.npy", npyBytes("<f4", {12}, kLinearX)}, {"y.npy", y}},
+                  "array 'x' has shape [12], but input 4 'x' (shape [4, 2]) "
+                  "needs [N, 2]");
+  expectOpenError(
+      linear.get(),
+      {{"x.npy", x},
+       {"y.npy", npyBytes("<f4", {5}, std::vector<float>(5, 1.0f))}},
+      "array 'y' has 5 samples, but array 'x' has 6");
+  expectOpenError(linear.get(),
+                  {{"x.npy", npyBytes<float>("<f4", {0, 2}, {})},
+                   {"y.npy", npyBytes<float>("<f4", {0}, {})}},
+                  "array 'x' has no samples");
+
+  std::vector<int32_t> tokens(9, 1);
+  std::vector<int64_t> targets = {1, 2, 3, -100, 49, 0, 7, 50, 8};
+  std::string tokensNpy = npyBytes("<i4", {3, 3}, tokens);
+  expectOpenError(token.get(),
+                  {{"tokens.npy", tokensNpy},
+                   {"targets.npy", npyBytes("<i8", {3, 3}, targets)}},
+                  "array 'targets': sample 2 has label 50, which is outside "
+                  "[0, 50) and is not ignore_index -100");
+  targets[7] = 0;
+  targets[1] = -1;
+  expectOpenError(token.get(),
+                  {{"tokens.npy", tokensNpy},
+                   {"targets.npy", npyBytes("<i8", {3, 3}, targets)}},
+                  "array 'targets': sample 0 has label -1");
+  targets[1] = 2;
+  writeBytes(path, zipBytes({{"tokens.npy", tokensNpy},
+                             {"targets.npy", npyBytes("<i8", {3, 3}, targets)}},
+                            false));
+  EXPECT_TRUE(openNpz(token.get(), path));
+
+  writeBytes(path, linearNpz(false).substr(0, 100));
+  tsr_dataset_t *dataset = nullptr;
+  EXPECT_EQ(tsr_dataset_open_npz(linear.get(), path.c_str(), &dataset),
+            TSR_ERROR_PARSE);
+  expectLastError(path + ": truncated ZIP archive");
+  ArtifactPtr infer = loadArtifact(TSR_TEST_FAKE_ARTIFACT);
+  EXPECT_EQ(tsr_dataset_open_npz(infer.get(), path.c_str(), &dataset),
+            TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("mode \"infer\" takes no training data");
+}
+
+TEST(Dataset, RejectsBadTokenStreams) {
+  std::string dir = scratchDir();
+  std::string path = dir + "/tokens.bin";
+  ArtifactPtr token = loadArtifact(TSR_TEST_TOKEN_ARTIFACT);
+  auto expectOpenError = [&](tsr_artifact_t *artifact, const std::string &bytes,
+                             const std::string &needle,
+                             tsr_dtype_t dtype = TSR_DTYPE_UINT16) {
+    writeBytes(path, bytes);
+    tsr_dataset_t *dataset = nullptr;
+    EXPECT_NE(tsr_dataset_open_tokens(artifact, path.c_str(), dtype, &dataset),
+              TSR_OK)
+        << needle;
+    EXPECT_EQ(dataset, nullptr);
+    expectLastError(needle);
+  };
+  expectOpenError(token.get(), "", path + ": empty token stream");
+  expectOpenError(token.get(), std::string(7, '\1'),
+                  path + ": 7 bytes are not a whole number of uint16 tokens "
+                         "(2 bytes each)");
+  expectOpenError(token.get(), std::string(6, '\1'),
+                  path + ": 6 bytes are not a whole number of uint32 tokens "
+                         "(4 bytes each)",
+                  TSR_DTYPE_UINT32);
+  expectOpenError(token.get(), std::string(6, '\1'),
+                  path + ": 3 tokens are too few for one window of 3 input "
+                         "tokens and the label token after them (need 4)");
+  std::vector<uint32_t> tokens = streamTokens();
+  tokens[7] = 50;
+  writeStream<uint16_t>(path, tokens);
+  expectOpenError(token.get(), readBytes(path),
+                  path + ": token 50 at position 7 is outside [0, 50) "
+                         "(train.num_classes)");
+  expectOpenError(token.get(), "",
+                  "token streams hold uint16 or uint32 ids, "
+                  "not int8",
+                  TSR_DTYPE_INT8);
+  tsr_dataset_t *dataset = nullptr;
+  EXPECT_EQ(tsr_dataset_open_tokens(token.get(), (dir + "/none.bin").c_str(),
+                                    TSR_DTYPE_UINT16, &dataset),
+            TSR_ERROR_IO);
+  expectLastError(dir + "/none.bin: cannot open");
+
+  ArtifactPtr linear = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  expectOpenError(linear.get(), "\1\0\2\0",
+                  path + ": a token stream needs an artifact with "
+                         "train.tokens, and " TSR_TEST_LINEAR_ARTIFACT
+                         " has none (give an .npz file instead)");
+
+  std::string manifest = readManifest(TSR_TEST_TOKEN_ARTIFACT);
+  std::string wide = replaced(manifest, R"("num_classes": 50,)", "");
+  ArtifactPtr noClasses = loadArtifact(
+      artifactWithManifest(dir + "/wide", wide, TSR_TEST_TOKEN_ARTIFACT));
+  tokens = streamTokens();
+  tokens[4] = 3000000000u;
+  writeStream<uint32_t>(path, tokens);
+  expectOpenError(noClasses.get(), readBytes(path),
+                  path + ": token 3000000000 at position 4 does not fit the "
+                         "int32 token inputs",
+                  TSR_DTYPE_UINT32);
+
+  std::string masked =
+      replaced(manifest, R"("role": "label"})",
+               R"("role": "label"}, {"name": "mask", "dtype": "bool", )"
+               R"("shape": [2, 3], "role": "data"})");
+  ArtifactPtr withMask = loadArtifact(
+      artifactWithManifest(dir + "/masked", masked, TSR_TEST_TOKEN_ARTIFACT));
+  writeStream<uint16_t>(path, streamTokens());
+  expectOpenError(withMask.get(), readBytes(path),
+                  path + ": input 3 'mask' (data) cannot be fed from a token "
+                         "stream (give an .npz file instead)");
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+TEST(Trainer, StepsSwapBuffersAndMatchTheReference) {
+  std::string dir = scratchDir();
+  std::string path = dir + "/data.npz";
+  writeBytes(path, linearNpz(false));
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  DatasetPtr dataset = openNpz(artifact.get(), path);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer && dataset);
+  tsr_trainer_t *t = trainer.get();
+  EXPECT_EQ(elements<float>(tsr_trainer_input(t, 0)),
+            (std::vector<float>{0.5f, -1.0f}));
+  EXPECT_EQ(elements<float>(tsr_trainer_input(t, 1)),
+            (std::vector<float>{0.25f}));
+  EXPECT_EQ(elements<float>(tsr_trainer_input(t, 2)),
+            (std::vector<float>{0.125f}));
+  EXPECT_EQ(elements<int64_t>(tsr_trainer_input(t, 3)),
+            (std::vector<int64_t>{0}));
+  EXPECT_STREQ(tsr_tensor_name(tsr_trainer_input(t, 4)), "x");
+  EXPECT_STREQ(tsr_tensor_name(tsr_trainer_output(t, 4)), "prediction");
+  EXPECT_EQ(tsr_trainer_input(t, 6), nullptr);
+  EXPECT_EQ(tsr_trainer_output(t, 5), nullptr);
+
+  size_t base = 0;
+  tsr_memory_stats(&base, nullptr);
+  tsr_memory_reset_peak();
+  LinearParams reference;
+  for (int step = 0; step < 7; ++step) {
+    void *weights = tsr_tensor_data(tsr_trainer_input(t, 0));
+    void *newWeights = tsr_tensor_data(tsr_trainer_output(t, 1));
+    float loss = 0;
+    ASSERT_EQ(tsr_trainer_step(t, dataset.get(), step, &loss), TSR_OK)
+        << tsr_last_error();
+    EXPECT_EQ(loss, referenceStep(reference, step)) << "step " << step;
+    EXPECT_EQ(elements<float>(tsr_trainer_input(t, 0)), reference.w);
+    EXPECT_EQ(elements<float>(tsr_trainer_input(t, 1)),
+              (std::vector<float>{reference.b}));
+    EXPECT_EQ(elements<int64_t>(tsr_trainer_input(t, 3)),
+              (std::vector<int64_t>{step + 1}));
+    EXPECT_EQ(elements<float>(tsr_trainer_input(t, 2)),
+              (std::vector<float>{0.125f}));
+    // Swapped, not copied.
+    EXPECT_EQ(tsr_tensor_data(tsr_trainer_input(t, 0)), newWeights);
+    EXPECT_EQ(tsr_tensor_data(tsr_trainer_output(t, 1)), weights);
+  }
+  size_t current = 0, peak = 0;
+  tsr_memory_stats(&current, &peak);
+  EXPECT_EQ(current, base);
+  EXPECT_EQ(peak, base + 28);
+
+  float loss;
+  EXPECT_EQ(tsr_trainer_step(t, dataset.get(), -3, &loss),
+            TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("step -3 is negative");
+}
+
+TEST(Trainer, FillsStatesOfEveryDType) {
+  std::string dir = scratchDir();
+  auto state = [](const char *name, const char *dtype, const char *init) {
+    return std::string(R"({"name": ")") + name + R"(", "dtype": ")" + dtype +
+           R"(", "shape": [2], "role": "state", "init": )" + init + "},";
+  };
+  std::string manifest =
+      R"({"format": "tessera-artifact", "version": 1, "mode": "train",
+          "library": "model.so", "entry": "tessera_entry", "inputs": [)" +
+      state("h", "float16", "1.5") + state("hn", "float16", "-1e-05") +
+      state("bf", "bfloat16", "-2") + state("d", "float64", "0.1") +
+      state("i8", "int8", "-3") + state("u64", "uint64", "7") +
+      state("flag", "bool", "1") +
+      R"({"name": "x", "dtype": "float32", "shape": [1], "role": "data"}],
+          "outputs": [{"name": "loss", "dtype": "float32", "shape": [],
+                       "role": "loss"}],
+          "train": {"batch_size": 1}})";
+  std::string art = artifactWithManifest(dir, manifest);
+  ArtifactPtr artifact = loadArtifact(art);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer);
+  tsr_trainer_t *t = trainer.get();
+  EXPECT_EQ(elements<uint16_t>(tsr_trainer_input(t, 0)),
+            (std::vector<uint16_t>{0x3E00, 0x3E00}));
+  // -1e-05 rounds to the float16 subnormal -168 * 2^-24.
+  EXPECT_EQ(elements<uint16_t>(tsr_trainer_input(t, 1)),
+            (std::vector<uint16_t>{0x80A8, 0x80A8}));
+  EXPECT_EQ(elements<uint16_t>(tsr_trainer_input(t, 2)),
+            (std::vector<uint16_t>{0xC000, 0xC000}));
+  EXPECT_EQ(elements<double>(tsr_trainer_input(t, 3)),
+            (std::vector<double>{0.1, 0.1}));
+  EXPECT_EQ(elements<int8_t>(tsr_trainer_input(t, 4)),
+            (std::vector<int8_t>{-3, -3}));
+  EXPECT_EQ(elements<uint64_t>(tsr_trainer_input(t, 5)),
+            (std::vector<uint64_t>{7, 7}));
+  EXPECT_EQ(elements<uint8_t>(tsr_trainer_input(t, 6)),
+            (std::vector<uint8_t>{1, 1}));
+
+  auto expectInitError = [&](const std::string &from, const std::string &to,
+                             const std::string &needle) {
+    artifactWithManifest(dir, replaced(manifest, from, to));
+    tsr_artifact_t *bad = nullptr;
+    EXPECT_EQ(tsr_artifact_load(art.c_str(), &bad), TSR_ERROR_PARSE);
+    expectLastError(needle);
+  };
+  expectInitError(R"("init": 1.5)", R"("init": 70000)",
+                  "inputs[0].init: 70000 is not representable in float16");
+  expectInitError(R"("init": -3)", R"("init": -129)",
+                  "inputs[4].init: -129 is not representable in int8");
+  expectInitError(R"("init": 7)", R"("init": -1)",
+                  "inputs[5].init: -1 is not representable in uint64");
+  expectInitError(R"("init": 1})", R"("init": 2})",
+                  "inputs[6].init: 2 is not representable in bool");
+}
+
+TEST(Trainer, SavesTheModelWithTrainedParams) {
+  std::string dir = scratchDir();
+  std::string path = dir + "/data.npz";
+  writeBytes(path, linearNpz(true));
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  DatasetPtr dataset = openNpz(artifact.get(), path);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer && dataset);
+  EXPECT_EQ(tsr_trainer_check_save_onnx(trainer.get()), TSR_OK);
+  LinearParams reference;
+  std::string saved = dir + "/trained.onnx";
+  for (int round = 0; round < 2; ++round) {
+    for (int step = round * 3; step < round * 3 + 3; ++step) {
+      float loss;
+      ASSERT_EQ(tsr_trainer_step(trainer.get(), dataset.get(), step, &loss),
+                TSR_OK);
+      referenceStep(reference, step);
+    }
+    ASSERT_EQ(tsr_trainer_save_onnx(trainer.get(), saved.c_str()), TSR_OK)
+        << tsr_last_error();
+    EXPECT_FALSE(fs::exists(saved + ".tmp"));
+    onnx::ModelProto model;
+    ASSERT_TRUE(model.ParseFromString(readBytes(saved)));
+    EXPECT_EQ(model.producer_name(), "tessera-runtime-tests");
+    EXPECT_EQ(model.graph().node_size(), 2);
+    ASSERT_EQ(model.graph().initializer_size(), 2);
+    const onnx::TensorProto &w = model.graph().initializer(0);
+    const onnx::TensorProto &b = model.graph().initializer(1);
+    EXPECT_EQ(w.name(), "w");
+    EXPECT_EQ(w.data_type(), onnx::TensorProto::FLOAT);
+    EXPECT_EQ(std::vector<int64_t>(w.dims().begin(), w.dims().end()),
+              (std::vector<int64_t>{2}));
+    EXPECT_EQ(w.float_data_size(), 0);
+    EXPECT_EQ(
+        w.raw_data(),
+        std::string(reinterpret_cast<const char *>(reference.w.data()), 8));
+    EXPECT_EQ(b.name(), "b");
+    EXPECT_EQ(b.dims_size(), 0);
+    EXPECT_EQ(b.float_data_size(), 0);
+    EXPECT_EQ(b.raw_data(),
+              std::string(reinterpret_cast<const char *>(&reference.b), 4));
+  }
+  EXPECT_EQ(
+      tsr_trainer_save_onnx(trainer.get(), (dir + "/missing/dir.onnx").c_str()),
+      TSR_ERROR_IO);
+  expectLastError(dir + "/missing/dir.onnx.tmp: cannot create");
+}
+
+TEST(Trainer, RejectsBadModels) {
+  std::string dir = scratchDir();
+  std::string manifest = readManifest(TSR_TEST_LINEAR_ARTIFACT);
+  std::string art =
+      artifactWithManifest(dir, manifest, TSR_TEST_LINEAR_ARTIFACT);
+  std::string onnxPath = art + "/model.onnx";
+  ArtifactPtr artifact = loadArtifact(art);
+  auto expectCreateError = [&](const std::string &needle) {
+    tsr_trainer_t *trainer = nullptr;
+    EXPECT_NE(tsr_trainer_create(artifact.get(), &trainer), TSR_OK) << needle;
+    EXPECT_EQ(trainer, nullptr);
+    expectLastError(needle);
+  };
+  auto writeModel = [&](const onnx::ModelProto &model) {
+    std::string bytes;
+    ASSERT_TRUE(model.SerializeToString(&bytes));
+    writeBytes(onnxPath, bytes);
+  };
+  using onnx::TensorProto;
+  writeModel(fakeModel({{"w", TensorProto::FLOAT, {2}, {1, 2}}}));
+  expectCreateError(onnxPath +
+                    ": no initializer is named 'b' (for input 1 'b' (param))");
+  writeModel(fakeModel({{"w", TensorProto::FLOAT, {2}, {1, 2}},
+                        {"b", TensorProto::INT64, {}, {1}}}));
+  expectCreateError(onnxPath + ": initializer 'b' is int64[] but input 1 'b' "
+                               "(param) is float32[]");
+  writeModel(fakeModel({{"w", TensorProto::FLOAT, {3}, {1, 2, 3}},
+                        {"b", TensorProto::FLOAT, {}, {1}}}));
+  expectCreateError(onnxPath + ": initializer 'w' is float32[3] but input 0 "
+                               "'w' (param) is float32[2]");
+  writeModel(fakeModel({{"w", TensorProto::FLOAT, {2}, {1, 2, 3}},
+                        {"b", TensorProto::FLOAT, {}, {1}}}));
+  expectCreateError(onnxPath + ": initializer 'w': float_data holds 3 values, "
+                               "expected 2 for float32[2]");
+  onnx::ModelProto external = linearModel();
+  external.mutable_graph()->mutable_initializer(0)->set_data_location(
+      TensorProto::EXTERNAL);
+  writeModel(external);
+  expectCreateError(onnxPath + ": initializer 'w' for input 0 'w' (param) "
+                               "keeps its data in an external file, which is "
+                               "not supported");
+  writeBytes(onnxPath, "\xff\xff\xff not a model");
+  expectCreateError(onnxPath +
+                    ": not a valid ONNX ModelProto (protobuf parse failed)");
+  fs::remove(onnxPath);
+  expectCreateError(onnxPath + ": cannot open");
+
+  // An external initializer that is not a param only prevents saving.
+  onnx::ModelProto constant = fakeModel({{"w", TensorProto::FLOAT, {2}, {1, 2}},
+                                         {"b", TensorProto::FLOAT, {}, {1}},
+                                         {"c", TensorProto::FLOAT, {1}, {}}});
+  onnx::TensorProto *c = constant.mutable_graph()->mutable_initializer(2);
+  c->set_data_location(TensorProto::EXTERNAL);
+  onnx::StringStringEntryProto *location = c->add_external_data();
+  location->set_key("location");
+  location->set_value("c.bin");
+  writeModel(constant);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer);
+  EXPECT_EQ(elements<float>(tsr_trainer_input(trainer.get(), 0)),
+            (std::vector<float>{1, 2}));
+  EXPECT_EQ(tsr_trainer_check_save_onnx(trainer.get()), TSR_ERROR_UNSUPPORTED);
+  expectLastError(onnxPath + ": initializer 'c' keeps its data in an external "
+                             "file; saving such models is not supported");
+  EXPECT_EQ(tsr_trainer_save_onnx(trainer.get(), (dir + "/x.onnx").c_str()),
+            TSR_ERROR_UNSUPPORTED);
+  EXPECT_FALSE(fs::exists(dir + "/x.onnx"));
+
+  ArtifactPtr infer = loadArtifact(TSR_TEST_FAKE_ARTIFACT);
+  tsr_trainer_t *raw = nullptr;
+  EXPECT_EQ(tsr_trainer_create(infer.get(), &raw), TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("mode \"infer\" cannot be trained");
+}
+
+TEST(Trainer, TrainsWithoutAnOnnxModel) {
+  std::string dir = scratchDir();
+  // The token model's bias as a state: no params, so no model is needed.
+  std::string manifest =
+      replaced(replaced(readManifest(TSR_TEST_TOKEN_ARTIFACT),
+                        R"("onnx": "model.onnx",)", ""),
+               R"("shape": [], "role": "param"})",
+               R"("shape": [], "role": "state", "init": 1.5})");
+  manifest = replaced(manifest, R"("role": "param", "updates": 0)",
+                      R"("role": "state", "updates": 0)");
+  std::string art =
+      artifactWithManifest(dir, manifest, TSR_TEST_TOKEN_ARTIFACT);
+  fs::remove(art + "/model.onnx");
+  ArtifactPtr artifact = loadArtifact(art);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer);
+  std::string path = dir + "/tokens.bin";
+  writeStream<uint16_t>(path, streamTokens());
+  DatasetPtr dataset = openTokens(artifact.get(), path);
+  for (int step = 0; step < 4; ++step) {
+    float loss;
+    ASSERT_EQ(tsr_trainer_step(trainer.get(), dataset.get(), step, &loss),
+              TSR_OK);
+    EXPECT_EQ(loss, referenceTokenLoss(streamTokens(), step));
+  }
+  EXPECT_EQ(tsr_trainer_check_save_onnx(trainer.get()), TSR_ERROR_UNSUPPORTED);
+  expectLastError(art + "/manifest.json names no \"onnx\" model to save");
+}
+
+//===----------------------------------------------------------------------===//
+// tessera-run --train
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks a progress line: "step S/N  loss L  R UNIT/s  T ms".
+void expectStepLine(const std::string &line, int step, int steps, float loss,
+                    const std::string &unit) {
+  std::regex pattern(
+      "step " + std::to_string(step) + "/" + std::to_string(steps) + "  loss " +
+      std::regex_replace(format("%.6f", loss), std::regex("\\."), "\\.") +
+      "  [0-9]+\\.[0-9] " + unit + "/s  [0-9]+\\.[0-9]{2} ms");
+  EXPECT_TRUE(std::regex_match(line, pattern)) << line;
+}
+
+/// Checks a --log-json line.
+void expectLogLine(const std::string &line, int step, const std::string &loss,
+                   const std::string &unit) {
+  std::string prefix =
+      "{\"step\": " + std::to_string(step) + ", \"loss\": " + loss + ", ";
+  EXPECT_EQ(line.rfind(prefix, 0), 0u) << line;
+  std::regex pattern(".*\"seconds\": [0-9.e+-]+, \"" + unit +
+                     "_per_second\": [0-9.e+-]+\\}");
+  EXPECT_TRUE(std::regex_match(line, pattern)) << line;
+}
+
+} // namespace
+
+TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
+  std::string dir = scratchDir();
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(false));
+  std::string log = dir + "/log.jsonl";
+  RunResult result = runTool(
+      quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " + quote(data) +
+      " --steps 5 --batch-size 4 --log-json=" + quote(log));
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  std::vector<std::string> out = lines(result.out);
+  ASSERT_EQ(out.size(), 7u) << result.out;
+  EXPECT_EQ(out[0], "training " TSR_TEST_LINEAR_ARTIFACT
+                    ": batch size 4, micro_batches 2, data " +
+                        data + ": 6 samples");
+  std::vector<float> losses = referenceLosses(5);
+  std::vector<std::string> logged = lines(readBytes(log));
+  ASSERT_EQ(logged.size(), 5u);
+  for (int s = 0; s < 5; ++s) {
+    expectStepLine(out[s + 1], s + 1, 5, losses[s], "samples");
+    expectLogLine(logged[s], s + 1, format("%.9g", losses[s]), "samples");
+  }
+  EXPECT_EQ(out[6], "peak step memory: 28 bytes (artifact allocations), "
+                    "params+state+batch: 72 bytes");
+}
+
+TEST(TesseraRunTrain, SavesOnnxEveryKStepsAndAtTheEnd) {
+  std::string dir = scratchDir();
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(true));
+  std::string saved = dir + "/out/model.onnx";
+  fs::create_directories(dir + "/out");
+  RunResult result = runTool(
+      quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data=" + quote(data) +
+      " --steps=5 --save-onnx " + quote(saved) + " --save-every 2");
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  std::vector<std::string> out = lines(result.out);
+  ASSERT_EQ(out.size(), 10u) << result.out;
+  EXPECT_EQ(out[3], "wrote " + dir + "/out/model.step2.onnx");
+  EXPECT_EQ(out[6], "wrote " + dir + "/out/model.step4.onnx");
+  EXPECT_EQ(out[8], "wrote " + saved);
+  auto expectParams = [&](const std::string &path, int steps) {
+    LinearParams params;
+    referenceLosses(steps, &params);
+    onnx::ModelProto model;
+    ASSERT_TRUE(model.ParseFromString(readBytes(path))) << path;
+    std::vector<float> w(2);
+    float b;
+    ASSERT_EQ(model.graph().initializer(0).raw_data().size(), 8u);
+    std::memcpy(w.data(), model.graph().initializer(0).raw_data().data(), 8);
+    std::memcpy(&b, model.graph().initializer(1).raw_data().data(), 4);
+    EXPECT_EQ(w, params.w) << path;
+    EXPECT_EQ(b, params.b) << path;
+  };
+  expectParams(dir + "/out/model.step2.onnx", 2);
+  expectParams(dir + "/out/model.step4.onnx", 4);
+  expectParams(saved, 5);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir + "/out"), {}), 3);
+
+  // Without an .onnx suffix the step number is appended.
+  result = runTool(quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " +
+                   quote(data) + " --steps 1 --save-every 1 --save-onnx " +
+                   quote(dir + "/plain"));
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_TRUE(fs::exists(dir + "/plain.step1.onnx"));
+  EXPECT_TRUE(fs::exists(dir + "/plain"));
+}
+
+TEST(TesseraRunTrain, TrainsOnTokenStreams) {
+  std::string dir = scratchDir();
+  std::vector<uint32_t> tokens = streamTokens();
+  for (const char *dtype : {"uint16", "uint32"}) {
+    std::string data = dir + "/tokens-" + dtype + ".bin";
+    if (std::string(dtype) == "uint16")
+      writeStream<uint16_t>(data, tokens);
+    else
+      writeStream<uint32_t>(data, tokens);
+    std::string flag =
+        std::string(dtype) == "uint16" ? "" : " --token-dtype uint32";
+    std::string log = dir + "/log.jsonl";
+    RunResult result = runTool(quote(TSR_TEST_TOKEN_ARTIFACT) +
+                               " --train --data " + quote(data) + " --steps 4" +
+                               flag + " --log-json " + quote(log));
+    ASSERT_EQ(result.exitCode, 0) << result.err;
+    std::vector<std::string> out = lines(result.out);
+    ASSERT_EQ(out.size(), 6u) << result.out;
+    EXPECT_EQ(out[0], "training " TSR_TEST_TOKEN_ARTIFACT
+                      ": batch size 2, micro_batches 1, data " +
+                          data + ": 11 " + dtype + " tokens, 3 windows of 3");
+    std::vector<std::string> logged = lines(readBytes(log));
+    ASSERT_EQ(logged.size(), 4u);
+    for (int s = 0; s < 4; ++s) {
+      float loss = referenceTokenLoss(tokens, s);
+      expectStepLine(out[s + 1], s + 1, 4, loss, "tokens");
+      expectLogLine(logged[s], s + 1, format("%.9g", loss), "tokens");
+    }
+    EXPECT_EQ(out[5], "peak step memory: 0 bytes (artifact allocations), "
+                      "params+state+batch: 76 bytes");
+  }
+}
+
+TEST(TesseraRunTrain, StopsAtANonFiniteLoss) {
+  std::string dir = scratchDir();
+  std::vector<float> x = kLinearX;
+  x[8] = NAN; // Sample 4, first used by step 2.
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(false, x));
+  std::string log = dir + "/log.jsonl";
+  std::string saved = dir + "/model.onnx";
+  RunResult result = runTool(
+      quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " + quote(data) +
+      " --steps 5 --log-json " + quote(log) + " --save-onnx " + quote(saved));
+  expectError(result, {"step 2: the loss is nan; training stopped"});
+  std::vector<std::string> out = lines(result.out);
+  ASSERT_EQ(out.size(), 3u) << result.out;
+  expectStepLine(out[1], 1, 5, referenceLosses(1)[0], "samples");
+  EXPECT_EQ(out[2].rfind("step 2/5  loss nan  ", 0), 0u) << out[2];
+  std::vector<std::string> logged = lines(readBytes(log));
+  ASSERT_EQ(logged.size(), 2u);
+  expectLogLine(logged[1], 2, "null", "samples");
+  EXPECT_FALSE(fs::exists(saved));
+}
+
+TEST(TesseraRunTrain, CommandLineErrors) {
+  std::string dir = scratchDir();
+  std::string linear = quote(TSR_TEST_LINEAR_ARTIFACT);
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(false));
+  std::string train = linear + " --train --data " + quote(data);
+
+  expectError(runTool(quote(TSR_TEST_FAKE_ARTIFACT) + " --train --data " +
+                      quote(data) + " --steps 1"),
+              {TSR_TEST_FAKE_ARTIFACT "/manifest.json: mode \"infer\" cannot "
+                                      "be trained (--train needs a \"train\" "
+                                      "artifact)"});
+  expectError(runTool(linear + " --print"),
+              {TSR_TEST_LINEAR_ARTIFACT
+               "/manifest.json: mode \"train\" needs --train"});
+  std::string grad =
+      artifactWithManifest(dir,
+                           replaced(readManifest(TSR_TEST_LINEAR_ARTIFACT),
+                                    R"("mode": "train")", R"("mode": "grad")"),
+                           TSR_TEST_LINEAR_ARTIFACT);
+  expectError(runTool(quote(grad) + " --print"),
+              {"mode \"grad\" is not run by tessera-run (load it in-process, "
+               "e.g. with the Python binding python/tessera)"});
+  expectError(runTool(quote(grad) + " --train --data x.npz --steps 1"),
+              {"mode \"grad\" cannot be trained"});
+
+  expectError(runTool(linear + " --train --steps 2"),
+              {"missing --data (an .npz file or a .bin token stream)"});
+  expectError(runTool(train), {"missing --steps"});
+  expectError(runTool(linear + " --data x.npz --print"),
+              {"--data needs --train"});
+  expectError(runTool(linear + " --steps 3 --print"),
+              {"--steps needs --train"});
+  expectError(runTool(train + " --steps 1 --print"),
+              {"--print cannot be combined with --train"});
+  expectError(runTool(train + " --steps 1 --inputs-dir x"),
+              {"--inputs-dir cannot be combined with --train"});
+  expectError(runTool(train + " --steps 0"),
+              {"--steps needs an integer in [1, 1000000000], got '0'"});
+  expectError(runTool(train + " --steps 1 --steps 2"),
+              {"--steps given more than once"});
+  expectError(runTool(train + " --steps 1 --save-every 2"),
+              {"--save-every needs --save-onnx"});
+  expectError(runTool(train + " --steps 1 --token-dtype int8"),
+              {"--token-dtype must be uint16 or uint32, got 'int8'"});
+  expectError(
+      runTool(train + " --steps 1 --token-dtype uint32"),
+      {"--token-dtype applies to token streams (.bin), not to " + data});
+  expectError(runTool(train + " --steps 1 --batch-size=8"),
+              {TSR_TEST_LINEAR_ARTIFACT ": the artifact was compiled for "
+                                        "batch size 4, not 8 (recompile it "
+                                        "with batch size 8)"});
+  expectError(runTool(linear + " --train --steps 1 --data data.csv"),
+              {"data.csv: unknown data format (expected FILE.npz or a "
+               "FILE.bin token stream)"});
+  expectError(runTool(train + " --steps 1 --save-onnx " +
+                      quote(dir + "/nowhere/m.onnx")),
+              {"--save-onnx " + dir + "/nowhere/m.onnx: directory '" + dir +
+               "/nowhere' does not exist"});
+  expectError(runTool(train + " --steps 1 --log-json " +
+                      quote(dir + "/nowhere/log.jsonl")),
+              {dir + "/nowhere/log.jsonl: cannot create: No such file or "
+                     "directory"});
+}
+
+TEST(TesseraRunTrain, RejectsBadDataBeforeAnyStep) {
+  std::string dir = scratchDir();
+  std::string linear = quote(TSR_TEST_LINEAR_ARTIFACT);
+  std::string token = quote(TSR_TEST_TOKEN_ARTIFACT);
+  auto expectDataError = [&](const std::string &artifact,
+                             const std::string &file, const std::string &bytes,
+                             const std::string &needle) {
+    std::string path = dir + "/" + file;
+    writeBytes(path, bytes);
+    RunResult result =
+        runTool(artifact + " --train --steps 3 --data " + quote(path));
+    expectError(result, {path + ": " + needle});
+    EXPECT_EQ(result.out, "");
+  };
+  std::string valid = linearNpz(false);
+  expectDataError(linear, "cut.npz", valid.substr(0, valid.size() / 2),
+                  "truncated ZIP archive");
+  std::string flipped = linearNpz(false);
+  flipped[flipped.find("NUMPY") + 80] ^= 4;
+  expectDataError(linear, "flipped.npz", flipped,
+                  "member 'x.npy': CRC-32 mismatch");
+  expectDataError(linear, "random.npz", "PK\x03\x04 random bytes",
+                  "truncated ZIP archive");
+  expectDataError(
+      linear, "missing.npz",
+      zipBytes({{"x.npy", npyBytes("<f4", {kSamples, 2}, kLinearX)}}, false),
+      "no array 'y' for input 5 'y' (label); the file holds only x");
+  expectDataError(
+      linear, "dtype.npz",
+      zipBytes({{"x.npy", npyBytes("<f4", {kSamples, 2}, kLinearX)},
+                {"y.npy", npyBytes("<i4", {kSamples},
+                                   std::vector<int32_t>(kSamples, 0))}},
+               true),
+      "array 'y' has dtype int32, but input 5 'y' expects float32");
+  std::vector<int64_t> targets(6, 1);
+  targets[4] = 77;
+  expectDataError(
+      token, "labels.npz",
+      zipBytes(
+          {{"tokens.npy", npyBytes("<i4", {2, 3}, std::vector<int32_t>(6, 0))},
+           {"targets.npy", npyBytes("<i8", {2, 3}, targets)}},
+          false),
+      "array 'targets': sample 1 has label 77, which is outside [0, 50) and "
+      "is not ignore_index -100");
+  expectDataError(token, "odd.bin", std::string(9, '\0'),
+                  "9 bytes are not a whole number of uint16 tokens (2 bytes "
+                  "each)");
+  expectDataError(token, "empty.bin", "", "empty token stream");
+  expectDataError(linear, "tokens.bin", std::string(8, '\0'),
+                  "a token stream needs an artifact with train.tokens");
+}
+
+TEST(TesseraRunTrain, RefusesToSaveExternalData) {
+  std::string dir = scratchDir();
+  std::string art = artifactWithManifest(
+      dir, readManifest(TSR_TEST_LINEAR_ARTIFACT), TSR_TEST_LINEAR_ARTIFACT);
+  onnx::ModelProto model = linearModel();
+  onnx::TensorProto *c = model.mutable_graph()->add_initializer();
+  c->set_name("c");
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->set_data_location(onnx::TensorProto::EXTERNAL);
+  std::string bytes;
+  ASSERT_TRUE(model.SerializeToString(&bytes));
+  writeBytes(art + "/model.onnx", bytes);
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(false));
+  std::string run = quote(art) + " --train --steps 2 --data " + quote(data);
+  RunResult result = runTool(run + " --save-onnx " + quote(dir + "/m.onnx"));
+  expectError(result, {"--save-onnx: " + art +
+                       "/model.onnx: initializer 'c' keeps its data in an "
+                       "external file; saving such models is not supported"});
+  EXPECT_EQ(result.out, "");
+  result = runTool(run);
+  EXPECT_EQ(result.exitCode, 0) << result.err;
+}
