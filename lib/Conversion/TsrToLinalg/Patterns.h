@@ -29,6 +29,8 @@ void populateDataMovementPatterns(TypeConverter &converter,
                                   RewritePatternSet &patterns);
 void populateTrainingPatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
+void populateGradientPatterns(TypeConverter &converter,
+                              RewritePatternSet &patterns);
 
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 

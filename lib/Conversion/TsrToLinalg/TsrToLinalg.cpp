@@ -31,6 +31,7 @@ void mlir::tessera::populateTsrToLinalgConversionPatterns(
   populateReductionPatterns(converter, patterns);
   populateDataMovementPatterns(converter, patterns);
   populateTrainingPatterns(converter, patterns);
+  populateGradientPatterns(converter, patterns);
 }
 
 //===----------------------------------------------------------------------===//
