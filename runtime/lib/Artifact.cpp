@@ -578,7 +578,7 @@ tsr_status_t checkOutputLinks(const Manifest &manifest) {
 tsr_status_t resolveTokenInput(const Json &tokens, const char *key,
                                tsr_role_t role, const Manifest &manifest,
                                int64_t &out) {
-  std::string at = std::string("train.tokens");
+  const std::string at = "train.tokens";
   std::string name;
   if (tsr_status_t s = requireString(tokens, key, at, name))
     return s;

@@ -132,7 +132,11 @@ tsr_status_t tsr::tensorFromProto(const TensorProto &proto,
   if (proto.data_location() == TensorProto::EXTERNAL)
     return fail(TSR_ERROR_UNSUPPORTED,
                 "tensors with external data are not supported");
-  auto dtype = static_cast<tsr_dtype_t>(proto.data_type());
+  // Only values within the enum's range may be converted to it.
+  int32_t type = proto.data_type();
+  auto dtype = type > 0 && type <= TSR_DTYPE_BFLOAT16
+                   ? static_cast<tsr_dtype_t>(type)
+                   : TSR_DTYPE_INVALID;
   if (tsr_dtype_size(dtype) == 0) {
     if (proto.data_type() == TensorProto::UNDEFINED)
       return fail(TSR_ERROR_PARSE, "not a TensorProto: data_type is missing");

@@ -260,6 +260,7 @@ tsr_status_t checkSave(const tsr_trainer &trainer) {
 tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
   if (tsr_status_t s = checkSave(trainer))
     return s;
+  // Lend the params' current values to the model for serializing only.
   onnx::GraphProto *graph = trainer.model->mutable_graph();
   for (const auto &[input, k] : trainer.params) {
     const tsr_tensor &tensor = *trainer.inputs[input];

@@ -1,4 +1,4 @@
-//===- FakeOnnx.h - model.onnx files of the fake train artifacts -*- C++
+//===- FakeOnnx.h - The fake train artifacts' ONNX models -------*- C++ -*-===//
 //-*-===//
 //
 // A "train" artifact's params start from the initializers of its ONNX model.

@@ -1,6 +1,8 @@
 //===- MakeFakeOnnx.cpp - Write a fake train artifact's model.onnx --------===//
 //
 // Usage: make-fake-onnx linear|token OUT.onnx
+//
+//===----------------------------------------------------------------------===//
 
 #include "FakeOnnx.h"
 

@@ -511,10 +511,8 @@ int runTrain(const Options &options, tsr_artifact_t *artifact) {
   if (tsr_artifact_train_info(artifact, &train) != TSR_OK)
     return error(tsr_last_error());
   if (options.batchSize > 0 && options.batchSize != train.batch_size)
-    return error(options.artifact +
-                 ": the artifact was compiled for batch "
-                 "size " +
-                 std::to_string(train.batch_size) + ", not " +
+    return error(options.artifact + ": the artifact was compiled for " +
+                 "batch size " + std::to_string(train.batch_size) + ", not " +
                  std::to_string(options.batchSize) +
                  " (recompile it with batch size " +
                  std::to_string(options.batchSize) + ")");
