@@ -155,16 +155,23 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
            << target.getName() << " pipeline (a pass is not registered)";
   if (failed(pm.run(module)))
     return failure();
+  if (auto peak = module->getAttrOfType<IntegerAttr>("tsr.peak_alloc_bytes")) {
+    sig->peakAllocBytes = peak.getInt();
+    module->removeAttr("tsr.peak_alloc_bytes");
+  }
   return sig;
 }
 
 LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                                                const TargetBackend &target,
                                                StringRef dir,
-                                               const TrainingManifest *train) {
+                                               const TrainingManifest *train,
+                                               ArtifactSignature *outSig) {
   FailureOr<ArtifactSignature> sig = lowerModel(module, target);
   if (failed(sig))
     return failure();
+  if (outSig)
+    *outSig = *sig;
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError("cannot create output directory '")
            << dir << "': " << ec.message();

@@ -41,7 +41,7 @@ std::string getCpuPipeline(const CpuTargetOptions &options) {
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-results-to-out-params{modify-public-functions},"
           "buffer-deallocation-pipeline,"
-          "convert-bufferization-to-memref,"
+          "convert-bufferization-to-memref,tsr-cpu-memory-plan,"
           "tsr-linalg-to-blas,"
           "func.func(tsr-cpu-vectorize{vector-size=" +
           Twine(options.vectorSize) +
@@ -50,7 +50,7 @@ std::string getCpuPipeline(const CpuTargetOptions &options) {
           "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
           "convert-math-to-llvm,convert-math-to-libm,"
           "convert-vector-to-llvm{reassociate-fp-reductions},"
-          "finalize-memref-to-llvm,"
+          "finalize-memref-to-llvm{use-generic-functions},"
           "arith-expand,convert-arith-to-llvm,convert-index-to-llvm,"
           "convert-cf-to-llvm,"
           "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"

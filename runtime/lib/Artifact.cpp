@@ -692,10 +692,13 @@ tsr_status_t checkTrain(Manifest &manifest) {
                                        ": a second output with role "
                                        "\"loss\" (" +
                                        where("outputs", loss) + " is one)");
-    if (output.dtype != TSR_DTYPE_FLOAT32 || !output.shape.empty())
-      return fail(TSR_ERROR_PARSE, where("outputs", i) + " (loss '" +
-                                       output.name + "') is " + typeOf(output) +
-                                       ", expected a float32 scalar");
+    if ((output.dtype != TSR_DTYPE_FLOAT32 &&
+         output.dtype != TSR_DTYPE_FLOAT64) ||
+        !output.shape.empty())
+      return fail(TSR_ERROR_PARSE,
+                  where("outputs", i) + " (loss '" + output.name + "') is " +
+                      typeOf(output) +
+                      ", expected a float32 or float64 scalar");
     loss = static_cast<int64_t>(i);
   }
   if (loss < 0)

@@ -237,7 +237,11 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
                               outputs.data(), outputs.size()))
     return s;
   size_t loss = trainer.artifact->manifest.train.lossOutput;
-  outLoss = *static_cast<const float *>(trainer.outputs[loss]->data);
+  const tsr_tensor &lossTensor = *trainer.outputs[loss];
+  outLoss =
+      lossTensor.dtype == TSR_DTYPE_FLOAT64
+          ? static_cast<float>(*static_cast<const double *>(lossTensor.data))
+          : *static_cast<const float *>(lossTensor.data);
   for (const auto &[output, input] : trainer.swaps)
     std::swap(trainer.outputs[output]->data, trainer.inputs[input]->data);
   return TSR_OK;

@@ -24,6 +24,7 @@
 #include "tessera/Pipelines/Training.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
@@ -136,6 +137,12 @@ static cl::opt<double>
                  cl::desc("Global-norm gradient clipping (0: off)"),
                  cl::init(0.0), cl::cat(trainCat));
 
+static cl::opt<bool>
+    report("report",
+           cl::desc("Print the static memory footprint of the compiled "
+                    "function: parameters, gradients, optimizer state, batch "
+                    "and peak activations, in bytes"));
+
 static int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tessera-compile") << message << "\n";
   return 1;
@@ -204,10 +211,10 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   if (lossKind == "cross_entropy" && labels.size() == 1) {
     // The classes are the last dimension of the logits, which the loss
     // moved to dimension 1; the label's shape drops it.
-    for (Operation &op : step.getBody().getOps())
-      if (auto sce = dyn_cast<tsr::SoftmaxCrossEntropyLossOp>(op))
-        train.numClasses =
-            cast<RankedTensorType>(sce.getScores().getType()).getDimSize(1);
+    module.walk([&](tsr::SoftmaxCrossEntropyLossOp sce) {
+      train.numClasses =
+          cast<RankedTensorType>(sce.getScores().getType()).getDimSize(1);
+    });
     auto nameOf = [&](unsigned i) {
       return step.getArgAttrOfType<StringAttr>(i, "tsr.name").str();
     };
@@ -222,6 +229,53 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
     }
   }
   return train;
+}
+
+static int64_t tensorBytes(const tessera::ArtifactTensor &t) {
+  int64_t elements = 1;
+  for (int64_t d : t.shape)
+    elements *= d;
+  int64_t width = t.dtype == "bool" || t.dtype.find("8") != std::string::npos
+                      ? 1
+                  : t.dtype.find("16") != std::string::npos ? 2
+                  : t.dtype.find("64") != std::string::npos ? 8
+                                                            : 4;
+  return elements * width;
+}
+
+/// The static footprint of one call, from the manifest's roles and the
+/// memory plan of the lowered function.
+static void printReport(const tessera::ArtifactSignature &sig) {
+  int64_t params = 0, state = 0, batch = 0, grads = 0, outputs = 0;
+  for (const auto &t : sig.inputs) {
+    if (t.role == "param")
+      params += tensorBytes(t);
+    else if (t.role == "state")
+      state += tensorBytes(t);
+    else
+      batch += tensorBytes(t);
+  }
+  for (const auto &t : sig.outputs) {
+    outputs += tensorBytes(t);
+    // Every updated parameter had a gradient; grad mode returns them.
+    if (t.role == "grad" || (t.role == "param" && t.updates))
+      grads += tensorBytes(t);
+  }
+  int64_t peak = sig.peakAllocBytes.value_or(0);
+  auto row = [](const char *what, int64_t bytes, const char *note) {
+    llvm::outs() << llvm::formatv("  {0,-18}{1,14}  {2}\n", what, bytes, note);
+  };
+  llvm::outs() << "memory footprint of one call of the " << sig.mode
+               << " function (bytes):\n";
+  row("parameters", params, "inputs with role param");
+  row("gradients", grads, "one per trained parameter (inside the step)");
+  row("optimizer state", state, "inputs with role state");
+  row("batch", batch, "data and label inputs");
+  row("outputs", outputs, "loss, updated parameters and state");
+  row("peak activations", peak,
+      "most bytes the function itself holds at once (gradients included)");
+  row("total", params + state + batch + outputs + peak,
+      "caller's buffers plus the peak");
 }
 
 int main(int argc, char **argv) {
@@ -301,8 +355,11 @@ int main(int argc, char **argv) {
     module->print(llvm::outs());
     return 0;
   }
+  tessera::ArtifactSignature sig;
   if (failed(tessera::compileToArtifact(*module, *target, outputDir,
-                                        train ? &*train : nullptr)))
+                                        train ? &*train : nullptr, &sig)))
     return 1;
+  if (report)
+    printReport(sig);
   return 0;
 }

@@ -48,6 +48,8 @@ struct TrainingManifest {
 struct ArtifactSignature {
   std::string mode = "infer";
   SmallVector<ArtifactTensor> inputs, outputs;
+  /// Peak bytes the model function allocates itself (tsr-cpu-memory-plan).
+  std::optional<int64_t> peakAllocBytes;
 };
 
 class TargetBackend {
@@ -88,7 +90,8 @@ FailureOr<ArtifactSignature> lowerModel(ModuleOp module,
 /// copied to `dir`/model.onnx.
 LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
                                 StringRef dir,
-                                const TrainingManifest *train = nullptr);
+                                const TrainingManifest *train = nullptr,
+                                ArtifactSignature *outSig = nullptr);
 
 /// Registers the named pipelines (`tsr-cpu-codegen`) for tessera-opt.
 void registerTesseraPipelines();

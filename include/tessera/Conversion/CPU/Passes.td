@@ -152,6 +152,38 @@ def TsrCpuVectorize : Pass<"tsr-cpu-vectorize", "func::FuncOp"> {
                            "mlir::ub::UBDialect"];
 }
 
+def TsrCpuMemoryPlan : Pass<"tsr-cpu-memory-plan", "ModuleOp"> {
+  let summary = "Record the peak bytes of the buffers the model function allocates";
+  let description = [{
+    Runs on buffers, after deallocation was made explicit: walks the model
+    function in program order, adding the size of every `memref.alloc` and
+    subtracting it at its `memref.dealloc`, descending into loops (one
+    iteration) and into calls (whose own peak adds to the caller's live
+    bytes), and records the largest total as the module attribute
+    `tsr.peak_alloc_bytes`. This is what the running step requests from the
+    runtime's allocator at its worst moment (the caller's input and output
+    buffers are not included); `tessera-compile --report` prints it.
+
+    Before:
+
+    ```mlir
+    func.func @tessera_model(%x: memref<4xf32>, %y: memref<4xf32>) {
+      %a = memref.alloc() : memref<4xf32>
+      %b = memref.alloc() : memref<8xf32>
+      memref.dealloc %a : memref<4xf32>
+      memref.dealloc %b : memref<8xf32>
+      return
+    }
+    ```
+
+    After: the same module with `attributes {tsr.peak_alloc_bytes = 48 : i64}`.
+  }];
+  let options = [
+    Option<"modelFunction", "model-function", "std::string",
+           /*default=*/"\"tessera_model\"", "Name of the model function">,
+  ];
+}
+
 def TsrCpuEntryPoint : Pass<"tsr-cpu-entry-point", "ModuleOp"> {
   let summary = "Add the artifact's `tessera_entry(void **args)` wrapper";
   let description = [{
