@@ -7,8 +7,10 @@ debs=(
   cmake ninja-build ccache pkg-config libclang-rt-22-dev
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22 clang-format-22
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev zlib1g-dev
   python3 python3-venv python3-numpy
+  # bench/train.py: PyTorch eager baseline on Debian's own Python
+  python3-torch python3-onnx
 )
 missing=()
 for p in "${debs[@]}"; do
