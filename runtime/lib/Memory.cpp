@@ -6,12 +6,20 @@
 // the returned (aligned) pointer, so that free needs no lookup and the
 // counters see exactly the bytes compiled code asked for.
 //
+// A training step allocates the same sizes in the same order every call, and
+// glibc returns large blocks to the kernel on free (mmap), so every step
+// would fault its activations in afresh. Freed blocks are therefore kept in
+// a cache keyed by their malloc size, up to kCacheLimit bytes, and reused.
+//
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeInternal.h"
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 using namespace tsr;
 
@@ -55,8 +63,49 @@ Counter tensors;
 struct alignas(16) Header {
   void *base;
   size_t size;
+  size_t total;
 };
-static_assert(sizeof(Header) == 16, "the header keeps 16-byte alignment");
+static_assert(sizeof(Header) % 16 == 0, "the header keeps 16-byte alignment");
+
+/// Freed blocks by malloc size, reused before calling malloc again.
+class BlockCache {
+public:
+  void *take(size_t total) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = blocks.find(total);
+    if (it == blocks.end() || it->second.empty())
+      return nullptr;
+    void *base = it->second.back();
+    it->second.pop_back();
+    cached -= total;
+    return base;
+  }
+
+  void give(void *base, size_t total) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (cached + total <= kCacheLimit) {
+        blocks[total].push_back(base);
+        cached += total;
+        return;
+      }
+    }
+    std::free(base);
+  }
+
+private:
+  static constexpr size_t kCacheLimit = size_t(1) << 30;
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void *>> blocks;
+  size_t cached = 0;
+};
+
+/// Never destroyed: compiled code may free during static destruction, and
+/// the blocks stay reachable (not leaked) until exit.
+BlockCache &cache() {
+  static BlockCache *instance = new BlockCache();
+  return *instance;
+}
 
 void *allocate(size_t alignment, size_t size) {
   if (alignment < alignof(Header))
@@ -66,7 +115,9 @@ void *allocate(size_t alignment, size_t size) {
   size_t total;
   if (__builtin_add_overflow(size, sizeof(Header) + alignment - 1, &total))
     return nullptr;
-  char *base = static_cast<char *>(std::malloc(total));
+  char *base = static_cast<char *>(cache().take(total));
+  if (!base)
+    base = static_cast<char *>(std::malloc(total));
   if (!base)
     return nullptr;
   uintptr_t start = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
@@ -74,6 +125,7 @@ void *allocate(size_t alignment, size_t size) {
   Header *header = reinterpret_cast<Header *>(aligned) - 1;
   header->base = base;
   header->size = size;
+  header->total = total;
   compiledCode.add(size);
   return reinterpret_cast<void *>(aligned);
 }
@@ -101,7 +153,7 @@ void _mlir_memref_to_llvm_free(void *ptr) {
     return;
   Header *header = static_cast<Header *>(ptr) - 1;
   compiledCode.subtract(header->size);
-  std::free(header->base);
+  cache().give(header->base, header->total);
 }
 
 void tsr_memory_stats(size_t *out_current, size_t *out_peak) {
