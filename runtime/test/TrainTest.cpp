@@ -370,7 +370,11 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
   expectLoadError(linearWith(R"("loss", "dtype": "float32", "shape": [])",
                              R"("loss", "dtype": "float32", "shape": [1])"),
                   "outputs[0] (loss 'loss') is float32[1], expected a float32 "
-                  "scalar");
+                  "or float64 scalar");
+  expectLoadError(linearWith(R"("loss", "dtype": "float32", "shape": [])",
+                             R"("loss", "dtype": "int64", "shape": [])"),
+                  "outputs[0] (loss 'loss') is int64[], expected a float32 "
+                  "or float64 scalar");
   expectLoadError(linearWith(R"("onnx": "model.onnx",)", ""),
                   "missing \"onnx\" (param inputs take their initial values "
                   "from its initializers)");
