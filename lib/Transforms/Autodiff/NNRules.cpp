@@ -506,15 +506,17 @@ FailureOr<Value> foldBorder(tsr::PadOp op, GradientBuilder &g, Value grad,
   bool reflect = op.getMode() == "reflect" && n > 1;
   if (!reflect) {
     // Edge: the border copies of the first and last element sum onto them.
+    auto sumRange = [&](int64_t start, int64_t limit) {
+      Value part = sliceDim(g, grad, dim, start, limit);
+      return limit - start == 1 ? part
+                                : g.reduceSum(part, {dim}, /*keepdims=*/true);
+    };
     if (n == 1)
-      return g.reduceSum(grad, {dim}, /*keepdims=*/true);
-    SmallVector<Value> parts = {
-        g.reduceSum(sliceDim(g, grad, dim, 0, lo + 1), {dim}, true)};
+      return sumRange(0, lo + 1 + hi);
+    SmallVector<Value> parts = {sumRange(0, lo + 1)};
     if (n > 2)
       parts.push_back(sliceDim(g, grad, dim, lo + 1, lo + n - 1));
-    parts.push_back(g.reduceSum(sliceDim(g, grad, dim, lo + n - 1, lo + n + hi),
-                                {dim},
-                                /*keepdims=*/true));
+    parts.push_back(sumRange(lo + n - 1, lo + n + hi));
     OpBuilder &b = g.builder();
     return Value(
         tsr::ConcatOp::create(b, g.getLoc(), parts, b.getI64IntegerAttr(dim)));
