@@ -60,17 +60,7 @@ STEP = 1e-6
 
 # Known-wrong rules: ONNX op or case name -> reason. Reported, not failing the
 # run; an XFAIL that passes is reported as XPASS.
-XFAIL = {
-    "Mod": "ElementwiseRules gives tsr.mod a zero gradient; "
-           "d/dlhs = 1 and d/drhs = −trunc(lhs/rhs) (fmod) or "
-           "−floor(lhs/rhs)",
-    "SoftmaxCrossEntropyLoss (weights)":
-        "StructuredRules gives the class weights no gradient (they get "
-        "zeros)",
-    "NegativeLogLikelihoodLoss (weights)":
-        "StructuredRules gives the class weights no gradient (they get "
-        "zeros)",
-}
+XFAIL = {}
 
 # What cannot be checked, and why.
 UNSUPPORTED = [
@@ -101,15 +91,13 @@ DIFFERENTIABLE_TSR_OPS = {
     "reduce_max", "reduce_min", "reduce_prod", "cumsum", "topk", "reshape",
     "transpose", "broadcast", "concat", "slice", "gather", "gather_elements",
     "scatter_elements", "tile", "pad", "trilu", "dropout",
-    "softmax_cross_entropy_loss", "nll_loss",
+    "softmax_cross_entropy_loss", "nll_loss", "mod",
 }
 NON_DIFFERENTIABLE_TSR_OPS = {
     # Piecewise constant, boolean or integer-valued: zero gradient.
     "sign", "floor", "ceil", "round", "is_nan", "not", "and", "or", "xor",
     "equal", "less", "less_equal", "greater", "greater_equal", "argmax",
     "argmin", "one_hot", "constant", "stop_gradient",
-    # Differentiable in truth, but its rule passes nothing (see XFAIL).
-    "mod",
     # The backward ops themselves (no second derivatives).
     "conv_backward_data", "conv_backward_filter", "max_pool_grad",
 }
@@ -291,7 +279,7 @@ binary("Min", separated_pair)
 
 @op("Mod")
 def _(m):
-    a = m.input(np.array([2.3, -1.7, 4.1, -3.2]))
+    a = m.input(np.array([2.3, -1.7, 4.1, -3.0]))
     b = m.input(np.array([0.9, 1.1, -1.3, 1.6]))
     m.loss(m.node("Mod", [a, b], fmod=1))
 

@@ -246,6 +246,18 @@ BinaryGrads minGrad(Operation *, GradientBuilder &g, Value a, Value b, Value,
   return {g.select(takeB, zeroLike(g, dy), dy),
           g.select(takeB, dy, zeroLike(g, dy))};
 }
+BinaryGrads modGrad(Operation *op, GradientBuilder &g, Value a, Value b, Value,
+                    Value dy) {
+  // a mod b = a − b·q with q = trunc(a/b) (fmod) or floor(a/b), piecewise
+  // constant: d/da = 1, d/db = −q.
+  OpBuilder &builder = g.builder();
+  Value ratio = g.div(a, b);
+  Value q = tsr::FloorOp::create(builder, g.getLoc(), ratio);
+  if (cast<tsr::ModOp>(op).getFmod())
+    q = g.select(g.less(ratio, zeroLike(g, ratio)),
+                 tsr::CeilOp::create(builder, g.getLoc(), ratio), q);
+  return {dy, g.neg(g.mul(dy, q))};
+}
 BinaryGrads preluGrad(Operation *, GradientBuilder &g, Value x, Value slope,
                       Value, Value dy) {
   Value neg = g.less(x, zeroLike(g, x));
@@ -345,12 +357,13 @@ void mlir::tessera::registerElementwiseGradientRules(
     BINARY(MaxOp, maxGrad);
     BINARY(MinOp, minGrad);
     BINARY(PReluOp, preluGrad);
+    BINARY(ModOp, modGrad);
 #undef UNARY
 #undef BINARY
     WhereOp::attachInterface<WhereGradient>(*ctx);
     StopGradientOp::attachInterface<StopGradient>(*ctx);
-    attachZero<SignOp, FloorOp, CeilOp, RoundOp, IsNaNOp, NotOp, ModOp, AndOp,
-               OrOp, XorOp, EqualOp, LessOp, LessEqualOp, GreaterOp,
-               GreaterEqualOp, ArgMaxOp, ArgMinOp, OneHotOp>(ctx);
+    attachZero<SignOp, FloorOp, CeilOp, RoundOp, IsNaNOp, NotOp, AndOp, OrOp,
+               XorOp, EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+               ArgMaxOp, ArgMinOp, OneHotOp>(ctx);
   });
 }

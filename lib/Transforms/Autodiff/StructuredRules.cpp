@@ -356,6 +356,54 @@ Value lossCoefficient(OpTy op, GradientBuilder &g, Value dy, Value input) {
   return coef;
 }
 
+/// The coefficient (shaped like the target) as [N, 1, D...].
+Value coefficientOverClasses(GradientBuilder &g, Value coef) {
+  SmallVector<int64_t> shape(tensorType(coef).getShape());
+  shape.insert(shape.begin() + 1, 1);
+  return g.reshape(coef, shape);
+}
+
+/// The adjoint of the class weights [C]: Σ over positions with target c of
+/// their share of the loss. Per position i with target t and loss term
+/// ℓᵢ = −x[t] (x the log-probabilities), the loss is Σ w[tᵢ]ℓᵢ ("sum"),
+/// w[tᵢ]ℓᵢ ("none"), or Σ w[tᵢ]ℓᵢ / Σ w[tᵢ] ("mean", whose denominator
+/// depends on the weights too). Ignored positions contribute nothing.
+template <typename OpTy>
+Value weightsGrad(OpTy op, GradientBuilder &g, Value dy, Value logProbs,
+                  Value oneHot) {
+  RankedTensorType inType = tensorType(logProbs);
+  int64_t rank = inType.getRank();
+  SmallVector<int64_t> nonClass{0};
+  for (int64_t d = 2; d < rank; ++d)
+    nonClass.push_back(d);
+  // ℓᵢ, shaped like the target.
+  Value loss = g.neg(g.reduceSum(g.mul(oneHot, logProbs), {1},
+                                 /*keepdims=*/false));
+  Value target = op.getTarget();
+  RankedTensorType targetType = tensorType(target);
+  Value valid = g.splat(targetType.clone(inType.getElementType()), 1.0);
+  if (auto ignore = op.getIgnoreIndex()) {
+    Value ignored = g.equal(
+        target, g.splat(RankedTensorType::get({}, targetType.getElementType()),
+                        double(*ignore)));
+    valid = g.select(ignored, g.scalarLike(loss, 0.0), valid);
+  }
+  Value share;
+  StringRef reduction = op.getReduction();
+  if (reduction == "mean") {
+    SmallVector<int64_t> all =
+        llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()));
+    Value w = tsr::GatherOp::create(g.builder(), g.getLoc(), op.getWeights(),
+                                    target, g.builder().getI64IntegerAttr(0));
+    Value total = g.reduceSum(g.mul(w, valid), all, /*keepdims=*/false);
+    share = g.div(g.mul(g.sub(loss, op.getResult()), dy), total);
+  } else {
+    share = g.mul(loss, dy);
+  }
+  share = coefficientOverClasses(g, g.mul(share, valid));
+  return g.reduceSum(g.mul(oneHot, share), nonClass, /*keepdims=*/false);
+}
+
 /// one_hot(target) over the classes on dimension 1 of `input`'s type.
 Value oneHotClasses(GradientBuilder &g, Value target, Value input) {
   RankedTensorType inType = tensorType(input);
@@ -363,13 +411,6 @@ Value oneHotClasses(GradientBuilder &g, Value target, Value input) {
   return tsr::OneHotOp::create(
       b, g.getLoc(), inType, target, b.getI64IntegerAttr(inType.getDimSize(1)),
       b.getI64IntegerAttr(1), b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0));
-}
-
-/// The coefficient (shaped like the target) as [N, 1, D...].
-Value coefficientOverClasses(GradientBuilder &g, Value coef) {
-  SmallVector<int64_t> shape(tensorType(coef).getShape());
-  shape.insert(shape.begin() + 1, 1);
-  return g.reshape(coef, shape);
 }
 
 LogicalResult softmaxCrossEntropyRule(tsr::SoftmaxCrossEntropyLossOp op,
@@ -384,8 +425,13 @@ LogicalResult softmaxCrossEntropyRule(tsr::SoftmaxCrossEntropyLossOp op,
   Value coef = coefficientOverClasses(g, lossCoefficient(op, g, dy, scores));
   Value probs = tsr::SoftmaxOp::create(g.builder(), g.getLoc(), scores,
                                        g.builder().getI64IntegerAttr(1));
-  operandGrads[0] =
-      g.mul(g.sub(probs, oneHotClasses(g, op.getTarget(), scores)), coef);
+  Value oneHot = oneHotClasses(g, op.getTarget(), scores);
+  operandGrads[0] = g.mul(g.sub(probs, oneHot), coef);
+  if (op.getWeights()) {
+    Value logProbs = tsr::LogSoftmaxOp::create(
+        g.builder(), g.getLoc(), scores, g.builder().getI64IntegerAttr(1));
+    operandGrads[2] = weightsGrad(op, g, dy, logProbs, oneHot);
+  }
   return success();
 }
 
@@ -397,7 +443,10 @@ LogicalResult nllRule(tsr::NegativeLogLikelihoodLossOp op, GradientBuilder &g,
     return success();
   Value input = op.getInput();
   Value coef = coefficientOverClasses(g, lossCoefficient(op, g, dy, input));
-  operandGrads[0] = g.neg(g.mul(oneHotClasses(g, op.getTarget(), input), coef));
+  Value oneHot = oneHotClasses(g, op.getTarget(), input);
+  operandGrads[0] = g.neg(g.mul(oneHot, coef));
+  if (op.getWeights())
+    operandGrads[2] = weightsGrad(op, g, dy, input, oneHot);
   return success();
 }
 
