@@ -15,6 +15,11 @@ import numpy as np
 
 from tessera import runtime
 
+# An ASan build preloads its sanitizer runtime into this interpreter
+# (TESSERA_PYTHON_TEST_ENV); the tools it runs link their own copy.
+os.environ.pop("LD_PRELOAD", None)
+
+
 FAKE = os.environ["TSR_TEST_FAKE_ARTIFACT"]
 LINEAR = os.environ["TSR_TEST_LINEAR_ARTIFACT"]
 TOOL = os.environ["TSR_TEST_RUN_TOOL"]

@@ -50,6 +50,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
+# An ASan build preloads its sanitizer runtime into this interpreter
+# (TESSERA_PYTHON_TEST_ENV); the tools it runs link their own copy.
+os.environ.pop("LD_PRELOAD", None)
+
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 from tessera.runtime import Artifact  # noqa: E402

@@ -25,6 +25,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+# An ASan build preloads its sanitizer runtime into this interpreter
+# (TESSERA_PYTHON_TEST_ENV); the tools it runs link their own copy.
+os.environ.pop("LD_PRELOAD", None)
+
+
 BATCH, STEPS = 16, 3
 RTOL, ATOL = 2e-5, 1e-6
 

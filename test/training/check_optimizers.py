@@ -29,6 +29,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+# An ASan build preloads its sanitizer runtime into this interpreter
+# (TESSERA_PYTHON_TEST_ENV); the tools it runs link their own copy.
+os.environ.pop("LD_PRELOAD", None)
+
+
 RTOL, ATOL = 1e-12, 1e-14
 STEPS = 3
 
