@@ -66,7 +66,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from charlm_data import (DEFAULT_CORPUS, batch, build_vocab, corpus_files, cross_entropy,
                          encode, read_corpus, split, uniform_loss)
-from make_models import IR_VERSION, GraphBuilder
+from make_models import GraphBuilder
 
 SEED = 20240502
 INIT_STD = 0.02  # GPT-2
