@@ -23,7 +23,7 @@
 # that says which); 2 on a usage or setup error (a missing tool).
 #
 # The default of 760 steps was measured on a 2-core Xeon VM: 7 s of training
-# (about 9 ms/step), 11 s in all on a quiet machine, up to ~45 s beside a
+# (about 9 ms/step), 11 s in all on a quiet machine, 17 s beside a
 # parallel build. The loss goes from 4.480 (ln 86 = 4.454) to 1.564 at step
 # 760. It first dips below 2.0 at step 349, but the per-batch loss is noisy
 # (which licence text a batch holds matters as much as training): 760 is a
