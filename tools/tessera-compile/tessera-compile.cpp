@@ -32,33 +32,35 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory compileCat("Compilation");
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::Required);
+                                      cl::Required, cl::cat(compileCat));
 static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"),
-                                      cl::value_desc("dir"));
+                                      cl::value_desc("dir"),
+                                      cl::cat(compileCat));
 static cl::opt<std::string>
     mode("mode",
          cl::desc("What to compile: infer (the model), grad (loss and "
                   "gradients), train (one optimizer step)"),
-         cl::init("infer"));
+         cl::init("infer"), cl::cat(compileCat));
 static cl::opt<std::string> targetName("target",
                                        cl::desc("Code generation target: cpu"),
-                                       cl::init("cpu"));
+                                       cl::init("cpu"), cl::cat(compileCat));
 static cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Static shape of a graph input: NAME=DxDx... "
                          "(repeatable; required for symbolic dimensions)"),
-                cl::value_desc("NAME=DxD..."));
+                cl::value_desc("NAME=DxD..."), cl::cat(compileCat));
 static cl::opt<std::string>
     emit("emit",
          cl::desc("Stop after a stage and print its IR: tsr, llvm-dialect"),
-         cl::init(""));
+         cl::init(""), cl::cat(compileCat));
 
 static cl::opt<int64_t> cpuVectorSize(
     "cpu-vector-size",
     cl::desc("--target=cpu: most elements in one vector of tsr-cpu-vectorize "
              "(0: no vectorization, scalar loops)"),
-    cl::init(tessera::CpuTargetOptions().vectorSize));
+    cl::init(tessera::CpuTargetOptions().vectorSize), cl::cat(compileCat));
 
 static cl::OptionCategory trainCat("Training (--mode=grad|train)");
 static cl::opt<std::string>
@@ -141,7 +143,8 @@ static cl::opt<bool>
     report("report",
            cl::desc("Print the static memory footprint of the compiled "
                     "function: parameters, gradients, optimizer state, batch "
-                    "and peak activations, in bytes"));
+                    "and peak activations, in bytes"),
+           cl::cat(compileCat));
 
 static int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tessera-compile") << message << "\n";
@@ -283,6 +286,8 @@ int main(int argc, char **argv) {
   registerAllPasses();
   tessera::registerTesseraCPUPasses();
   tessera::registerTsrToLinalgPasses();
+  // --help lists Tessera's options only; LLVM's and MLIR's stay settable.
+  cl::HideUnrelatedOptions({&compileCat, &trainCat});
   cl::ParseCommandLineOptions(argc, argv, "Tessera compiler driver\n");
 
   if (mode != "infer" && mode != "grad" && mode != "train")
