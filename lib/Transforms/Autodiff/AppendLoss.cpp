@@ -5,6 +5,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -19,9 +20,7 @@ using namespace mlir::tessera;
 namespace {
 
 StringRef resultName(func::FuncOp f, unsigned i) {
-  if (auto s = f.getResultAttrOfType<StringAttr>(i, "tsr.name"))
-    return s.getValue();
-  return "";
+  return getResultString(f, i, "tsr.name");
 }
 
 std::string resultList(func::FuncOp f) {
@@ -43,18 +42,9 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
-        funcs.push_back(f);
-    if (funcs.size() != 1) {
-      module.emitError("tsr-append-loss expects exactly one public "
-                       "function, found ")
-          << funcs.size();
-      return signalPassFailure();
-    }
-    if (failed(run(funcs.front())))
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(getOperation(), getArgument());
+    if (failed(f) || failed(run(*f)))
       signalPassFailure();
   }
 

@@ -6,6 +6,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrInterfaces.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "llvm/Support/GlobPattern.h"
 
 namespace mlir::tessera {
@@ -27,30 +28,15 @@ struct GradLocListener : OpBuilder::Listener {
   }
 };
 
-StringRef stringArgAttr(func::FuncOp f, unsigned i, StringRef name) {
-  if (auto s = f.getArgAttrOfType<StringAttr>(i, name))
-    return s.getValue();
-  return "";
-}
-
 bool isFloatTensor(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
 
 struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
-        funcs.push_back(f);
-    if (funcs.size() != 1) {
-      module.emitError("tsr-autodiff expects exactly one public function, "
-                       "found ")
-          << funcs.size();
-      return signalPassFailure();
-    }
-    if (failed(differentiate(funcs.front())))
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(getOperation(), getArgument());
+    if (failed(f) || failed(differentiate(*f)))
       signalPassFailure();
   }
 
@@ -68,9 +54,9 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
     }
     SmallVector<unsigned> wrt;
     for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
-      StringRef role = stringArgAttr(f, i, "tsr.role");
+      StringRef role = getArgString(f, i, "tsr.role");
       if (role == "param") {
-        StringRef name = stringArgAttr(f, i, "tsr.name");
+        StringRef name = getArgString(f, i, "tsr.name");
         bool isFrozen = false;
         for (auto [j, p] : llvm::enumerate(patterns))
           if (p.match(name))
@@ -186,7 +172,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
     f.setType(b.getFunctionType(f.getArgumentTypes(), resultTypes));
     SmallVector<DictionaryAttr> resultAttrs{lossAttrs};
     for (unsigned i : *wrt) {
-      std::string name = ("grad." + stringArgAttr(f, i, "tsr.name")).str();
+      std::string name = ("grad." + getArgString(f, i, "tsr.name")).str();
       resultAttrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("tsr.name", b.getStringAttr(name)),
            b.getNamedAttr("tsr.role", b.getStringAttr("grad")),
@@ -198,3 +184,30 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
 };
 
 } // namespace
+
+FailureOr<func::FuncOp> mlir::tessera::getTrainingFunction(ModuleOp module,
+                                                           StringRef pass) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic() && !f.isExternal())
+      funcs.push_back(f);
+  if (funcs.size() != 1)
+    return module.emitError()
+           << pass << " expects exactly one public function, found "
+           << funcs.size();
+  return funcs.front();
+}
+
+StringRef mlir::tessera::getArgString(func::FuncOp f, unsigned i,
+                                      StringRef attr) {
+  if (auto s = f.getArgAttrOfType<StringAttr>(i, attr))
+    return s.getValue();
+  return "";
+}
+
+StringRef mlir::tessera::getResultString(func::FuncOp f, unsigned i,
+                                         StringRef attr) {
+  if (auto s = f.getResultAttrOfType<StringAttr>(i, attr))
+    return s.getValue();
+  return "";
+}

@@ -77,6 +77,14 @@ Value GradientBuilder::reshape(Value x, ArrayRef<int64_t> shape) {
   return tsr::ReshapeOp::create(b, loc, type.clone(shape), x);
 }
 
+Value GradientBuilder::slice(Value x, ArrayRef<int64_t> starts,
+                             ArrayRef<int64_t> limits,
+                             ArrayRef<int64_t> steps) {
+  return tsr::SliceOp::create(b, loc, x, b.getDenseI64ArrayAttr(starts),
+                              b.getDenseI64ArrayAttr(limits),
+                              b.getDenseI64ArrayAttr(steps));
+}
+
 Value GradientBuilder::transpose(Value x, ArrayRef<int64_t> perm) {
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
     return x;

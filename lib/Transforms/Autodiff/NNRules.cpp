@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
@@ -27,44 +28,21 @@ using namespace mlir::tessera;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-bool isFloat(Value v) {
-  return isa<FloatType>(getElementTypeOrSelf(v.getType()));
-}
-
-int64_t product(ArrayRef<int64_t> values) {
-  int64_t p = 1;
-  for (int64_t v : values)
-    p *= v;
-  return p;
-}
-
 /// Zeros of `v`'s type.
 Value zerosLike(GradientBuilder &g, Value v) {
-  return g.splat(tensorType(v), 0.0);
-}
-
-Value slice(GradientBuilder &g, Value x, ArrayRef<int64_t> starts,
-            ArrayRef<int64_t> limits, ArrayRef<int64_t> steps) {
-  OpBuilder &b = g.builder();
-  return tsr::SliceOp::create(b, g.getLoc(), x, b.getDenseI64ArrayAttr(starts),
-                              b.getDenseI64ArrayAttr(limits),
-                              b.getDenseI64ArrayAttr(steps));
+  return g.splat(getTensorType(v), 0.0);
 }
 
 /// x[start:limit:step] along dimension `dim`, whole along the others.
 Value sliceDim(GradientBuilder &g, Value x, int64_t dim, int64_t start,
                int64_t limit, int64_t step = 1) {
-  ArrayRef<int64_t> shape = tensorType(x).getShape();
+  ArrayRef<int64_t> shape = getTensorType(x).getShape();
   SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
       steps(shape.size(), 1);
   starts[dim] = start;
   limits[dim] = limit;
   steps[dim] = step;
-  return slice(g, x, starts, limits, steps);
+  return g.slice(x, starts, limits, steps);
 }
 
 /// Zero padding by `pads` (begin pads then end pads; negative ones crop).
@@ -80,7 +58,7 @@ Value zeroPad(GradientBuilder &g, Value x, ArrayRef<int64_t> pads) {
 /// Zero padding of dimension `dim` only.
 Value zeroPadDim(GradientBuilder &g, Value x, int64_t dim, int64_t begin,
                  int64_t end) {
-  int64_t rank = tensorType(x).getRank();
+  int64_t rank = getTensorType(x).getRank();
   SmallVector<int64_t> pads(2 * rank, 0);
   pads[dim] = begin;
   pads[rank + dim] = end;
@@ -99,7 +77,8 @@ Value scatter(GradientBuilder &g, Value into, Value indices, Value updates,
 Value gatherElements(GradientBuilder &g, Value data, Value indices,
                      int64_t axis) {
   OpBuilder &b = g.builder();
-  Type type = tensorType(indices).clone(getElementTypeOrSelf(data.getType()));
+  Type type =
+      getTensorType(indices).clone(getElementTypeOrSelf(data.getType()));
   return tsr::GatherElementsOp::create(b, g.getLoc(), type, data, indices,
                                        b.getI64IntegerAttr(axis));
 }
@@ -123,7 +102,8 @@ LogicalResult convRule(tsr::ConvOp op, GradientBuilder &g,
       op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr());
   if (op.getBias()) {
     SmallVector<int64_t> axes = {0};
-    llvm::append_range(axes, llvm::seq<int64_t>(2, tensorType(dy).getRank()));
+    llvm::append_range(axes,
+                       llvm::seq<int64_t>(2, getTensorType(dy).getRank()));
     operandGrads[2] = g.reduceSum(dy, axes, /*keepdims=*/false);
   }
   return success();
@@ -133,7 +113,7 @@ LogicalResult maxPoolRule(tsr::MaxPoolOp op, GradientBuilder &g,
                           ArrayRef<Value> resultGrads,
                           SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   operandGrads[0] = tsr::MaxPoolGradOp::create(
       g.builder(), g.getLoc(), op.getX().getType(), op.getX(), dy,
@@ -150,13 +130,13 @@ LogicalResult avgPoolRule(tsr::AvgPoolOp op, GradientBuilder &g,
                           ArrayRef<Value> resultGrads,
                           SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
-  RankedTensorType xType = tensorType(op.getX());
+  RankedTensorType xType = getTensorType(op.getX());
   Type elem = xType.getElementType();
   ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
                     pads = op.getPads(), dilations = op.getDilations();
-  ArrayRef<int64_t> out = tensorType(dy).getShape().drop_front(2);
+  ArrayRef<int64_t> out = getTensorType(dy).getShape().drop_front(2);
   int64_t k = kernel.size(), channels = xType.getDimSize(1);
 
   // The separable per-position counts, as the lowering computes them.
@@ -179,7 +159,7 @@ LogicalResult avgPoolRule(tsr::AvgPoolOp op, GradientBuilder &g,
     convPads[k + i] = std::max<int64_t>(0, needed - in - pads[i]);
   }
   SmallVector<double> inverse;
-  for (int64_t flat = 0, e = product(out); flat < e; ++flat) {
+  for (int64_t flat = 0, e = computeProduct(out); flat < e; ++flat) {
     int64_t rest = flat, c = 1;
     for (int64_t i = k - 1; i >= 0; --i) {
       c *= counts[i][rest % out[i]];
@@ -213,7 +193,7 @@ LogicalResult batchNormRule(tsr::BatchNormOp op, GradientBuilder &g,
   if (!dy)
     return success();
   Value x = op.getX(), scale = op.getScale();
-  RankedTensorType xType = tensorType(x);
+  RankedTensorType xType = getTensorType(x);
   int64_t rank = xType.getRank();
   SmallVector<int64_t> channelShape(rank, 1);
   channelShape[1] = xType.getDimSize(1);
@@ -252,7 +232,7 @@ LogicalResult einsumRule(tsr::EinsumOp op, GradientBuilder &g,
                          ArrayRef<Value> resultGrads,
                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   auto spec = tsr::parseEinsum(op.getEquation(), op.getInputs().size());
   assert(succeeded(spec) && "verified einsum");
@@ -265,7 +245,7 @@ LogicalResult einsumRule(tsr::EinsumOp op, GradientBuilder &g,
   std::string used;
   std::map<char, int64_t> sizes;
   for (auto [value, labels] : llvm::zip(op.getInputs(), spec->inputs))
-    for (auto [c, d] : llvm::zip(labels, tensorType(value).getShape())) {
+    for (auto [c, d] : llvm::zip(labels, getTensorType(value).getShape())) {
       used.push_back(c);
       sizes[c] = d;
     }
@@ -280,7 +260,7 @@ LogicalResult einsumRule(tsr::EinsumOp op, GradientBuilder &g,
         }
     return 0;
   };
-  Type elem = tensorType(dy).getElementType();
+  Type elem = getTensorType(dy).getElementType();
   OpBuilder &b = g.builder();
 
   for (auto [i, operand] : llvm::enumerate(op.getInputs())) {
@@ -318,7 +298,7 @@ LogicalResult einsumRule(tsr::EinsumOp op, GradientBuilder &g,
       available += l;
     std::string target;
     SmallVector<int64_t> keptShape;
-    for (auto [c, d] : llvm::zip(renamed, tensorType(operand).getShape())) {
+    for (auto [c, d] : llvm::zip(renamed, getTensorType(operand).getShape())) {
       bool present = available.find(c) != std::string::npos;
       if (present)
         target.push_back(c);
@@ -337,7 +317,7 @@ LogicalResult einsumRule(tsr::EinsumOp op, GradientBuilder &g,
                                    b.getStringAttr(equation));
     }
     grad = g.reshape(grad, keptShape);
-    operandGrads[i] = g.broadcastTo(grad, tensorType(operand).getShape());
+    operandGrads[i] = g.broadcastTo(grad, getTensorType(operand).getShape());
   }
   return success();
 }
@@ -351,7 +331,7 @@ LogicalResult cumsumRule(tsr::CumSumOp op, GradientBuilder &g,
                          ArrayRef<Value> resultGrads,
                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   OpBuilder &b = g.builder();
   operandGrads[0] = tsr::CumSumOp::create(b, g.getLoc(), dy, op.getAxisAttr(),
@@ -365,7 +345,7 @@ LogicalResult topkRule(tsr::TopKOp op, GradientBuilder &g,
                        ArrayRef<Value> resultGrads,
                        SmallVectorImpl<Value> &operandGrads) {
   Value dv = resultGrads[0];
-  if (!dv || !isFloat(dv))
+  if (!dv || !hasFloatElements(dv))
     return success();
   operandGrads[0] = scatter(g, zerosLike(g, op.getX()), op.getIndices(), dv,
                             op.getAxis(), "add");
@@ -376,7 +356,7 @@ LogicalResult gatherElementsRule(tsr::GatherElementsOp op, GradientBuilder &g,
                                  ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   operandGrads[0] = scatter(g, zerosLike(g, op.getData()), op.getIndices(), dy,
                             op.getAxis(), "add");
@@ -391,7 +371,7 @@ bool hasDistinctTargets(Value indices, int64_t axis,
   DenseIntElementsAttr attr;
   if (!matchPattern(indices, m_Constant(&attr)))
     return false;
-  ArrayRef<int64_t> shape = tensorType(indices).getShape();
+  ArrayRef<int64_t> shape = getTensorType(indices).getShape();
   int64_t size = dataShape[axis];
   llvm::DenseSet<int64_t> seen;
   int64_t flat = 0;
@@ -422,7 +402,7 @@ LogicalResult scatterElementsRule(tsr::ScatterElementsOp op, GradientBuilder &g,
                                   ArrayRef<Value> resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   Value indices = op.getIndices(), updates = op.getUpdates();
   int64_t axis = op.getAxis();
@@ -438,13 +418,13 @@ LogicalResult scatterElementsRule(tsr::ScatterElementsOp op, GradientBuilder &g,
   operandGrads[0] =
       scatter(g, dy, indices, zerosLike(g, updates), axis, "none");
   Value gathered = gatherElements(g, dy, indices, axis);
-  ArrayRef<int64_t> dataShape = tensorType(op.getData()).getShape();
+  ArrayRef<int64_t> dataShape = getTensorType(op.getData()).getShape();
   if (hasDistinctTargets(indices, axis, dataShape)) {
     operandGrads[2] = gathered;
     return success();
   }
   OpBuilder &b = g.builder();
-  RankedTensorType positionType = tensorType(updates).clone(b.getI64Type());
+  RankedTensorType positionType = getTensorType(updates).clone(b.getI64Type());
   SmallVector<int64_t> iota =
       llvm::to_vector(llvm::seq<int64_t>(0, positionType.getNumElements()));
   Value positions = tsr::ConstantOp::create(
@@ -466,7 +446,7 @@ LogicalResult triluRule(tsr::TriluOp op, GradientBuilder &g,
                         ArrayRef<Value> resultGrads,
                         SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   operandGrads[0] = tsr::TriluOp::create(g.builder(), g.getLoc(), dy,
                                          op.getUpperAttr(), op.getKAttr());
@@ -478,9 +458,9 @@ LogicalResult tileRule(tsr::TileOp op, GradientBuilder &g,
                        ArrayRef<Value> resultGrads,
                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
-  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  ArrayRef<int64_t> shape = getTensorType(op.getX()).getShape();
   ArrayRef<int64_t> repeats = op.getRepeats();
   if (llvm::is_contained(repeats, 0)) {
     operandGrads[0] = zerosLike(g, op.getX());
@@ -545,7 +525,7 @@ LogicalResult padRule(tsr::PadOp op, GradientBuilder &g,
                       ArrayRef<Value> resultGrads,
                       SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   ArrayRef<int64_t> pads = op.getPads();
   if (op.getMode() == "constant") {
@@ -555,7 +535,7 @@ LogicalResult padRule(tsr::PadOp op, GradientBuilder &g,
     operandGrads[0] = zeroPad(g, dy, inverse);
     return success();
   }
-  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  ArrayRef<int64_t> shape = getTensorType(op.getX()).getShape();
   int64_t rank = shape.size();
   Value grad = dy;
   for (int64_t d = 0; d < rank; ++d) {
@@ -583,14 +563,14 @@ LogicalResult sliceRule(tsr::SliceOp op, GradientBuilder &g,
                         ArrayRef<Value> resultGrads,
                         SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
-  if (tensorType(dy).getNumElements() == 0) {
+  if (getTensorType(dy).getNumElements() == 0) {
     operandGrads[0] = zerosLike(g, op.getX());
     return success();
   }
-  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
-  ArrayRef<int64_t> out = tensorType(dy).getShape();
+  ArrayRef<int64_t> shape = getTensorType(op.getX()).getShape();
+  ArrayRef<int64_t> out = getTensorType(dy).getShape();
   ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
   int64_t rank = shape.size();
   Value grad = dy;
@@ -603,7 +583,7 @@ LogicalResult sliceRule(tsr::SliceOp op, GradientBuilder &g,
       limits.push_back(back ? -1 : out[d]);
       dirs.push_back(back ? -1 : 1);
     }
-    grad = slice(g, grad, first, limits, dirs);
+    grad = g.slice(grad, first, limits, dirs);
   }
 
   SmallVector<int64_t> spread(out);

@@ -9,23 +9,14 @@
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
-
-#include <numeric>
 
 using namespace mlir;
 using namespace mlir::tessera;
 
 namespace {
-
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-bool isFloat(Value v) {
-  return isa<FloatType>(getElementTypeOrSelf(v.getType()));
-}
 
 /// The permutation swapping the last two of `rank` dimensions.
 SmallVector<int64_t> swapLastTwo(int64_t rank) {
@@ -43,11 +34,6 @@ SmallVector<int64_t> keptShape(ArrayRef<int64_t> shape,
   return kept;
 }
 
-int64_t product(ArrayRef<int64_t> dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
-                         std::multiplies<int64_t>());
-}
-
 //===----------------------------------------------------------------------===//
 // matmul
 //===----------------------------------------------------------------------===//
@@ -56,15 +42,15 @@ LogicalResult matmulRule(tsr::MatMulOp op, GradientBuilder &g,
                          ArrayRef<Value> resultGrads,
                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   Value a = op.getLhs(), b = op.getRhs();
-  RankedTensorType aType = tensorType(a), bType = tensorType(b);
+  RankedTensorType aType = getTensorType(a), bType = getTensorType(b);
   // Promote 1-D operands to matrices as numpy.matmul does, and dy with them.
   Value a2 = aType.getRank() == 1 ? g.reshape(a, {1, aType.getDimSize(0)}) : a;
   Value b2 = bType.getRank() == 1 ? g.reshape(b, {bType.getDimSize(0), 1}) : b;
-  RankedTensorType a2Type = tensorType(a2), b2Type = tensorType(b2);
-  SmallVector<int64_t> dyShape(tensorType(dy).getShape());
+  RankedTensorType a2Type = getTensorType(a2), b2Type = getTensorType(b2);
+  SmallVector<int64_t> dyShape(getTensorType(dy).getShape());
   if (aType.getRank() == 1)
     dyShape.insert(dyShape.end() - (bType.getRank() == 1 ? 0 : 1), 1);
   if (bType.getRank() == 1)
@@ -80,7 +66,7 @@ LogicalResult matmulRule(tsr::MatMulOp op, GradientBuilder &g,
   Value db;
   if (b2Type.getRank() == 2 && a2Type.getRank() > 2) {
     // A shared weight: one GEMM over all batch rows, aᵀ[k, B·m] · dy[B·m, n].
-    int64_t rows = product(a2Type.getShape().drop_back(1));
+    int64_t rows = computeProduct(a2Type.getShape().drop_back(1));
     Value aFlat = g.reshape(a2, {rows, k});
     Value dyFlat = g.reshape(dy2, {rows, n});
     db = g.matmul(g.transpose(aFlat, {1, 0}), dyFlat);
@@ -99,19 +85,19 @@ LogicalResult matmulRule(tsr::MatMulOp op, GradientBuilder &g,
 /// dy broadcast back to the operand's shape.
 template <typename OpTy>
 Value expandToInput(OpTy op, GradientBuilder &g, Value dy) {
-  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  ArrayRef<int64_t> shape = getTensorType(op.getX()).getShape();
   return g.broadcastTo(g.reshape(dy, keptShape(shape, op.getAxes())), shape);
 }
 
 template <typename OpTy> Value keptResult(OpTy op, GradientBuilder &g) {
-  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  ArrayRef<int64_t> shape = getTensorType(op.getX()).getShape();
   return g.reshape(op.getResult(), keptShape(shape, op.getAxes()));
 }
 
 LogicalResult reduceSumRule(tsr::ReduceSumOp op, GradientBuilder &g,
                             ArrayRef<Value> resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[0] && isFloat(resultGrads[0]))
+  if (resultGrads[0] && hasFloatElements(resultGrads[0]))
     operandGrads[0] = expandToInput(op, g, resultGrads[0]);
   return success();
 }
@@ -120,9 +106,9 @@ LogicalResult reduceMeanRule(tsr::ReduceMeanOp op, GradientBuilder &g,
                              ArrayRef<Value> resultGrads,
                              SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
-  ArrayRef<int64_t> shape = tensorType(op.getX()).getShape();
+  ArrayRef<int64_t> shape = getTensorType(op.getX()).getShape();
   int64_t count = 1;
   for (int64_t a : op.getAxes())
     count *= shape[a];
@@ -138,13 +124,13 @@ LogicalResult reduceExtremumRule(OpTy op, GradientBuilder &g,
                                  ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   Value x = op.getX();
   Value hit = g.equal(x, keptResult(op, g));
   Value ones = g.select(hit, g.scalarLike(x, 1.0), g.scalarLike(x, 0.0));
   Value count = g.reduceSum(ones, op.getAxes(), /*keepdims=*/true);
-  Value share = g.div(g.reshape(dy, tensorType(count).getShape()), count);
+  Value share = g.div(g.reshape(dy, getTensorType(count).getShape()), count);
   operandGrads[0] = g.mul(ones, share);
   return success();
 }
@@ -153,11 +139,11 @@ LogicalResult reduceProdRule(tsr::ReduceProdOp op, GradientBuilder &g,
                              ArrayRef<Value> resultGrads,
                              SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
   // ∂(∏x)/∂xᵢ = ∏x / xᵢ (nonzero elements).
   Value y = keptResult(op, g);
-  Value dyKept = g.reshape(dy, tensorType(y).getShape());
+  Value dyKept = g.reshape(dy, getTensorType(y).getShape());
   operandGrads[0] = g.div(g.mul(dyKept, y), op.getX());
   return success();
 }
@@ -199,10 +185,11 @@ LogicalResult layerNormRule(tsr::LayerNormOp op, GradientBuilder &g,
   if (!dy)
     return success();
   Value x = op.getX(), scale = op.getScale();
-  int64_t rank = tensorType(x).getRank();
+  int64_t rank = getTensorType(x).getRank();
   SmallVector<int64_t> axes =
       llvm::to_vector(llvm::seq<int64_t>(op.getAxis(), rank));
-  int64_t count = product(tensorType(x).getShape().drop_front(op.getAxis()));
+  int64_t count =
+      computeProduct(getTensorType(x).getShape().drop_front(op.getAxis()));
   Value invCount = g.scalarLike(x, 1.0 / double(count));
   auto mean = [&](Value v) {
     return g.mul(g.reduceSum(v, axes, /*keepdims=*/true), invCount);
@@ -230,16 +217,16 @@ LogicalResult layerNormRule(tsr::LayerNormOp op, GradientBuilder &g,
 LogicalResult reshapeRule(tsr::ReshapeOp op, GradientBuilder &g,
                           ArrayRef<Value> resultGrads,
                           SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[0] && isFloat(resultGrads[0]))
+  if (resultGrads[0] && hasFloatElements(resultGrads[0]))
     operandGrads[0] =
-        g.reshape(resultGrads[0], tensorType(op.getX()).getShape());
+        g.reshape(resultGrads[0], getTensorType(op.getX()).getShape());
   return success();
 }
 
 LogicalResult transposeRule(tsr::TransposeOp op, GradientBuilder &g,
                             ArrayRef<Value> resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
-  if (!resultGrads[0] || !isFloat(resultGrads[0]))
+  if (!resultGrads[0] || !hasFloatElements(resultGrads[0]))
     return success();
   ArrayRef<int64_t> perm = op.getPerm();
   SmallVector<int64_t> inverse(perm.size());
@@ -252,7 +239,7 @@ LogicalResult transposeRule(tsr::TransposeOp op, GradientBuilder &g,
 LogicalResult broadcastRule(tsr::BroadcastOp op, GradientBuilder &g,
                             ArrayRef<Value> resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[0] && isFloat(resultGrads[0]))
+  if (resultGrads[0] && hasFloatElements(resultGrads[0]))
     operandGrads[0] = g.unbroadcast(resultGrads[0], op.getX().getType());
   return success();
 }
@@ -261,21 +248,18 @@ LogicalResult concatRule(tsr::ConcatOp op, GradientBuilder &g,
                          ArrayRef<Value> resultGrads,
                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
-  ArrayRef<int64_t> shape = tensorType(dy).getShape();
+  ArrayRef<int64_t> shape = getTensorType(dy).getShape();
   int64_t axis = op.getAxis(), offset = 0;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
         steps(shape.size(), 1);
-    int64_t size = tensorType(input).getDimSize(axis);
+    int64_t size = getTensorType(input).getDimSize(axis);
     starts[axis] = offset;
     limits[axis] = offset + size;
     offset += size;
-    OpBuilder &b = g.builder();
-    operandGrads[i] = tsr::SliceOp::create(
-        b, g.getLoc(), dy, b.getDenseI64ArrayAttr(starts),
-        b.getDenseI64ArrayAttr(limits), b.getDenseI64ArrayAttr(steps));
+    operandGrads[i] = g.slice(dy, starts, limits, steps);
   }
   return success();
 }
@@ -286,14 +270,14 @@ LogicalResult gatherRule(tsr::GatherOp op, GradientBuilder &g,
                          ArrayRef<Value> resultGrads,
                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy || !isFloat(dy))
+  if (!dy || !hasFloatElements(dy))
     return success();
-  RankedTensorType dataType = tensorType(op.getData());
+  RankedTensorType dataType = getTensorType(op.getData());
   int64_t axis = op.getAxis();
   ArrayRef<int64_t> shape = dataType.getShape();
-  int64_t outer = product(shape.take_front(axis));
-  int64_t inner = product(shape.drop_front(axis + 1));
-  int64_t count = tensorType(op.getIndices()).getNumElements();
+  int64_t outer = computeProduct(shape.take_front(axis));
+  int64_t inner = computeProduct(shape.drop_front(axis + 1));
+  int64_t count = getTensorType(op.getIndices()).getNumElements();
   Value dy3 = g.reshape(dy, {outer, count, inner});
   Value idx = g.broadcastTo(g.reshape(op.getIndices(), {1, count, 1}),
                             {outer, count, inner});
@@ -331,7 +315,7 @@ LogicalResult dropoutRule(tsr::DropoutOp op, GradientBuilder &g,
 template <typename OpTy>
 Value lossCoefficient(OpTy op, GradientBuilder &g, Value dy, Value input) {
   Value target = op.getTarget();
-  RankedTensorType targetType = tensorType(target);
+  RankedTensorType targetType = getTensorType(target);
   Type elem = getElementTypeOrSelf(input.getType());
   RankedTensorType coefType = targetType.clone(elem);
   Value weight = g.splat(coefType, 1.0);
@@ -358,7 +342,7 @@ Value lossCoefficient(OpTy op, GradientBuilder &g, Value dy, Value input) {
 
 /// The coefficient (shaped like the target) as [N, 1, D...].
 Value coefficientOverClasses(GradientBuilder &g, Value coef) {
-  SmallVector<int64_t> shape(tensorType(coef).getShape());
+  SmallVector<int64_t> shape(getTensorType(coef).getShape());
   shape.insert(shape.begin() + 1, 1);
   return g.reshape(coef, shape);
 }
@@ -371,7 +355,7 @@ Value coefficientOverClasses(GradientBuilder &g, Value coef) {
 template <typename OpTy>
 Value weightsGrad(OpTy op, GradientBuilder &g, Value dy, Value logProbs,
                   Value oneHot) {
-  RankedTensorType inType = tensorType(logProbs);
+  RankedTensorType inType = getTensorType(logProbs);
   int64_t rank = inType.getRank();
   SmallVector<int64_t> nonClass{0};
   for (int64_t d = 2; d < rank; ++d)
@@ -380,7 +364,7 @@ Value weightsGrad(OpTy op, GradientBuilder &g, Value dy, Value logProbs,
   Value loss = g.neg(g.reduceSum(g.mul(oneHot, logProbs), {1},
                                  /*keepdims=*/false));
   Value target = op.getTarget();
-  RankedTensorType targetType = tensorType(target);
+  RankedTensorType targetType = getTensorType(target);
   Value valid = g.splat(targetType.clone(inType.getElementType()), 1.0);
   if (auto ignore = op.getIgnoreIndex()) {
     Value ignored = g.equal(
@@ -406,7 +390,7 @@ Value weightsGrad(OpTy op, GradientBuilder &g, Value dy, Value logProbs,
 
 /// one_hot(target) over the classes on dimension 1 of `input`'s type.
 Value oneHotClasses(GradientBuilder &g, Value target, Value input) {
-  RankedTensorType inType = tensorType(input);
+  RankedTensorType inType = getTensorType(input);
   OpBuilder &b = g.builder();
   return tsr::OneHotOp::create(
       b, g.getLoc(), inType, target, b.getI64IntegerAttr(inType.getDimSize(1)),

@@ -6,6 +6,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRACCUMULATEGRADIENTS
@@ -19,8 +20,8 @@ namespace {
 
 /// Data and label arguments are split; parameters are shared.
 bool isBatched(func::FuncOp f, unsigned i) {
-  auto role = f.getArgAttrOfType<StringAttr>(i, "tsr.role");
-  return !role || role.getValue() == "data" || role.getValue() == "label";
+  StringRef role = getArgString(f, i, "tsr.role");
+  return role.empty() || role == "data" || role == "label";
 }
 
 struct TsrAccumulateGradientsPass
@@ -31,22 +32,15 @@ struct TsrAccumulateGradientsPass
     if (microBatches == 1)
       return;
     ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
-        funcs.push_back(f);
-    if (funcs.size() != 1) {
-      module.emitError("tsr-accumulate-gradients expects exactly one public "
-                       "function, found ")
-          << funcs.size();
+    FailureOr<func::FuncOp> f = getTrainingFunction(module, getArgument());
+    if (failed(f))
       return signalPassFailure();
-    }
     if (microBatches < 1) {
       module.emitError("micro-batches must be at least 1, got ")
           << microBatches.getValue();
       return signalPassFailure();
     }
-    if (failed(run(module, funcs.front())))
+    if (failed(run(module, *f)))
       signalPassFailure();
   }
 
@@ -102,9 +96,7 @@ struct TsrAccumulateGradientsPass
             limits(microArg.getShape()), steps(microArg.getRank(), 1);
         starts[0] = j * rows;
         limits[0] = (j + 1) * rows;
-        operands.push_back(tsr::SliceOp::create(
-            b, loc, arg, b.getDenseI64ArrayAttr(starts),
-            b.getDenseI64ArrayAttr(limits), b.getDenseI64ArrayAttr(steps)));
+        operands.push_back(g.slice(arg, starts, limits, steps));
       }
       auto call = func::CallOp::create(b, loc, micro, operands);
       for (auto [i, r] : llvm::enumerate(call.getResults())) {

@@ -11,6 +11,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
 
 #include <cmath>
 
@@ -25,9 +26,7 @@ using namespace mlir::tessera;
 namespace {
 
 StringRef argName(func::FuncOp f, unsigned i) {
-  if (auto s = f.getArgAttrOfType<StringAttr>(i, "tsr.name"))
-    return s.getValue();
-  return "";
+  return getArgString(f, i, "tsr.name");
 }
 
 struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
@@ -43,18 +42,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   SmallVector<State> states;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
-        funcs.push_back(f);
-    if (funcs.size() != 1) {
-      module.emitError("tsr-optimizer expects exactly one public function, "
-                       "found ")
-          << funcs.size();
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(getOperation(), getArgument());
+    if (failed(f))
       return signalPassFailure();
-    }
-    func = funcs.front();
+    func = *f;
     if (failed(checkOptions()) || failed(run()))
       signalPassFailure();
   }

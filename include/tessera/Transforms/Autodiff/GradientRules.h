@@ -12,9 +12,20 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "tessera/Dialect/Tsr/IR/TsrInterfaces.h"
 
 namespace mlir::tessera {
+
+/// The ranked tensor type of `v` (every tsr value has one).
+inline RankedTensorType getTensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Whether `v` has floating-point elements, the only ones with adjoints.
+inline bool hasFloatElements(Value v) {
+  return isa<FloatType>(getElementTypeOrSelf(v.getType()));
+}
 
 /// Attaches DifferentiableOpInterface to every tsr op that has a rule.
 void registerGradientRules(DialectRegistry &registry);
@@ -61,6 +72,9 @@ public:
   Value castTo(Value a, Type elementType);
 
   Value reshape(Value a, ArrayRef<int64_t> shape);
+  /// a[starts:limits:steps] (one entry per dimension).
+  Value slice(Value a, ArrayRef<int64_t> starts, ArrayRef<int64_t> limits,
+              ArrayRef<int64_t> steps);
   Value transpose(Value a, ArrayRef<int64_t> perm);
   Value broadcastTo(Value a, ArrayRef<int64_t> shape);
   Value reduceSum(Value a, ArrayRef<int64_t> axes, bool keepdims);

@@ -1,0 +1,29 @@
+//===- TrainingFunction.h - The function the training passes rewrite -*- C++
+//-*-===//
+//
+// Every training pass (tsr-append-loss, tsr-autodiff, tsr-accumulate-gradients,
+// tsr-optimizer) rewrites the module's one public function, whose arguments
+// and results carry `tsr.name` and `tsr.role` attributes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSERA_TRANSFORMS_AUTODIFF_TRAININGFUNCTION_H
+#define TESSERA_TRANSFORMS_AUTODIFF_TRAININGFUNCTION_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::tessera {
+
+/// The module's one public function with a body; otherwise emits an error
+/// naming `pass` and fails.
+FailureOr<func::FuncOp> getTrainingFunction(ModuleOp module, StringRef pass);
+
+/// The string attribute `attr` of argument `i` ("" if absent).
+StringRef getArgString(func::FuncOp f, unsigned i, StringRef attr);
+
+/// The string attribute `attr` of result `i` ("" if absent).
+StringRef getResultString(func::FuncOp f, unsigned i, StringRef attr);
+
+} // namespace mlir::tessera
+
+#endif // TESSERA_TRANSFORMS_AUTODIFF_TRAININGFUNCTION_H
