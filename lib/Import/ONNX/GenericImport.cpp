@@ -314,7 +314,12 @@ LogicalResult GenericImporter::inferShapes() {
         model, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception &e) {
     std::string what = oneLine(e.what());
-    return fail("ONNX shape inference failed: " + what);
+    std::string hint;
+    if (opts.batchSize > 0)
+      hint = " (the batch size replaced dimension 0 of every graph input; a "
+             "model that hard-codes its batch size, e.g. in a Reshape shape, "
+             "must be compiled with that batch size)";
+    return fail("ONNX shape inference failed: " + what + hint);
   }
   return success();
 }
