@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -31,6 +32,7 @@ const char *const kUsage =
     "                       [--log-json FILE] [--save-onnx PATH [--save-every "
     "K]]\n"
     "                       [--token-dtype uint16|uint32]\n"
+    "       (both forms also take [--threads N])\n"
     "\n"
     "Runs the artifact directory ART made by `tessera-compile --mode=infer`, "
     "or\n"
@@ -59,6 +61,10 @@ const char *const kUsage =
     "  --save-every K     also write PATH.step<k>.onnx after every K steps\n"
     "  --token-dtype T    token ids of FILE.bin are uint16 (default) or "
     "uint32\n"
+    "  --threads N        threads of the BLAS library the model calls\n"
+    "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
+    "                     one per core); 1 avoids busy-waiting BLAS threads\n"
+    "                     on a machine shared with other work\n"
     "  -h, --help         show this help\n";
 
 constexpr int64_t kPrintedValues = 8;
@@ -86,6 +92,7 @@ struct Options {
   bool print = false;
   bool help = false;
   long repeat = 0;
+  long threads = 0;
 
   bool train = false;
   std::string data, logJson, saveOnnx, tokenDtype;
@@ -152,7 +159,8 @@ std::string checkCombination(const Options &options) {
 
 /// Parses argv; returns an error message, or "" on success.
 std::string parseOptions(int argc, char **argv, Options &options) {
-  bool sawInputs = false, sawOutputs = false, sawRepeat = false;
+  bool sawInputs = false, sawOutputs = false, sawRepeat = false,
+       sawThreads = false;
   bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
   bool sawSave = false, sawEvery = false, sawToken = false;
   for (int i = 1; i < argc; ++i) {
@@ -197,6 +205,8 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       problem = takeValue("--outputs-dir", options.outputsDir, sawOutputs);
     } else if (isFlag("--repeat")) {
       problem = takeCount("--repeat", 1000000, options.repeat, sawRepeat);
+    } else if (isFlag("--threads")) {
+      problem = takeCount("--threads", 1024, options.threads, sawThreads);
     } else if (isFlag("--data")) {
       problem = takeValue("--data", options.data, sawData);
     } else if (isFlag("--steps")) {
@@ -618,6 +628,9 @@ int runTrain(const Options &options, tsr_artifact_t *artifact) {
 }
 
 int run(const Options &options) {
+  // OpenBLAS reads its thread count when the artifact's library loads it.
+  if (options.threads > 0)
+    setenv("OPENBLAS_NUM_THREADS", std::to_string(options.threads).c_str(), 1);
   tsr_artifact_t *rawArtifact = nullptr;
   if (tsr_artifact_load(options.artifact.c_str(), &rawArtifact) != TSR_OK)
     return error(tsr_last_error());
