@@ -8,6 +8,10 @@ using namespace mlir::tessera;
 
 void mlir::tessera::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options) {
+  // A training step draws fresh dropout masks every step; a gradient
+  // function keeps the seeds it was given, so it is a pure function.
+  if (options.optimizer)
+    pm.addPass(createTsrSeedDropout());
   pm.addPass(createTsrAppendLoss(options.loss));
   pm.addPass(createTsrAutodiff(options.autodiff));
   // Drop what does not reach the loss and fold the seed before the

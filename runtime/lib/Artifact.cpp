@@ -343,7 +343,7 @@ constexpr RoleName kRoles[] = {
     {TSR_ROLE_PARAM, "param", true},  {TSR_ROLE_STATE, "state", true},
     {TSR_ROLE_PARAM, "param", false}, {TSR_ROLE_STATE, "state", false},
     {TSR_ROLE_LOSS, "loss", false},   {TSR_ROLE_METRIC, "metric", false},
-    {TSR_ROLE_GRAD, "grad", false},
+    {TSR_ROLE_GRAD, "grad", false},   {TSR_ROLE_RNG, "rng", true},
 };
 
 std::string where(const char *list, size_t index) {
@@ -405,7 +405,7 @@ tsr_status_t parseRole(const Json &entry, const std::string &at, bool isInput,
   return fail(TSR_ERROR_PARSE,
               at + ".role: unknown " + (isInput ? "input" : "output") +
                   " role \"" + name + "\" (expected " +
-                  (isInput ? "param, state, data or label"
+                  (isInput ? "param, state, data, label or rng"
                            : "loss, param, state, metric or grad") +
                   ")");
 }
@@ -673,6 +673,11 @@ tsr_status_t checkTrain(Manifest &manifest) {
         input.dtype != TSR_DTYPE_FLOAT16 && input.dtype != TSR_DTYPE_BFLOAT16 &&
         input.dtype != TSR_DTYPE_FLOAT32 && input.dtype != TSR_DTYPE_FLOAT64 &&
         input.dtype != TSR_DTYPE_BOOL;
+    if (input.role == TSR_ROLE_RNG &&
+        (input.dtype != TSR_DTYPE_INT64 || !input.shape.empty()))
+      return fail(TSR_ERROR_PARSE, describe("input", i, input) + " (rng) is " +
+                                       typeOf(input) +
+                                       ", expected an int64 scalar");
     if (train.numClasses && input.role == TSR_ROLE_LABEL && !integral)
       return fail(TSR_ERROR_PARSE, "train.num_classes is set but the label " +
                                        describe("input", i, input) + " is " +

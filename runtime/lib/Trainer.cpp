@@ -229,6 +229,10 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   if (tsr_status_t s =
           tsr_dataset_fill_batch(&dataset, step, inputs.data(), inputs.size()))
     return s;
+  const auto &specs = trainer.artifact->manifest.inputs;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].role == TSR_ROLE_RNG)
+      *static_cast<int64_t *>(trainer.inputs[i]->data) = step;
   std::vector<tsr_tensor_t *> outputs;
   for (auto &tensor : trainer.outputs)
     outputs.push_back(tensor.get());

@@ -267,7 +267,10 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
 
   expectLoadError(linearWith(R"("role": "param"})", R"("role": "weights"})"),
                   "inputs[0].role: unknown input role \"weights\" (expected "
-                  "param, state, data or label)");
+                  "param, state, data, label or rng)");
+  expectLoadError(
+      linearWith(R"("role": "state", "init": 0.125})", R"("role": "rng"})"),
+      "input 2 'lr' (rng) is float32[], expected an int64 scalar");
   expectLoadError(linearWith(R"("role": "metric")", R"("role": "data")"),
                   "outputs[4].role: unknown output role \"data\" (expected "
                   "loss, param, state, metric or grad)");

@@ -12,13 +12,13 @@ SmallVector<utils::IteratorType> iterators(int64_t n, utils::IteratorType t) {
 }
 
 /// splitmix64 of (seed, linear index): a uniform double in [0, 1).
-Value uniformAt(OpBuilder &b, Location loc, Value linear, int64_t seed) {
+Value uniformAt(OpBuilder &b, Location loc, Value linear, Value seed) {
   Type i64 = b.getI64Type();
   auto c = [&](uint64_t v) {
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, (int64_t)v));
   };
   Value z = arith::AddIOp::create(
-      b, loc, c((uint64_t)seed),
+      b, loc, seed,
       arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, linear, c(1)),
                             c(0x9E3779B97F4A7C15ull)));
   auto mix = [&](Value v, uint64_t shift, uint64_t mul) {
@@ -48,7 +48,7 @@ struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
     auto type = cast<RankedTensorType>(x.getType());
     auto maskType = cast<RankedTensorType>(op.getMask().getType());
     double ratio = op.getRatio().convertToDouble();
-    int64_t seed = op.getSeed(), rank = type.getRank();
+    int64_t seed0 = op.getSeed(), rank = type.getRank();
     if (ratio == 0.0) {
       Value mask =
           filledTensor(rewriter, loc, maskType,
@@ -59,6 +59,29 @@ struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
     SmallVector<int64_t> strides(rank, 1);
     for (int64_t d = rank - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    // seed xor mix(offset): a hashed offset (a training step) gives an
+    // unrelated stream; adding it unhashed would only shift the element
+    // index, and consecutive steps would reuse most of each other's mask.
+    Type i64 = rewriter.getI64Type();
+    auto i64Constant = [&](uint64_t v) {
+      return arith::ConstantOp::create(
+          rewriter, loc, rewriter.getIntegerAttr(i64, (int64_t)v));
+    };
+    Value seed = i64Constant((uint64_t)seed0);
+    if (Value offset = adaptor.getSeedOffset()) {
+      Value z = arith::AddIOp::create(
+          rewriter, loc, tensor::ExtractOp::create(rewriter, loc, offset),
+          i64Constant(1));
+      for (auto [shift, mul] :
+           {std::pair<uint64_t, uint64_t>{30, 0xBF58476D1CE4E5B9ull},
+            {27, 0x94D049BB133111EBull}}) {
+        z = arith::MulIOp::create(rewriter, loc, z, i64Constant(mul));
+        z = arith::XOrIOp::create(
+            rewriter, loc, z,
+            arith::ShRUIOp::create(rewriter, loc, z, i64Constant(shift)));
+      }
+      seed = arith::XOrIOp::create(rewriter, loc, seed, z);
+    }
     AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{type, maskType}, x,
@@ -66,7 +89,6 @@ struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
                    emptyTensor(rewriter, loc, maskType)},
         {id, id, id}, iterators(rank, utils::IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Type i64 = b.getI64Type();
           Value linear = scalarConstant(b, l, i64, 0);
           for (int64_t d = 0; d < rank; ++d) {
             Value i = arith::IndexCastOp::create(

@@ -2,11 +2,13 @@
 //
 // Dropout in inference mode is its input plus an all-true mask; with a
 // constant true training_mode it becomes tsr.dropout (seeded by the node's
-// `seed`). SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss map to the
+// `seed`, or by a hash of its name). SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss map to the
 // tsr losses; the optional log_prob output is a tsr.log_softmax.
 //
 //===----------------------------------------------------------------------===//
 #include "HandlerUtils.h"
+
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mlir::tessera::onnx_import;
@@ -37,9 +39,13 @@ static LogicalResult dropout(NodeContext &n, SmallVectorImpl<Value> &results) {
           n.constant(DenseElementsAttr::get(xt.clone(n.b.getI1Type()), true)));
     return success();
   }
-  auto ys =
-      n.build(tsr::DropoutOp::getOperationName(), {x},
-              {n.f64("ratio", ratio), n.i64("seed", n.getInt("seed", 0))}, 2);
+  // Without a `seed` ONNX lets the runtime choose one: derive it from the
+  // node's name, so that two dropout layers never share their masks.
+  int64_t seed = n.hasAttr("seed")
+                     ? n.getInt("seed", 0)
+                     : (int64_t)(llvm::xxh3_64bits(n.node.getName()) >> 1);
+  auto ys = n.build(tsr::DropoutOp::getOperationName(), {x},
+                    {n.f64("ratio", ratio), n.i64("seed", seed)}, 2);
   if (failed(ys))
     return failure();
   results.append(ys->begin(), ys->end());

@@ -87,6 +87,12 @@ struct TsrAccumulateGradientsPass
       SmallVector<Value> operands;
       for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
         auto microArg = cast<RankedTensorType>(microType.getInput(i));
+        if (getArgString(step, i, "tsr.role") == "rng") {
+          // Micro-batch j of step s draws the masks of stream s·k + j.
+          Value stream = g.mul(arg, g.splat(microArg, double(k)));
+          operands.push_back(g.add(stream, g.splat(microArg, double(j))));
+          continue;
+        }
         if (arg.getType() == microArg) {
           operands.push_back(arg);
           continue;

@@ -1,5 +1,5 @@
-// RUN: tessera-opt %s --tsr-accumulate-gradients=micro-batches=2 | FileCheck %s
-// RUN: not tessera-opt %s --tsr-accumulate-gradients=micro-batches=0 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: tessera-opt %s -split-input-file --tsr-accumulate-gradients=micro-batches=2 | FileCheck %s
+// RUN: not tessera-opt %s -split-input-file --tsr-accumulate-gradients=micro-batches=0 2>&1 | FileCheck %s --check-prefix=ZERO
 
 // The micro-step keeps the micro-batch shapes and becomes private; the new
 // public step takes 2x4 rows of x and y, slices them, and averages the
@@ -30,4 +30,25 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
   %m = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
   %l = tsr.softmax_cross_entropy_loss %m, %y : (tensor<4x2xf32>, tensor<4xi64>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<3x2xf32>
+}
+
+// -----
+
+// The rng argument reaches micro-batch j as rng·k + j.
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME: %[[R:arg[0-9]+]]: tensor<i64> {tsr.name = "rng.step", tsr.role = "rng"}
+// CHECK: %[[K:.*]] = tsr.constant dense<2> : tensor<i64>
+// CHECK: %[[RK:.*]] = tsr.mul %[[R]], %[[K]]
+// CHECK: %[[J0:.*]] = tsr.constant dense<0> : tensor<i64>
+// CHECK: %[[S0:.*]] = tsr.add %[[RK]], %[[J0]]
+// CHECK: call @tessera_micro_step(%{{.*}}, %[[S0]])
+// CHECK: %[[J1:.*]] = tsr.constant dense<1> : tensor<i64>
+// CHECK: %[[S1:.*]] = tsr.add %{{.*}}, %[[J1]]
+// CHECK: call @tessera_micro_step(%{{.*}}, %[[S1]])
+func.func @main(%x: tensor<4x3xf32> {tsr.name = "x"},
+                %r: tensor<i64> {tsr.name = "rng.step", tsr.role = "rng"})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"}) {
+  %y, %m = tsr.dropout %x, %r {ratio = 0.5 : f64, seed = 1 : i64} : (tensor<4x3xf32>, tensor<i64>) -> (tensor<4x3xf32>, tensor<4x3xi1>)
+  %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
 }

@@ -57,6 +57,39 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
   ];
 }
 
+def TsrSeedDropout : Pass<"tsr-seed-dropout", "ModuleOp"> {
+  let summary = "Feed the training step's number to every dropout op";
+  let description = [{
+    A `tsr.dropout` draws its mask from (seed, element index), so without
+    more it drops the same elements at every step. This pass adds one scalar
+    i64 argument `rng.step` (`tsr.role = "rng"`) to the public function, which
+    `tessera-run` sets to the 0-based step number, and makes it the
+    `seed_offset` of every dropout op that has none: each step draws fresh
+    masks, and a run is reproducible from the step number alone (which is
+    all a checkpoint needs to restore the random state). Functions without
+    dropout are left unchanged.
+
+    Before:
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"}) -> tensor<4x8xf32> {
+      %y, %m = tsr.dropout %x {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+      return %y : tensor<4x8xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
+                    %step: tensor<i64> {tsr.name = "rng.step", tsr.role = "rng"}) -> tensor<4x8xf32> {
+      %y, %m = tsr.dropout %x, %step {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x8xf32>, tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+      return %y : tensor<4x8xf32>
+    }
+    ```
+  }];
+}
+
 def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
   let summary = "Append the reverse-mode gradient of the loss to the public function";
   let description = [{

@@ -15,7 +15,9 @@ def TsrAccumulateGradients : Pass<"tsr-accumulate-gradients", "ModuleOp"> {
     each, and returns the mean of the k losses and of the k gradients. With
     mean-reduced losses that is exactly the loss and gradient of the whole
     batch of k·b (up to float rounding). Only one micro-batch's activations
-    are live at a time.
+    are live at a time. An `rng` argument (from `tsr-seed-dropout`) r
+    reaches micro-batch j as r·k + j, so every micro-batch draws its own
+    dropout masks.
 
     Before (`micro-batches=2`):
 

@@ -22,8 +22,8 @@ using namespace mlir::tsr;
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<int64_t>> mlir::tsr::broadcastShapes(ArrayRef<int64_t> a,
-                                                          ArrayRef<int64_t> b) {
+FailureOr<SmallVector<int64_t>>
+mlir::tsr::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -114,8 +114,8 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
     auto t = getTensor(v);
     auto b = broadcastShapes(shape, t.getShape());
     if (failed(b))
-      return emitOptionalError(loc, "operand shapes do not broadcast: ",
-                               t, " against [", shape, "]");
+      return emitOptionalError(loc, "operand shapes do not broadcast: ", t,
+                               " against [", shape, "]");
     shape = *b;
   }
   inferred.push_back(RankedTensorType::get(shape, elementType));
@@ -123,10 +123,9 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
 }
 
 #define TSR_BINARY_INFER(OP, RESULT_ELEMENT)                                   \
-  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,          \
+      SmallVectorImpl<Type> &inferred) {                                       \
     Type lhsElem = getTensor(adaptor.getLhs()).getElementType();               \
     if (lhsElem != getTensor(adaptor.getRhs()).getElementType())               \
       return emitOptionalError(loc, "operands have different element types");  \
@@ -155,7 +154,8 @@ TSR_BINARY_INFER(GreaterOp, IntegerType::get(ctx, 1))
 TSR_BINARY_INFER(GreaterEqualOp, IntegerType::get(ctx, 1))
 #undef TSR_BINARY_INFER
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   Type elem = getTensor(adaptor.getOnTrue()).getElementType();
@@ -241,8 +241,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   if (a.back() != b[b.size() - 2])
     return emitOptionalError(loc, "contracting dimensions differ: ", a.back(),
                              " vs ", b[b.size() - 2]);
-  auto batch = broadcastShapes(ArrayRef(a).drop_back(2),
-                               ArrayRef(b).drop_back(2));
+  auto batch =
+      broadcastShapes(ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2));
   if (failed(batch))
     return emitOptionalError(loc, "batch dimensions do not broadcast");
   SmallVector<int64_t> shape = *batch;
@@ -298,12 +298,14 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     if (strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[k + i] < 0)
       return emitOptionalError(loc, "strides and dilations must be positive "
                                     "and pads non-negative");
-    int64_t out = windowOutputSize(x.getDimSize(2 + i), w.getDimSize(2 + i),
-                                   strides[i], pads[i], pads[k + i],
-                                   dilations[i], false);
+    int64_t out =
+        windowOutputSize(x.getDimSize(2 + i), w.getDimSize(2 + i), strides[i],
+                         pads[i], pads[k + i], dilations[i], false);
     if (out < 1)
-      return emitOptionalError(loc, "kernel larger than padded input along "
-                                    "spatial dimension ", i);
+      return emitOptionalError(loc,
+                               "kernel larger than padded input along "
+                               "spatial dimension ",
+                               i);
     shape.push_back(out);
   }
   inferred.push_back(RankedTensorType::get(shape, x.getElementType()));
@@ -327,9 +329,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "needs at least one operand");
   auto spec = parseEinsum(adaptor.getEquation(), inputs.size());
   if (failed(spec))
-    return emitOptionalError(loc, "malformed equation '",
-                             adaptor.getEquation(), "' for ", inputs.size(),
-                             " operands");
+    return emitOptionalError(loc, "malformed equation '", adaptor.getEquation(),
+                             "' for ", inputs.size(), " operands");
   std::map<char, int64_t> sizes;
   Type elem = getTensor(inputs[0]).getElementType();
   for (auto [value, labels] : llvm::zip(inputs, spec->inputs)) {
@@ -391,12 +392,14 @@ static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
     if (pads[i] >= kernel[i] * dilations[i] ||
         pads[k + i] >= kernel[i] * dilations[i])
       return emitOptionalError(loc, "pads must be smaller than the window");
-    int64_t out = windowOutputSize(x.getDimSize(2 + i), kernel[i], strides[i],
-                                   pads[i], pads[k + i], dilations[i],
-                                   adaptor.getCeilMode());
+    int64_t out =
+        windowOutputSize(x.getDimSize(2 + i), kernel[i], strides[i], pads[i],
+                         pads[k + i], dilations[i], adaptor.getCeilMode());
     if (out < 1)
-      return emitOptionalError(loc, "window larger than padded input along "
-                                    "spatial dimension ", i);
+      return emitOptionalError(loc,
+                               "window larger than padded input along "
+                               "spatial dimension ",
+                               i);
     shape.push_back(out);
   }
   inferred.push_back(RankedTensorType::get(shape, x.getElementType()));
@@ -407,8 +410,8 @@ static int64_t poolFlops(Operation *op, ArrayRef<int64_t> kernel) {
   int64_t window = 1;
   for (int64_t d : kernel)
     window *= d;
-  return window * cast<RankedTensorType>(op->getResult(0).getType())
-                      .getNumElements();
+  return window *
+         cast<RankedTensorType>(op->getResult(0).getType()).getNumElements();
 }
 
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
@@ -439,8 +442,10 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                   adaptor.getVar()}) {
     auto t = getTensor(v);
     if (t.getRank() != 1 || t.getDimSize(0) != c)
-      return emitOptionalError(loc, "scale, bias, mean and var must have "
-                                    "shape [", c, "], got ", t);
+      return emitOptionalError(loc,
+                               "scale, bias, mean and var must have "
+                               "shape [",
+                               c, "], got ", t);
     if (t.getElementType() != x.getElementType())
       return emitOptionalError(loc, "statistics element type differs from "
                                     "input");
@@ -465,15 +470,16 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
     auto t = getTensor(v);
     auto b = broadcastShapes(normalized, t.getShape());
     if (failed(b) || ArrayRef<int64_t>(*b) != normalized)
-      return emitOptionalError(loc, "scale and bias must broadcast to the "
-                                    "normalized shape [", normalized, "]");
+      return emitOptionalError(loc,
+                               "scale and bias must broadcast to the "
+                               "normalized shape [",
+                               normalized, "]");
   }
   inferred.push_back(x);
   return success();
 }
 
-template <typename OpT>
-static LogicalResult verifyAxisOp(OpT op) {
+template <typename OpT> static LogicalResult verifyAxisOp(OpT op) {
   return checkAxis(op.getLoc(), op.getAxis(), getTensor(op.getX()).getRank());
 }
 LogicalResult SoftmaxOp::verify() { return verifyAxisOp(*this); }
@@ -507,10 +513,9 @@ static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
 }
 
 #define TSR_REDUCE_INFER(OP)                                                   \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferReduce(loc, adaptor, inferred);                                \
   }
 TSR_REDUCE_INFER(ReduceSumOp)
@@ -521,10 +526,9 @@ TSR_REDUCE_INFER(ReduceProdOp)
 #undef TSR_REDUCE_INFER
 
 template <typename Adaptor>
-static LogicalResult inferArgReduce(MLIRContext *ctx,
-                                    std::optional<Location> loc,
-                                    Adaptor adaptor,
-                                    SmallVectorImpl<Type> &inferred) {
+static LogicalResult
+inferArgReduce(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+               SmallVectorImpl<Type> &inferred) {
   auto x = getTensor(adaptor.getX());
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, x.getRank())))
@@ -614,8 +618,7 @@ LogicalResult BroadcastOp::verify() {
   auto x = getTensor(getX());
   auto b = broadcastShapes(x.getShape(), getType().getShape());
   if (failed(b) || ArrayRef<int64_t>(*b) != getType().getShape())
-    return emitOpError("cannot broadcast ")
-           << x << " to " << getType();
+    return emitOpError("cannot broadcast ") << x << " to " << getType();
   if (x.getElementType() != getType().getElementType())
     return emitOpError("element type must not change");
   return success();
@@ -662,8 +665,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                              " entries");
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t size = x.getDimSize(d), s = starts[d], l = limits[d],
-            st = steps[d];
+    int64_t size = x.getDimSize(d), s = starts[d], l = limits[d], st = steps[d];
     if (st == 0)
       return emitOptionalError(loc, "step of dimension ", d, " is zero");
     if (st > 0 ? (s < 0 || s > size || l < 0 || l > size)
@@ -715,8 +717,7 @@ LogicalResult ScatterElementsOp::verify() {
       indices.getRank() != data.getRank())
     return emitOpError("indices and updates must have the same shape and the "
                        "rank of data");
-  if (updates.getElementType() != data.getElementType() ||
-      getType() != data)
+  if (updates.getElementType() != data.getElementType() || getType() != data)
     return emitOpError("updates and result must match data's type");
   StringRef r = getReduction();
   if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
@@ -806,6 +807,10 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
   double ratio = adaptor.getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return emitOptionalError(loc, "ratio must be in [0, 1), got ", ratio);
+  if (Value offset = adaptor.getSeedOffset())
+    if (getTensor(offset).getRank() != 0)
+      return emitOptionalError(loc, "seed_offset must be a scalar, got ",
+                               offset.getType());
   auto x = getTensor(adaptor.getX());
   inferred.push_back(x);
   inferred.push_back(x.clone(IntegerType::get(ctx, 1)));
@@ -816,8 +821,7 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
 // Losses
 //===----------------------------------------------------------------------===//
 
-template <typename OpT>
-static LogicalResult verifyLoss(OpT op, Value input) {
+template <typename OpT> static LogicalResult verifyLoss(OpT op, Value input) {
   auto x = getTensor(input), target = getTensor(op.getTarget());
   if (x.getRank() < 2)
     return op.emitOpError("input must have rank at least 2 ([N, C, ...])");

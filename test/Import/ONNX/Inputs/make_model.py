@@ -35,6 +35,20 @@ def mlp():
     return model(nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], [w, b])
 
 
+def dropout_train():
+    # loss = sum(Dropout(x * w, ratio 0.5, training_mode = true)), w [8].
+    w = numpy_helper.from_array(np.ones(8, dtype=np.float32), "w")
+    ratio = numpy_helper.from_array(np.array(0.5, dtype=np.float32), "ratio")
+    train = numpy_helper.from_array(np.array(True), "training_mode")
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["xw"], name="mul"),
+        helper.make_node("Dropout", ["xw", "ratio", "training_mode"], ["d"],
+                         name="drop"),
+        helper.make_node("ReduceSum", ["d"], ["loss"], keepdims=0, name="sum"),
+    ]
+    return model(nodes, [vi("x", [4, 8])], [vi("loss", [])], [w, ratio, train])
+
+
 def shape_chain():
     # Shape -> Gather -> Unsqueeze -> Concat -> Reshape on a symbolic batch.
     nodes = [

@@ -584,9 +584,13 @@ def Tsr_DropoutOp : Tsr_BaseOp<"dropout", [
   let description = Tsr_Doc<"Zeroes each element with probability `ratio` "
     "and scales the rest by 1/(1−ratio); the keep mask is a pure function of "
     "(`seed`, element index), so forward and recompute agree. Import turns "
-    "inference-mode Dropout into its operand.", "Dropout",
+    "inference-mode Dropout into its operand. The optional scalar "
+    "`seed_offset` (the training step, fed by `tsr-seed-dropout`) is mixed "
+    "into the seed, so every step draws a fresh mask.", "Dropout",
     "%y, %m = tsr.dropout %x {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)">.text;
-  let arguments = (ins Tsr_FloatTensor:$x, F64Attr:$ratio, I64Attr:$seed);
+  let arguments = (ins Tsr_FloatTensor:$x,
+                       Optional<StaticShapeTensorOf<[I64]>>:$seed_offset,
+                       F64Attr:$ratio, I64Attr:$seed);
   let results = (outs Tsr_FloatTensor:$result, Tsr_BoolTensor:$mask);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
