@@ -29,6 +29,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
+#include <limits>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -72,6 +74,11 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     labelsName("labels", cl::desc("Name of the labels input of the loss"),
                cl::init("labels"), cl::cat(trainCat));
+static cl::opt<int64_t> ignoreIndex(
+    "ignore-index",
+    cl::desc("--loss=cross_entropy: label value that adds nothing to the loss "
+             "(e.g. padding)"),
+    cl::init(std::numeric_limits<int64_t>::min()), cl::cat(trainCat));
 static cl::opt<std::string>
     lossOutput("loss-output",
                cl::desc("Existing scalar model output to use as the loss"),
@@ -159,6 +166,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.loss.logits = logitsName;
   options.loss.labels = labelsName;
   options.loss.output = lossOutput;
+  options.loss.ignoreIndex = ignoreIndex;
   options.autodiff.frozen.assign(frozen.begin(), frozen.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
@@ -217,6 +225,8 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
     module.walk([&](tsr::SoftmaxCrossEntropyLossOp sce) {
       train.numClasses =
           cast<RankedTensorType>(sce.getScores().getType()).getDimSize(1);
+      if (auto ignore = sce.getIgnoreIndex())
+        train.ignoreIndex = *ignore;
     });
     auto nameOf = [&](unsigned i) {
       return step.getArgAttrOfType<StringAttr>(i, "tsr.name").str();

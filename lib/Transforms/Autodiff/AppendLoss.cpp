@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRAPPENDLOSS
 #include "tessera/Transforms/Autodiff/Passes.h.inc"
@@ -86,6 +88,10 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     if (loss != "cross_entropy" && loss != "mse")
       return f.emitError("unknown loss '")
              << loss << "' (supported: cross_entropy, mse)";
+    if (loss != "cross_entropy" &&
+        ignoreIndex != std::numeric_limits<int64_t>::min())
+      return f.emitError("ignore-index applies to the cross_entropy loss "
+                         "only");
     unsigned index = 0;
     if (!logits.empty()) {
       FailureOr<unsigned> i = findResult(f, logits, "--logits");
@@ -148,9 +154,12 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
         perm.push_back(d);
       scores = g.transpose(y, perm);
     }
+    IntegerAttr ignore;
+    if (ignoreIndex != std::numeric_limits<int64_t>::min())
+      ignore = b.getI64IntegerAttr(ignoreIndex);
     return tsr::SoftmaxCrossEntropyLossOp::create(
                b, loc, RankedTensorType::get({}, yType.getElementType()),
-               scores, t, Value(), b.getStringAttr("mean"), IntegerAttr())
+               scores, t, Value(), b.getStringAttr("mean"), ignore)
         .getResult();
   }
 

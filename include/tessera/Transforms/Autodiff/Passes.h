@@ -4,6 +4,8 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <limits>
+
 namespace mlir::tessera {
 #define GEN_PASS_DECL
 #include "tessera/Transforms/Autodiff/Passes.h.inc"

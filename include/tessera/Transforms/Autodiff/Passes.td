@@ -16,7 +16,8 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
       are i64 and shaped like the logits without that axis, so
       [batch, sequence, vocabulary] logits of a language model train as
       exported. The loss is the mean over all label positions
-      (`tsr.softmax_cross_entropy_loss` after moving classes to axis 1).
+      (`tsr.softmax_cross_entropy_loss` after moving classes to axis 1);
+      positions whose label is `ignore-index` count for nothing.
     - `mse`: labels have the logits' type; the loss is mean((logits −
       labels)²).
 
@@ -54,6 +55,10 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
            "Name of the new labels argument">,
     Option<"output", "output", "std::string", /*default=*/"\"\"",
            "Name of an existing scalar result to use as the loss">,
+    Option<"ignoreIndex", "ignore-index", "int64_t",
+           /*default=*/"std::numeric_limits<int64_t>::min()",
+           "cross_entropy: label value that adds nothing to the loss and does "
+           "not count in the mean (padding); unset by default">,
   ];
 }
 
