@@ -61,6 +61,7 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
       t.gradOf = of.getInt();
     if (auto init = attrs.getAs<FloatAttr>("tsr.init"))
       t.init = init.getValueAsDouble();
+    t.statistics = bool(attrs.get("tsr.statistics"));
   }
   return t;
 }
@@ -100,6 +101,8 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
       entry["of"] = *t.gradOf;
     if (t.init)
       entry["init"] = *t.init;
+    if (t.statistics)
+      entry["statistics"] = true;
     out.push_back(std::move(entry));
   }
   return out;
@@ -140,8 +143,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   SymbolTable::setSymbolName(model, "tessera_model");
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
-  for (StringRef attr :
-       {"tsr.name", "tsr.role", "tsr.updates", "tsr.grad_of", "tsr.init"}) {
+  for (StringRef attr : {"tsr.name", "tsr.role", "tsr.updates", "tsr.grad_of",
+                         "tsr.init", "tsr.statistics"}) {
     StringAttr name = StringAttr::get(module.getContext(), attr);
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
       model.removeArgAttr(i, name);

@@ -10,6 +10,8 @@ void mlir::tessera::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options) {
   // A training step draws fresh dropout masks every step; a gradient
   // function keeps the seeds it was given, so it is a pure function.
+  if (options.batchNorm)
+    pm.addPass(createTsrBatchNormStatistics(*options.batchNorm));
   if (options.optimizer)
     pm.addPass(createTsrSeedDropout());
   pm.addPass(createTsrAppendLoss(options.loss));

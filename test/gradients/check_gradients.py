@@ -38,6 +38,7 @@ Run: .venv/bin/python test/gradients/check_gradients.py [--build build]
 
 import argparse
 import concurrent.futures
+import json
 import os
 import pathlib
 import re
@@ -910,8 +911,9 @@ def central_differences(art, arrays, k, step):
     return num
 
 
-def check_artifact(art, feeds, step):
-    """Per gradient: (input name, max relative error, passed); problems."""
+def check_artifact(art, feeds, step, statistics):
+    """Per gradient: (input name, max relative error, passed); problems.
+    Inputs in `statistics` (running statistics) must have no gradient."""
     arrays = [np.array(feeds[i.name], dtype=i.dtype) for i in art.inputs]
     outputs = art(*arrays)
     results, problems = [], []
@@ -928,7 +930,10 @@ def check_artifact(art, feeds, step):
                            initial=0.0))
         results.append((art.inputs[k].name, rel, ok))
     for k, info in enumerate(art.inputs):
-        if info.dtype == "float64" and k not in graded:
+        if k in statistics:
+            if k in graded:
+                problems.append(f"running statistics {info.name} got a gradient")
+        elif info.dtype == "float64" and k not in graded:
             problems.append(f"no gradient output for float input {info.name}")
     return results, problems
 
@@ -964,7 +969,11 @@ def check_one(name, m, step, art_dir, result):
         message = result.stderr.strip().splitlines()
         return None, "tessera-compile failed: " + " | ".join(message[-3:])
     art = Artifact(str(art_dir))
-    results, problems = check_artifact(art, m.feeds, step)
+    # Running statistics are parameters that get no gradient.
+    manifest = json.loads((pathlib.Path(art_dir) / "manifest.json").read_text())
+    statistics = {k for k, t in enumerate(manifest["inputs"])
+                  if t.get("statistics")}
+    results, problems = check_artifact(art, m.feeds, step, statistics)
     art.close()
     worst = max((r for _, r, _ in results), default=0.0)
     problems += [f"gradient of {n} differs (max rel {r:.2e})"

@@ -79,6 +79,16 @@ static cl::opt<int64_t> ignoreIndex(
     cl::desc("--loss=cross_entropy: label value that adds nothing to the loss "
              "(e.g. padding)"),
     cl::init(std::numeric_limits<int64_t>::min()), cl::cat(trainCat));
+static cl::opt<std::string> batchNormMode(
+    "batch-norm",
+    cl::desc("--mode=train: BatchNormalization normalizes with batch "
+             "statistics and updates the running ones (batch), or keeps the "
+             "running statistics fixed (running)"),
+    cl::init("batch"), cl::cat(trainCat));
+static cl::opt<double> batchNormMomentum(
+    "batch-norm-momentum",
+    cl::desc("--batch-norm=batch: weight of the old running statistic"),
+    cl::init(0.9), cl::cat(trainCat));
 static cl::opt<std::string>
     lossOutput("loss-output",
                cl::desc("Existing scalar model output to use as the loss"),
@@ -170,6 +180,12 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.frozen.assign(frozen.begin(), frozen.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
+  if (batchNormMode != "batch" && batchNormMode != "running")
+    return module.emitError("--batch-norm=")
+           << batchNormMode.getValue() << " is not one of: batch, running";
+  if (mode == "train" && batchNormMode == "batch")
+    options.batchNorm =
+        tessera::TsrBatchNormStatisticsOptions{batchNormMomentum.getValue()};
   if (mode == "train") {
     tessera::TsrOptimizerOptions opt;
     opt.optimizer = optimizerName;
@@ -270,8 +286,10 @@ static void printReport(const tessera::ArtifactSignature &sig) {
   }
   for (const auto &t : sig.outputs) {
     outputs += tensorBytes(t);
-    // Every updated parameter had a gradient; grad mode returns them.
-    if (t.role == "grad" || (t.role == "param" && t.updates))
+    // Every updated parameter but running statistics had a gradient; grad
+    // mode returns them.
+    if (t.role == "grad" ||
+        (t.role == "param" && t.updates && !sig.inputs[*t.updates].statistics))
       grads += tensorBytes(t);
   }
   int64_t peak = sig.peakAllocBytes.value_or(0);

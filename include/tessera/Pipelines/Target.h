@@ -31,6 +31,9 @@ struct ArtifactTensor {
   std::optional<int64_t> updates, gradOf;
   /// State inputs: the value they start from (`tsr.init`).
   std::optional<double> init;
+  /// Param inputs holding running statistics (`tsr.statistics`), which
+  /// training updates from batches rather than by gradient.
+  bool statistics = false;
 };
 
 /// What `tessera-run --train` needs beyond the signature.

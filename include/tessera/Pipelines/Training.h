@@ -18,6 +18,9 @@ struct TrainingPipelineOptions {
   TsrAppendLossOptions loss;
   TsrAutodiffOptions autodiff;
   int64_t microBatches = 1;
+  /// Train batch normalization with batch statistics (absent: keep the
+  /// running statistics fixed, ONNX inference semantics).
+  std::optional<TsrBatchNormStatisticsOptions> batchNorm;
   /// Absent: stop after the gradients (`--mode=grad`).
   std::optional<TsrOptimizerOptions> optimizer;
 };

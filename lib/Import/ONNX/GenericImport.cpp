@@ -434,13 +434,22 @@ GenericImporter::convertAttribute(const onnx::AttributeProto &attr,
   return NamedAttribute(b.getStringAttr(attr.name()), value);
 }
 
-/// Whether every node input that `name` feeds may carry a gradient by the
-/// ONNX schema (Unknown counts as differentiable). BatchNormalization's
-/// running statistics are marked differentiable by the schema but are
-/// statistics, not weights.
-static bool isTrainableInitializer(const onnx::GraphProto &graph,
-                                   const std::string &name) {
-  bool used = false;
+/// What a float initializer is to training.
+enum class InitializerKind {
+  /// A weight: every node input it feeds may carry a gradient by the ONNX
+  /// schema (Unknown counts as differentiable).
+  Trainable,
+  /// Running statistics: it feeds only BatchNormalization's input_mean or
+  /// input_var, which the schema marks differentiable but training updates
+  /// from batch statistics, not from gradients.
+  Statistics,
+  /// Anything else (shapes, bounds, constants an op needs as such).
+  Constant,
+};
+
+static InitializerKind classifyInitializer(const onnx::GraphProto &graph,
+                                           const std::string &name) {
+  bool used = false, weight = true, statistics = true;
   for (const auto &node : graph.node()) {
     const auto *schema = onnx::OpSchemaRegistry::Schema(
         node.op_type(), static_cast<int>(kLibOnnxMaxOpset), node.domain());
@@ -448,18 +457,24 @@ static bool isTrainableInitializer(const onnx::GraphProto &graph,
       if (node.input(i) != name)
         continue;
       used = true;
-      if (!schema || schema->inputs().empty())
-        return false;
-      if (node.op_type() == "BatchNormalization" && i >= 3)
-        return false;
+      bool bnStatistic = node.op_type() == "BatchNormalization" && i >= 3;
+      statistics &= bnStatistic;
+      if (bnStatistic || !schema || schema->inputs().empty()) {
+        weight = false;
+        continue;
+      }
       const auto &formal =
           schema->inputs()[std::min<size_t>(i, schema->inputs().size() - 1)];
       if (formal.GetDifferentiationCategory() ==
           onnx::OpSchema::NonDifferentiable)
-        return false;
+        weight = false;
     }
   }
-  return used;
+  if (!used)
+    return InitializerKind::Constant;
+  if (weight)
+    return InitializerKind::Trainable;
+  return statistics ? InitializerKind::Statistics : InitializerKind::Constant;
 }
 
 LogicalResult GenericImporter::buildFunction(ModuleOp module) {
@@ -494,8 +509,10 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     argNames.push_back(input.name());
   }
 
-  // Trainable initializers become arguments after the graph inputs.
+  // Trainable initializers and BatchNormalization statistics become
+  // arguments after the graph inputs.
   size_t numInputs = argTypes.size();
+  SmallVector<bool> argIsStatistics;
   SmallVector<DenseElementsAttr> initValues;
   for (const auto &init : graph.initializer()) {
     std::string err;
@@ -503,11 +520,14 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     if (!value)
       return fail("initializer " + err);
     initValues.push_back(value);
-    if (opts.initializersAsParams && isa<FloatType>(value.getElementType()) &&
-        isTrainableInitializer(graph, init.name())) {
-      argTypes.push_back(value.getType());
-      argNames.push_back(init.name());
-    }
+    if (!opts.initializersAsParams || !isa<FloatType>(value.getElementType()))
+      continue;
+    InitializerKind kind = classifyInitializer(graph, init.name());
+    if (kind == InitializerKind::Constant)
+      continue;
+    argTypes.push_back(value.getType());
+    argNames.push_back(init.name());
+    argIsStatistics.push_back(kind == InitializerKind::Statistics);
   }
 
   auto func =
@@ -515,8 +535,11 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
   Block *body = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, "tsr.name", b.getStringAttr(name));
-    if (i >= numInputs)
-      func.setArgAttr(i, "tsr.role", b.getStringAttr("param"));
+    if (i < numInputs)
+      continue;
+    func.setArgAttr(i, "tsr.role", b.getStringAttr("param"));
+    if (argIsStatistics[i - numInputs])
+      func.setArgAttr(i, "tsr.statistics", b.getUnitAttr());
   }
   b.setInsertionPointToStart(body);
 

@@ -98,10 +98,16 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
       if (failed(i))
         return failure();
       index = *i;
-    } else if (f.getNumResults() != 1) {
-      return f.emitError("the model has ")
-             << f.getNumResults() << " outputs (" << resultList(f)
-             << "); name the one the loss reads with --logits";
+    } else {
+      SmallVector<unsigned> outputs;
+      for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+        if (!f.getResultAttr(i, "tsr.updates"))
+          outputs.push_back(i);
+      if (outputs.size() != 1)
+        return f.emitError("the model has ")
+               << outputs.size() << " outputs (" << resultList(f)
+               << "); name the one the loss reads with --logits";
+      index = outputs.front();
     }
     Value y = ret.getOperand(index);
     auto yType = cast<RankedTensorType>(y.getType());
@@ -170,13 +176,22 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     if (failed(lossValue))
       return failure();
     OpBuilder b(ret);
-    func::ReturnOp::create(b, ret.getLoc(), ValueRange{*lossValue});
-    ret.erase();
-    f.setType(b.getFunctionType(f.getArgumentTypes(), {lossValue->getType()}));
-    DictionaryAttr attrs = b.getDictionaryAttr(
+    // State updates (results with tsr.updates) stay, after the loss.
+    SmallVector<Value> results{*lossValue};
+    SmallVector<DictionaryAttr> attrs{b.getDictionaryAttr(
         {b.getNamedAttr("tsr.name", b.getStringAttr("loss")),
-         b.getNamedAttr("tsr.role", b.getStringAttr("loss"))});
-    f.setAllResultAttrs(ArrayRef<DictionaryAttr>{attrs});
+         b.getNamedAttr("tsr.role", b.getStringAttr("loss"))})};
+    for (unsigned i = 0, e = f.getNumResults(); i < e; ++i) {
+      if (!f.getResultAttr(i, "tsr.updates"))
+        continue;
+      results.push_back(ret.getOperand(i));
+      attrs.push_back(f.getResultAttrDict(i));
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    f.setType(b.getFunctionType(f.getArgumentTypes(),
+                                ValueRange(results).getTypes()));
+    f.setAllResultAttrs(attrs);
     return success();
   }
 };

@@ -56,6 +56,11 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
     for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
       StringRef role = getArgString(f, i, "tsr.role");
       if (role == "param") {
+        // Running statistics are parameters of the model that training
+        // updates from batches (tsr-batch-norm-statistics), never by
+        // gradient.
+        if (f.getArgAttr(i, "tsr.statistics"))
+          continue;
         StringRef name = getArgString(f, i, "tsr.name");
         bool isFrozen = false;
         for (auto [j, p] : llvm::enumerate(patterns))
@@ -81,13 +86,17 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       return f.emitError("tsr-autodiff expects a single-block function");
     Block &body = f.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() != 1 ||
+    // Results after the loss are state updates (tsr.updates), carried along.
+    unsigned numResults = ret.getNumOperands();
+    bool auxOnly = true;
+    for (unsigned i = 1; i < numResults; ++i)
+      auxOnly &= bool(f.getResultAttr(i, "tsr.updates"));
+    if (numResults == 0 || !auxOnly ||
         cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0 ||
         !isFloatTensor(ret.getOperand(0).getType()))
       return f.emitError("tsr-autodiff expects the function to return one "
                          "scalar floating-point loss, got ")
-             << ret.getNumOperands()
-             << " result(s) (tsr-append-loss makes a loss)";
+             << numResults << " result(s) (tsr-append-loss makes a loss)";
     FailureOr<SmallVector<unsigned>> wrt = selectArguments(f);
     if (failed(wrt))
       return failure();
@@ -160,6 +169,11 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       }
       results.push_back(grad);
     }
+    SmallVector<DictionaryAttr> auxAttrs;
+    for (unsigned i = 1; i < numResults; ++i) {
+      results.push_back(ret.getOperand(i));
+      auxAttrs.push_back(f.getResultAttrDict(i));
+    }
     func::ReturnOp::create(b, ret.getLoc(), results);
     DictionaryAttr lossAttrs = f.getResultAttrDict(0);
     if (!lossAttrs)
@@ -178,6 +192,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
            b.getNamedAttr("tsr.role", b.getStringAttr("grad")),
            b.getNamedAttr("tsr.grad_of", b.getI64IntegerAttr(i))}));
     }
+    resultAttrs.append(auxAttrs);
     f.setAllResultAttrs(resultAttrs);
     return success();
   }

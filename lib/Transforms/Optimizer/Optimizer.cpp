@@ -288,8 +288,14 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     SmallVector<std::pair<BlockArgument, Value>> params;
+    SmallVector<unsigned> carried;
     for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
       auto of = func.getResultAttrOfType<IntegerAttr>(i, "tsr.grad_of");
+      if (!of && func.getResultAttr(i, "tsr.updates")) {
+        // A state update from the forward pass (running statistics).
+        carried.push_back(i);
+        continue;
+      }
       if (!of)
         return func.emitError("tsr-optimizer expects the loss followed by "
                               "gradients (tsr.grad_of), as tsr-autodiff "
@@ -344,6 +350,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       updated(update(g, p, grad, lr64, t64), p, "param");
     for (State &st : states)
       updated(st.next, st.arg, "state");
+    for (unsigned i : carried) {
+      results.push_back(ret.getOperand(i));
+      attrs.push_back(func.getResultAttrDict(i));
+    }
 
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();

@@ -27,8 +27,10 @@ struct OnnxImportOptions {
   /// inputs) with arg attrs `tsr.name` and `tsr.role = "param"`. An
   /// initializer is trainable when its element type is floating point and
   /// every node input it feeds is marked differentiable by the ONNX schema
-  /// (so BatchNormalization's running statistics, Reshape shapes and Clip
-  /// bounds stay constants).
+  /// (so Reshape shapes and Clip bounds stay constants). Initializers that
+  /// feed only BatchNormalization's running mean and variance become such
+  /// arguments too, marked `tsr.statistics`: they get no gradient, and
+  /// tsr-batch-norm-statistics updates them from each batch.
   bool initializersAsParams = false;
   /// When positive, replaces dimension 0 of every graph input not named by
   /// `inputShapes` (the batch dimension of training data).

@@ -23,7 +23,8 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
 
     Without `loss`, the result named `output` (or, if `output` is empty, the
     only scalar floating-point result) is the loss: models that end in an
-    ONNX loss op train as they are. Every other result is dropped.
+    ONNX loss op train as they are. Results carrying `tsr.updates` (state
+    updates) stay after the loss; every other result is dropped.
 
     Before (`loss=cross_entropy logits=y labels=t`):
 
@@ -59,6 +60,58 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
            /*default=*/"std::numeric_limits<int64_t>::min()",
            "cross_entropy: label value that adds nothing to the loss and does "
            "not count in the mean (padding); unset by default">,
+  ];
+}
+
+def TsrBatchNormStatistics : Pass<"tsr-batch-norm-statistics", "ModuleOp"> {
+  let summary = "Normalize with batch statistics and update the running ones";
+  let description = [{
+    Training semantics of BatchNormalization (ONNX `training_mode = 1`,
+    PyTorch's `train()`): every `tsr.batch_norm` whose mean and variance are
+    arguments marked `tsr.statistics` (the running statistics the importer
+    made parameters) normalizes with the mean and population variance of
+    the batch over every dimension but 1, so gradients flow through them,
+    and the function returns the updated running statistics
+
+        running = momentum · running + (1 − momentum) · batch statistic
+
+    (ONNX's formula; momentum 0.9 by default, as in ONNX) as extra results
+    with `tsr.role = "param"` and `tsr.updates` naming the argument they
+    replace, which the later training passes carry along and `tessera-run`
+    swaps in after each step. `batch_norm` ops with other operands keep
+    their inference semantics.
+
+    Before:
+
+    ```mlir
+    func.func @main(%x: tensor<2x3x4x4xf32>, ...,
+                    %m: tensor<3xf32> {tsr.name = "bn.mean", tsr.role = "param", tsr.statistics},
+                    %v: tensor<3xf32> {tsr.name = "bn.var", tsr.role = "param", tsr.statistics})
+        -> tensor<2x3x4x4xf32> {
+      %y = tsr.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f64} : ...
+      return %y : tensor<2x3x4x4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(...) -> (tensor<2x3x4x4xf32>,
+        tensor<3xf32> {tsr.name = "bn.mean", tsr.role = "param", tsr.updates = 3 : i64},
+        tensor<3xf32> {tsr.name = "bn.var", tsr.role = "param", tsr.updates = 4 : i64}) {
+      %bm = tsr.reduce_mean %x {axes = array<i64: 0, 2, 3>, keepdims = false} : ...
+      %xc = tsr.sub %x, %bm_b ...
+      %bv = tsr.reduce_mean %xc2 {axes = array<i64: 0, 2, 3>, keepdims = false} : ...
+      %y = tsr.batch_norm %x, %s, %b, %bm, %bv {epsilon = 1.0e-05 : f64} : ...
+      %m1 = ... 0.9·%m + 0.1·%bm
+      %v1 = ... 0.9·%v + 0.1·%bv
+      return %y, %m1, %v1 : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Weight of the old running statistic in its update">,
   ];
 }
 
@@ -113,6 +166,10 @@ def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
 
     Parameters whose name matches a `frozen` pattern (a glob: `*` matches any
     run of characters) keep `tsr.role = "param"` but get no gradient.
+
+    Parameters marked `tsr.statistics` (running statistics) are never
+    differentiated, and results after the loss that carry `tsr.updates`
+    (their updates) are returned after the gradients unchanged.
 
     The function then returns the loss followed by one gradient per
     differentiated argument, with result attrs `tsr.role = "grad"`,

@@ -57,7 +57,9 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
     the start, named `<optimizer>.<slot>.<parameter>`) include `step`, the
     number of updates done so far, from which the learning-rate schedule and
     bias corrections are computed in the step itself. Each updated parameter
-    and state result carries `tsr.updates = <argument index>`. The formulas
+    and state result carries `tsr.updates = <argument index>`; results that
+    already carry `tsr.updates` (running statistics from
+    `tsr-batch-norm-statistics`) are returned as they are. The formulas
     (docs/training.md gives them in full):
 
     - `sgd`: PyTorch's SGD: momentum buffer, Nesterov, L2 weight decay.
