@@ -64,33 +64,6 @@ Value groupedRows(OpBuilder &b, Location loc, Value dy, int64_t groups) {
                    tensorOf({groups, mg, n * o}, elem));
 }
 
-/// Pads the spatial dimensions of `x` by `pads` and, at the end, by what
-/// windows reaching past it need (ceil_mode), with `value`.
-Value padSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
-                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-                 ArrayRef<int64_t> dilations, ArrayRef<int64_t> out,
-                 Value value) {
-  auto type = cast<RankedTensorType>(x.getType());
-  int64_t k = kernel.size();
-  SmallVector<OpFoldResult> lo(2, b.getIndexAttr(0)), hi(2, b.getIndexAttr(0));
-  SmallVector<int64_t> shape(type.getShape());
-  bool any = false;
-  for (int64_t i = 0; i < k; ++i) {
-    int64_t in = type.getDimSize(2 + i);
-    int64_t needed =
-        (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
-    int64_t end = std::max(pads[k + i], needed - in - pads[i]);
-    lo.push_back(b.getIndexAttr(pads[i]));
-    hi.push_back(b.getIndexAttr(end));
-    shape[2 + i] += pads[i] + end;
-    any |= pads[i] != 0 || end != 0;
-  }
-  if (!any)
-    return x;
-  return tensor::PadOp::create(b, loc, tensorOf(shape, type.getElementType()),
-                               x, lo, hi, value);
-}
-
 /// A generic over the loops of `outType` followed by one reduction loop per
 /// kernel offset, `kernel` giving their sizes; the loops of `outType` come
 /// first. `body` gets the accumulator and returns its new value.
@@ -237,7 +210,7 @@ struct ConvBackwardFilterPattern
     int64_t kProd = product(kernel), oProd = product(out);
 
     Value x =
-        padSpatial(rewriter, loc, adaptor.getX(), op.getPads(), kernel, strides,
+        padForPool(rewriter, loc, adaptor.getX(), op.getPads(), kernel, strides,
                    dilations, out, scalarConstant(rewriter, loc, elem, 0.0));
     // Loops (g, n, o1..ok, c, k1..kk).
     int64_t colRank = 3 + 2 * k;
@@ -301,7 +274,7 @@ struct MaxPoolGradPattern : OpConversionPattern<tsr::MaxPoolGradOp> {
     };
 
     Value lowest = extremeConstant(rewriter, loc, elem, /*lowest=*/true);
-    Value padded = padSpatial(rewriter, loc, adaptor.getX(), pads, kernel,
+    Value padded = padForPool(rewriter, loc, adaptor.getX(), pads, kernel,
                               strides, dilations, out, lowest);
     auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     SmallVector<AffineExpr> inExprs = {dim(0), dim(1)}, outExprs = inExprs,

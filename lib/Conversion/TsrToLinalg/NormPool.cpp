@@ -205,34 +205,6 @@ struct LayerNormPattern : OpConversionPattern<tsr::LayerNormOp> {
   }
 };
 
-/// Pads the spatial dimensions of `x` by the explicit pads plus whatever
-/// extra end padding ceil_mode windows need, with `value`.
-Value padForPool(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
-                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-                 ArrayRef<int64_t> dilations, ArrayRef<int64_t> out,
-                 Value value) {
-  auto type = cast<RankedTensorType>(x.getType());
-  int64_t k = kernel.size();
-  SmallVector<OpFoldResult> lo(2, b.getIndexAttr(0)), hi(2, b.getIndexAttr(0));
-  SmallVector<int64_t> shape(type.getShape());
-  bool any = false;
-  for (int64_t i = 0; i < k; ++i) {
-    int64_t in = type.getDimSize(2 + i);
-    int64_t needed =
-        (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
-    int64_t end = std::max(pads[k + i], needed - in - pads[i]);
-    lo.push_back(b.getIndexAttr(pads[i]));
-    hi.push_back(b.getIndexAttr(end));
-    shape[2 + i] += pads[i] + end;
-    any |= pads[i] != 0 || end != 0;
-  }
-  if (!any)
-    return x;
-  return tensor::PadOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()), x, lo, hi,
-      value);
-}
-
 /// Loops (n, c, o1..ok, w1..wk); the window dims reduce; the input is read
 /// at o_i·s_i + w_i·d_i.
 template <typename OpT>
@@ -384,4 +356,30 @@ void mlir::tessera::tsr_to_linalg::populateNormPoolPatterns(
                SoftmaxPattern<tsr::LogSoftmaxOp, true>, BatchNormPattern,
                LayerNormPattern, MaxPoolPattern, AvgPoolPattern>(
       converter, patterns.getContext());
+}
+
+Value mlir::tessera::tsr_to_linalg::padForPool(
+    OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
+    ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+    ArrayRef<int64_t> dilations, ArrayRef<int64_t> out, Value value) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t k = kernel.size();
+  SmallVector<OpFoldResult> lo(2, b.getIndexAttr(0)), hi(2, b.getIndexAttr(0));
+  SmallVector<int64_t> shape(type.getShape());
+  bool any = false;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t in = type.getDimSize(2 + i);
+    int64_t needed =
+        (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
+    int64_t end = std::max(pads[k + i], needed - in - pads[i]);
+    lo.push_back(b.getIndexAttr(pads[i]));
+    hi.push_back(b.getIndexAttr(end));
+    shape[2 + i] += pads[i] + end;
+    any |= pads[i] != 0 || end != 0;
+  }
+  if (!any)
+    return x;
+  return tensor::PadOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), x, lo, hi,
+      value);
 }

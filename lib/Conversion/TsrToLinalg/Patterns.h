@@ -71,6 +71,15 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
 Value buildReduction(OpBuilder &b, Location loc, Value input,
                      ArrayRef<int64_t> axes, Value init, BodyFn combine);
 
+/// Pads the spatial dimensions (2..) of `x` [N, C, D1..Dk] by `pads` (the k
+/// begin pads, then the k end pads) and, at the end, by what windows of
+/// `kernel`, `strides` and `dilations` producing `out` reach past it
+/// (ceil_mode), with `value`. Returns `x` when nothing is padded.
+Value padForPool(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
+                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                 ArrayRef<int64_t> dilations, ArrayRef<int64_t> out,
+                 Value value);
+
 /// Reshapes `v` to `type` (same element count, row-major order) with
 /// collapse/expand_shape, through a flat tensor if one step does not do.
 Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type);
