@@ -302,6 +302,31 @@ func.func @dropout_ratio_zero(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>
 
 // -----
 
+// A seed offset is hashed and xor-ed into the seed before the generic.
+// CHECK-LABEL: func.func @dropout_seed_offset
+// CHECK-SAME: %{{.*}}: tensor<4xf32>, %[[O:[a-z0-9]+]]: tensor<i64>
+// CHECK: %[[STEP:.*]] = tensor.extract %[[O]][] : tensor<i64>
+// CHECK: arith.addi %[[STEP]]
+// CHECK: arith.xori
+// CHECK: linalg.generic
+func.func @dropout_seed_offset(%x: tensor<4xf32>, %o: tensor<i64>) -> tensor<4xf32> {
+  %0, %m = tsr.dropout %x, %o {ratio = 0.5 : f64, seed = 1 : i64} : (tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// stop_gradient lowers to its operand.
+// CHECK-LABEL: func.func @stop_gradient
+// CHECK-SAME: %[[X:.*]]: tensor<4xf32>
+// CHECK-NEXT: return %[[X]]
+func.func @stop_gradient(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = tsr.stop_gradient %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @nll_mean
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]
 // CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)

@@ -425,6 +425,23 @@ func.func @f48(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @dropout_offset(%x: tensor<4xf32>, %o: tensor<2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{seed_offset must be a scalar, got 'tensor<2xi64>'}}
+  %0:2 = tsr.dropout %x, %o {ratio = 0.5 : f64, seed = 1 : i64} : (tensor<4xf32>, tensor<2xi64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+func.func @stop_gradient_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "tsr.stop_gradient"(%x) : (tensor<4xf32>) -> tensor<4xf64>
+  return
+}
+
+// -----
+
 func.func @f49(%x: tensor<4x10xf32>, %t: tensor<5xi64>) {
   // expected-error @+1 {{target must have shape [4], got 'tensor<5xi64>'}}
   %0 = tsr.softmax_cross_entropy_loss %x, %t : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>

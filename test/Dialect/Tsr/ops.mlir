@@ -236,5 +236,10 @@ func.func @training(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<10xf32>,
   %2 = tsr.softmax_cross_entropy_loss %s, %st, %w5 {reduction = "none", ignore_index = -1 : i64} : (tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<5xf32>) -> tensor<2x3xf32>
   // CHECK: tsr.nll_loss %{{.*}}, %{{.*}}, %{{.*}} {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
   %3 = tsr.nll_loss %x, %t, %w {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
+  // CHECK: tsr.dropout %{{.*}}, %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : (tensor<4x10xf32>, tensor<i64>) -> (tensor<4x10xf32>, tensor<4x10xi1>)
+  %step = tsr.constant dense<3> : tensor<i64>
+  %4:2 = tsr.dropout %x, %step {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x10xf32>, tensor<i64>) -> (tensor<4x10xf32>, tensor<4x10xi1>)
+  // CHECK: tsr.stop_gradient %{{.*}} : tensor<4x10xf32>
+  %5 = tsr.stop_gradient %x : tensor<4x10xf32>
   return
 }
