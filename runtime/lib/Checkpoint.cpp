@@ -61,6 +61,22 @@ uint64_t alignUp(uint64_t value) {
   return (value + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+/// Zeros for alignment and for the padding of flat shards.
+constexpr char kZeros[1 << 16] = {};
+
+uint32_t crcOf(uint32_t crc, const void *data, uint64_t size) {
+  return size ? crc32_z(crc, static_cast<const Bytef *>(data), size) : crc;
+}
+
+uint32_t crcZeros(uint32_t crc, uint64_t size) {
+  while (size) {
+    uint64_t n = std::min<uint64_t>(size, sizeof(kZeros));
+    crc = crcOf(crc, kZeros, n);
+    size -= n;
+  }
+  return crc;
+}
+
 std::string shardFileName(int64_t rank, int64_t worldSize) {
   char name[64];
   std::snprintf(name, sizeof(name), "shard-%05lld-of-%05lld.bin",
@@ -418,7 +434,8 @@ tsr_status_t readShard(const std::string &path, ShardHeader &out) {
       done += n;
     }
     if (tensorCrc != record.crc)
-      return fail(TSR_ERROR_PARSE, path + ": tensor " + singleQuoted(record.name) +
+      return fail(TSR_ERROR_PARSE, path + ": tensor " +
+                                       singleQuoted(record.name) +
                                        ": CRC-32 mismatch: the data hashes "
                                        "to " +
                                        hex32(tensorCrc) +
@@ -776,7 +793,8 @@ tsr_status_t writeShard(const std::string &dir, int64_t rank, int64_t worldSize,
   header.worldSize = worldSize;
   header.step = meta->step;
   header.fingerprint = strings.fingerprint;
-  std::vector<const void *> sources;
+  // The data of each record, and how many of its bytes are not padding.
+  std::vector<std::pair<const void *, uint64_t>> sources;
   std::set<std::string> names;
   for (size_t i = 0; i < numTensors; ++i) {
     const tsr_checkpoint_tensor_t &tensor = tensors[i];
@@ -807,12 +825,16 @@ tsr_status_t writeShard(const std::string &dir, int64_t rank, int64_t worldSize,
                    tsr_dtype_size(tensor.dtype);
     if (record.bytes && !data[i])
       return fail(TSR_ERROR_INVALID_ARGUMENT, at + ": null data");
-    record.crc = crc32_z(0, Z_NULL, 0);
-    if (record.bytes)
-      record.crc = crc32_z(record.crc, static_cast<const Bytef *>(data[i]),
-                           record.bytes);
+    int64_t valid = count;
+    if (tensor.shards > 1)
+      valid = std::clamp<int64_t>(count - rank * record.localElements, 0,
+                                  record.localElements);
+    uint64_t validBytes =
+        static_cast<uint64_t>(valid) * tsr_dtype_size(tensor.dtype);
+    record.crc = crcZeros(crcOf(crc32_z(0, Z_NULL, 0), data[i], validBytes),
+                          record.bytes - validBytes);
     header.records.push_back(std::move(record));
-    sources.push_back(data[i]);
+    sources.emplace_back(data[i], validBytes);
   }
 
   // Lay out the data blocks after the header, each 64-byte aligned.
@@ -840,25 +862,31 @@ tsr_status_t writeShard(const std::string &dir, int64_t rank, int64_t worldSize,
     uint32_t crc = crc32_z(0, Z_NULL, 0);
     uint64_t written = 0;
     auto emit = [&](const void *bytes, uint64_t size) -> tsr_status_t {
-      if (size == 0)
-        return TSR_OK;
-      crc = crc32_z(crc, static_cast<const Bytef *>(bytes), size);
+      crc = crcOf(crc, bytes, size);
       written += size;
       return writeAll(file.fd, bytes, size, partial);
     };
-    static const char kZeros[kAlignment] = {};
+    auto emitZeros = [&](uint64_t size) -> tsr_status_t {
+      while (size) {
+        uint64_t n = std::min<uint64_t>(size, sizeof(kZeros));
+        if (tsr_status_t s = emit(kZeros, n))
+          return s;
+        size -= n;
+      }
+      return TSR_OK;
+    };
     std::string headerBytes = encodeHeader(header);
     if (tsr_status_t s = emit(headerBytes.data(), headerBytes.size()))
       return s;
     for (size_t i = 0; i < header.records.size(); ++i) {
       const Record &record = header.records[i];
-      if (tsr_status_t s = emit(kZeros, record.offset - written))
+      if (tsr_status_t s = emitZeros(record.offset - written))
         return s;
-      if (tsr_status_t s = emit(sources[i], record.bytes))
+      if (tsr_status_t s = emit(sources[i].first, sources[i].second))
+        return s;
+      if (tsr_status_t s = emitZeros(record.bytes - sources[i].second))
         return s;
     }
-    if (tsr_status_t s = emit(kZeros, end - written))
-      return s;
     char trailer[kTrailerSize];
     std::memcpy(trailer, &crc, sizeof(crc));
     std::memcpy(trailer + 4, kTrailerMagic, sizeof(kTrailerMagic));
@@ -1213,9 +1241,9 @@ tsr_status_t parseTensors(const ManifestReader &reader, const Json &root,
           record.localElements != tensor.localElements ||
           record.offset != piece.offset || record.bytes != piece.bytes ||
           record.crc != crc)
-        return fail(TSR_ERROR_PARSE, path + ": tensor " + singleQuoted(record.name) +
-                                         " disagrees with the manifest's " +
-                                         pieceAt);
+        return fail(TSR_ERROR_PARSE,
+                    path + ": tensor " + singleQuoted(record.name) +
+                        " disagrees with the manifest's " + pieceAt);
       piece.path = path;
       tensor.pieces.push_back(std::move(piece));
     }

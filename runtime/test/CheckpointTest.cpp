@@ -83,13 +83,14 @@ tsr_checkpoint_meta_t makeMeta(int64_t step, int64_t worldSize,
 /// Writes `rank`'s file; the padding of flat shards is garbage.
 tsr_status_t writeShard(const std::string &dir, int64_t rank,
                         const tsr_checkpoint_meta_t &meta,
-                        const std::vector<GlobalTensor> &tensors) {
+                        const std::vector<GlobalTensor> &tensors,
+                        char pad = '\x5a') {
   std::vector<tsr_checkpoint_tensor_t> infos;
   std::vector<std::string> locals;
   for (const GlobalTensor &tensor : tensors) {
     infos.push_back({tensor.name.c_str(), tensor.dtype, tensor.shape.size(),
                      tensor.shape.data(), tensor.shards});
-    locals.push_back(localBytes(tensor, tensor.shards, rank, '\x5a'));
+    locals.push_back(localBytes(tensor, tensor.shards, rank, pad));
   }
   std::vector<const void *> data;
   for (const std::string &local : locals)
@@ -228,13 +229,21 @@ TEST(Checkpoint, RoundTripsOneRank) {
 }
 
 TEST(Checkpoint, ReshardsFourRanks) {
-  std::string dir = scratchDir() + "/step-00000010";
+  std::string root = scratchDir();
+  std::string dir = root + "/step-00000010";
   std::vector<GlobalTensor> tensors = shardedState();
   writeCheckpoint(dir, makeMeta(10, 4), tensors);
 
   // Only rank 0 holds the replicated tensors.
   EXPECT_GT(std::filesystem::file_size(shardPath(dir, 0, 4)),
             std::filesystem::file_size(shardPath(dir, 1, 4)) + 8 + 30);
+  // The padding is stored as zeros whatever the caller's buffers held.
+  std::string other = root + "/other";
+  for (int64_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(writeShard(other, r, makeMeta(10, 4), tensors, '\0'), TSR_OK);
+    EXPECT_EQ(readBytes(shardPath(other + ".tmp", r, 4)),
+              readBytes(shardPath(dir, r, 4)));
+  }
 
   CheckpointPtr checkpoint = openCheckpoint(dir);
   ASSERT_TRUE(checkpoint);
@@ -530,4 +539,19 @@ TEST(Checkpoint, LatestIgnoresIncompleteDirectories) {
   EXPECT_EQ(tsr_checkpoint_latest((root + "/step-00000050").c_str(), path,
                                   sizeof(path)),
             TSR_ERROR_IO);
+}
+
+TEST(Checkpoint, DocumentedExample) {
+  // docs/checkpoints.md shows the manifest.json this writes.
+  std::string dir = scratchDir() + "/step-00000100";
+  tsr_checkpoint_meta_t meta = makeMeta(100, 2, "sha256:5d41402abc4b2a76");
+  meta.mesh = "dp=2";
+  std::vector<GlobalTensor> tensors = {
+      randomTensor("fc.weight", TSR_DTYPE_FLOAT32, {3, 5}, 2, 1),
+      randomTensor("fc.bias", TSR_DTYPE_FLOAT32, {5}, 1, 2),
+      randomTensor("fc.weight.adam_m", TSR_DTYPE_FLOAT32, {3, 5}, 2, 3)};
+  writeCheckpoint(dir, meta, tensors);
+  CheckpointPtr checkpoint = openCheckpoint(dir);
+  ASSERT_TRUE(checkpoint);
+  expectReadsAll(checkpoint.get(), tensors, 3);
 }
