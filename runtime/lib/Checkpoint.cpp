@@ -310,6 +310,36 @@ tsr_status_t checkRecord(const Record &record, const std::string &path,
   return TSR_OK;
 }
 
+/// Parses the fingerprint and tensor records of a header.
+tsr_status_t parseRecords(const std::string &headerBytes, uint64_t numRecords,
+                          const std::string &path, ShardHeader &header) {
+  Cursor cursor(headerBytes, kFixedHeaderSize);
+  if (!cursor.readString(header.fingerprint))
+    return fail(TSR_ERROR_PARSE, path + ": truncated header");
+  for (uint64_t i = 0; i < numRecords; ++i) {
+    Record record;
+    uint32_t dtype = 0, rank = 0;
+    bool ok = cursor.readString(record.name) && cursor.read(dtype) &&
+              cursor.read(rank) && rank <= headerBytes.size() / 8;
+    if (ok) {
+      record.dtype = static_cast<tsr_dtype_t>(dtype);
+      record.shape.resize(rank);
+      for (int64_t &dim : record.shape)
+        ok = ok && cursor.read(dim);
+      ok = ok && cursor.read(record.shards) &&
+           cursor.read(record.localElements) && cursor.read(record.offset) &&
+           cursor.read(record.bytes) && cursor.read(record.crc);
+    }
+    if (!ok)
+      return fail(TSR_ERROR_PARSE, path + ": truncated header");
+    int64_t count;
+    if (tsr_status_t s = checkRecord(record, path, header, count))
+      return s;
+    header.records.push_back(std::move(record));
+  }
+  return TSR_OK;
+}
+
 /// Reads and checks a whole shard file: its header, its size, the CRC-32 of
 /// the file and of every tensor's data.
 tsr_status_t readShard(const std::string &path, ShardHeader &out) {
@@ -364,20 +394,34 @@ tsr_status_t readShard(const std::string &path, ShardHeader &out) {
     return fail(TSR_ERROR_PARSE, path + ": bad data offset " +
                                      std::to_string(header.dataOffset));
 
-  // The whole file is checked before the header is interpreted further.
+  // One pass over the file computes its checksum and every tensor's. A
+  // corrupt file is reported as such even when the corruption also makes
+  // its header unreadable.
+  std::string headerBytes(header.dataOffset, '\0');
+  if (tsr_status_t s =
+          readAt(file.fd, headerBytes.data(), headerBytes.size(), 0, path))
+    return s;
+  tsr_status_t parsed = parseRecords(headerBytes, numRecords, path, header);
+  std::string parseError = parsed ? tsr_last_error() : "";
+  uint32_t crc =
+      crcOf(crc32_z(0, Z_NULL, 0), headerBytes.data(), headerBytes.size());
+  std::vector<uint32_t> tensorCrcs(header.records.size(),
+                                   crc32_z(0, Z_NULL, 0));
   std::vector<char> chunk(std::min<uint64_t>(kChunkSize, size));
-  uint32_t crc = crc32_z(0, Z_NULL, 0);
-  std::string headerBytes;
   uint64_t dataEnd = size - kTrailerSize;
-  for (uint64_t pos = 0; pos < dataEnd;) {
-    size_t n =
-        static_cast<size_t>(std::min<uint64_t>(chunk.size(), dataEnd - pos));
+  for (uint64_t pos = header.dataOffset; pos < dataEnd;) {
+    uint64_t n = std::min<uint64_t>(chunk.size(), dataEnd - pos);
     if (tsr_status_t s = readAt(file.fd, chunk.data(), n, pos, path))
       return s;
-    crc = crc32_z(crc, reinterpret_cast<const Bytef *>(chunk.data()), n);
-    if (pos < header.dataOffset)
-      headerBytes.append(chunk.data(),
-                         std::min<uint64_t>(n, header.dataOffset - pos));
+    crc = crcOf(crc, chunk.data(), n);
+    for (size_t i = 0; i < header.records.size(); ++i) {
+      const Record &record = header.records[i];
+      uint64_t begin = std::max(pos, record.offset);
+      uint64_t end = std::min(pos + n, record.offset + record.bytes);
+      if (begin < end)
+        tensorCrcs[i] =
+            crcOf(tensorCrcs[i], chunk.data() + (begin - pos), end - begin);
+    }
     pos += n;
   }
   char trailer[kTrailerSize];
@@ -393,55 +437,17 @@ tsr_status_t readShard(const std::string &path, ShardHeader &out) {
                                      "to " +
                                      hex32(crc) + ", its trailer records " +
                                      hex32(recorded));
+  if (parsed)
+    return fail(parsed, parseError);
   header.fileCrc = crc;
-
-  Cursor cursor(headerBytes, kFixedHeaderSize);
-  if (!cursor.readString(header.fingerprint))
-    return fail(TSR_ERROR_PARSE, path + ": truncated header");
-  for (uint64_t i = 0; i < numRecords; ++i) {
-    Record record;
-    uint32_t dtype = 0, rank = 0;
-    bool ok = cursor.readString(record.name) && cursor.read(dtype) &&
-              cursor.read(rank) && rank <= headerBytes.size() / 8;
-    if (ok) {
-      record.dtype = static_cast<tsr_dtype_t>(dtype);
-      record.shape.resize(rank);
-      for (int64_t &dim : record.shape)
-        ok = ok && cursor.read(dim);
-      ok = ok && cursor.read(record.shards) &&
-           cursor.read(record.localElements) && cursor.read(record.offset) &&
-           cursor.read(record.bytes) && cursor.read(record.crc);
-    }
-    if (!ok)
-      return fail(TSR_ERROR_PARSE, path + ": truncated header");
-    int64_t count;
-    if (tsr_status_t s = checkRecord(record, path, header, count))
-      return s;
-    header.records.push_back(std::move(record));
-  }
-
-  // Every tensor's checksum, from the data the file's checksum covered.
-  for (const Record &record : header.records) {
-    uint32_t tensorCrc = crc32_z(0, Z_NULL, 0);
-    for (uint64_t done = 0; done < record.bytes;) {
-      size_t n = static_cast<size_t>(
-          std::min<uint64_t>(chunk.size(), record.bytes - done));
-      if (tsr_status_t s =
-              readAt(file.fd, chunk.data(), n, record.offset + done, path))
-        return s;
-      tensorCrc =
-          crc32_z(tensorCrc, reinterpret_cast<const Bytef *>(chunk.data()), n);
-      done += n;
-    }
-    if (tensorCrc != record.crc)
-      return fail(TSR_ERROR_PARSE, path + ": tensor " +
-                                       singleQuoted(record.name) +
-                                       ": CRC-32 mismatch: the data hashes "
-                                       "to " +
-                                       hex32(tensorCrc) +
-                                       ", the header "
-                                       "records " +
-                                       hex32(record.crc));
+  for (size_t i = 0; i < header.records.size(); ++i) {
+    const Record &record = header.records[i];
+    if (tensorCrcs[i] != record.crc)
+      return fail(TSR_ERROR_PARSE,
+                  path + ": tensor " + singleQuoted(record.name) +
+                      ": CRC-32 mismatch: the data hashes to " +
+                      hex32(tensorCrcs[i]) + ", the header records " +
+                      hex32(record.crc));
   }
   out = std::move(header);
   return TSR_OK;
