@@ -1,0 +1,164 @@
+/*===- tessera-runtime/Comm.h - Communicators and devices -----------------===*\
+|*                                                                            *|
+|* Communicators with one interface and two backends: MPI (CPU buffers; the  *|
+|* process launcher is mpirun or srun) and NCCL (GPU buffers, in a plugin    *|
+|* that is loaded on demand so that tessera-run starts on machines without   *|
+|* CUDA). Devices, device and pinned host memory, streams and events for the *|
+|* GPU side, loaded the same way. And the entry points that compiled code    *|
+|* calls for the collectives of a per-rank program.                          *|
+|*                                                                            *|
+|* Status conventions are those of Runtime.h.                                 *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TESSERA_RUNTIME_COMM_H
+#define TESSERA_RUNTIME_COMM_H
+
+#include "tessera-runtime/Runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Communicators
+ *===----------------------------------------------------------------------===*/
+
+typedef enum tsr_comm_backend_t {
+  TSR_COMM_MPI = 1,
+  TSR_COMM_NCCL = 2,
+} tsr_comm_backend_t;
+
+typedef enum tsr_reduce_op_t {
+  TSR_REDUCE_SUM = 0,
+  /* The sum divided by the communicator's size. */
+  TSR_REDUCE_MEAN = 1,
+  TSR_REDUCE_MAX = 2,
+  TSR_REDUCE_MIN = 3,
+} tsr_reduce_op_t;
+
+typedef struct tsr_comm tsr_comm_t;
+
+typedef struct tsr_comm_options_t {
+  /* A collective that has not completed after this many seconds ends the
+   * process with a message naming the collective and the ranks that never
+   * arrived at it. 0 disables the watchdog. */
+  double timeout_seconds;
+  /* NCCL: the CUDA device of this rank; -1 means LOCAL_RANK (or 0). */
+  int device;
+} tsr_comm_options_t;
+
+/* The world communicator. MPI: initializes MPI if needed (ranks from mpirun
+ * or srun). NCCL: rank and size from MPI when launched by mpirun/srun, else
+ * from RANK, WORLD_SIZE and MASTER_ADDR:MASTER_PORT (torchrun's and Slurm's
+ * conventions); the unique id travels over the same channel.
+ *
+ * MPI is initialized with MPI_THREAD_MULTIPLE (the watchdog thread makes MPI
+ * calls while the caller waits in a collective). A null `options` means
+ * {timeout_seconds = 0, device = -1}. The first world communicator installs
+ * a SIGTERM handler (unless the process already has one) that prints the
+ * collective this rank was in, then exits with status 143. */
+TSR_API tsr_status_t tsr_comm_init(tsr_comm_backend_t backend,
+                                   const tsr_comm_options_t *options,
+                                   tsr_comm_t **out_comm);
+
+/* A sub-communicator of the ranks with the same `color`, ordered by `key`
+ * (one per mesh axis). Collective over `parent`. */
+TSR_API tsr_status_t tsr_comm_split(tsr_comm_t *parent, int color, int key,
+                                    tsr_comm_t **out_comm);
+
+/* Destroys a communicator; null is allowed. The world communicator is
+ * destroyed last (MPI_Finalize runs then). */
+TSR_API void tsr_comm_destroy(tsr_comm_t *comm);
+
+TSR_API int tsr_comm_rank(const tsr_comm_t *comm);
+TSR_API int tsr_comm_size(const tsr_comm_t *comm);
+TSR_API tsr_comm_backend_t tsr_comm_backend(const tsr_comm_t *comm);
+
+/* Names the collective this rank issues next on `comm` (copied), e.g.
+ * "all_reduce #3 at step 7 (bucket 1: fc1.weight, fc1.bias)". The watchdog's
+ * and the signal handlers' messages quote it. */
+TSR_API void tsr_comm_set_label(tsr_comm_t *comm, const char *label);
+
+/* Collectives. Buffers are host memory for MPI and device memory for NCCL;
+ * `stream` is a CUDA stream for NCCL and ignored (null) for MPI. Counts are
+ * elements. `send` may equal `recv` (in place) for all-reduce and
+ * broadcast. */
+TSR_API tsr_status_t tsr_comm_all_reduce(tsr_comm_t *comm, const void *send,
+                                         void *recv, size_t count,
+                                         tsr_dtype_t dtype, tsr_reduce_op_t op,
+                                         void *stream);
+/* `send` holds size * recv_count elements; rank r receives block r reduced. */
+TSR_API tsr_status_t tsr_comm_reduce_scatter(tsr_comm_t *comm, const void *send,
+                                             void *recv, size_t recv_count,
+                                             tsr_dtype_t dtype,
+                                             tsr_reduce_op_t op, void *stream);
+/* `recv` receives size * send_count elements, block r from rank r. */
+TSR_API tsr_status_t tsr_comm_all_gather(tsr_comm_t *comm, const void *send,
+                                         void *recv, size_t send_count,
+                                         tsr_dtype_t dtype, void *stream);
+/* Block p of `send` (count elements) goes to rank p; block p of `recv` comes
+ * from rank p. */
+TSR_API tsr_status_t tsr_comm_all_to_all(tsr_comm_t *comm, const void *send,
+                                         void *recv, size_t count,
+                                         tsr_dtype_t dtype, void *stream);
+TSR_API tsr_status_t tsr_comm_broadcast(tsr_comm_t *comm, void *buffer,
+                                        size_t count, tsr_dtype_t dtype,
+                                        int root, void *stream);
+TSR_API tsr_status_t tsr_comm_send(tsr_comm_t *comm, const void *buffer,
+                                   size_t count, tsr_dtype_t dtype, int peer,
+                                   void *stream);
+TSR_API tsr_status_t tsr_comm_recv(tsr_comm_t *comm, void *buffer, size_t count,
+                                   tsr_dtype_t dtype, int peer, void *stream);
+TSR_API tsr_status_t tsr_comm_barrier(tsr_comm_t *comm);
+
+/*===----------------------------------------------------------------------===*
+ * Calls from compiled code
+ *===----------------------------------------------------------------------===*/
+
+/* A per-rank program names a mesh axis by its index in the manifest's
+ * "mesh" list and each collective by its index in "collectives". The
+ * launcher binds a communicator to every axis before the first step; an
+ * unbound axis has size 1 (collectives copy). Compiled code cannot handle a
+ * status: a failing collective prints tsr_last_error() with the collective's
+ * description and exits the process with status 1. */
+TSR_API tsr_status_t tsr_comm_bind_axis(int64_t axis, tsr_comm_t *comm);
+TSR_API tsr_status_t tsr_comm_describe_collective(int64_t id,
+                                                  const char *description);
+
+/* The training step that tsrt_* labels mention ("... at step 7"); negative
+ * (the initial value) leaves the step out. */
+TSR_API void tsr_comm_set_step(int64_t step);
+
+TSR_API int64_t tsrt_axis_rank(int64_t axis);
+TSR_API int64_t tsrt_axis_size(int64_t axis);
+/* dtype is a tsr_dtype_t, op a tsr_reduce_op_t. */
+TSR_API void tsrt_all_reduce(int64_t id, int64_t axis, const void *send,
+                             void *recv, int64_t count, int64_t dtype,
+                             int64_t op);
+TSR_API void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send,
+                                 void *recv, int64_t recv_count, int64_t dtype,
+                                 int64_t op);
+TSR_API void tsrt_all_gather(int64_t id, int64_t axis, const void *send,
+                             void *recv, int64_t send_count, int64_t dtype);
+
+/*===----------------------------------------------------------------------===*
+ * Bootstrap
+ *===----------------------------------------------------------------------===*/
+
+/* Broadcasts `size` bytes from rank 0 to ranks 1..world_size-1 over TCP:
+ * rank 0 listens on `port` (all interfaces), the others connect to
+ * `address`:`port`, retrying until `timeout_seconds` have passed. Every rank
+ * passes the same `size`; ranks other than 0 receive into `bytes`. Rank 0
+ * returns once every other rank has received the blob. This is how NCCL's
+ * unique id travels without MPI; any blob works. */
+TSR_API tsr_status_t tsr_bootstrap_tcp_broadcast(const char *address, int port,
+                                                 int rank, int world_size,
+                                                 void *bytes, size_t size,
+                                                 double timeout_seconds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_RUNTIME_COMM_H */

@@ -1,0 +1,98 @@
+//===- CommInternal.h - Communicator backends -------------------*- C++ -*-===//
+//
+// The interface a communicator backend implements (MPI in CommMpi.cpp, NCCL
+// in CommNccl.cpp over the plugin of runtime/plugins/nccl) and the helpers
+// shared by Comm.cpp, CommEntry.cpp and the backends. Nothing here is part
+// of the C ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_LIB_COMMINTERNAL_H
+#define TESSERA_RUNTIME_LIB_COMMINTERNAL_H
+
+#include "tessera-runtime/Comm.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace tsr {
+
+/// One backend communicator. Comm.cpp has checked the arguments (dtype and
+/// op supported, counts fit, ranks in range) before any call reaches it.
+class CommBackend {
+public:
+  virtual ~CommBackend() = default;
+
+  virtual tsr_comm_backend_t kind() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// The rank in the world communicator of member `rank` of this one.
+  virtual int worldRank(int rank) const = 0;
+
+  /// Brackets every collective (peer < 0) and send/recv (the peer's rank):
+  /// the watchdog's deadline runs between the two.
+  virtual void begin(const std::string &label, int peer) = 0;
+  virtual void end() = 0;
+
+  virtual tsr_status_t allReduce(const void *send, void *recv, size_t count,
+                                 tsr_dtype_t dtype, tsr_reduce_op_t op,
+                                 void *stream) = 0;
+  virtual tsr_status_t reduceScatter(const void *send, void *recv,
+                                     size_t recvCount, tsr_dtype_t dtype,
+                                     tsr_reduce_op_t op, void *stream) = 0;
+  virtual tsr_status_t allGather(const void *send, void *recv, size_t sendCount,
+                                 tsr_dtype_t dtype, void *stream) = 0;
+  virtual tsr_status_t allToAll(const void *send, void *recv, size_t count,
+                                tsr_dtype_t dtype, void *stream) = 0;
+  virtual tsr_status_t broadcast(void *buffer, size_t count, tsr_dtype_t dtype,
+                                 int root, void *stream) = 0;
+  virtual tsr_status_t send(const void *buffer, size_t count, tsr_dtype_t dtype,
+                            int peer, void *stream) = 0;
+  virtual tsr_status_t recv(void *buffer, size_t count, tsr_dtype_t dtype,
+                            int peer, void *stream) = 0;
+  virtual tsr_status_t barrier() = 0;
+  virtual tsr_status_t split(int color, int key,
+                             std::unique_ptr<CommBackend> &out) = 0;
+};
+
+/// Creates the MPI world communicator (initializing MPI if needed).
+tsr_status_t createMpiWorld(const tsr_comm_options_t &options,
+                            std::unique_ptr<CommBackend> &out);
+
+/// Creates the NCCL world communicator through the plugin.
+tsr_status_t createNcclWorld(const tsr_comm_options_t &options,
+                             std::unique_ptr<CommBackend> &out);
+
+/// Broadcasts `size` bytes that MPI world rank 0 writes with `make`
+/// (initializing MPI if needed) and reports this process's world rank and
+/// size. When `make` fails on rank 0 every rank fails. The MPI world stays
+/// alive until `releaseMpi` is called once per successful call.
+tsr_status_t
+mpiBootstrapBroadcast(const std::function<tsr_status_t(void *)> &make,
+                      void *bytes, size_t size, int &outRank, int &outSize);
+void releaseMpi();
+
+/// Checks that `op` applies to `dtype` ("all_reduce: MEAN needs a
+/// floating-point dtype, got int32").
+tsr_status_t checkReduction(const char *what, tsr_dtype_t dtype,
+                            tsr_reduce_op_t op);
+
+/// The name of a reduction: "SUM", "MEAN", ...
+const char *reduceOpName(tsr_reduce_op_t op);
+
+/// This process's rank in the world communicator (0 before one exists).
+int processRank();
+
+/// Multiplies `count` floating-point elements by `factor` in place.
+void scaleElements(void *data, size_t count, tsr_dtype_t dtype, double factor);
+
+/// float16 and bfloat16 conversions (round to nearest even).
+float halfToFloat(uint16_t bits);
+uint16_t floatToHalf(float value);
+float bfloat16ToFloat(uint16_t bits);
+uint16_t floatToBfloat16(float value);
+
+} // namespace tsr
+
+#endif // TESSERA_RUNTIME_LIB_COMMINTERNAL_H

@@ -1,0 +1,232 @@
+//===- Device.cpp - CUDA devices through a dlopen'ed libcudart ------------===//
+//
+// The functions of Device.h call the CUDA runtime through pointers resolved
+// on first use, so that tessera_runtime links and starts without CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera-runtime/Device.h"
+#include "RuntimeInternal.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace tsr;
+
+namespace {
+
+// The few CUDA runtime entry points used, with their C signatures (every
+// enum and handle passes as int or void *).
+struct CudaRuntime {
+  int (*getDeviceCount)(int *);
+  int (*setDevice)(int);
+  int (*malloc)(void **, size_t);
+  int (*free)(void *);
+  int (*mallocHost)(void **, size_t);
+  int (*freeHost)(void *);
+  int (*memcpy)(void *, const void *, size_t, int);
+  int (*memcpyAsync)(void *, const void *, size_t, int, void *);
+  int (*streamCreate)(void **);
+  int (*streamDestroy)(void *);
+  int (*streamSynchronize)(void *);
+  int (*eventCreate)(void **);
+  int (*eventDestroy)(void *);
+  int (*eventRecord)(void *, void *);
+  int (*eventSynchronize)(void *);
+  int (*eventElapsedTime)(float *, void *, void *);
+  const char *(*getErrorString)(int);
+};
+
+constexpr int kMemcpyDefault = 4;
+
+CudaRuntime cuda;
+bool loaded = false;
+std::string loadError;
+std::once_flag loadOnce;
+
+template <typename T> bool bind(void *handle, T &slot, const char *name) {
+  slot = reinterpret_cast<T>(dlsym(handle, name));
+  if (!slot)
+    loadError = std::string("libcudart has no ") + name;
+  return slot != nullptr;
+}
+
+void load() {
+  std::string tried;
+  void *handle = nullptr;
+  std::string home =
+      std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
+  for (std::string name :
+       {std::string("libcudart.so.13"), std::string("libcudart.so.12"),
+        std::string("libcudart.so"), home + "/lib64/libcudart.so"}) {
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle)
+      break;
+    tried += std::string("\n  ") + dlerror();
+  }
+  if (!handle) {
+    loadError = "no CUDA runtime (libcudart):" + tried;
+    return;
+  }
+  loaded = bind(handle, cuda.getDeviceCount, "cudaGetDeviceCount") &&
+           bind(handle, cuda.setDevice, "cudaSetDevice") &&
+           bind(handle, cuda.malloc, "cudaMalloc") &&
+           bind(handle, cuda.free, "cudaFree") &&
+           bind(handle, cuda.mallocHost, "cudaMallocHost") &&
+           bind(handle, cuda.freeHost, "cudaFreeHost") &&
+           bind(handle, cuda.memcpy, "cudaMemcpy") &&
+           bind(handle, cuda.memcpyAsync, "cudaMemcpyAsync") &&
+           bind(handle, cuda.streamCreate, "cudaStreamCreate") &&
+           bind(handle, cuda.streamDestroy, "cudaStreamDestroy") &&
+           bind(handle, cuda.streamSynchronize, "cudaStreamSynchronize") &&
+           bind(handle, cuda.eventCreate, "cudaEventCreate") &&
+           bind(handle, cuda.eventDestroy, "cudaEventDestroy") &&
+           bind(handle, cuda.eventRecord, "cudaEventRecord") &&
+           bind(handle, cuda.eventSynchronize, "cudaEventSynchronize") &&
+           bind(handle, cuda.eventElapsedTime, "cudaEventElapsedTime") &&
+           bind(handle, cuda.getErrorString, "cudaGetErrorString");
+  if (!loaded)
+    return;
+  int count = 0;
+  int code = cuda.getDeviceCount(&count);
+  if (code != 0) {
+    loaded = false;
+    loadError = std::string("no usable CUDA device (cudaGetDeviceCount: ") +
+                cuda.getErrorString(code) + ")";
+  } else if (count == 0) {
+    loaded = false;
+    loadError = "no CUDA device";
+  }
+}
+
+/// Fails with UNSUPPORTED unless a device is usable.
+tsr_status_t ready(const char *what) {
+  std::call_once(loadOnce, load);
+  if (loaded)
+    return TSR_OK;
+  return fail(TSR_ERROR_UNSUPPORTED, std::string(what) + ": " + loadError);
+}
+
+tsr_status_t check(int code, const char *what) {
+  if (code == 0)
+    return TSR_OK;
+  return fail(code == 2 ? TSR_ERROR_OUT_OF_MEMORY : TSR_ERROR_IO,
+              std::string(what) + ": " + cuda.getErrorString(code));
+}
+
+} // namespace
+
+int tsr_device_count(void) {
+  std::call_once(loadOnce, load);
+  int count = 0;
+  if (!loaded || cuda.getDeviceCount(&count) != 0)
+    return 0;
+  return count;
+}
+
+tsr_status_t tsr_device_set(int device) {
+  if (tsr_status_t s = ready("tsr_device_set"))
+    return s;
+  return check(cuda.setDevice(device), "cudaSetDevice");
+}
+
+tsr_status_t tsr_device_alloc(size_t bytes, void **out_ptr) {
+  if (!out_ptr)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "tsr_device_alloc: null out_ptr");
+  *out_ptr = nullptr;
+  if (tsr_status_t s = ready("tsr_device_alloc"))
+    return s;
+  return check(cuda.malloc(out_ptr, bytes), "cudaMalloc");
+}
+
+void tsr_device_free(void *ptr) {
+  if (ptr && ready("tsr_device_free") == TSR_OK)
+    cuda.free(ptr);
+}
+
+tsr_status_t tsr_host_alloc_pinned(size_t bytes, void **out_ptr) {
+  if (!out_ptr)
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "tsr_host_alloc_pinned: null out_ptr");
+  *out_ptr = nullptr;
+  if (tsr_status_t s = ready("tsr_host_alloc_pinned"))
+    return s;
+  return check(cuda.mallocHost(out_ptr, bytes), "cudaMallocHost");
+}
+
+void tsr_host_free_pinned(void *ptr) {
+  if (ptr && ready("tsr_host_free_pinned") == TSR_OK)
+    cuda.freeHost(ptr);
+}
+
+tsr_status_t tsr_device_memcpy(void *dst, const void *src, size_t bytes,
+                               void *stream) {
+  if (tsr_status_t s = ready("tsr_device_memcpy"))
+    return s;
+  if (bytes > 0 && (!dst || !src))
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "tsr_device_memcpy: null pointer");
+  if (!stream)
+    return check(cuda.memcpy(dst, src, bytes, kMemcpyDefault), "cudaMemcpy");
+  return check(cuda.memcpyAsync(dst, src, bytes, kMemcpyDefault, stream),
+               "cudaMemcpyAsync");
+}
+
+tsr_status_t tsr_stream_create(void **out_stream) {
+  if (!out_stream)
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "tsr_stream_create: null out_stream");
+  *out_stream = nullptr;
+  if (tsr_status_t s = ready("tsr_stream_create"))
+    return s;
+  return check(cuda.streamCreate(out_stream), "cudaStreamCreate");
+}
+
+tsr_status_t tsr_stream_destroy(void *stream) {
+  if (tsr_status_t s = ready("tsr_stream_destroy"))
+    return s;
+  return check(cuda.streamDestroy(stream), "cudaStreamDestroy");
+}
+
+tsr_status_t tsr_stream_synchronize(void *stream) {
+  if (tsr_status_t s = ready("tsr_stream_synchronize"))
+    return s;
+  return check(cuda.streamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+tsr_status_t tsr_event_create(void **out_event) {
+  if (!out_event)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "tsr_event_create: null out_event");
+  *out_event = nullptr;
+  if (tsr_status_t s = ready("tsr_event_create"))
+    return s;
+  return check(cuda.eventCreate(out_event), "cudaEventCreate");
+}
+
+tsr_status_t tsr_event_destroy(void *event) {
+  if (tsr_status_t s = ready("tsr_event_destroy"))
+    return s;
+  return check(cuda.eventDestroy(event), "cudaEventDestroy");
+}
+
+tsr_status_t tsr_event_record(void *event, void *stream) {
+  if (tsr_status_t s = ready("tsr_event_record"))
+    return s;
+  return check(cuda.eventRecord(event, stream), "cudaEventRecord");
+}
+
+tsr_status_t tsr_event_synchronize(void *event) {
+  if (tsr_status_t s = ready("tsr_event_synchronize"))
+    return s;
+  return check(cuda.eventSynchronize(event), "cudaEventSynchronize");
+}
+
+tsr_status_t tsr_event_elapsed_ms(void *start, void *end, float *out_ms) {
+  if (!out_ms)
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "tsr_event_elapsed_ms: null out_ms");
+  if (tsr_status_t s = ready("tsr_event_elapsed_ms"))
+    return s;
+  return check(cuda.eventElapsedTime(out_ms, start, end),
+               "cudaEventElapsedTime");
+}
