@@ -3,6 +3,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InterleavedRange.h"
@@ -62,6 +63,13 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
     if (auto init = attrs.getAs<FloatAttr>("tsr.init"))
       t.init = init.getValueAsDouble();
     t.statistics = bool(attrs.get("tsr.statistics"));
+    if (auto shards = attrs.getAs<IntegerAttr>("tsr.shards")) {
+      t.shards = shards.getInt();
+      t.globalShape.assign(t.shape.begin(), t.shape.end());
+      if (auto global = attrs.getAs<DenseI64ArrayAttr>("tsr.global_shape"))
+        t.globalShape.assign(global.asArrayRef().begin(),
+                             global.asArrayRef().end());
+    }
   }
   return t;
 }
@@ -103,6 +111,13 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
       entry["init"] = *t.init;
     if (t.statistics)
       entry["statistics"] = true;
+    if (t.shards) {
+      entry["shards"] = *t.shards;
+      llvm::json::Array global;
+      for (int64_t d : t.globalShape)
+        global.push_back(d);
+      entry["global_shape"] = std::move(global);
+    }
     out.push_back(std::move(entry));
   }
   return out;
@@ -140,11 +155,38 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
              << t.name << "' at the model boundary has a zero-sized dimension "
              << "after the first (shape " << llvm::interleaved(t.shape, "x")
              << ")";
+  // The mesh, the ZeRO stage and every collective, numbered in program
+  // order: the lowering passes the number to the runtime, whose messages
+  // then name the collective's parameters.
+  if (auto mesh = module->getAttrOfType<DictionaryAttr>("tsr.mesh"))
+    for (NamedAttribute axis : mesh)
+      sig->mesh.push_back(
+          {axis.getName().str(), cast<IntegerAttr>(axis.getValue()).getInt()});
+  if (auto zero = model->getAttrOfType<IntegerAttr>("tsr.zero")) {
+    sig->zero = zero.getInt();
+    model->removeAttr("tsr.zero");
+  }
+  module.walk([&](Operation *op) {
+    if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
+             tsr::AllToAllOp, tsr::BroadcastFromOp>(op))
+      return;
+    ArtifactCollective c;
+    c.kind = op->getName().stripDialect().str();
+    c.axis = op->getAttrOfType<StringAttr>("mesh_axis").str();
+    for (Attribute s : op->getAttrOfType<ArrayAttr>("serves"))
+      c.serves.push_back(cast<StringAttr>(s).str());
+    if (auto bucket = op->getAttrOfType<IntegerAttr>("bucket"))
+      c.bucket = bucket.getInt();
+    op->setAttr("id", IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                       sig->collectives.size()));
+    sig->collectives.push_back(std::move(c));
+  });
   SymbolTable::setSymbolName(model, "tessera_model");
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
-  for (StringRef attr : {"tsr.name", "tsr.role", "tsr.updates", "tsr.grad_of",
-                         "tsr.init", "tsr.statistics"}) {
+  for (StringRef attr :
+       {"tsr.name", "tsr.role", "tsr.updates", "tsr.grad_of", "tsr.init",
+        "tsr.statistics", "tsr.shards", "tsr.global_shape"}) {
     StringAttr name = StringAttr::get(module.getContext(), attr);
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
       model.removeArgAttr(i, name);
@@ -189,9 +231,30 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                               {"entry", "tessera_entry"},
                               {"inputs", toJson(sig->inputs)},
                               {"outputs", toJson(sig->outputs)}};
+  if (!sig->mesh.empty()) {
+    llvm::json::Array mesh, collectives;
+    for (auto &[name, size] : sig->mesh)
+      mesh.push_back(llvm::json::Object{{"name", name}, {"size", size}});
+    manifest["mesh"] = std::move(mesh);
+    if (sig->zero)
+      manifest["zero"] = *sig->zero;
+    for (const ArtifactCollective &c : sig->collectives) {
+      llvm::json::Array serves;
+      for (const std::string &s : c.serves)
+        serves.push_back(s);
+      llvm::json::Object entry{
+          {"kind", c.kind}, {"axis", c.axis}, {"serves", std::move(serves)}};
+      if (c.bucket)
+        entry["bucket"] = *c.bucket;
+      collectives.push_back(std::move(entry));
+    }
+    manifest["collectives"] = std::move(collectives);
+  }
   if (train) {
-    llvm::json::Object info{{"batch_size", train->batchSize},
-                            {"micro_batches", train->microBatches}};
+    llvm::json::Object info{
+        {"batch_size", train->batchSize},
+        {"global_batch_size", train->batchSize * train->dataParallel},
+        {"micro_batches", train->microBatches}};
     if (train->numClasses)
       info["num_classes"] = *train->numClasses;
     if (train->ignoreIndex)

@@ -23,6 +23,9 @@ void mlir::tessera::buildTrainingPipeline(
   if (options.microBatches > 1)
     pm.addPass(createTsrAccumulateGradients(
         TsrAccumulateGradientsOptions{options.microBatches}));
+  // Gradients are reduced once per step, after the micro-batches.
+  if (options.dataParallel)
+    pm.addPass(createTsrDataParallel(*options.dataParallel));
   if (options.optimizer) {
     pm.addPass(createTsrOptimizer(*options.optimizer));
     pm.addPass(createCanonicalizerPass());

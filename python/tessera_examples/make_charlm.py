@@ -109,9 +109,11 @@ def make_charlm(rng: np.random.Generator, *, batch_size: int, seq: int, layers: 
         b = g.zeros(prefix + ".bias", (dout,))
         return g.op("Add", [g.op("MatMul", [x, w], prefix + ".mm"), b], prefix)
 
-    # Constants shared by every block (Constant nodes, never trained).
-    heads_shape = g.constant("heads_shape", np.array([B, T, H, Dh], dtype=np.int64))
-    model_shape = g.constant("model_shape", np.array([B, T, D], dtype=np.int64))
+    # Constants shared by every block (Constant nodes, never trained). The
+    # Reshape shapes copy the batch dimension (0), so the model compiles at
+    # any batch size (e.g. a data-parallel rank's share).
+    heads_shape = g.constant("heads_shape", np.array([0, T, H, Dh], dtype=np.int64))
+    model_shape = g.constant("model_shape", np.array([0, T, D], dtype=np.int64))
     scale = g.constant("attn_scale", np.array(1.0 / math.sqrt(Dh), dtype=np.float32))
     mask = np.triu(np.full((T, T), -1e9, dtype=np.float32), k=1).reshape(1, 1, T, T)
     causal_mask = g.constant("causal_mask", mask)

@@ -107,6 +107,21 @@ static cl::opt<int64_t>
                  cl::desc("Gradient accumulation: micro-batches per step"),
                  cl::init(1), cl::cat(trainCat));
 static cl::opt<std::string>
+    meshSpec("mesh",
+             cl::desc("Device mesh of the step, e.g. dp=4: one program per "
+                      "rank, the global batch split across the dp ranks"),
+             cl::cat(trainCat));
+static cl::opt<int64_t>
+    zeroStage("zero",
+              cl::desc("ZeRO stage with --mesh dp=N: 0 replicates, 1 shards "
+                       "optimizer state, 2 also gradients, 3 also parameters"),
+              cl::init(0), cl::cat(trainCat));
+static cl::opt<double>
+    bucketMiB("bucket-mb",
+              cl::desc("Most gradient MiB per all-reduce/reduce-scatter "
+                       "bucket with --mesh"),
+              cl::init(25.0), cl::cat(trainCat));
+static cl::opt<std::string>
     optimizerName("optimizer",
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
                   cl::init("sgd"), cl::cat(trainCat));
@@ -168,6 +183,17 @@ static int fail(const Twine &message) {
   return 1;
 }
 
+/// The dp size of --mesh (0 without it).
+static int64_t dataParallel = 0;
+
+/// Parses --mesh: `dp=N` is the one axis so far.
+static LogicalResult parseMesh(StringRef spec) {
+  auto [axis, size] = spec.split('=');
+  if (axis != "dp" || size.getAsInteger(10, dataParallel) || dataParallel < 1)
+    return failure();
+  return success();
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
@@ -180,6 +206,10 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.frozen.assign(frozen.begin(), frozen.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
+  if (dataParallel > 0)
+    options.dataParallel = tessera::TsrDataParallelOptions{
+        dataParallel, zeroStage,
+        std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024))};
   if (batchNormMode != "batch" && batchNormMode != "running")
     return module.emitError("--batch-norm=")
            << batchNormMode.getValue() << " is not one of: batch, running";
@@ -218,6 +248,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   tessera::TrainingManifest train;
   train.onnxPath = inputFile;
   train.microBatches = microBatches;
+  train.dataParallel = std::max<int64_t>(dataParallel, 1);
   func::FuncOp step;
   for (auto f : module.getOps<func::FuncOp>())
     if (f.isPublic())
@@ -331,6 +362,28 @@ int main(int argc, char **argv) {
                 Twine(microBatches.getValue()));
   if (microBatches > 1 && batchSize == 0)
     return fail("--micro-batches needs --batch-size (the global batch)");
+  if (!meshSpec.empty()) {
+    if (failed(parseMesh(meshSpec)))
+      return fail("malformed --mesh '" + meshSpec +
+                  "' (expected dp=N with N >= 1; dp is the only axis so far)");
+    if (mode != "train")
+      return fail("--mesh needs --mode=train");
+    if (batchSize == 0)
+      return fail("--mesh needs --batch-size (the global batch, split "
+                  "across the dp ranks)");
+    if (batchSize % (dataParallel * microBatches) != 0)
+      return fail("--batch-size=" + Twine(batchSize.getValue()) +
+                  " is not divisible by dp (" + Twine(dataParallel) +
+                  ") times --micro-batches (" + Twine(microBatches.getValue()) +
+                  ")");
+  }
+  if (zeroStage < 0 || zeroStage > 3)
+    return fail("--zero=" + Twine(zeroStage.getValue()) +
+                " is not a ZeRO stage (0, 1, 2 or 3)");
+  if (zeroStage > 0 && meshSpec.empty())
+    return fail("--zero needs --mesh dp=N");
+  if (!(bucketMiB > 0))
+    return fail("--bucket-mb must be positive");
   if (cpuVectorSize < 0)
     return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +
                 " is negative (0 turns vectorization off)");
@@ -348,7 +401,8 @@ int main(int argc, char **argv) {
   tessera::OnnxImportOptions importOptions;
   importOptions.initializersAsParams = training;
   if (training)
-    importOptions.batchSize = batchSize / microBatches;
+    importOptions.batchSize =
+        batchSize / (microBatches * std::max<int64_t>(dataParallel, 1));
   for (const std::string &spec : inputShapes)
     if (failed(tessera::addInputShapeSpec(spec, importOptions)))
       return fail("malformed --input-shape '" + spec +

@@ -17,6 +17,7 @@
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
+#include "tessera/Transforms/Parallel/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraOnnxImportPasses();
   mlir::tessera::registerTesseraAutodiffPasses();
   mlir::tessera::registerTesseraOptimizerPasses();
+  mlir::tessera::registerTesseraParallelPasses();
   mlir::tessera::registerGradientRules(registry);
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(

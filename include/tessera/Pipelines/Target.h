@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tessera {
 
@@ -34,11 +35,24 @@ struct ArtifactTensor {
   /// Param inputs holding running statistics (`tsr.statistics`), which
   /// training updates from batches rather than by gradient.
   bool statistics = false;
+  /// A flat ZeRO shard (`tsr.shards`): of a tensor of `globalShape`
+  /// (`tsr.global_shape`, else `shape`) split `shards` ways.
+  std::optional<int64_t> shards;
+  std::vector<int64_t> globalShape;
+};
+
+/// One collective of the per-rank program, numbered in program order.
+struct ArtifactCollective {
+  std::string kind, axis;
+  SmallVector<std::string> serves;
+  std::optional<int64_t> bucket;
 };
 
 /// What `tessera-run --train` needs beyond the signature.
 struct TrainingManifest {
-  int64_t batchSize = 0, microBatches = 1;
+  /// batchSize: this rank's batch (dimension 0 of its data inputs); the
+  /// global batch is dataParallel times that.
+  int64_t batchSize = 0, microBatches = 1, dataParallel = 1;
   std::optional<int64_t> numClasses, ignoreIndex;
   /// For token-stream language models: the integer data input and the
   /// label input that a token file feeds.
@@ -53,6 +67,11 @@ struct ArtifactSignature {
   SmallVector<ArtifactTensor> inputs, outputs;
   /// Peak bytes the model function allocates itself (tsr-cpu-memory-plan).
   std::optional<int64_t> peakAllocBytes;
+  /// The device mesh (`tsr.mesh`: axis name and size, in the order that
+  /// collectives number axes), the ZeRO stage, and the collectives.
+  SmallVector<std::pair<std::string, int64_t>> mesh;
+  std::optional<int64_t> zero;
+  SmallVector<ArtifactCollective> collectives;
 };
 
 class TargetBackend {

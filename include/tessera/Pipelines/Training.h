@@ -11,6 +11,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "tessera/Transforms/Autodiff/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
+#include "tessera/Transforms/Parallel/Passes.h"
 
 namespace mlir::tessera {
 
@@ -18,6 +19,8 @@ struct TrainingPipelineOptions {
   TsrAppendLossOptions loss;
   TsrAutodiffOptions autodiff;
   int64_t microBatches = 1;
+  /// One rank's part of a data-parallel step (absent: a single device).
+  std::optional<TsrDataParallelOptions> dataParallel;
   /// Train batch normalization with batch statistics (absent: keep the
   /// running statistics fixed, ONNX inference semantics).
   std::optional<TsrBatchNormStatisticsOptions> batchNorm;

@@ -31,6 +31,8 @@ void populateTrainingPatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
 void populateGradientPatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
+void populateCollectivePatterns(TypeConverter &converter,
+                                RewritePatternSet &patterns);
 
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 

@@ -32,6 +32,7 @@ void mlir::tessera::populateTsrToLinalgConversionPatterns(
   populateDataMovementPatterns(converter, patterns);
   populateTrainingPatterns(converter, patterns);
   populateGradientPatterns(converter, patterns);
+  populateCollectivePatterns(converter, patterns);
 }
 
 //===----------------------------------------------------------------------===//

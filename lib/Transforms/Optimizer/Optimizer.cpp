@@ -12,6 +12,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Sharding.h"
 
 #include <cmath>
 
@@ -40,6 +41,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
 
   func::FuncOp func;
   SmallVector<State> states;
+  /// ZeRO >= 1: the update works on this rank's shards (of `numShards`);
+  /// state tensors are shards too, of parameters with `globalShape`.
+  DataParallelLayout layout;
+  bool sharded = false;
+  ArrayRef<int64_t> globalShape;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -82,18 +88,25 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     return success();
   }
 
-  /// Adds a zero-initialized state argument shaped like `like`.
-  BlockArgument addState(Type type, const Twine &name) {
+  /// Adds a zero-initialized state argument of `type`; with `shardOf`, a
+  /// shard of a tensor of that global shape.
+  BlockArgument addState(Type type, const Twine &name,
+                         std::optional<ArrayRef<int64_t>> shardOf = {}) {
     OpBuilder b(func.getContext());
     unsigned index = func.getNumArguments();
     Attribute init = b.getF64FloatAttr(0.0);
-    (void)func.insertArgument(
-        index, type,
-        b.getDictionaryAttr(
-            {b.getNamedAttr("tsr.name", b.getStringAttr(name.str())),
-             b.getNamedAttr("tsr.role", b.getStringAttr("state")),
-             b.getNamedAttr("tsr.init", init)}),
-        func.getLoc());
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr("tsr.name", b.getStringAttr(name.str())),
+        b.getNamedAttr("tsr.role", b.getStringAttr("state")),
+        b.getNamedAttr("tsr.init", init)};
+    if (shardOf) {
+      attrs.push_back(
+          b.getNamedAttr("tsr.shards", b.getI64IntegerAttr(layout.size)));
+      attrs.push_back(
+          b.getNamedAttr("tsr.global_shape", b.getDenseI64ArrayAttr(*shardOf)));
+    }
+    (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs),
+                              func.getLoc());
     return func.getArgument(index);
   }
 
@@ -138,8 +151,19 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     return g.reduceSum(v, llvm::to_vector(llvm::seq<int64_t>(0, rank)),
                        /*keepdims=*/false);
   }
-  Value norm(GradientBuilder &g, Value v) {
-    return g.sqrt(sumAll(g, g.mul(v, v)));
+  /// The sum of `v` over every rank's shard when the update is sharded.
+  Value sumAllShards(GradientBuilder &g, Value v, ArrayRef<StringRef> serves) {
+    Value local = sumAll(g, v);
+    if (!sharded)
+      return local;
+    OpBuilder &b = g.builder();
+    return tsr::AllReduceOp::create(b, g.getLoc(), local.getType(), local,
+                                    b.getStringAttr("sum"), kDataParallelAxis,
+                                    b.getStrArrayAttr(serves), IntegerAttr(),
+                                    IntegerAttr());
+  }
+  Value norm(GradientBuilder &g, Value v, StringRef name) {
+    return g.sqrt(sumAllShards(g, g.mul(v, v), {name}));
   }
   /// num/den where both are positive, else 1 (the trust-ratio convention).
   Value ratioOrOne(GradientBuilder &g, Value num, Value den, Value guard) {
@@ -148,18 +172,19 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     return g.select(g.greater(guard, zero), inner, one);
   }
 
-  /// The update of one parameter; returns its new value.
-  Value update(GradientBuilder &g, BlockArgument p, Value grad, Value lr64,
-               Value t64) {
+  /// The update of parameter `name` (its value, or this rank's shard of
+  /// it, `p`); returns its new value.
+  Value update(GradientBuilder &g, Value p, StringRef name, Value grad,
+               Value lr64, Value t64) {
     Type elem = getElementTypeOrSelf(p.getType());
     auto type = cast<RankedTensorType>(p.getType());
-    StringRef name = argName(func, p.getArgNumber());
     auto s = [&](double v) { return g.scalar(elem, v); };
     Value lrv = g.castTo(lr64, elem);
     Value t = g.castTo(t64, elem);
     auto state = [&](StringRef slot, Type stateType) {
-      BlockArgument arg = addState(stateType, Twine(optimizer.getValue()) +
-                                                  "." + slot + "." + name);
+      BlockArgument arg = addState(
+          stateType, Twine(optimizer.getValue()) + "." + slot + "." + name,
+          sharded ? std::optional(globalShape) : std::nullopt);
       states.push_back({arg, Value()});
       return states.size() - 1;
     };
@@ -177,7 +202,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return g.sub(p, g.mul(lrv, d));
     }
     if (optimizer == "lars") {
-      Value pn = norm(g, p), gn = norm(g, grad);
+      Value pn = norm(g, p, name), gn = norm(g, grad, name);
       Value local =
           g.mul(s(larsEta),
                 ratioOrOne(g, pn, g.add(gn, g.mul(s(weightDecay), pn)), gn));
@@ -191,7 +216,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return g.sub(p, step);
     }
     if (optimizer == "adafactor")
-      return adafactor(g, p, grad, lrv, t);
+      return adafactor(g, p, name, grad, lrv, t);
 
     // adam, adamw, lamb
     Value d = grad;
@@ -216,17 +241,16 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
                    g.mul(lrv, dir));
     // lamb: r = dir + wd·p, scaled by the trust ratio ‖p‖/‖r‖.
     Value r = g.add(dir, g.mul(s(weightDecay), p));
-    Value pn = norm(g, p);
-    Value trust = ratioOrOne(g, pn, norm(g, r), pn);
+    Value pn = norm(g, p, name);
+    Value trust = ratioOrOne(g, pn, norm(g, r, name), pn);
     return g.sub(p, g.mul(g.mul(lrv, trust), r));
   }
 
-  Value adafactor(GradientBuilder &g, BlockArgument p, Value grad, Value lrv,
-                  Value t) {
+  Value adafactor(GradientBuilder &g, Value p, StringRef name, Value grad,
+                  Value lrv, Value t) {
     auto type = cast<RankedTensorType>(p.getType());
     Type elem = type.getElementType();
     auto s = [&](double v) { return g.scalar(elem, v); };
-    StringRef name = argName(func, p.getArgNumber());
     OpBuilder &b = g.builder();
     // β₂(t) = 1 − t^decay-rate
     Value beta =
@@ -306,6 +330,12 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     if (params.empty())
       return func.emitError("no trainable parameters: every parameter is "
                             "frozen or the model has none");
+    layout = getDataParallelLayout(func);
+    sharded = layout.zero >= 1;
+    if (sharded && optimizer == "adafactor")
+      return func.emitError("adafactor's factored second moments are row and "
+                            "column means, which ZeRO's flat shards would "
+                            "split: use --zero=0 with adafactor");
 
     OpBuilder b(ret);
     Location loc = NameLoc::get(b.getStringAttr(optimizer), ret.getLoc());
@@ -316,12 +346,31 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     Value t64 = g.castTo(states.back().next, b.getF64Type());
     Value lr64 = learningRate(g, t64);
 
+    // This rank's view of every parameter and gradient: the whole tensors,
+    // or with ZeRO >= 1 its shards (ZeRO-2 and 3 already reduce-scattered
+    // the gradients, ZeRO-3 also stores the parameters as shards).
+    SmallVector<Value> paramViews;
+    for (auto &[p, grad] : params) {
+      bool paramIsShard = bool(func.getArgAttr(p.getArgNumber(), "tsr.shards"));
+      paramViews.push_back(
+          sharded && !paramIsShard ? localShard(g, p, layout.size) : Value(p));
+      auto gradType = cast<RankedTensorType>(grad.getType());
+      if (sharded && gradType != paramViews.back().getType())
+        grad = localShard(g, grad, layout.size);
+    }
+
     if (clipNorm > 0) {
       Value sq;
+      SmallVector<StringRef> names;
       for (auto &[p, grad] : params) {
         Value s = sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
         sq = sq ? g.add(sq, s) : s;
+        names.push_back(argName(func, p.getArgNumber()));
       }
+      if (sharded)
+        sq = tsr::AllReduceOp::create(
+            b, loc, sq.getType(), sq, b.getStringAttr("sum"), kDataParallelAxis,
+            b.getStrArrayAttr(names), IntegerAttr(), IntegerAttr());
       Type f64 = b.getF64Type();
       Value scale =
           tsr::MinOp::create(b, loc, g.scalar(f64, 1.0),
@@ -346,8 +395,20 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
            b.getNamedAttr("tsr.updates",
                           b.getI64IntegerAttr(arg.getArgNumber()))}));
     };
-    for (auto &[p, grad] : params)
-      updated(update(g, p, grad, lr64, t64), p, "param");
+    for (auto [entry, view] : llvm::zip(params, paramViews)) {
+      auto [p, grad] = entry;
+      StringRef name = argName(func, p.getArgNumber());
+      auto full = cast<RankedTensorType>(p.getType());
+      if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
+              p.getArgNumber(), "tsr.global_shape"))
+        full = full.clone(shape.asArrayRef());
+      globalShape = full.getShape();
+      Value next = update(g, view, name, grad, lr64, t64);
+      // ZeRO 1 and 2 keep whole parameters on every rank.
+      if (sharded && next.getType() != p.getType())
+        next = gatherShards(g, next, full, layout.size, {name});
+      updated(next, p, "param");
+    }
     for (State &st : states)
       updated(st.next, st.arg, "state");
     for (unsigned i : carried) {

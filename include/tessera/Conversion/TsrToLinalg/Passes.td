@@ -45,7 +45,8 @@ def TsrToLinalg : Pass<"tsr-to-linalg", "ModuleOp"> {
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
     "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
     "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
-    "mlir::func::FuncDialect"];
+    "mlir::func::FuncDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 #endif // TESSERA_CONVERSION_TSRTOLINALG_PASSES_TD

@@ -28,6 +28,10 @@ struct EinsumSpec {
   std::string output;
 };
 FailureOr<EinsumSpec> parseEinsum(StringRef equation, unsigned numInputs);
+/// The size of mesh axis `axis` declared by the nearest enclosing `tsr.mesh`
+/// attribute (a dictionary from axis name to size); emits an error on `op`
+/// and fails if there is none.
+FailureOr<int64_t> getMeshAxisSize(Operation *op, StringRef axis);
 } // namespace mlir::tsr
 
 #endif // TESSERA_DIALECT_TSR_IR_TSROPS_H

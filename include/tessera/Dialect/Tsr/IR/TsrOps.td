@@ -643,4 +643,5 @@ def Tsr_StopGradientOp : Tsr_BaseOp<"stop_gradient", [SameOperandsAndResultType]
 }
 
 include "tessera/Dialect/Tsr/IR/TsrGradOps.td"
+include "tessera/Dialect/Tsr/IR/TsrCommOps.td"
 #endif // TESSERA_DIALECT_TSR_TSROPS_TD

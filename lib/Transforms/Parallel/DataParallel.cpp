@@ -1,0 +1,278 @@
+//===- DataParallel.cpp - One rank's part of a data-parallel step ---------===//
+//
+// Decides the buckets (backward order, size-capped) and the ZeRO layout,
+// and writes both into the IR as collectives that name what they serve.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Transforms/Parallel/Passes.h"
+
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Sharding.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRDATAPARALLEL
+#include "tessera/Transforms/Parallel/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+/// A gradient result of the training function.
+struct Gradient {
+  unsigned result;
+  BlockArgument param;
+  Value value;
+  /// Position of the op defining `value` in the body (-1 for none).
+  int64_t position;
+};
+
+bool isBackward(Operation *op) {
+  auto fused = dyn_cast<FusedLoc>(op->getLoc());
+  auto tag =
+      fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata()) : StringAttr();
+  return tag && tag.getValue() == "tsr.grad";
+}
+
+struct TsrDataParallelPass
+    : tessera::impl::TsrDataParallelBase<TsrDataParallelPass> {
+  using Base::Base;
+
+  func::FuncOp func;
+
+  void runOnOperation() override {
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(getOperation(), getArgument());
+    if (failed(f))
+      return signalPassFailure();
+    func = *f;
+    if (failed(run()))
+      signalPassFailure();
+  }
+
+  StringRef nameOf(BlockArgument arg) {
+    return getArgString(func, arg.getArgNumber(), "tsr.name");
+  }
+
+  LogicalResult checkSupported(ArrayRef<unsigned> carried) {
+    if (dp < 1)
+      return func.emitError("the data-parallel size must be at least 1, got ")
+             << dp.getValue();
+    if (zero < 0 || zero > 3)
+      return func.emitError("ZeRO stage must be 0, 1, 2 or 3, got ")
+             << zero.getValue();
+    if (bucketBytes < 1)
+      return func.emitError("bucket-bytes must be positive");
+    if (dp == 1)
+      return success();
+    if (!carried.empty())
+      return func.emitError("result ")
+             << carried.front() << " ('"
+             << getResultString(func, carried.front(), "tsr.name")
+             << "') updates running statistics from the batch, which differ "
+                "between data-parallel ranks (synchronized batch norm is not "
+                "supported): compile with --batch-norm=running";
+    WalkResult walk = func.walk([&](Operation *op) {
+      auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
+      if (ignore &&
+          isa<tsr::SoftmaxCrossEntropyLossOp, tsr::NegativeLogLikelihoodLossOp>(
+              op)) {
+        op->emitError("a loss that ignores label ")
+            << ignore.getInt()
+            << " averages over a different number of labels on every "
+               "data-parallel rank, so the ranks' mean is not the global "
+               "mean: not supported with dp > 1";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  LogicalResult run() {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<Gradient> grads;
+    SmallVector<unsigned> carried;
+    DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = i;
+    if (func.getNumResults() == 0)
+      return func.emitError("tsr-data-parallel expects the loss as result 0");
+    for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
+      if (auto of = func.getResultAttrOfType<IntegerAttr>(i, "tsr.grad_of")) {
+        Value v = ret.getOperand(i);
+        Operation *def = v.getDefiningOp();
+        grads.push_back({i, func.getArgument(of.getInt()), v,
+                         def ? position.lookup(def) : -1});
+      } else if (func.getResultAttr(i, "tsr.updates")) {
+        carried.push_back(i);
+      }
+    }
+    if (failed(checkSupported(carried)))
+      return failure();
+
+    OpBuilder b(func.getContext());
+    auto module = getOperation();
+    module->setAttr("tsr.mesh",
+                    b.getDictionaryAttr(b.getNamedAttr(
+                        kDataParallelAxis, b.getI64IntegerAttr(dp))));
+    func->setAttr("tsr.zero", b.getI64IntegerAttr(zero));
+
+    // The loss of the global batch: the mean of the ranks' means.
+    b.setInsertionPoint(ret);
+    Value loss = ret.getOperand(0);
+    Value globalLoss = tsr::AllReduceOp::create(
+        b, ret.getLoc(), loss.getType(), loss, b.getStringAttr("mean"),
+        kDataParallelAxis, b.getStrArrayAttr({"loss"}), IntegerAttr(),
+        IntegerAttr());
+    ret.setOperand(0, globalLoss);
+
+    reduceGradients(grads, ret);
+    if (zero == 3)
+      shardParameters(grads);
+    return success();
+  }
+
+  /// Buckets in backward order, each reduced right after its last gradient.
+  void reduceGradients(MutableArrayRef<Gradient> grads, func::ReturnOp ret) {
+    llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
+      return a.position < b.position;
+    });
+    bool scatter = zero >= 2;
+    SmallVector<SmallVector<Gradient *>> buckets;
+    int64_t bytes = 0;
+    Type elem;
+    for (Gradient &g : grads) {
+      auto type = cast<RankedTensorType>(g.value.getType());
+      int64_t n = type.getNumElements();
+      int64_t size = (scatter ? dp * getShardSize(n, dp) : n) *
+                     type.getElementTypeBitWidth() / 8;
+      if (buckets.empty() || elem != type.getElementType() ||
+          bytes + size > bucketBytes) {
+        buckets.emplace_back();
+        bytes = 0;
+        elem = type.getElementType();
+      }
+      buckets.back().push_back(&g);
+      bytes += size;
+    }
+
+    for (auto [index, bucket] : llvm::enumerate(buckets)) {
+      Operation *last = nullptr;
+      for (Gradient *g : bucket)
+        if (Operation *def = g->value.getDefiningOp())
+          if (!last || last->isBeforeInBlock(def))
+            last = def;
+      OpBuilder b(ret);
+      if (last && last->getBlock() == ret->getBlock())
+        b.setInsertionPointAfter(last);
+      Location loc = NameLoc::get(
+          b.getStringAttr("bucket" + std::to_string(index)), ret.getLoc());
+      GradientBuilder g(b, loc);
+      SmallVector<StringRef> serves;
+      for (Gradient *grad : bucket)
+        serves.push_back(nameOf(grad->param));
+      ArrayAttr servesAttr = b.getStrArrayAttr(serves);
+      IntegerAttr bucketAttr = b.getI64IntegerAttr(index);
+
+      // Flat pieces: [n] for all-reduce; [N, c] blocks for reduce-scatter.
+      SmallVector<Value> pieces;
+      SmallVector<int64_t> widths;
+      for (Gradient *grad : bucket) {
+        auto type = cast<RankedTensorType>(grad->value.getType());
+        if (scatter) {
+          int64_t c = getShardSize(type.getNumElements(), dp);
+          pieces.push_back(
+              g.reshape(flattenPadded(g, grad->value, dp), {dp.getValue(), c}));
+          widths.push_back(c);
+        } else {
+          pieces.push_back(g.reshape(grad->value, {type.getNumElements()}));
+          widths.push_back(type.getNumElements());
+        }
+      }
+      int64_t total = 0;
+      for (int64_t w : widths)
+        total += w;
+      Value flat = pieces.front();
+      if (pieces.size() > 1)
+        flat = tsr::ConcatOp::create(b, loc, pieces,
+                                     b.getI64IntegerAttr(scatter ? 1 : 0));
+      Value reduced;
+      if (scatter) {
+        flat = g.reshape(flat, {dp * total});
+        reduced = tsr::ReduceScatterOp::create(
+            b, loc, RankedTensorType::get({total}, elem), flat,
+            b.getStringAttr("mean"), kDataParallelAxis, servesAttr, bucketAttr,
+            IntegerAttr());
+      } else {
+        reduced = tsr::AllReduceOp::create(
+            b, loc, flat.getType(), flat, b.getStringAttr("mean"),
+            kDataParallelAxis, servesAttr, bucketAttr, IntegerAttr());
+      }
+      int64_t offset = 0;
+      for (auto [grad, width] : llvm::zip(bucket, widths)) {
+        Value piece = reduced;
+        if (bucket.size() > 1)
+          piece = g.slice(reduced, {offset}, {offset + width}, {1});
+        offset += width;
+        if (!scatter)
+          piece = g.reshape(
+              piece, cast<RankedTensorType>(grad->value.getType()).getShape());
+        ret.setOperand(grad->result, piece);
+        if (scatter)
+          func.setResultAttr(grad->result, "tsr.shards",
+                             b.getI64IntegerAttr(dp));
+      }
+    }
+    SmallVector<Type> types;
+    for (Value v : ret.getOperands())
+      types.push_back(v.getType());
+    func.setType(
+        FunctionType::get(func.getContext(), func.getArgumentTypes(), types));
+  }
+
+  /// ZeRO-3: trained parameters live as shards and are gathered before
+  /// their forward and their backward uses.
+  void shardParameters(ArrayRef<Gradient> grads) {
+    Block &body = func.getBody().front();
+    for (const Gradient &grad : grads) {
+      BlockArgument p = grad.param;
+      auto full = cast<RankedTensorType>(p.getType());
+      int64_t c = getShardSize(full.getNumElements(), dp);
+      SmallVector<OpOperand *> forward, backward;
+      for (OpOperand &use : p.getUses()) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        (user && isBackward(user) ? backward : forward).push_back(&use);
+      }
+      p.setType(RankedTensorType::get({c}, full.getElementType()));
+      OpBuilder b(func.getContext());
+      func.setArgAttr(p.getArgNumber(), "tsr.shards", b.getI64IntegerAttr(dp));
+      func.setArgAttr(p.getArgNumber(), "tsr.global_shape",
+                      b.getDenseI64ArrayAttr(full.getShape()));
+      for (ArrayRef<OpOperand *> group :
+           {ArrayRef(forward), ArrayRef(backward)}) {
+        if (group.empty())
+          continue;
+        Operation *first = nullptr;
+        for (OpOperand *use : group) {
+          Operation *user = body.findAncestorOpInBlock(*use->getOwner());
+          if (!first || user->isBeforeInBlock(first))
+            first = user;
+        }
+        b.setInsertionPoint(first);
+        GradientBuilder g(
+            b, NameLoc::get(b.getStringAttr("zero3.gather"), first->getLoc()));
+        Value whole = gatherShards(g, p, full, dp, {nameOf(p)});
+        for (OpOperand *use : group)
+          use->set(whole);
+      }
+    }
+    func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                   func.getResultTypes()));
+  }
+};
+
+} // namespace

@@ -1,0 +1,48 @@
+// RUN: tessera-opt %s --tsr-to-linalg | FileCheck %s
+
+// Collectives become calls of the runtime's C ABI on the addresses of a
+// read-only operand buffer and a fresh result buffer; the mesh axis is its
+// index in tsr.mesh (dp = 0, tp = 1), the dtype a tsr_dtype_t (float32 = 1,
+// int64 = 7), the reduction a tsr_reduce_op_t (sum 0, mean 1), and the
+// collective's number its `id` (-1 when unnumbered).
+module attributes {tsr.mesh = {dp = 4 : i64, tp = 2 : i64}} {
+  // CHECK-DAG: func.func private @tsrt_all_reduce(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+  // CHECK-DAG: func.func private @tsrt_reduce_scatter(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+  // CHECK-DAG: func.func private @tsrt_all_gather(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64)
+  // CHECK-DAG: func.func private @tsrt_broadcast(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+  // CHECK-DAG: func.func private @tsrt_axis_rank(i64) -> i64
+  // CHECK-LABEL: func.func @collectives(
+  // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<8x3xf32>
+  func.func @collectives(%x: tensor<8x3xf32>, %s: tensor<2x3xf32>, %i: tensor<5xi64>)
+      -> (tensor<8x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<5xi64>, tensor<2x3xf32>) {
+    // CHECK: %[[IN:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<8x3xf32> to memref<8x3xf32>
+    // CHECK: %[[OUT:.*]] = memref.alloc() : memref<8x3xf32>
+    // CHECK-DAG: %[[ID:.*]] = arith.constant 7 : i64
+    // CHECK-DAG: %[[AXIS:.*]] = arith.constant 1 : i64
+    // CHECK-DAG: %[[PIN:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+    // CHECK-DAG: %[[POUT:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+    // CHECK-DAG: %[[COUNT:.*]] = arith.constant 24 : i64
+    // CHECK: call @tsrt_all_reduce(%[[ID]], %[[AXIS]], %[[PIN]], %[[POUT]], %[[COUNT]], %{{.*}}, %{{.*}})
+    // CHECK: %[[A:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<8x3xf32> to tensor<8x3xf32>
+    %a = tsr.all_reduce %x {mesh_axis = "tp", reduction = "mean", serves = ["w"], id = 7 : i64} : (tensor<8x3xf32>) -> tensor<8x3xf32>
+    // Reduce-scatter counts the elements of one block (6), all-gather those
+    // each rank sends (6).
+    // CHECK: memref.alloc() : memref<2x3xf32>
+    // CHECK: %[[C6:.*]] = arith.constant 6 : i64
+    // CHECK: call @tsrt_reduce_scatter(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C6]],
+    %r = tsr.reduce_scatter %x {mesh_axis = "dp", serves = ["w"]} : (tensor<8x3xf32>) -> tensor<2x3xf32>
+    // CHECK: memref.alloc() : memref<8x3xf32>
+    // CHECK: call @tsrt_all_gather(
+    %g = tsr.all_gather %s {mesh_axis = "dp", serves = ["w"]} : (tensor<2x3xf32>) -> tensor<8x3xf32>
+    // CHECK: %[[ROOT:.*]] = arith.constant 3 : i64
+    // CHECK: call @tsrt_broadcast(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ROOT]])
+    %b = tsr.broadcast_from %i {mesh_axis = "dp", root = 3 : i64} : (tensor<5xi64>) -> tensor<5xi64>
+    // The local shard is a slice at the rank's offset: no communication.
+    // CHECK: %[[RANK:.*]] = call @tsrt_axis_rank(%{{.*}}) : (i64) -> i64
+    // CHECK: %[[OFF:.*]] = arith.muli %[[RANK]], %{{.*}} : i64
+    // CHECK: %[[IDX:.*]] = arith.index_cast %[[OFF]] : i64 to index
+    // CHECK: tensor.extract_slice %[[X]][%[[IDX]], 0] [2, 3] [1, 1] : tensor<8x3xf32> to tensor<2x3xf32>
+    %l = tsr.local_shard %x {mesh_axis = "dp"} : (tensor<8x3xf32>) -> tensor<2x3xf32>
+    return %a, %r, %g, %b, %l : tensor<8x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<5xi64>, tensor<2x3xf32>
+  }
+}
