@@ -127,11 +127,9 @@ tsr_status_t checkComm(const char *what, const tsr_comm_t *comm) {
 }
 
 tsr_status_t checkBuffers(const char *what, const void *send, const void *recv,
-                          size_t count, tsr_dtype_t dtype) {
-  if (tsr_dtype_size(dtype) == 0)
-    return fail(TSR_ERROR_INVALID_ARGUMENT,
-                std::string(what) + ": invalid dtype " +
-                    std::to_string(static_cast<int>(dtype)));
+                          size_t count, const tsr_dtype_t &dtype) {
+  if (tsr_status_t s = checkDtype(what, rawEnum(dtype)))
+    return s;
   // MPI counts are ints.
   if (count > static_cast<size_t>(INT_MAX))
     return fail(TSR_ERROR_UNSUPPORTED,
@@ -199,16 +197,29 @@ const char *tsr::reduceOpName(tsr_reduce_op_t op) {
   return "invalid";
 }
 
-tsr_status_t tsr::checkReduction(const char *what, tsr_dtype_t dtype,
-                                 tsr_reduce_op_t op) {
-  if (op < TSR_REDUCE_SUM || op > TSR_REDUCE_MIN)
-    return fail(TSR_ERROR_INVALID_ARGUMENT,
-                std::string(what) + ": invalid reduction " +
-                    std::to_string(static_cast<int>(op)));
-  if (tsr_dtype_size(dtype) == 0)
-    return fail(TSR_ERROR_INVALID_ARGUMENT,
-                std::string(what) + ": invalid dtype " +
-                    std::to_string(static_cast<int>(dtype)));
+tsr_status_t tsr::checkDtype(const char *what, int64_t dtype) {
+  static constexpr tsr_dtype_t kValid[] = {
+      TSR_DTYPE_FLOAT32, TSR_DTYPE_UINT8,   TSR_DTYPE_INT8,   TSR_DTYPE_UINT16,
+      TSR_DTYPE_INT16,   TSR_DTYPE_INT32,   TSR_DTYPE_INT64,  TSR_DTYPE_BOOL,
+      TSR_DTYPE_FLOAT16, TSR_DTYPE_FLOAT64, TSR_DTYPE_UINT32, TSR_DTYPE_UINT64,
+      TSR_DTYPE_BFLOAT16};
+  for (tsr_dtype_t valid : kValid)
+    if (dtype == valid)
+      return TSR_OK;
+  return fail(TSR_ERROR_INVALID_ARGUMENT,
+              std::string(what) + ": invalid dtype " + std::to_string(dtype));
+}
+
+tsr_status_t tsr::checkReduction(const char *what, int64_t rawDtype,
+                                 int64_t rawOp) {
+  if (rawOp < TSR_REDUCE_SUM || rawOp > TSR_REDUCE_MIN)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, std::string(what) +
+                                                ": invalid reduction " +
+                                                std::to_string(rawOp));
+  if (tsr_status_t s = checkDtype(what, rawDtype))
+    return s;
+  auto dtype = static_cast<tsr_dtype_t>(rawDtype);
+  auto op = static_cast<tsr_reduce_op_t>(rawOp);
   if (op == TSR_REDUCE_MEAN && !isFloating(dtype))
     return fail(TSR_ERROR_UNSUPPORTED,
                 std::string(what) +
@@ -338,14 +349,14 @@ tsr_status_t tsr_comm_init(tsr_comm_backend_t backend,
                   "tsr_comm_init: negative timeout_seconds");
     std::unique_ptr<CommBackend> impl;
     tsr_status_t status;
-    if (backend == TSR_COMM_MPI)
+    int64_t kind = rawEnum(backend);
+    if (kind == TSR_COMM_MPI)
       status = createMpiWorld(opts, impl);
-    else if (backend == TSR_COMM_NCCL)
+    else if (kind == TSR_COMM_NCCL)
       status = createNcclWorld(opts, impl);
     else
       return fail(TSR_ERROR_INVALID_ARGUMENT,
-                  "tsr_comm_init: invalid backend " +
-                      std::to_string(static_cast<int>(backend)));
+                  "tsr_comm_init: invalid backend " + std::to_string(kind));
     if (status != TSR_OK)
       return status;
     installSignalHandler(impl->worldRank(impl->rank()));
@@ -407,7 +418,7 @@ tsr_status_t tsr_comm_all_reduce(tsr_comm_t *comm, const void *send, void *recv,
   const char *what = "all_reduce";
   if (tsr_status_t s = checkComm(what, comm))
     return s;
-  if (tsr_status_t s = checkReduction(what, dtype, op))
+  if (tsr_status_t s = checkReduction(what, rawEnum(dtype), rawEnum(op)))
     return s;
   if (tsr_status_t s = checkBuffers(what, send, recv, count, dtype))
     return s;
@@ -423,7 +434,7 @@ tsr_status_t tsr_comm_reduce_scatter(tsr_comm_t *comm, const void *send,
   const char *what = "reduce_scatter";
   if (tsr_status_t s = checkComm(what, comm))
     return s;
-  if (tsr_status_t s = checkReduction(what, dtype, op))
+  if (tsr_status_t s = checkReduction(what, rawEnum(dtype), rawEnum(op)))
     return s;
   if (tsr_status_t s = checkBuffers(what, send, recv, recv_count, dtype))
     return s;

@@ -59,10 +59,9 @@ std::string describe(int64_t id) {
 /// elements: the collective of a one-rank axis.
 tsr_status_t copyAlone(const char *what, const void *send, void *recv,
                        int64_t count, int64_t dtype) {
+  if (tsr_status_t s = checkDtype(what, dtype))
+    return s;
   size_t elementSize = tsr_dtype_size(static_cast<tsr_dtype_t>(dtype));
-  if (elementSize == 0)
-    return fail(TSR_ERROR_INVALID_ARGUMENT,
-                std::string(what) + ": invalid dtype " + std::to_string(dtype));
   if (count < 0)
     return fail(TSR_ERROR_INVALID_ARGUMENT,
                 std::string(what) + ": negative count");
@@ -107,18 +106,17 @@ void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, int64_t op) {
   std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  auto type = static_cast<tsr_dtype_t>(dtype);
-  auto reduction = static_cast<tsr_reduce_op_t>(op);
-  tsr_status_t status;
-  if (!comm) {
-    status = checkReduction("all_reduce", type, reduction);
-    if (status == TSR_OK)
-      status = copyAlone("all_reduce", send, recv, count, dtype);
-  } else {
+  tsr_status_t status = checkReduction("all_reduce", dtype, op);
+  if (status == TSR_OK && !comm) {
+    status = copyAlone("all_reduce", send, recv, count, dtype);
+  } else if (status == TSR_OK) {
     tsr_comm_set_label(comm, label.c_str());
-    status = count < 0 ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
-                       : tsr_comm_all_reduce(comm, send, recv, count, type,
-                                             reduction, nullptr);
+    status =
+        count < 0
+            ? fail(TSR_ERROR_INVALID_ARGUMENT, "all_reduce: negative count")
+            : tsr_comm_all_reduce(comm, send, recv, count,
+                                  static_cast<tsr_dtype_t>(dtype),
+                                  static_cast<tsr_reduce_op_t>(op), nullptr);
   }
   if (status != TSR_OK)
     die(label);
@@ -128,19 +126,17 @@ void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
                          int64_t recv_count, int64_t dtype, int64_t op) {
   std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  auto type = static_cast<tsr_dtype_t>(dtype);
-  auto reduction = static_cast<tsr_reduce_op_t>(op);
-  tsr_status_t status;
-  if (!comm) {
-    status = checkReduction("reduce_scatter", type, reduction);
-    if (status == TSR_OK)
-      status = copyAlone("reduce_scatter", send, recv, recv_count, dtype);
-  } else {
+  tsr_status_t status = checkReduction("reduce_scatter", dtype, op);
+  if (status == TSR_OK && !comm) {
+    status = copyAlone("reduce_scatter", send, recv, recv_count, dtype);
+  } else if (status == TSR_OK) {
     tsr_comm_set_label(comm, label.c_str());
-    status = recv_count < 0
-                 ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
-                 : tsr_comm_reduce_scatter(comm, send, recv, recv_count, type,
-                                           reduction, nullptr);
+    status =
+        recv_count < 0
+            ? fail(TSR_ERROR_INVALID_ARGUMENT, "reduce_scatter: negative count")
+            : tsr_comm_reduce_scatter(
+                  comm, send, recv, recv_count, static_cast<tsr_dtype_t>(dtype),
+                  static_cast<tsr_reduce_op_t>(op), nullptr);
   }
   if (status != TSR_OK)
     die(label);

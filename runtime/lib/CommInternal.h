@@ -12,6 +12,8 @@
 
 #include "tessera-runtime/Comm.h"
 
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -73,10 +75,21 @@ mpiBootstrapBroadcast(const std::function<tsr_status_t(void *)> &make,
                       void *bytes, size_t size, int &outRank, int &outSize);
 void releaseMpi();
 
-/// Checks that `op` applies to `dtype` ("all_reduce: MEAN needs a
-/// floating-point dtype, got int32").
-tsr_status_t checkReduction(const char *what, tsr_dtype_t dtype,
-                            tsr_reduce_op_t op);
+/// The value of an enum argument that came through the C ABI, read without
+/// assuming that it is one of the enumerators.
+template <typename Enum> int64_t rawEnum(const Enum &value) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized");
+  int raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
+
+/// Checks that `dtype` is a tsr_dtype_t ("all_gather: invalid dtype 99").
+tsr_status_t checkDtype(const char *what, int64_t dtype);
+
+/// Checks that `op` is a tsr_reduce_op_t that applies to `dtype`
+/// ("all_reduce: MEAN needs a floating-point dtype, got int32").
+tsr_status_t checkReduction(const char *what, int64_t dtype, int64_t op);
 
 /// The name of a reduction: "SUM", "MEAN", ...
 const char *reduceOpName(tsr_reduce_op_t op);

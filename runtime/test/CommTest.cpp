@@ -24,6 +24,11 @@
 
 namespace {
 
+// CommRawEnums.c: calls with any int where Comm.h takes an enum.
+extern "C" tsr_status_t commInitRaw(int backend, tsr_comm_t **out_comm);
+extern "C" tsr_status_t allReduceRaw(tsr_comm_t *comm, void *data, size_t count,
+                                     int dtype, int op);
+
 TEST(CommArguments, NullCommunicator) {
   float value = 1;
   EXPECT_EQ(tsr_comm_all_reduce(nullptr, &value, &value, 1, TSR_DTYPE_FLOAT32,
@@ -37,8 +42,7 @@ TEST(CommArguments, NullCommunicator) {
 
 TEST(CommArguments, InvalidBackend) {
   tsr_comm_t *comm = reinterpret_cast<tsr_comm_t *>(1);
-  EXPECT_EQ(tsr_comm_init(static_cast<tsr_comm_backend_t>(7), nullptr, &comm),
-            TSR_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(commInitRaw(7, &comm), TSR_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comm, nullptr);
   EXPECT_STREQ(tsr_last_error(), "tsr_comm_init: invalid backend 7");
 }
@@ -153,10 +157,12 @@ TEST_F(CommMpiSelf, Errors) {
   EXPECT_EQ(tsr_comm_all_reduce(world, ints, ints, 2, TSR_DTYPE_INVALID,
                                 TSR_REDUCE_SUM, nullptr),
             TSR_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(tsr_comm_all_reduce(world, ints, ints, 2, TSR_DTYPE_INT32,
-                                static_cast<tsr_reduce_op_t>(9), nullptr),
+  EXPECT_EQ(allReduceRaw(world, ints, 2, TSR_DTYPE_INT32, 9),
             TSR_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(tsr_last_error(), "all_reduce: invalid reduction 9");
+  EXPECT_EQ(allReduceRaw(world, ints, 2, 99, TSR_REDUCE_SUM),
+            TSR_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(tsr_last_error(), "all_reduce: invalid dtype 99");
   EXPECT_EQ(tsr_comm_all_reduce(world, nullptr, ints, 2, TSR_DTYPE_INT32,
                                 TSR_REDUCE_SUM, nullptr),
             TSR_ERROR_INVALID_ARGUMENT);
