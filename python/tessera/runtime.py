@@ -74,6 +74,9 @@ class _TensorInfoStruct(ctypes.Structure):
         ("updates", ctypes.c_int64),
         ("of", ctypes.c_int64),
         ("init", ctypes.c_double),
+        ("shards", ctypes.c_int64),
+        ("global_rank", ctypes.c_size_t),
+        ("global_shape", ctypes.POINTER(ctypes.c_int64)),
     ]
 
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeInternal.h"
+#include "tessera-runtime/Comm.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -484,6 +485,115 @@ tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
   return checkInit(spec, at);
 }
 
+/// Parses "shards" and "global_shape" (inputs): a flat shard holds
+/// ceil(n / shards) elements of a tensor of n.
+tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
+                         TensorSpec &spec) {
+  bool hasShards = false;
+  if (tsr_status_t s =
+          optionalInteger(entry, "shards", at, 1, spec.shards, &hasShards))
+    return s;
+  const Json *global = entry.find("global_shape");
+  if (!hasShards && !global) {
+    spec.globalShape = spec.shape;
+    return TSR_OK;
+  }
+  if (!isInput)
+    return fail(TSR_ERROR_PARSE,
+                at + ": shards and global_shape are only for inputs");
+  if (!global || global->kind != Json::Array)
+    return fail(TSR_ERROR_PARSE,
+                at + ": shards needs a global_shape array (and vice versa)");
+  for (const Json &dim : global->array) {
+    if (dim.kind != Json::Number || !dim.isInteger || dim.integer < 0)
+      return fail(TSR_ERROR_PARSE,
+                  at + ".global_shape must hold non-negative integers");
+    spec.globalShape.push_back(dim.integer);
+  }
+  int64_t count;
+  size_t bytes;
+  if (tsr_status_t s = computeSizes(spec.dtype, spec.globalShape.data(),
+                                    spec.globalShape.size(), count, bytes))
+    return withContext(s, at + ".global_shape");
+  int64_t local = (count + spec.shards - 1) / spec.shards;
+  if (spec.shape != std::vector<int64_t>{local})
+    return fail(TSR_ERROR_PARSE,
+                at + ": a shard of " + formatShape(spec.globalShape) +
+                    " over " + std::to_string(spec.shards) +
+                    " ranks has shape [" + std::to_string(local) + "], not " +
+                    formatShape(spec.shape));
+  return TSR_OK;
+}
+
+/// Parses "mesh", "zero" and "collectives" (all optional).
+tsr_status_t parseParallel(const Json &root, Manifest &out) {
+  if (const Json *mesh = root.find("mesh")) {
+    if (mesh->kind != Json::Array)
+      return fail(TSR_ERROR_PARSE, "mesh must be an array");
+    for (size_t i = 0; i < mesh->array.size(); ++i) {
+      std::string at = where("mesh", i), name;
+      int64_t size = 0;
+      bool hasSize = false;
+      if (mesh->array[i].kind != Json::Object)
+        return fail(TSR_ERROR_PARSE, at + " must be an object");
+      if (tsr_status_t s = requireString(mesh->array[i], "name", at, name))
+        return s;
+      if (tsr_status_t s =
+              optionalInteger(mesh->array[i], "size", at, 1, size, &hasSize))
+        return s;
+      if (!hasSize)
+        return fail(TSR_ERROR_PARSE, "missing \"size\" in " + at);
+      out.mesh.emplace_back(name, size);
+    }
+  }
+  if (tsr_status_t s = optionalInteger(root, "zero", "", 0, out.zero))
+    return s;
+  const Json *list = root.find("collectives");
+  if (!list)
+    return TSR_OK;
+  if (list->kind != Json::Array)
+    return fail(TSR_ERROR_PARSE, "collectives must be an array");
+  for (size_t i = 0; i < list->array.size(); ++i) {
+    const Json &entry = list->array[i];
+    std::string at = where("collectives", i);
+    if (entry.kind != Json::Object)
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
+    CollectiveSpec c;
+    if (tsr_status_t s = requireString(entry, "kind", at, c.kind))
+      return s;
+    if (tsr_status_t s = requireString(entry, "axis", at, c.axis))
+      return s;
+    if (findMeshAxis(out, c.axis) < 0)
+      return fail(TSR_ERROR_PARSE,
+                  at + ".axis: '" + c.axis + "' is not an axis of mesh");
+    if (tsr_status_t s = optionalInteger(entry, "bucket", at, 0, c.bucket))
+      return s;
+    if (const Json *serves = entry.find("serves")) {
+      if (serves->kind != Json::Array)
+        return fail(TSR_ERROR_PARSE, at + ".serves must be an array");
+      for (const Json &name : serves->array) {
+        if (name.kind != Json::String)
+          return fail(TSR_ERROR_PARSE, at + ".serves must hold strings");
+        c.serves.push_back(name.string);
+      }
+    }
+    // "all_reduce #3 (bucket 1 on dp: a, b, c and 4 more)"
+    c.description = c.kind + " #" + std::to_string(i) + " (";
+    if (c.bucket >= 0)
+      c.description += "bucket " + std::to_string(c.bucket) + " ";
+    c.description += "on " + c.axis;
+    constexpr size_t kNamed = 4;
+    for (size_t k = 0; k < c.serves.size() && k < kNamed; ++k)
+      c.description += (k ? ", " : ": ") + c.serves[k];
+    if (c.serves.size() > kNamed)
+      c.description +=
+          " and " + std::to_string(c.serves.size() - kNamed) + " more";
+    c.description += ")";
+    out.collectives.push_back(std::move(c));
+  }
+  return TSR_OK;
+}
+
 tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
                         std::vector<TensorSpec> &out) {
   const Json *list = root.find(key);
@@ -524,6 +634,8 @@ tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
     if (tsr_status_t s = parseRole(entry, at, isInput, spec))
       return s;
     if (tsr_status_t s = parseRoleMembers(entry, at, isInput, spec))
+      return s;
+    if (tsr_status_t s = parseShards(entry, at, isInput, spec))
       return s;
     out.push_back(std::move(spec));
   }
@@ -623,6 +735,18 @@ tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
   if (tsr_status_t s = optionalInteger(*object, "micro_batches", "train", 1,
                                        train.microBatches))
     return s;
+  train.globalBatchSize = train.batchSize;
+  if (tsr_status_t s = optionalInteger(*object, "global_batch_size", "train", 1,
+                                       train.globalBatchSize))
+    return s;
+  int64_t dp = findMeshAxis(manifest, "dp");
+  int64_t ranks = dp < 0 ? 1 : manifest.mesh[dp].second;
+  if (train.globalBatchSize != train.batchSize * ranks)
+    return fail(TSR_ERROR_PARSE,
+                "train.global_batch_size " +
+                    std::to_string(train.globalBatchSize) +
+                    " is not batch_size " + std::to_string(train.batchSize) +
+                    " times the dp size " + std::to_string(ranks));
   if (tsr_status_t s =
           optionalInteger(*object, "num_classes", "train", 1, train.numClasses))
     return s;
@@ -750,6 +874,8 @@ tsr_status_t parseManifest(const std::string &text, Manifest &out) {
     return s;
   if (tsr_status_t s = checkOutputLinks(out))
     return s;
+  if (tsr_status_t s = parseParallel(root, out))
+    return s;
   if (out.mode != "train")
     return TSR_OK;
   if (tsr_status_t s = parseTrain(root, out))
@@ -766,6 +892,9 @@ tsr_status_t fillInfo(const TensorSpec &spec, tsr_tensor_info_t *out) {
   out->updates = spec.updates;
   out->of = spec.of;
   out->init = spec.init;
+  out->shards = spec.shards;
+  out->global_rank = spec.globalShape.size();
+  out->global_shape = spec.globalShape.data();
   return TSR_OK;
 }
 
@@ -872,6 +1001,7 @@ tsr_status_t tsr_artifact_train_info(const tsr_artifact_t *artifact,
                                                 "\" has no train information");
   const TrainSpec &train = manifest.train;
   out_info->batch_size = train.batchSize;
+  out_info->global_batch_size = train.globalBatchSize;
   out_info->micro_batches = train.microBatches;
   out_info->num_classes = train.numClasses;
   out_info->has_ignore_index = train.hasIgnoreIndex;
@@ -987,4 +1117,66 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
     artifact->entry(args.data());
     return TSR_OK;
   });
+}
+
+int64_t tsr::findMeshAxis(const Manifest &manifest, const std::string &name) {
+  for (size_t i = 0; i < manifest.mesh.size(); ++i)
+    if (manifest.mesh[i].first == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+tsr_status_t tsr::getDataParallelPosition(const Manifest &manifest,
+                                          int64_t &outRank, int64_t &outSize) {
+  int64_t axis = findMeshAxis(manifest, "dp");
+  if (axis < 0) {
+    outRank = 0;
+    outSize = 1;
+    return TSR_OK;
+  }
+  int64_t compiled = manifest.mesh[axis].second;
+  int64_t bound = tsrt_axis_size(axis);
+  if (bound != compiled)
+    return fail(TSR_ERROR_MISMATCH,
+                "the artifact was compiled for dp=" + std::to_string(compiled) +
+                    " but runs on " + std::to_string(bound) + " rank" +
+                    (bound == 1 ? "" : "s") +
+                    " (launch it with "
+                    "mpirun -np " +
+                    std::to_string(compiled) + ")");
+  outRank = tsrt_axis_rank(axis);
+  outSize = compiled;
+  return TSR_OK;
+}
+
+size_t tsr_artifact_num_mesh_axes(const tsr_artifact_t *artifact) {
+  return artifact ? artifact->manifest.mesh.size() : 0;
+}
+
+tsr_status_t tsr_artifact_mesh_axis(const tsr_artifact_t *artifact,
+                                    size_t index, const char **out_name,
+                                    int64_t *out_size) {
+  if (!artifact || !out_name || !out_size)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  if (index >= artifact->manifest.mesh.size())
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "mesh axis " + std::to_string(index) + " out of range");
+  *out_name = artifact->manifest.mesh[index].first.c_str();
+  *out_size = artifact->manifest.mesh[index].second;
+  return TSR_OK;
+}
+
+int64_t tsr_artifact_zero_stage(const tsr_artifact_t *artifact) {
+  return artifact ? artifact->manifest.zero : 0;
+}
+
+size_t tsr_artifact_num_collectives(const tsr_artifact_t *artifact) {
+  return artifact ? artifact->manifest.collectives.size() : 0;
+}
+
+const char *tsr_artifact_collective_description(const tsr_artifact_t *artifact,
+                                                size_t index) {
+  if (!artifact || index >= artifact->manifest.collectives.size())
+    return "";
+  return artifact->manifest.collectives[index].description.c_str();
 }

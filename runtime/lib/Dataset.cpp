@@ -24,15 +24,22 @@ struct tsr_dataset {
   virtual bool feeds(size_t index) const = 0;
 
   std::vector<TensorSpec> inputs;
+  /// This rank's rows B, the global batch G of all ranks, and where this
+  /// rank's rows start in it (dp rank * B).
   int64_t batchSize = 0;
+  int64_t globalBatchSize = 0;
+  int64_t rankOffset = 0;
   int64_t numSamples = 0;
   int64_t numTokens = 0;
 
-  /// The sample of batch row 0 at `step`: (step * B) mod N, without
-  /// overflow.
+  /// The sample of this rank's batch row 0 at `step`: (step * G + offset)
+  /// mod N, without overflow. Ranks together take exactly the samples a
+  /// single process with batch G would.
   int64_t firstSample(int64_t step) const {
-    unsigned __int128 product = static_cast<unsigned __int128>(step) *
-                                static_cast<unsigned __int128>(batchSize);
+    unsigned __int128 product =
+        static_cast<unsigned __int128>(step) *
+            static_cast<unsigned __int128>(globalBatchSize) +
+        static_cast<unsigned __int128>(rankOffset);
     return static_cast<int64_t>(product % numSamples);
   }
 };
@@ -137,9 +144,15 @@ tsr_status_t requireTrain(const tsr_artifact_t &artifact) {
                                               "\" takes no training data");
 }
 
-void initDataset(const tsr_artifact_t &artifact, tsr_dataset &dataset) {
+tsr_status_t initDataset(const tsr_artifact_t &artifact, tsr_dataset &dataset) {
   dataset.inputs = artifact.manifest.inputs;
   dataset.batchSize = artifact.manifest.train.batchSize;
+  dataset.globalBatchSize = artifact.manifest.train.globalBatchSize;
+  int64_t rank = 0, size = 1;
+  if (tsr_status_t s = getDataParallelPosition(artifact.manifest, rank, size))
+    return s;
+  dataset.rankOffset = rank * dataset.batchSize;
+  return TSR_OK;
 }
 
 /// Returns the index of the first label not in [0, num_classes) and not
@@ -258,7 +271,8 @@ tsr_status_t addFeed(NpzDataset &dataset, size_t index,
 tsr_status_t openNpz(const tsr_artifact_t &artifact, const std::string &path,
                      std::unique_ptr<tsr_dataset> &out) {
   auto dataset = std::make_unique<NpzDataset>();
-  initDataset(artifact, *dataset);
+  if (tsr_status_t s = initDataset(artifact, *dataset))
+    return s;
   tsr_npz_t *npz = nullptr;
   if (tsr_status_t s = tsr_npz_read(path.c_str(), &npz))
     return s;
@@ -309,7 +323,8 @@ tsr_status_t openTokens(const tsr_artifact_t &artifact, const std::string &path,
                     "and " +
                     artifact.dir + " has none (give an .npz file instead)");
   auto dataset = std::make_unique<TokenDataset>();
-  initDataset(artifact, *dataset);
+  if (tsr_status_t s = initDataset(artifact, *dataset))
+    return s;
   dataset->tokenDtype = tokenDtype;
   dataset->input = static_cast<size_t>(train.tokenInput);
   dataset->label = static_cast<size_t>(train.tokenLabel);

@@ -60,10 +60,19 @@ private:
 Counter compiledCode;
 Counter tensors;
 
+Counter gradients;
+
+/// Marks a header written by `allocate`, so that a pointer from elsewhere is
+/// never mistaken for one of ours.
+constexpr uint32_t kMagic = 0x74737261; // "tsra"
+
 struct alignas(16) Header {
   void *base;
   size_t size;
   size_t total;
+  uint32_t magic;
+  /// Whether the block holds gradients (counted in `gradients` too).
+  uint32_t gradient;
 };
 static_assert(sizeof(Header) % 16 == 0, "the header keeps 16-byte alignment");
 
@@ -126,6 +135,8 @@ void *allocate(size_t alignment, size_t size) {
   header->base = base;
   header->size = size;
   header->total = total;
+  header->magic = kMagic;
+  header->gradient = 0;
   compiledCode.add(size);
   return reinterpret_cast<void *>(aligned);
 }
@@ -133,6 +144,14 @@ void *allocate(size_t alignment, size_t size) {
 } // namespace
 
 void tsr::noteTensorAllocated(size_t bytes) { tensors.add(bytes); }
+
+void tsr::tagGradientBuffer(void *ptr) {
+  Header *header = static_cast<Header *>(ptr) - 1;
+  if (!ptr || header->magic != kMagic || header->gradient)
+    return;
+  header->gradient = 1;
+  gradients.add(header->size);
+}
 
 void tsr::noteTensorFreed(size_t bytes) { tensors.subtract(bytes); }
 
@@ -153,6 +172,9 @@ void _mlir_memref_to_llvm_free(void *ptr) {
     return;
   Header *header = static_cast<Header *>(ptr) - 1;
   compiledCode.subtract(header->size);
+  if (header->gradient)
+    gradients.subtract(header->size);
+  header->magic = 0;
   cache().give(header->base, header->total);
 }
 
@@ -164,7 +186,12 @@ void tsr_tensor_memory_stats(size_t *out_current, size_t *out_peak) {
   tensors.read(out_current, out_peak);
 }
 
+void tsr_memory_gradient_stats(size_t *out_current, size_t *out_peak) {
+  gradients.read(out_current, out_peak);
+}
+
 void tsr_memory_reset_peak(void) {
   compiledCode.resetPeak();
   tensors.resetPeak();
+  gradients.resetPeak();
 }

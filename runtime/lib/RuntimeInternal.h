@@ -40,11 +40,26 @@ struct TensorSpec {
   int64_t updates = -1;
   int64_t of = -1;
   double init = 0;
+  /// Inputs: 1, or N for a flat ZeRO shard of a tensor of `globalShape`
+  /// (row-major, zero-padded to N*c elements, rank r holds [r*c, (r+1)*c)).
+  int64_t shards = 1;
+  std::vector<int64_t> globalShape;
+};
+
+/// One collective of a per-rank program ("collectives" of the manifest).
+struct CollectiveSpec {
+  std::string kind, axis;
+  std::vector<std::string> serves;
+  int64_t bucket = -1;
+  /// E.g. "reduce_scatter #3 (bucket 1 on dp: fc1.weight, fc1.bias)".
+  std::string description;
 };
 
 /// The "train" object of a manifest, with its names resolved to indices.
 struct TrainSpec {
   int64_t batchSize = 0;
+  /// batchSize times the dp size: the batch all ranks take together.
+  int64_t globalBatchSize = 0;
   int64_t microBatches = 1;
   int64_t numClasses = 0;
   bool hasIgnoreIndex = false;
@@ -58,7 +73,21 @@ struct Manifest {
   std::string mode, target, library, entry, onnx;
   std::vector<TensorSpec> inputs, outputs;
   TrainSpec train;
+  /// The device mesh (axis name, size), in the order compiled code numbers
+  /// the axes; the ZeRO stage; the collectives in id order.
+  std::vector<std::pair<std::string, int64_t>> mesh;
+  int64_t zero = 0;
+  std::vector<CollectiveSpec> collectives;
 };
+
+/// The index of mesh axis `name`, or -1.
+int64_t findMeshAxis(const Manifest &manifest, const std::string &name);
+
+/// This process's position on the artifact's data-parallel axis (0 of 1
+/// without one), checking that the communicator bound to the axis has the
+/// size the artifact was compiled for.
+tsr_status_t getDataParallelPosition(const Manifest &manifest, int64_t &outRank,
+                                     int64_t &outSize);
 
 } // namespace tsr
 
@@ -116,6 +145,10 @@ tsr_status_t computeSizes(tsr_dtype_t dtype, const int64_t *shape, size_t rank,
 /// Allocates a zero-filled tensor.
 tsr_status_t createTensor(tsr_dtype_t dtype, const std::vector<int64_t> &shape,
                           tsr_tensor_t **outTensor);
+
+/// Counts a block of compiled code (from _mlir_memref_to_llvm_*) as holding
+/// gradients until it is freed; pointers from elsewhere are ignored.
+void tagGradientBuffer(void *ptr);
 
 /// Counts `bytes` of tensor buffers as allocated or freed.
 void noteTensorAllocated(size_t bytes);

@@ -7,12 +7,20 @@
 // the next step reads the new values without a copy. The ONNX model is kept
 // (with the params' payloads dropped) to write the trained model back out.
 //
+// On a data-parallel mesh every rank runs a trainer: ZeRO-3 params hold the
+// rank's flat shard of their initializer, and saving the ONNX model or a
+// checkpoint is collective over the dp axis (rank 0 writes the model; every
+// rank writes its checkpoint shard, rank 0 commits).
+//
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeInternal.h"
+#include "tessera-runtime/Checkpoint.h"
+#include "tessera-runtime/Comm.h"
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +43,8 @@ struct tsr_trainer {
   std::vector<std::pair<size_t, int>> params;
   /// The first initializer that keeps its data in an external file.
   std::string externalInitializer;
+  /// The position on the dp axis (index dpAxis of the mesh, -1 if none).
+  int64_t dpAxis = -1, dpRank = 0, dpSize = 1;
 };
 
 namespace {
@@ -143,13 +153,23 @@ tsr_status_t loadParam(tsr_trainer &trainer, size_t index) {
     if (tsr_status_t s = tensorFromProto(proto, &raw))
       return withContext(s, "initializer '" + spec.name + "'");
     std::unique_ptr<tsr_tensor> value(raw);
-    if (value->dtype != spec.dtype || value->shape != spec.shape)
+    if (value->dtype != spec.dtype || value->shape != spec.globalShape)
       return fail(TSR_ERROR_MISMATCH,
                   "initializer '" + spec.name + "' is " +
                       tsr_dtype_name(value->dtype) + formatShape(value->shape) +
                       " but " + what + " is " + tsr_dtype_name(spec.dtype) +
-                      formatShape(spec.shape));
-    std::memcpy(trainer.inputs[index]->data, value->data, value->byteSize);
+                      formatShape(spec.globalShape));
+    // A ZeRO-3 shard: elements [r*c, (r+1)*c) of the flat initializer, the
+    // padding past its end zero (the tensor is zero-filled).
+    size_t elementSize = tsr_dtype_size(spec.dtype);
+    int64_t local = trainer.inputs[index]->numElements;
+    int64_t begin = spec.shards > 1
+                        ? std::min(value->numElements, trainer.dpRank * local)
+                        : 0;
+    int64_t end = std::min(value->numElements, begin + local);
+    std::memcpy(trainer.inputs[index]->data,
+                static_cast<const char *>(value->data) + begin * elementSize,
+                static_cast<size_t>(end - begin) * elementSize);
     clearData(proto);
     trainer.params.emplace_back(index, k);
     return TSR_OK;
@@ -191,6 +211,15 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
                                                 "\" cannot be trained");
   auto trainer = std::make_unique<tsr_trainer>();
   trainer->artifact = &artifact;
+  trainer->dpAxis = findMeshAxis(manifest, "dp");
+  if (tsr_status_t s =
+          getDataParallelPosition(manifest, trainer->dpRank, trainer->dpSize))
+    return withContext(s, artifact.dir);
+  for (size_t i = 0; i < manifest.collectives.size(); ++i)
+    if (tsr_status_t s = tsr_comm_describe_collective(
+            static_cast<int64_t>(i),
+            manifest.collectives[i].description.c_str()))
+      return s;
   auto create = [](const char *kind, size_t index, const TensorSpec &spec,
                    std::vector<std::unique_ptr<tsr_tensor>> &list) {
     tsr_tensor_t *tensor = nullptr;
@@ -233,6 +262,8 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   for (size_t i = 0; i < specs.size(); ++i)
     if (specs[i].role == TSR_ROLE_RNG)
       *static_cast<int64_t *>(trainer.inputs[i]->data) = step;
+  // Collectives that fail or time out name the step as logs count it.
+  tsr_comm_set_step(step + 1);
   std::vector<tsr_tensor_t *> outputs;
   for (auto &tensor : trainer.outputs)
     outputs.push_back(tensor.get());
@@ -268,11 +299,30 @@ tsr_status_t checkSave(const tsr_trainer &trainer) {
 tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
   if (tsr_status_t s = checkSave(trainer))
     return s;
-  // Lend the params' current values to the model for serializing only.
+  // Lend the params' current values to the model for serializing only;
+  // every rank gathers ZeRO-3 shards, rank 0 writes.
   onnx::GraphProto *graph = trainer.model->mutable_graph();
+  const auto &specs = trainer.artifact->manifest.inputs;
   for (const auto &[input, k] : trainer.params) {
     const tsr_tensor &tensor = *trainer.inputs[input];
-    graph->mutable_initializer(k)->set_raw_data(tensor.data, tensor.byteSize);
+    if (specs[input].shards == 1) {
+      graph->mutable_initializer(k)->set_raw_data(tensor.data, tensor.byteSize);
+      continue;
+    }
+    std::string whole(tensor.byteSize * trainer.dpSize, '\0');
+    tsrt_all_gather(-1, trainer.dpAxis, tensor.data, whole.data(),
+                    tensor.numElements, tensor.dtype);
+    int64_t count = 0;
+    size_t bytes = 0;
+    computeSizes(tensor.dtype, specs[input].globalShape.data(),
+                 specs[input].globalShape.size(), count, bytes);
+    whole.resize(bytes);
+    graph->mutable_initializer(k)->set_raw_data(std::move(whole));
+  }
+  if (trainer.dpRank != 0) {
+    for (const auto &[input, k] : trainer.params)
+      graph->mutable_initializer(k)->clear_raw_data();
+    return TSR_OK;
   }
   std::string bytes;
   bool serialized = trainer.model->SerializeToString(&bytes);
@@ -289,6 +339,170 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
     return fail(TSR_ERROR_IO,
                 path + ": cannot rename " + temporary + " to it: " + reason);
   }
+  return TSR_OK;
+}
+
+/// Whether `ok` holds on every rank of the dp axis (a barrier, too).
+bool allRanks(const tsr_trainer &trainer, bool ok) {
+  if (trainer.dpAxis < 0)
+    return ok;
+  int64_t mine = ok ? 1 : 0, all = 0;
+  tsrt_all_reduce(-1, trainer.dpAxis, &mine, &all, 1, TSR_DTYPE_INT64,
+                  TSR_REDUCE_MIN);
+  return all == 1;
+}
+
+/// The inputs a checkpoint holds: params and optimizer state.
+std::vector<size_t> stateInputs(const tsr_trainer &trainer) {
+  std::vector<size_t> indices;
+  const auto &specs = trainer.artifact->manifest.inputs;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].role == TSR_ROLE_PARAM || specs[i].role == TSR_ROLE_STATE)
+      indices.push_back(i);
+  return indices;
+}
+
+/// FNV-1a over the ONNX model and the name, dtype and global shape of every
+/// param and state: what a checkpoint must agree with to be resumed, for
+/// any dp size and ZeRO stage.
+tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
+  uint64_t hash = 1469598103934665603ull;
+  auto mix = [&](const void *data, size_t size) {
+    const auto *bytes = static_cast<const unsigned char *>(data);
+    for (size_t i = 0; i < size; ++i)
+      hash = (hash ^ bytes[i]) * 1099511628211ull;
+  };
+  if (!trainer.artifact->onnxPath.empty()) {
+    std::string model;
+    if (tsr_status_t s = readFile(trainer.artifact->onnxPath, model))
+      return s;
+    mix(model.data(), model.size());
+  }
+  const auto &specs = trainer.artifact->manifest.inputs;
+  for (size_t i : stateInputs(trainer)) {
+    mix(specs[i].name.c_str(), specs[i].name.size() + 1);
+    mix(&specs[i].dtype, sizeof(specs[i].dtype));
+    mix(specs[i].globalShape.data(),
+        specs[i].globalShape.size() * sizeof(int64_t));
+  }
+  char text[24];
+  std::snprintf(text, sizeof(text), "fnv1a64:%016llx",
+                static_cast<unsigned long long>(hash));
+  out = text;
+  return TSR_OK;
+}
+
+tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
+                            int64_t step) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  std::string print, mesh;
+  tsr_status_t status = fingerprint(trainer, print);
+  for (const auto &[name, size] : manifest.mesh)
+    mesh += (mesh.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  tsr_checkpoint_meta_t meta{};
+  meta.step = step;
+  meta.rng = step;
+  meta.data_position = step * manifest.train.globalBatchSize;
+  meta.fingerprint = print.c_str();
+  meta.world_size = trainer.dpSize;
+  meta.mesh = mesh.c_str();
+  meta.zero_stage = static_cast<int>(manifest.zero);
+  std::vector<tsr_checkpoint_tensor_t> tensors;
+  std::vector<const void *> data;
+  for (size_t i : stateInputs(trainer)) {
+    const TensorSpec &spec = manifest.inputs[i];
+    tensors.push_back({spec.name.c_str(), spec.dtype, spec.globalShape.size(),
+                       spec.globalShape.data(), spec.shards});
+    data.push_back(trainer.inputs[i]->data);
+  }
+  if (status == TSR_OK)
+    status = tsr_checkpoint_write_shard(dir.c_str(), trainer.dpRank,
+                                        trainer.dpSize, &meta, tensors.size(),
+                                        tensors.data(), data.data());
+  if (!allRanks(trainer, status == TSR_OK))
+    return status != TSR_OK
+               ? status
+               : fail(TSR_ERROR_IO, dir + ": another rank could not write its "
+                                          "shard; the checkpoint was not "
+                                          "committed");
+  if (trainer.dpRank == 0)
+    status = tsr_checkpoint_commit(dir.c_str(), trainer.dpSize, &meta);
+  if (!allRanks(trainer, status == TSR_OK))
+    return status != TSR_OK ? status
+                            : fail(TSR_ERROR_IO, dir + ": rank 0 could not "
+                                                       "commit the checkpoint");
+  return TSR_OK;
+}
+
+struct CheckpointCloser {
+  void operator()(tsr_checkpoint_t *c) const { tsr_checkpoint_close(c); }
+};
+
+/// Reads every param and state of this rank from `dir` into fresh buffers;
+/// the trainer is only changed once every rank has read everything.
+tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
+                            std::vector<std::string> &values, int64_t &step) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  tsr_checkpoint_t *raw = nullptr;
+  if (tsr_status_t s = tsr_checkpoint_open(dir.c_str(), &raw))
+    return s;
+  std::unique_ptr<tsr_checkpoint_t, CheckpointCloser> checkpoint(raw);
+  std::string print;
+  if (tsr_status_t s = fingerprint(trainer, print))
+    return s;
+  if (tsr_status_t s =
+          tsr_checkpoint_check_fingerprint(checkpoint.get(), print.c_str()))
+    return withContext(s, dir + " was written for another model or "
+                                "optimizer");
+  tsr_checkpoint_meta_t meta;
+  if (tsr_status_t s = tsr_checkpoint_meta(checkpoint.get(), &meta))
+    return s;
+  int64_t global = manifest.train.globalBatchSize;
+  if (meta.data_position != meta.step * global)
+    return fail(
+        TSR_ERROR_MISMATCH,
+        dir + ": written after " + std::to_string(meta.step) +
+            " steps at data position " + std::to_string(meta.data_position) +
+            ", which is not a multiple of this artifact's global "
+            "batch size " +
+            std::to_string(global) + " (resume with the same global batch)");
+  std::vector<size_t> inputs = stateInputs(trainer);
+  if (tsr_checkpoint_num_tensors(checkpoint.get()) != inputs.size())
+    return fail(
+        TSR_ERROR_MISMATCH,
+        dir + ": holds " +
+            std::to_string(tsr_checkpoint_num_tensors(checkpoint.get())) +
+            " tensors but the artifact has " + std::to_string(inputs.size()) +
+            " params and states");
+  for (size_t i : inputs) {
+    const TensorSpec &spec = manifest.inputs[i];
+    std::string value(trainer.inputs[i]->byteSize, '\0');
+    if (tsr_status_t s = tsr_checkpoint_read_tensor(
+            checkpoint.get(), spec.name.c_str(), spec.dtype,
+            spec.globalShape.size(), spec.globalShape.data(), spec.shards,
+            trainer.dpRank, value.data(), value.size()))
+      return s;
+    values.push_back(std::move(value));
+  }
+  step = meta.step;
+  return TSR_OK;
+}
+
+tsr_status_t loadCheckpoint(tsr_trainer &trainer, const std::string &dir,
+                            int64_t &outStep) {
+  std::vector<std::string> values;
+  int64_t step = 0;
+  tsr_status_t status = readCheckpoint(trainer, dir, values, step);
+  if (!allRanks(trainer, status == TSR_OK))
+    return status != TSR_OK
+               ? status
+               : fail(TSR_ERROR_IO,
+                      dir + ": another rank could not read the checkpoint");
+  std::vector<size_t> inputs = stateInputs(trainer);
+  for (size_t k = 0; k < inputs.size(); ++k)
+    std::memcpy(trainer.inputs[inputs[k]]->data, values[k].data(),
+                values[k].size());
+  outStep = step;
   return TSR_OK;
 }
 
@@ -348,4 +562,37 @@ tsr_status_t tsr_trainer_save_onnx(const tsr_trainer_t *trainer,
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
     return save(*trainer, path);
   });
+}
+
+tsr_status_t tsr_trainer_save_checkpoint(const tsr_trainer_t *trainer,
+                                         const char *dir, int64_t step) {
+  return guard([&] {
+    if (!trainer || !dir)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    return saveCheckpoint(*trainer, dir, step);
+  });
+}
+
+tsr_status_t tsr_trainer_load_checkpoint(tsr_trainer_t *trainer,
+                                         const char *dir, int64_t *out_step) {
+  return guard([&] {
+    if (!trainer || !dir || !out_step)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    return loadCheckpoint(*trainer, dir, *out_step);
+  });
+}
+
+tsr_status_t tsr_trainer_state_bytes(const tsr_trainer_t *trainer,
+                                     size_t *out_params, size_t *out_state) {
+  if (!trainer || !out_params || !out_state)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  *out_params = *out_state = 0;
+  const auto &specs = trainer->artifact->manifest.inputs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].role == TSR_ROLE_PARAM)
+      *out_params += trainer->inputs[i]->byteSize;
+    if (specs[i].role == TSR_ROLE_STATE)
+      *out_state += trainer->inputs[i]->byteSize;
+  }
+  return TSR_OK;
 }

@@ -187,6 +187,13 @@ typedef struct tsr_tensor_info_t {
   int64_t of;
   /* A state input: the value of every element before the first step. */
   double init;
+  /* Inputs: 1, or N when the input is this rank's flat ZeRO shard of a
+   * tensor of `global_shape` (row-major, zero-padded to N*c elements with
+   * c = ceil(elements / N); rank r holds [r*c, (r+1)*c)). `global_shape`
+   * equals `shape` when shards is 1. */
+  int64_t shards;
+  size_t global_rank;
+  const int64_t *global_shape;
 } tsr_tensor_info_t;
 
 /* Parses `dir`/manifest.json, then dlopens the library it names and looks up
@@ -207,8 +214,10 @@ TSR_API const char *tsr_artifact_onnx(const tsr_artifact_t *artifact);
 
 /* The "train" object of a mode "train" manifest. */
 typedef struct tsr_train_info_t {
-  /* The first dimension of every data and label input. */
+  /* The first dimension of every data and label input: this rank's share. */
   int64_t batch_size;
+  /* batch_size times the data-parallel size: the batch of one step. */
+  int64_t global_batch_size;
   /* How many micro-batches the compiled step splits a batch into. */
   int64_t micro_batches;
   /* Label values must lie in [0, num_classes); 0 when absent. */
@@ -226,6 +235,21 @@ typedef struct tsr_train_info_t {
 /* Fails with TSR_ERROR_INVALID_ARGUMENT unless the mode is "train". */
 TSR_API tsr_status_t tsr_artifact_train_info(const tsr_artifact_t *artifact,
                                              tsr_train_info_t *out_info);
+
+/* The device mesh of a per-rank program ("mesh": axis names and sizes in
+ * the order compiled code numbers them; none for a single device), its
+ * ZeRO stage (0 when absent) and its collectives, each with a description
+ * such as "reduce_scatter #31 (bucket 0 on dp: w, b)" ("" out of range). */
+TSR_API size_t tsr_artifact_num_mesh_axes(const tsr_artifact_t *artifact);
+TSR_API tsr_status_t tsr_artifact_mesh_axis(const tsr_artifact_t *artifact,
+                                            size_t index,
+                                            const char **out_name,
+                                            int64_t *out_size);
+TSR_API int64_t tsr_artifact_zero_stage(const tsr_artifact_t *artifact);
+TSR_API size_t tsr_artifact_num_collectives(const tsr_artifact_t *artifact);
+TSR_API const char *
+tsr_artifact_collective_description(const tsr_artifact_t *artifact,
+                                    size_t index);
 
 TSR_API size_t tsr_artifact_num_inputs(const tsr_artifact_t *artifact);
 TSR_API size_t tsr_artifact_num_outputs(const tsr_artifact_t *artifact);
@@ -282,9 +306,12 @@ TSR_API tsr_tensor_t *tsr_npz_array(tsr_npz_t *npz, size_t index);
  *===----------------------------------------------------------------------===*/
 
 /* The samples that feed the data and label inputs of a "train" artifact.
- * Step s (0-based) uses samples (s * B + i) mod N for i in [0, B), where B is
- * the batch size and N the number of samples. The artifact must outlive the
- * dataset. */
+ * Step s (0-based) uses samples (s * G + r * B + i) mod N for i in [0, B),
+ * where B is the batch size, G the global batch size, r this process's rank
+ * on the artifact's dp axis (0 without one; G = B then) and N the number of
+ * samples: the ranks together take the samples of one batch of G. Opening
+ * fails if the communicator bound to the dp axis (Comm.h) does not have the
+ * artifact's dp size. The artifact must outlive the dataset. */
 typedef struct tsr_dataset tsr_dataset_t;
 
 /* Reads an `.npz` file holding one array per data and label input, named
@@ -332,8 +359,11 @@ TSR_API tsr_status_t tsr_dataset_fill_batch(const tsr_dataset_t *dataset,
 typedef struct tsr_trainer tsr_trainer_t;
 
 /* Creates the buffers: each param input holds the initializer of the same
- * name in the artifact's ONNX model (same dtype and shape, else an error
- * naming both), each state input its "init" value. */
+ * name in the artifact's ONNX model (same dtype and global shape, else an
+ * error naming both; a ZeRO-3 input this rank's shard of it), each state
+ * input its "init" value. On a dp mesh the communicator bound to the dp
+ * axis (Comm.h) must have the artifact's dp size; the manifest's
+ * collectives are described to the runtime for its error messages. */
 TSR_API tsr_status_t tsr_trainer_create(const tsr_artifact_t *artifact,
                                         tsr_trainer_t **out_trainer);
 
@@ -359,9 +389,38 @@ TSR_API tsr_status_t tsr_trainer_check_save_onnx(const tsr_trainer_t *trainer);
 
 /* Writes the artifact's ONNX model with each param's initializer replaced
  * by the current value (raw_data; name, dims and data_type kept), to
- * `path`.tmp and then renames it to `path`. */
+ * `path`.tmp and then renames it to `path`. On a dp mesh every rank must
+ * call it (ZeRO-3 shards are gathered); only dp rank 0 writes. */
 TSR_API tsr_status_t tsr_trainer_save_onnx(const tsr_trainer_t *trainer,
                                            const char *path);
+
+/* Writes a checkpoint of the whole training state after `step` completed
+ * steps: every param and state input (this rank's shards under ZeRO), the
+ * step, the RNG state (the step: dropout masks derive from it) and the data
+ * position (step * global batch), with a fingerprint of the model and of
+ * the params' and states' names and global shapes (Checkpoint.h). On a dp
+ * mesh every rank must call it: each writes its shard, rank 0 commits the
+ * directory atomically once all have. */
+TSR_API tsr_status_t tsr_trainer_save_checkpoint(const tsr_trainer_t *trainer,
+                                                 const char *dir,
+                                                 int64_t step);
+
+/* Restores the params and state from a checkpoint written by any dp size
+ * and ZeRO stage of the same model and optimizer, and returns the number of
+ * completed steps. Refused (TSR_ERROR_MISMATCH, TSR_ERROR_PARSE or
+ * TSR_ERROR_IO, the trainer unchanged) when a file is missing, truncated or
+ * corrupt, the fingerprint differs, a tensor is missing, extra or of
+ * another shape, or the global batch size differs. Collective on a dp
+ * mesh: if any rank fails, all do. */
+TSR_API tsr_status_t tsr_trainer_load_checkpoint(tsr_trainer_t *trainer,
+                                                 const char *dir,
+                                                 int64_t *out_step);
+
+/* The bytes this rank holds in param inputs and in state inputs (shards
+ * under ZeRO 3 and ZeRO >= 1 respectively). */
+TSR_API tsr_status_t tsr_trainer_state_bytes(const tsr_trainer_t *trainer,
+                                             size_t *out_params,
+                                             size_t *out_state);
 
 /*===----------------------------------------------------------------------===*
  * Memory accounting
@@ -386,7 +445,13 @@ TSR_API void tsr_memory_stats(size_t *out_current, size_t *out_peak);
  * counted by byte size). */
 TSR_API void tsr_tensor_memory_stats(size_t *out_current, size_t *out_peak);
 
-/* Sets both peaks (compiled code's and tensors') to the current values. */
+/* The bytes of compiled code's blocks that hold reduced gradients: the
+ * results of the gradient collectives (all-reduce, or reduce-scatter under
+ * ZeRO 2 and 3), counted from the collective until freed, and their peak. */
+TSR_API void tsr_memory_gradient_stats(size_t *out_current, size_t *out_peak);
+
+/* Sets the peaks (compiled code's, tensors' and gradients') to the current
+ * values. */
 TSR_API void tsr_memory_reset_peak(void);
 
 #ifdef __cplusplus

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera-runtime/Checkpoint.h"
+#include "tessera-runtime/Comm.h"
 #include "tessera-runtime/Runtime.h"
 
 #include <chrono>
@@ -16,8 +18,9 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
-#include <cstdlib>
+#include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -32,6 +35,13 @@ const char *const kUsage =
     "                       [--log-json FILE] [--save-onnx PATH [--save-every "
     "K]]\n"
     "                       [--token-dtype uint16|uint32]\n"
+    "                       [--checkpoint-dir DIR [--checkpoint-every K]]\n"
+    "                       [--resume PATH] [--log-dir DIR] [--comm-timeout "
+    "S]\n"
+    "                       [--memory-report]\n"
+    "       mpirun -np N tessera-run ART --train ... (an artifact compiled "
+    "with\n"
+    "                       --mesh dp=N; srun works the same way)\n"
     "       (both forms also take [--threads N])\n"
     "\n"
     "Runs the artifact directory ART made by `tessera-compile --mode=infer`, "
@@ -61,6 +71,20 @@ const char *const kUsage =
     "  --save-every K     also write PATH.step<k>.onnx after every K steps\n"
     "  --token-dtype T    token ids of FILE.bin are uint16 (default) or "
     "uint32\n"
+    "  --checkpoint-dir D write the whole training state to D/step-<k> after\n"
+    "                     every K steps (--checkpoint-every, default: at the\n"
+    "                     end only); every rank writes its shard\n"
+    "  --resume PATH      continue from a checkpoint (a step-<k> directory, "
+    "or\n"
+    "                     a --checkpoint-dir whose newest one is taken); the\n"
+    "                     run ends after --steps steps in all\n"
+    "  --log-dir DIR      every rank also writes its progress and errors to\n"
+    "                     DIR/rank-<r>.log (rank 0 prints to stdout anyway)\n"
+    "  --comm-timeout S   a collective that waits longer than S seconds ends\n"
+    "                     the job, naming the ranks that never arrived\n"
+    "                     (default 30; 0 disables)\n"
+    "  --memory-report    each rank prints the bytes of params, gradients and\n"
+    "                     optimizer state it held\n"
     "  --threads N        threads of the BLAS library the model calls\n"
     "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
     "                     one per core); 1 avoids busy-waiting BLAS threads\n"
@@ -99,6 +123,11 @@ struct Options {
   long steps = 0;
   long batchSize = 0;
   long saveEvery = 0;
+  std::string checkpointDir, resume, logDir;
+  long checkpointEvery = 0;
+  double commTimeout = 30;
+  bool commTimeoutGiven = false;
+  bool memoryReport = false;
 };
 
 /// Parses a count flag's value into [1, max].
@@ -132,7 +161,13 @@ std::string checkCombination(const Options &options) {
                            {"--log-json", !options.logJson.empty()},
                            {"--save-onnx", !options.saveOnnx.empty()},
                            {"--save-every", options.saveEvery > 0},
-                           {"--token-dtype", !options.tokenDtype.empty()}};
+                           {"--token-dtype", !options.tokenDtype.empty()},
+                           {"--checkpoint-dir", !options.checkpointDir.empty()},
+                           {"--checkpoint-every", options.checkpointEvery > 0},
+                           {"--resume", !options.resume.empty()},
+                           {"--log-dir", !options.logDir.empty()},
+                           {"--comm-timeout", options.commTimeoutGiven},
+                           {"--memory-report", options.memoryReport}};
   if (!options.train) {
     for (const Use &use : trainOnly)
       if (use.given)
@@ -150,6 +185,8 @@ std::string checkCombination(const Options &options) {
     return "missing --steps";
   if (options.saveEvery > 0 && options.saveOnnx.empty())
     return "--save-every needs --save-onnx";
+  if (options.checkpointEvery > 0 && options.checkpointDir.empty())
+    return "--checkpoint-every needs --checkpoint-dir";
   if (!options.tokenDtype.empty() && options.tokenDtype != "uint16" &&
       options.tokenDtype != "uint32")
     return "--token-dtype must be uint16 or uint32, got '" +
@@ -163,6 +200,8 @@ std::string parseOptions(int argc, char **argv, Options &options) {
        sawThreads = false;
   bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
   bool sawSave = false, sawEvery = false, sawToken = false;
+  bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
+       sawLogDir = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -199,6 +238,27 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       options.print = true;
     } else if (arg == "--train") {
       options.train = true;
+    } else if (arg == "--memory-report") {
+      options.memoryReport = true;
+    } else if (isFlag("--checkpoint-dir")) {
+      problem =
+          takeValue("--checkpoint-dir", options.checkpointDir, sawCheckpoint);
+    } else if (isFlag("--checkpoint-every")) {
+      problem = takeCount("--checkpoint-every", 1000000000,
+                          options.checkpointEvery, sawCheckpointEvery);
+    } else if (isFlag("--resume")) {
+      problem = takeValue("--resume", options.resume, sawResume);
+    } else if (isFlag("--log-dir")) {
+      problem = takeValue("--log-dir", options.logDir, sawLogDir);
+    } else if (isFlag("--comm-timeout")) {
+      std::string value;
+      problem = takeValue("--comm-timeout", value, options.commTimeoutGiven);
+      char *end = nullptr;
+      options.commTimeout = std::strtod(value.c_str(), &end);
+      if (problem.empty() && (*end != '\0' || !(options.commTimeout >= 0) ||
+                              options.commTimeout > 86400))
+        problem =
+            "--comm-timeout needs seconds in [0, 86400], got '" + value + "'";
     } else if (isFlag("--inputs-dir")) {
       problem = takeValue("--inputs-dir", options.inputsDir, sawInputs);
     } else if (isFlag("--outputs-dir")) {
@@ -452,6 +512,13 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 
 /// The file --save-every writes after step `step`: PATH without its .onnx
 /// suffix, then ".step<step>.onnx".
+/// The directory of the checkpoint after `step` steps: step-00000010.
+std::string checkpointName(long step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08ld", step);
+  return name;
+}
+
 std::string checkpointPath(const std::string &path, long step) {
   std::string stem =
       endsWith(path, ".onnx") ? path.substr(0, path.size() - 5) : path;
@@ -516,38 +583,134 @@ std::string jsonNumber(double value) {
   return text;
 }
 
-int runTrain(const Options &options, tsr_artifact_t *artifact) {
+/// Where a process stands in a multi-process run, and its output: rank 0
+/// prints progress to stdout; with --log-dir every rank also writes its
+/// lines to DIR/rank-<r>.log.
+struct Process {
+  tsr_comm_t *world = nullptr;
+  int rank = 0, size = 1;
+  FilePtr log;
+
+  /// A progress line: stdout on rank 0, and the rank's log.
+  void print(const char *format, ...) __attribute__((format(printf, 2, 3))) {
+    va_list args;
+    if (rank == 0) {
+      va_start(args, format);
+      std::vprintf(format, args);
+      va_end(args);
+      std::fflush(stdout);
+    }
+    if (log) {
+      va_start(args, format);
+      std::vfprintf(log.get(), format, args);
+      va_end(args);
+      std::fflush(log.get());
+    }
+  }
+
+  /// Reports an error (naming the rank when there are several) and returns
+  /// the exit status.
+  int fail(const std::string &message) {
+    std::string text =
+        size > 1 ? "rank " + std::to_string(rank) + ": " + message : message;
+    if (log)
+      std::fprintf(log.get(), "error: %s\n", text.c_str());
+    return error(text);
+  }
+
+  /// Whether every rank reached this point with `ok`: setup errors stop all
+  /// ranks together instead of leaving the others waiting in a collective.
+  bool agree(bool ok) {
+    if (!world)
+      return ok;
+    int64_t mine = ok, all = 0;
+    if (tsr_comm_all_reduce(world, &mine, &all, 1, TSR_DTYPE_INT64,
+                            TSR_REDUCE_MIN, nullptr) != TSR_OK)
+      return false;
+    return all == 1;
+  }
+};
+
+/// Runs `setup`; then every rank learns whether all succeeded. A failing
+/// rank reports its own error, the others that one failed.
+int agreeOn(Process &process, const std::string &problem) {
+  bool ok = problem.empty();
+  if (process.agree(ok))
+    return 0;
+  return process.fail(ok ? "stopping: another rank failed to set up (see its "
+                           "error)"
+                         : problem);
+}
+
+/// The checkpoint to resume from: PATH itself when it holds a manifest,
+/// else the newest step-<k> directory under it.
+std::string resolveResume(const std::string &path, std::string &out) {
+  if (isFile(path + "/manifest.json")) {
+    out = path;
+    return "";
+  }
+  char latest[4096];
+  if (tsr_checkpoint_latest(path.c_str(), latest, sizeof(latest)) != TSR_OK)
+    return std::string("--resume: ") + tsr_last_error();
+  if (latest[0] == '\0')
+    return "--resume: " + path +
+           " is neither a checkpoint nor a directory "
+           "holding step-<k> checkpoints";
+  out = latest;
+  return "";
+}
+
+int runTrain(const Options &options, tsr_artifact_t *artifact,
+             Process &process) {
   tsr_train_info_t train;
   if (tsr_artifact_train_info(artifact, &train) != TSR_OK)
-    return error(tsr_last_error());
-  if (options.batchSize > 0 && options.batchSize != train.batch_size)
-    return error(options.artifact + ": the artifact was compiled for " +
-                 "batch size " + std::to_string(train.batch_size) + ", not " +
-                 std::to_string(options.batchSize) +
-                 " (recompile it with batch size " +
-                 std::to_string(options.batchSize) + ")");
+    return process.fail(tsr_last_error());
+  if (options.batchSize > 0 && options.batchSize != train.global_batch_size)
+    return process.fail(
+        options.artifact + ": the artifact was compiled for " + "batch size " +
+        std::to_string(train.global_batch_size) + ", not " +
+        std::to_string(options.batchSize) + " (recompile it with batch size " +
+        std::to_string(options.batchSize) + ")");
 
+  // Everything that can fail on one rank only happens before the first
+  // step, and the ranks agree on it.
+  std::string problem;
   tsr_trainer_t *rawTrainer = nullptr;
   if (tsr_trainer_create(artifact, &rawTrainer) != TSR_OK)
-    return error(tsr_last_error());
+    problem = tsr_last_error();
   TrainerPtr trainer(rawTrainer);
-  if (!options.saveOnnx.empty()) {
+  if (problem.empty() && !options.saveOnnx.empty()) {
     if (tsr_trainer_check_save_onnx(trainer.get()) != TSR_OK)
-      return error(std::string("--save-onnx: ") + tsr_last_error());
-    std::string problem = checkParentDirectory("--save-onnx", options.saveOnnx);
-    if (!problem.empty())
-      return error(problem);
+      problem = std::string("--save-onnx: ") + tsr_last_error();
+    else
+      problem = checkParentDirectory("--save-onnx", options.saveOnnx);
   }
   DatasetPtr dataset;
-  std::string problem = openDataset(options, artifact, dataset);
-  if (!problem.empty())
-    return error(problem);
+  if (problem.empty())
+    problem = openDataset(options, artifact, dataset);
   FilePtr log;
-  if (!options.logJson.empty()) {
+  if (problem.empty() && !options.logJson.empty() && process.rank == 0) {
     log.reset(std::fopen(options.logJson.c_str(), "w"));
     if (!log)
-      return error(options.logJson +
-                   ": cannot create: " + std::strerror(errno));
+      problem = options.logJson + ": cannot create: " + std::strerror(errno);
+  }
+  std::string resumeFrom;
+  if (problem.empty() && !options.resume.empty())
+    problem = resolveResume(options.resume, resumeFrom);
+  if (int status = agreeOn(process, problem))
+    return status;
+  int64_t done = 0;
+  if (!resumeFrom.empty()) {
+    if (tsr_trainer_load_checkpoint(trainer.get(), resumeFrom.c_str(), &done) !=
+        TSR_OK)
+      return process.fail(std::string("--resume: ") + tsr_last_error());
+    if (done >= options.steps)
+      return process.fail("--resume: " + resumeFrom + " is after step " +
+                          std::to_string(done) + ", and --steps " +
+                          std::to_string(options.steps) +
+                          " leaves nothing to run");
+    process.print("resumed from %s after step %" PRId64 "\n",
+                  resumeFrom.c_str(), done);
   }
 
   // Token artifacts report tokens per second, B * T per step.
@@ -567,29 +730,40 @@ int runTrain(const Options &options, tsr_artifact_t *artifact) {
                 " tokens, " + std::to_string(samples) + " windows of " +
                 std::to_string(windowTokens)
           : std::to_string(samples) + " samples";
-  std::printf("training %s: batch size %" PRId64 ", micro_batches %" PRId64
-              ", data %s: %s\n",
-              options.artifact.c_str(), train.batch_size, train.micro_batches,
-              options.data.c_str(), source.c_str());
-  std::fflush(stdout);
+  std::string mesh;
+  if (process.size > 1)
+    mesh = ", " + std::to_string(process.size) + " ranks of " +
+           std::to_string(train.batch_size) + " (ZeRO-" +
+           std::to_string(tsr_artifact_zero_stage(artifact)) + ")";
+  process.print("training %s: batch size %" PRId64 "%s, micro_batches %" PRId64
+                ", data %s: %s\n",
+                options.artifact.c_str(), train.global_batch_size, mesh.c_str(),
+                train.micro_batches, options.data.c_str(), source.c_str());
 
-  double perStep = static_cast<double>(train.batch_size * windowTokens);
+  double perStep = static_cast<double>(train.global_batch_size * windowTokens);
   const char *unit = tokens ? "tokens" : "samples";
   tsr_memory_reset_peak();
   using Clock = std::chrono::steady_clock;
-  for (long step = 1; step <= options.steps; ++step) {
+  auto checkpoint = [&](long step) -> int {
+    std::string dir = options.checkpointDir + "/" + checkpointName(step);
+    if (tsr_trainer_save_checkpoint(trainer.get(), dir.c_str(), step) != TSR_OK)
+      return process.fail(tsr_last_error());
+    process.print("wrote checkpoint %s\n", dir.c_str());
+    return 0;
+  };
+  for (long step = done + 1; step <= options.steps; ++step) {
     float loss = 0;
     auto start = Clock::now();
     if (tsr_trainer_step(trainer.get(), dataset.get(), step - 1, &loss) !=
         TSR_OK)
-      return error("step " + std::to_string(step) + ": " + tsr_last_error());
+      return process.fail("step " + std::to_string(step) + ": " +
+                          tsr_last_error());
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
     double rate = seconds > 0 ? perStep / seconds : 0;
-    std::printf("step %ld/%ld  loss %s  %.1f %s/s  %.2f ms\n", step,
-                options.steps, formatLoss(loss).c_str(), rate, unit,
-                seconds * 1000);
-    std::fflush(stdout);
+    process.print("step %ld/%ld  loss %s  %.1f %s/s  %.2f ms\n", step,
+                  options.steps, formatLoss(loss).c_str(), rate, unit,
+                  seconds * 1000);
     if (log) {
       std::fprintf(log.get(),
                    "{\"step\": %ld, \"loss\": %s, \"seconds\": %s, "
@@ -598,60 +772,144 @@ int runTrain(const Options &options, tsr_artifact_t *artifact) {
                    unit, jsonNumber(rate).c_str());
       std::fflush(log.get());
     }
+    // The loss is the mean over all ranks: they stop together.
     if (!std::isfinite(loss))
-      return error("step " + std::to_string(step) + ": the loss is " +
-                   (std::isnan(loss) ? "nan" : "infinite") +
-                   "; training stopped");
+      return process.fail("step " + std::to_string(step) + ": the loss is " +
+                          (std::isnan(loss) ? "nan" : "infinite") +
+                          "; training stopped");
     if (options.saveEvery > 0 && step % options.saveEvery == 0) {
       std::string path = checkpointPath(options.saveOnnx, step);
       if (tsr_trainer_save_onnx(trainer.get(), path.c_str()) != TSR_OK)
-        return error(tsr_last_error());
-      std::printf("wrote %s\n", path.c_str());
+        return process.fail(tsr_last_error());
+      process.print("wrote %s\n", path.c_str());
     }
+    if (options.checkpointEvery > 0 && step % options.checkpointEvery == 0)
+      if (int status = checkpoint(step))
+        return status;
   }
   if (log && std::ferror(log.get()))
-    return error(options.logJson + ": write error");
+    return process.fail(options.logJson + ": write error");
+  if (!options.checkpointDir.empty() &&
+      (options.checkpointEvery == 0 ||
+       options.steps % options.checkpointEvery != 0))
+    if (int status = checkpoint(options.steps))
+      return status;
   if (!options.saveOnnx.empty()) {
     if (tsr_trainer_save_onnx(trainer.get(), options.saveOnnx.c_str()) !=
         TSR_OK)
-      return error(tsr_last_error());
-    std::printf("wrote %s\n", options.saveOnnx.c_str());
+      return process.fail(tsr_last_error());
+    process.print("wrote %s\n", options.saveOnnx.c_str());
   }
   size_t peak = 0, held = 0;
   tsr_memory_stats(nullptr, &peak);
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
     held += tsr_tensor_byte_size(tsr_trainer_input(trainer.get(), i));
-  std::printf("peak step memory: %zu bytes (artifact allocations), "
-              "params+state+batch: %zu bytes\n",
-              peak, held);
+  process.print("peak step memory: %zu bytes (artifact allocations), "
+                "params+state+batch: %zu bytes\n",
+                peak, held);
+  if (options.memoryReport) {
+    size_t params = 0, state = 0, gradients = 0;
+    tsr_trainer_state_bytes(trainer.get(), &params, &state);
+    tsr_memory_gradient_stats(nullptr, &gradients);
+    // Every rank reports its own line, on stdout.
+    std::printf("memory rank %d of %d: params %zu bytes, gradients %zu "
+                "bytes, optimizer state %zu bytes\n",
+                process.rank, process.size, params, gradients, state);
+    std::fflush(stdout);
+  }
   return 0;
 }
 
-int run(const Options &options) {
+/// Whether this process was started by a launcher for several ranks.
+bool launchedAsMany() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
+    const char *value = std::getenv(name);
+    if (value && std::atol(value) > 1)
+      return true;
+  }
+  return false;
+}
+
+/// Joins the job of an artifact with a mesh: one MPI communicator for its
+/// dp axis (the only axis so far).
+int joinMesh(const Options &options, tsr_artifact_t *artifact,
+             Process &process) {
+  size_t axes = tsr_artifact_num_mesh_axes(artifact);
+  if (axes == 0) {
+    if (launchedAsMany())
+      return process.fail(options.artifact +
+                          " has no device mesh, so every rank would train "
+                          "the whole batch: compile it with --mesh dp=N");
+    return 0;
+  }
+  const char *name = nullptr;
+  int64_t size = 0;
+  tsr_artifact_mesh_axis(artifact, 0, &name, &size);
+  if (axes != 1 || std::string(name) != "dp")
+    return process.fail(options.artifact +
+                        ": only a mesh with the one axis dp is supported");
+  tsr_comm_options_t commOptions{};
+  commOptions.timeout_seconds = options.commTimeout;
+  commOptions.device = -1;
+  if (tsr_comm_init(TSR_COMM_MPI, &commOptions, &process.world) != TSR_OK)
+    return process.fail(tsr_last_error());
+  process.rank = tsr_comm_rank(process.world);
+  process.size = tsr_comm_size(process.world);
+  if (process.size != size)
+    return process.fail(
+        options.artifact + " was compiled for dp=" + std::to_string(size) +
+        " but runs on " + std::to_string(process.size) + " rank" +
+        (process.size == 1 ? "" : "s") + " (launch it with mpirun -np " +
+        std::to_string(size) + ")");
+  if (tsr_comm_bind_axis(0, process.world) != TSR_OK)
+    return process.fail(tsr_last_error());
+  return 0;
+}
+
+int run(const Options &options, Process &process) {
   // OpenBLAS reads its thread count when the artifact's library loads it.
   if (options.threads > 0)
     setenv("OPENBLAS_NUM_THREADS", std::to_string(options.threads).c_str(), 1);
   tsr_artifact_t *rawArtifact = nullptr;
   if (tsr_artifact_load(options.artifact.c_str(), &rawArtifact) != TSR_OK)
-    return error(tsr_last_error());
+    return process.fail(tsr_last_error());
   ArtifactPtr artifact(rawArtifact);
   std::string mode = tsr_artifact_mode(artifact.get());
   std::string where =
       options.artifact + "/manifest.json: mode \"" + mode + "\"";
   if (options.train) {
     if (mode != "train")
-      return error(where + " cannot be trained (--train needs a \"train\" "
-                           "artifact)");
-    return runTrain(options, artifact.get());
+      return process.fail(where + " cannot be trained (--train needs a "
+                                  "\"train\" artifact)");
+    if (int status = joinMesh(options, artifact.get(), process))
+      return status;
+    if (!options.logDir.empty()) {
+      std::string problem = makeDirectories(options.logDir);
+      std::string path =
+          options.logDir + "/rank-" + std::to_string(process.rank) + ".log";
+      if (problem.empty()) {
+        process.log.reset(std::fopen(path.c_str(), "w"));
+        if (!process.log)
+          problem = path + ": cannot create: " + std::strerror(errno);
+      }
+      if (int status = agreeOn(process, problem))
+        return status;
+    }
+    return runTrain(options, artifact.get(), process);
   }
+  if (launchedAsMany())
+    return process.fail("inference runs on one process; launch tessera-run "
+                        "without mpirun/srun");
   if (mode == "train")
-    return error(where + " needs --train");
+    return process.fail(where + " needs --train");
   if (mode == "grad")
-    return error(where + " is not run by tessera-run (load it in-process, "
-                         "e.g. with the Python binding python/tessera)");
+    return process.fail(where + " is not run by tessera-run (load it "
+                                "in-process, e.g. with the Python binding "
+                                "python/tessera)");
   if (!mode.empty() && mode != "infer")
-    return error(where + " is not supported (tessera-run runs \"infer\" "
-                         "and \"train\" artifacts)");
+    return process.fail(where + " is not supported (tessera-run runs "
+                                "\"infer\" and \"train\" artifacts)");
   return runInfer(options, artifact.get());
 }
 
@@ -666,5 +924,11 @@ int main(int argc, char **argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  return run(options);
+  Process process;
+  int status = run(options, process);
+  // A failed rank exits without MPI_Finalize: the launcher then ends the
+  // others instead of waiting for them in a collective.
+  if (status == 0 && process.world)
+    tsr_comm_destroy(process.world);
+  return status;
 }
