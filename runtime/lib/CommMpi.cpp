@@ -468,10 +468,16 @@ void Watchdog::reportTimeout(MpiComm &comm, int64_t now) {
     }
     double grace = std::min(5.0, std::max(1.0, comm.timeout / 4));
     int64_t until = now + static_cast<int64_t>(grace * 1e9);
-    int done = 0;
     while (nowNanoseconds() < until) {
       serveQueries(comm);
-      MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
+      // Each request on its own: MPI_Testall completes none until all are.
+      bool done = true;
+      for (MPI_Request &request : requests) {
+        int flag = 1;
+        if (request != MPI_REQUEST_NULL)
+          MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+        done = done && flag;
+      }
       if (done)
         break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

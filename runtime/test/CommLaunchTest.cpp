@@ -65,6 +65,20 @@ TEST(CommLaunch, StoppedRankIsNamed) {
       << job.output;
 }
 
+TEST(CommLaunch, StoppedRankIsNamedOnFourRanks) {
+  // The live ranks answer the watchdog; only the stopped one is named.
+  Job job = launch(4, "stop 3 2");
+  EXPECT_NE(job.exitCode, 0) << job.output;
+  EXPECT_NE(job.exitCode, 137) << "killed by the 60 s limit\n" << job.output;
+  EXPECT_LT(job.seconds, 30) << job.output;
+  EXPECT_NE(job.output.find(std::string(": ") + kLabel +
+                            " timed out after 3 s; rank 2 never arrived "
+                            "(not responding)\n"),
+            std::string::npos)
+      << job.output;
+  EXPECT_EQ(job.output.find("; ranks "), std::string::npos) << job.output;
+}
+
 TEST(CommLaunch, HungRankIsNamedOnFourRanks) {
   Job job = launch(4, "hang 3 2");
   EXPECT_NE(job.exitCode, 0) << job.output;
