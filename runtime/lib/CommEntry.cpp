@@ -25,6 +25,15 @@ constexpr int64_t kMaxCollectives = 1 << 20;
 
 std::vector<tsr_comm_t *> axes;
 std::vector<std::string> descriptions;
+/// Collectives whose results are reduced gradients (their buffers are
+/// counted as such by the allocator).
+std::vector<bool> gradientResults;
+
+void noteResult(int64_t id, void *recv) {
+  if (id >= 0 && id < static_cast<int64_t>(gradientResults.size()) &&
+      gradientResults[id])
+    tagGradientBuffer(recv);
+}
 int64_t currentStep = -1;
 
 tsr_comm_t *axisComm(int64_t axis) {
@@ -98,6 +107,14 @@ tsr_status_t tsr_comm_describe_collective(int64_t id, const char *description) {
 
 void tsr_comm_set_step(int64_t step) { currentStep = step; }
 
+void tsr::markGradientCollective(int64_t id) {
+  if (id < 0 || id >= kMaxCollectives)
+    return;
+  if (id >= static_cast<int64_t>(gradientResults.size()))
+    gradientResults.resize(id + 1, false);
+  gradientResults[id] = true;
+}
+
 int64_t tsrt_axis_rank(int64_t axis) { return tsr_comm_rank(axisComm(axis)); }
 
 int64_t tsrt_axis_size(int64_t axis) { return tsr_comm_size(axisComm(axis)); }
@@ -120,6 +137,7 @@ void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
   }
   if (status != TSR_OK)
     die(label);
+  noteResult(id, recv);
 }
 
 void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
@@ -140,6 +158,7 @@ void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
   }
   if (status != TSR_OK)
     die(label);
+  noteResult(id, recv);
 }
 
 void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,

@@ -106,6 +106,10 @@ uint16_t floatToHalf(float value);
 float bfloat16ToFloat(uint16_t bits);
 uint16_t floatToBfloat16(float value);
 
+/// Marks collective `id` of the compiled program as producing reduced
+/// gradients: its result buffers count in tsr_memory_gradient_stats.
+void markGradientCollective(int64_t id);
+
 } // namespace tsr
 
 #endif // TESSERA_RUNTIME_LIB_COMMINTERNAL_H

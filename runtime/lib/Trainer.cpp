@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommInternal.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Checkpoint.h"
 #include "tessera-runtime/Comm.h"
@@ -215,11 +216,14 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
   if (tsr_status_t s =
           getDataParallelPosition(manifest, trainer->dpRank, trainer->dpSize))
     return withContext(s, artifact.dir);
-  for (size_t i = 0; i < manifest.collectives.size(); ++i)
+  for (size_t i = 0; i < manifest.collectives.size(); ++i) {
     if (tsr_status_t s = tsr_comm_describe_collective(
             static_cast<int64_t>(i),
             manifest.collectives[i].description.c_str()))
       return s;
+    if (manifest.collectives[i].bucket >= 0)
+      markGradientCollective(static_cast<int64_t>(i));
+  }
   auto create = [](const char *kind, size_t index, const TensorSpec &spec,
                    std::vector<std::unique_ptr<tsr_tensor>> &list) {
     tsr_tensor_t *tensor = nullptr;
