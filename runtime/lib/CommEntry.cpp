@@ -179,3 +179,45 @@ void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
   if (status != TSR_OK)
     die(label);
 }
+
+void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
+                     int64_t count, int64_t dtype) {
+  std::string label = describe(id);
+  tsr_comm_t *comm = axisComm(axis);
+  tsr_status_t status;
+  if (!comm) {
+    status = copyAlone("all_to_all", send, recv, count, dtype);
+  } else {
+    tsr_comm_set_label(comm, label.c_str());
+    int64_t size = tsr_comm_size(comm);
+    status =
+        count < 0 || count % size != 0
+            ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                   "all_to_all: " + std::to_string(count) +
+                       " elements do not split into " + std::to_string(size) +
+                       " blocks")
+            : tsr_comm_all_to_all(comm, send, recv, count / size,
+                                  static_cast<tsr_dtype_t>(dtype), nullptr);
+  }
+  if (status != TSR_OK)
+    die(label);
+}
+
+void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
+                    int64_t count, int64_t dtype, int64_t root) {
+  std::string label = describe(id);
+  tsr_comm_t *comm = axisComm(axis);
+  tsr_status_t status = copyAlone("broadcast", send, recv, count, dtype);
+  if (status == TSR_OK && comm) {
+    tsr_comm_set_label(comm, label.c_str());
+    status = root < 0 || root >= tsr_comm_size(comm)
+                 ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                        "broadcast: root " + std::to_string(root) +
+                            " is not a rank of the axis")
+                 : tsr_comm_broadcast(comm, recv, count,
+                                      static_cast<tsr_dtype_t>(dtype),
+                                      static_cast<int>(root), nullptr);
+  }
+  if (status != TSR_OK)
+    die(label);
+}

@@ -255,6 +255,19 @@ void checkSplit(tsr_comm_t *world) {
   for (int b = 0; b < members; ++b)
     for (int j = 0; j < 3; ++j)
       CHECK(gathered[b * 3 + j] == members * (b * 10 + j));
+  // Block p of rank r's message holds 100 r + p: rank r receives 100 p + r
+  // from every rank p.
+  std::vector<int64_t> outgoing(n * 2), incoming(n * 2);
+  for (int p = 0; p < n; ++p)
+    outgoing[p * 2] = outgoing[p * 2 + 1] = 100 * r + p;
+  tsrt_all_to_all(3, 0, outgoing.data(), incoming.data(), n * 2,
+                  TSR_DTYPE_INT64);
+  for (int p = 0; p < n; ++p)
+    CHECK(incoming[p * 2] == 100 * p + r && incoming[p * 2 + 1] == 100 * p + r);
+  std::vector<float> mine(5, static_cast<float>(r)), root(5, -1.0f);
+  tsrt_broadcast(4, 0, mine.data(), root.data(), 5, TSR_DTYPE_FLOAT32, n - 1);
+  for (float v : root)
+    CHECK(v == static_cast<float>(n - 1));
   CHECK_OK(tsr_comm_bind_axis(0, nullptr));
   CHECK_OK(tsr_comm_bind_axis(1, nullptr));
   tsr_comm_destroy(half);

@@ -60,6 +60,11 @@ TEST(CommUnboundAxis, CollectivesCopy) {
   EXPECT_EQ(b, a);
   tsrt_all_gather(2, 5, b.data(), c.data(), 3, TSR_DTYPE_INT64);
   EXPECT_EQ(c, a);
+  std::vector<int64_t> d(3, 0), e(3, 0);
+  tsrt_all_to_all(3, 5, a.data(), d.data(), 3, TSR_DTYPE_INT64);
+  EXPECT_EQ(d, a);
+  tsrt_broadcast(4, 5, a.data(), e.data(), 3, TSR_DTYPE_INT64, 0);
+  EXPECT_EQ(e, a);
   // In place.
   tsrt_all_reduce(0, 5, send.data(), send.data(), 4, TSR_DTYPE_FLOAT32,
                   TSR_REDUCE_SUM);

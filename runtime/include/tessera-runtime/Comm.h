@@ -141,6 +141,13 @@ TSR_API void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send,
                                  int64_t op);
 TSR_API void tsrt_all_gather(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t send_count, int64_t dtype);
+/* `count` is the whole operand: count / size elements go to each rank. */
+TSR_API void tsrt_all_to_all(int64_t id, int64_t axis, const void *send,
+                             void *recv, int64_t count, int64_t dtype);
+/* Every rank's `recv` gets rank `root`'s `send`. */
+TSR_API void tsrt_broadcast(int64_t id, int64_t axis, const void *send,
+                            void *recv, int64_t count, int64_t dtype,
+                            int64_t root);
 
 /*===----------------------------------------------------------------------===*
  * Bootstrap
