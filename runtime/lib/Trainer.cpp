@@ -389,7 +389,7 @@ tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
     mix(specs[i].globalShape.data(),
         specs[i].globalShape.size() * sizeof(int64_t));
   }
-  char text[24];
+  char text[32];
   std::snprintf(text, sizeof(text), "fnv1a64:%016llx",
                 static_cast<unsigned long long>(hash));
   out = text;
