@@ -264,8 +264,9 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
     return s;
   const auto &specs = trainer.artifact->manifest.inputs;
   for (size_t i = 0; i < specs.size(); ++i)
-    if (specs[i].role == TSR_ROLE_RNG)
-      *static_cast<int64_t *>(trainer.inputs[i]->data) = step;
+    if (specs[i].role == TSR_ROLE_RNG) // Each rank draws its own masks.
+      *static_cast<int64_t *>(trainer.inputs[i]->data) =
+          step * trainer.dpSize + trainer.dpRank;
   // Collectives that fail or time out name the step as logs count it.
   tsr_comm_set_step(step + 1);
   std::vector<tsr_tensor_t *> outputs;

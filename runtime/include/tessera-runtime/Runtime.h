@@ -164,8 +164,9 @@ typedef enum tsr_role_t {
   TSR_ROLE_LOSS = 5,
   TSR_ROLE_METRIC = 6,
   TSR_ROLE_GRAD = 7,
-  /* Input: an int64 scalar the trainer sets to the 0-based step number before
-   * each step (the stream dropout masks are drawn from). */
+  /* Input: an int64 scalar the trainer sets before each step to the 0-based
+   * step number s, or s * N + r for dp rank r of N (the stream dropout masks
+   * are drawn from). */
   TSR_ROLE_RNG = 8,
 } tsr_role_t;
 
