@@ -9,6 +9,7 @@
 
 #include "tessera-runtime/Checkpoint.h"
 
+#include "Json.h"
 #include "RuntimeInternal.h"
 
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -474,191 +474,6 @@ void appendJsonString(std::string &out, const std::string &text) {
   out += '"';
 }
 
-/// The subset of JSON a manifest uses: objects, arrays, strings and
-/// integers.
-struct Json {
-  enum Kind { Integer, String, Array, Object } kind = Integer;
-  int64_t integer = 0;
-  std::string string;
-  std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
-
-  const Json *find(const char *key) const {
-    for (const auto &member : object)
-      if (member.first == key)
-        return &member.second;
-    return nullptr;
-  }
-};
-
-/// A strict parser of that subset; errors carry a byte offset.
-class JsonParser {
-public:
-  explicit JsonParser(const std::string &text) : text(text) {}
-
-  tsr_status_t parse(Json &out) {
-    if (tsr_status_t s = parseValue(out, 0))
-      return s;
-    skipSpace();
-    if (pos != text.size())
-      return error("trailing characters after the JSON value");
-    return TSR_OK;
-  }
-
-private:
-  static constexpr int kMaxDepth = 16;
-
-  tsr_status_t error(const std::string &message) {
-    return fail(TSR_ERROR_PARSE,
-                "byte " + std::to_string(pos) + ": " + message);
-  }
-
-  void skipSpace() {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
-                                 text[pos] == '\n' || text[pos] == '\r'))
-      ++pos;
-  }
-
-  bool consume(char c) {
-    skipSpace();
-    if (pos < text.size() && text[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
-  }
-
-  tsr_status_t parseValue(Json &out, int depth) {
-    skipSpace();
-    if (depth > kMaxDepth)
-      return error("nesting too deep");
-    if (pos >= text.size())
-      return error("unexpected end of input");
-    char c = text[pos];
-    if (c == '{')
-      return parseObject(out, depth);
-    if (c == '[')
-      return parseArray(out, depth);
-    if (c == '"') {
-      out.kind = Json::String;
-      return parseString(out.string);
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-      return parseInteger(out);
-    return error("unexpected character");
-  }
-
-  tsr_status_t parseObject(Json &out, int depth) {
-    out.kind = Json::Object;
-    ++pos;
-    if (consume('}'))
-      return TSR_OK;
-    do {
-      skipSpace();
-      if (pos >= text.size() || text[pos] != '"')
-        return error("expected a string key");
-      std::string key;
-      if (tsr_status_t s = parseString(key))
-        return s;
-      if (out.find(key.c_str()))
-        return error("duplicate key \"" + key + "\"");
-      if (!consume(':'))
-        return error("expected ':'");
-      Json value;
-      if (tsr_status_t s = parseValue(value, depth + 1))
-        return s;
-      out.object.emplace_back(std::move(key), std::move(value));
-    } while (consume(','));
-    if (!consume('}'))
-      return error("expected ',' or '}'");
-    return TSR_OK;
-  }
-
-  tsr_status_t parseArray(Json &out, int depth) {
-    out.kind = Json::Array;
-    ++pos;
-    if (consume(']'))
-      return TSR_OK;
-    do {
-      Json value;
-      if (tsr_status_t s = parseValue(value, depth + 1))
-        return s;
-      out.array.push_back(std::move(value));
-    } while (consume(','));
-    if (!consume(']'))
-      return error("expected ',' or ']'");
-    return TSR_OK;
-  }
-
-  tsr_status_t parseString(std::string &out) {
-    ++pos;
-    while (true) {
-      if (pos >= text.size())
-        return error("unterminated string");
-      char c = text[pos++];
-      if (c == '"')
-        return TSR_OK;
-      if (static_cast<unsigned char>(c) < 0x20)
-        return error("control character in string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos >= text.size())
-        return error("unterminated string");
-      char escape = text[pos++];
-      if (escape == '"' || escape == '\\' || escape == '/') {
-        out += escape;
-      } else if (escape == 'u' && text.size() - pos >= 4) {
-        // The writer escapes control characters only.
-        unsigned code = 0;
-        for (int i = 0; i < 4; ++i) {
-          char h = text[pos++];
-          code <<= 4;
-          if (h >= '0' && h <= '9')
-            code |= h - '0';
-          else if (h >= 'a' && h <= 'f')
-            code |= h - 'a' + 10;
-          else if (h >= 'A' && h <= 'F')
-            code |= h - 'A' + 10;
-          else
-            return error("bad \\u escape");
-        }
-        if (code >= 0x20)
-          return error("unsupported \\u escape");
-        out += static_cast<char>(code);
-      } else {
-        return error("unsupported escape in string");
-      }
-    }
-  }
-
-  tsr_status_t parseInteger(Json &out) {
-    size_t start = pos;
-    if (text[pos] == '-')
-      ++pos;
-    size_t digits = pos;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
-      ++pos;
-    if (pos == digits || (text[digits] == '0' && pos - digits > 1))
-      return error("malformed integer");
-    if (pos < text.size() &&
-        (text[pos] == '.' || text[pos] == 'e' || text[pos] == 'E'))
-      return error("expected an integer");
-    std::string literal = text.substr(start, pos - start);
-    errno = 0;
-    long long value = std::strtoll(literal.c_str(), nullptr, 10);
-    if (errno == ERANGE)
-      return error("integer out of range");
-    out.kind = Json::Integer;
-    out.integer = value;
-    return TSR_OK;
-  }
-
-  const std::string &text;
-  size_t pos = 0;
-};
-
 /// Typed access to manifest members; errors name the member's path.
 class ManifestReader {
 public:
@@ -669,15 +484,22 @@ public:
   }
 
   tsr_status_t member(const Json &object, const std::string &at,
-                      const char *key, Json::Kind kind,
-                      const Json *&out) const {
+                      const char *key, const Json *&out) const {
     if (object.kind != Json::Object)
       return error(at, "expected an object");
     out = object.find(key);
     if (!out)
       return error(at, std::string("missing \"") + key + "\"");
-    static const char *const kNames[] = {"an integer", "a string", "an array",
-                                         "an object"};
+    return TSR_OK;
+  }
+
+  tsr_status_t member(const Json &object, const std::string &at,
+                      const char *key, Json::Kind kind,
+                      const Json *&out) const {
+    if (tsr_status_t s = member(object, at, key, out))
+      return s;
+    static const char *const kNames[] = {"null",     "a boolean", "a number",
+                                         "a string", "an array",  "an object"};
     if (out->kind != kind)
       return error(at + "." + key, std::string("expected ") + kNames[kind]);
     return TSR_OK;
@@ -686,8 +508,10 @@ public:
   tsr_status_t integer(const Json &object, const std::string &at,
                        const char *key, int64_t &out) const {
     const Json *value;
-    if (tsr_status_t s = member(object, at, key, Json::Integer, value))
+    if (tsr_status_t s = member(object, at, key, value))
       return s;
+    if (value->kind != Json::Number || !value->isInteger)
+      return error(at + "." + key, "expected an integer");
     out = value->integer;
     return TSR_OK;
   }
@@ -1198,7 +1022,7 @@ tsr_status_t parseTensors(const ManifestReader &reader, const Json &root,
     if (tsr_status_t s = reader.member(entry, at, "shape", Json::Array, shape))
       return s;
     for (const Json &dim : shape->array) {
-      if (dim.kind != Json::Integer)
+      if (dim.kind != Json::Number || !dim.isInteger)
         return reader.error(at + ".shape", "expected integers");
       tensor.shape.push_back(dim.integer);
     }
@@ -1275,8 +1099,11 @@ tsr_status_t openCheckpoint(const std::string &dir,
   if (tsr_status_t s = readFile(path, text))
     return s;
   Json root;
-  if (tsr_status_t s = JsonParser(text).parse(root))
-    return withContext(s, path);
+  JsonError error;
+  if (!parseJson(text, root, error))
+    return fail(TSR_ERROR_PARSE, path + ": byte " +
+                                     std::to_string(error.offset) + ": " +
+                                     error.message);
   ManifestReader reader(path);
   std::string format, byteOrder;
   int64_t version;
