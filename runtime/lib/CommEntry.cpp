@@ -6,15 +6,27 @@
 // copy. Compiled code cannot take a status, so a failure prints
 // "tessera-run: rank R: <description>: <error>" and exits with status 1.
 //
+// Collectives on bound axes run on one communication thread in issue order;
+// the *_start variants return at once and tsrt_wait completes them, which
+// is how a gradient bucket overlaps the rest of the backward pass.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
 #include "RuntimeInternal.h"
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace tsr;
 
@@ -119,105 +131,293 @@ int64_t tsrt_axis_rank(int64_t axis) { return tsr_comm_rank(axisComm(axis)); }
 
 int64_t tsrt_axis_size(int64_t axis) { return tsr_comm_size(axisComm(axis)); }
 
+namespace {
+
+/// The work of one collective: runs it (on the calling thread or the
+/// communication thread) and returns its status.
+using Work = std::function<tsr_status_t()>;
+
+/// One collective handed to the communication thread.
+struct Task {
+  Work work;
+  std::string label;
+  int64_t id = -1;
+  void *recv = nullptr;
+  bool done = false;
+  tsr_status_t status = TSR_OK;
+  std::string error;
+};
+
+/// Runs every collective of bound axes, in the order compiled code issues
+/// them, on one thread: an async collective (tsrt_*_start) returns at once
+/// and its tsrt_wait blocks until it is done, so the compute between them
+/// overlaps the communication; a blocking one waits right away. One thread
+/// keeps the issue order, which every rank must share, and MPI runs at
+/// MPI_THREAD_MULTIPLE (the watchdog's thread uses it too). Never destroyed:
+/// the process may exit with the thread idle.
+class Engine {
+public:
+  static Engine &get() {
+    // A forked child (a gtest death test, say) has no copy of the thread:
+    // it gets an engine of its own.
+    static Engine *engine = nullptr;
+    static pid_t owner = 0;
+    if (!engine || owner != getpid()) {
+      engine = new Engine();
+      owner = getpid();
+    }
+    return *engine;
+  }
+
+  std::shared_ptr<Task> submit(Work work, std::string label, int64_t id,
+                               void *recv) {
+    auto task = std::make_shared<Task>();
+    task->work = std::move(work);
+    task->label = std::move(label);
+    task->id = id;
+    task->recv = recv;
+    std::lock_guard<std::mutex> lock(mutex);
+    queue.push_back(task);
+    wake.notify_all();
+    return task;
+  }
+
+  void wait(Task &task) {
+    std::unique_lock<std::mutex> lock(mutex);
+    finished.wait(lock, [&] { return task.done; });
+  }
+
+  /// Remembers an async task under its result buffer, for tsrt_wait.
+  void park(const std::shared_ptr<Task> &task) {
+    std::lock_guard<std::mutex> lock(mutex);
+    pending.push_back(task);
+  }
+
+  std::shared_ptr<Task> unpark(void *recv) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i]->recv != recv)
+        continue;
+      std::shared_ptr<Task> task = pending[i];
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+      return task;
+    }
+    return nullptr;
+  }
+
+private:
+  Engine() : thread([this] { loop(); }) { thread.detach(); }
+
+  void loop() {
+    for (;;) {
+      std::shared_ptr<Task> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return !queue.empty(); });
+        task = queue.front();
+        queue.pop_front();
+      }
+      tsr_status_t status = task->work();
+      std::string error = status == TSR_OK ? "" : tsr_last_error();
+      std::lock_guard<std::mutex> lock(mutex);
+      task->status = status;
+      task->error = std::move(error);
+      task->done = true;
+      finished.notify_all();
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable wake, finished;
+  std::deque<std::shared_ptr<Task>> queue;
+  std::vector<std::shared_ptr<Task>> pending;
+  std::thread thread;
+};
+
+[[noreturn]] void dieWith(const Task &task) {
+  fail(task.status, task.error);
+  die(task.label);
+}
+
+/// Runs a collective now: inline on an unbound axis, else on the
+/// communication thread after everything issued before it.
+void runNow(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
+  std::string label = describe(id);
+  if (!comm) {
+    if (work() != TSR_OK)
+      die(label);
+  } else {
+    std::shared_ptr<Task> task = Engine::get().submit(work, label, id, recv);
+    Engine::get().wait(*task);
+    if (task->status != TSR_OK)
+      dieWith(*task);
+  }
+  noteResult(id, recv);
+}
+
+/// Starts a collective that tsrt_wait(recv, ...) completes.
+void runLater(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
+  std::string label = describe(id);
+  auto task = std::make_shared<Task>();
+  if (!comm) {
+    // Alone on the axis: a copy, done before the wait like any other.
+    task->status = work();
+    task->error = task->status == TSR_OK ? "" : tsr_last_error();
+    task->done = true;
+    task->label = label;
+    task->id = id;
+    task->recv = recv;
+  } else {
+    task = Engine::get().submit(work, label, id, recv);
+  }
+  Engine::get().park(task);
+}
+
+Work allReduceWork(tsr_comm_t *comm, std::string label, const void *send,
+                   void *recv, int64_t count, int64_t dtype, int64_t op) {
+  return [=] {
+    tsr_status_t status = checkReduction("all_reduce", dtype, op);
+    if (status != TSR_OK)
+      return status;
+    if (!comm)
+      return copyAlone("all_reduce", send, recv, count, dtype);
+    tsr_comm_set_label(comm, label.c_str());
+    return count < 0
+               ? fail(TSR_ERROR_INVALID_ARGUMENT, "all_reduce: negative count")
+               : tsr_comm_all_reduce(comm, send, recv, count,
+                                     static_cast<tsr_dtype_t>(dtype),
+                                     static_cast<tsr_reduce_op_t>(op), nullptr);
+  };
+}
+
+Work reduceScatterWork(tsr_comm_t *comm, std::string label, const void *send,
+                       void *recv, int64_t count, int64_t dtype, int64_t op) {
+  return [=] {
+    tsr_status_t status = checkReduction("reduce_scatter", dtype, op);
+    if (status != TSR_OK)
+      return status;
+    if (!comm)
+      return copyAlone("reduce_scatter", send, recv, count, dtype);
+    tsr_comm_set_label(comm, label.c_str());
+    return count < 0 ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                            "reduce_scatter: negative count")
+                     : tsr_comm_reduce_scatter(comm, send, recv, count,
+                                               static_cast<tsr_dtype_t>(dtype),
+                                               static_cast<tsr_reduce_op_t>(op),
+                                               nullptr);
+  };
+}
+
+Work allGatherWork(tsr_comm_t *comm, std::string label, const void *send,
+                   void *recv, int64_t count, int64_t dtype) {
+  return [=] {
+    if (!comm)
+      return copyAlone("all_gather", send, recv, count, dtype);
+    tsr_comm_set_label(comm, label.c_str());
+    return count < 0
+               ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
+               : tsr_comm_all_gather(comm, send, recv, count,
+                                     static_cast<tsr_dtype_t>(dtype), nullptr);
+  };
+}
+
+} // namespace
+
 void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, int64_t op) {
-  std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  tsr_status_t status = checkReduction("all_reduce", dtype, op);
-  if (status == TSR_OK && !comm) {
-    status = copyAlone("all_reduce", send, recv, count, dtype);
-  } else if (status == TSR_OK) {
-    tsr_comm_set_label(comm, label.c_str());
-    status =
-        count < 0
-            ? fail(TSR_ERROR_INVALID_ARGUMENT, "all_reduce: negative count")
-            : tsr_comm_all_reduce(comm, send, recv, count,
-                                  static_cast<tsr_dtype_t>(dtype),
-                                  static_cast<tsr_reduce_op_t>(op), nullptr);
-  }
-  if (status != TSR_OK)
-    die(label);
-  noteResult(id, recv);
+  runNow(comm, id, recv,
+         allReduceWork(comm, describe(id), send, recv, count, dtype, op));
+}
+
+void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
+                           void *recv, int64_t count, int64_t dtype,
+                           int64_t op) {
+  tsr_comm_t *comm = axisComm(axis);
+  runLater(comm, id, recv,
+           allReduceWork(comm, describe(id), send, recv, count, dtype, op));
 }
 
 void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
                          int64_t recv_count, int64_t dtype, int64_t op) {
-  std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  tsr_status_t status = checkReduction("reduce_scatter", dtype, op);
-  if (status == TSR_OK && !comm) {
-    status = copyAlone("reduce_scatter", send, recv, recv_count, dtype);
-  } else if (status == TSR_OK) {
-    tsr_comm_set_label(comm, label.c_str());
-    status =
-        recv_count < 0
-            ? fail(TSR_ERROR_INVALID_ARGUMENT, "reduce_scatter: negative count")
-            : tsr_comm_reduce_scatter(
-                  comm, send, recv, recv_count, static_cast<tsr_dtype_t>(dtype),
-                  static_cast<tsr_reduce_op_t>(op), nullptr);
-  }
-  if (status != TSR_OK)
-    die(label);
-  noteResult(id, recv);
+  runNow(
+      comm, id, recv,
+      reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype, op));
+}
+
+void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
+                               void *recv, int64_t recv_count, int64_t dtype,
+                               int64_t op) {
+  tsr_comm_t *comm = axisComm(axis);
+  runLater(
+      comm, id, recv,
+      reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype, op));
 }
 
 void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t send_count, int64_t dtype) {
-  std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  tsr_status_t status;
-  if (!comm) {
-    status = copyAlone("all_gather", send, recv, send_count, dtype);
-  } else {
-    tsr_comm_set_label(comm, label.c_str());
-    status =
-        send_count < 0
-            ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
-            : tsr_comm_all_gather(comm, send, recv, send_count,
-                                  static_cast<tsr_dtype_t>(dtype), nullptr);
+  runNow(comm, id, recv,
+         allGatherWork(comm, describe(id), send, recv, send_count, dtype));
+}
+
+void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
+                           void *recv, int64_t send_count, int64_t dtype) {
+  tsr_comm_t *comm = axisComm(axis);
+  runLater(comm, id, recv,
+           allGatherWork(comm, describe(id), send, recv, send_count, dtype));
+}
+
+void tsrt_wait(void *recv, const void *send) {
+  std::shared_ptr<Task> task = Engine::get().unpark(recv);
+  if (!task) {
+    std::fprintf(stderr,
+                 "tessera-run: rank %d: tsrt_wait: no collective in flight "
+                 "writes %p (send buffer %p)\n",
+                 processRank(), recv, send);
+    std::exit(1);
   }
-  if (status != TSR_OK)
-    die(label);
+  Engine::get().wait(*task);
+  if (task->status != TSR_OK)
+    dieWith(*task);
+  noteResult(task->id, task->recv);
 }
 
 void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype) {
-  std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  tsr_status_t status;
-  if (!comm) {
-    status = copyAlone("all_to_all", send, recv, count, dtype);
-  } else {
+  std::string label = describe(id);
+  runNow(comm, id, recv, [=] {
+    if (!comm)
+      return copyAlone("all_to_all", send, recv, count, dtype);
     tsr_comm_set_label(comm, label.c_str());
     int64_t size = tsr_comm_size(comm);
-    status =
-        count < 0 || count % size != 0
-            ? fail(TSR_ERROR_INVALID_ARGUMENT,
-                   "all_to_all: " + std::to_string(count) +
-                       " elements do not split into " + std::to_string(size) +
-                       " blocks")
-            : tsr_comm_all_to_all(comm, send, recv, count / size,
-                                  static_cast<tsr_dtype_t>(dtype), nullptr);
-  }
-  if (status != TSR_OK)
-    die(label);
+    return count < 0 || count % size != 0
+               ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                      "all_to_all: " + std::to_string(count) +
+                          " elements do not split into " +
+                          std::to_string(size) + " blocks")
+               : tsr_comm_all_to_all(comm, send, recv, count / size,
+                                     static_cast<tsr_dtype_t>(dtype), nullptr);
+  });
 }
 
 void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
                     int64_t count, int64_t dtype, int64_t root) {
-  std::string label = describe(id);
   tsr_comm_t *comm = axisComm(axis);
-  tsr_status_t status = copyAlone("broadcast", send, recv, count, dtype);
-  if (status == TSR_OK && comm) {
+  std::string label = describe(id);
+  runNow(comm, id, recv, [=] {
+    tsr_status_t status = copyAlone("broadcast", send, recv, count, dtype);
+    if (status != TSR_OK || !comm)
+      return status;
     tsr_comm_set_label(comm, label.c_str());
-    status = root < 0 || root >= tsr_comm_size(comm)
-                 ? fail(TSR_ERROR_INVALID_ARGUMENT,
-                        "broadcast: root " + std::to_string(root) +
-                            " is not a rank of the axis")
-                 : tsr_comm_broadcast(comm, recv, count,
-                                      static_cast<tsr_dtype_t>(dtype),
-                                      static_cast<int>(root), nullptr);
-  }
-  if (status != TSR_OK)
-    die(label);
+    return root < 0 || root >= tsr_comm_size(comm)
+               ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                      "broadcast: root " + std::to_string(root) +
+                          " is not a rank of the axis")
+               : tsr_comm_broadcast(comm, recv, count,
+                                    static_cast<tsr_dtype_t>(dtype),
+                                    static_cast<int>(root), nullptr);
+  });
 }

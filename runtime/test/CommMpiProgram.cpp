@@ -268,6 +268,25 @@ void checkSplit(tsr_comm_t *world) {
   tsrt_broadcast(4, 0, mine.data(), root.data(), 5, TSR_DTYPE_FLOAT32, n - 1);
   for (float v : root)
     CHECK(v == static_cast<float>(n - 1));
+  // Two collectives in flight at once, a blocking one issued behind them,
+  // and the waits in the other order: all complete, in issue order.
+  std::vector<float> first(32, static_cast<float>(r)), firstSum(32);
+  std::vector<int64_t> second(members * 2, r), secondShard(2);
+  tsrt_all_reduce_start(5, 0, first.data(), firstSum.data(), 32,
+                        TSR_DTYPE_FLOAT32, TSR_REDUCE_SUM);
+  tsrt_reduce_scatter_start(6, 1, second.data(), secondShard.data(), 2,
+                            TSR_DTYPE_INT64, TSR_REDUCE_SUM);
+  std::vector<float> between(3, 1.0f), betweenMean(3);
+  tsrt_all_reduce(7, 0, between.data(), betweenMean.data(), 3,
+                  TSR_DTYPE_FLOAT32, TSR_REDUCE_MEAN);
+  tsrt_wait(secondShard.data(), second.data());
+  tsrt_wait(firstSum.data(), first.data());
+  for (float v : firstSum)
+    CHECK(v == n * (n - 1) / 2.0f);
+  for (int64_t v : secondShard) // the sum of this half's world ranks
+    CHECK(v == sum);
+  for (float v : betweenMean)
+    CHECK(v == 1.0f);
   CHECK_OK(tsr_comm_bind_axis(0, nullptr));
   CHECK_OK(tsr_comm_bind_axis(1, nullptr));
   tsr_comm_destroy(half);

@@ -65,6 +65,12 @@ TEST(CommUnboundAxis, CollectivesCopy) {
   EXPECT_EQ(d, a);
   tsrt_broadcast(4, 5, a.data(), e.data(), 3, TSR_DTYPE_INT64, 0);
   EXPECT_EQ(e, a);
+  // Started, then completed by tsrt_wait on the result buffer.
+  std::vector<float> started(4, 0);
+  tsrt_all_reduce_start(0, 5, recv.data(), started.data(), 4, TSR_DTYPE_FLOAT32,
+                        TSR_REDUCE_SUM);
+  tsrt_wait(started.data(), recv.data());
+  EXPECT_EQ(started, recv);
   // In place.
   tsrt_all_reduce(0, 5, send.data(), send.data(), 4, TSR_DTYPE_FLOAT32,
                   TSR_REDUCE_SUM);
@@ -389,3 +395,9 @@ TEST(CommDevice, NcclOneRank) {
 }
 
 } // namespace
+
+TEST(CommUnboundAxis, WaitWithoutStartExits) {
+  float buffer[2] = {0, 0};
+  EXPECT_EXIT(tsrt_wait(buffer, buffer), ::testing::ExitedWithCode(1),
+              "tsrt_wait: no collective in flight writes");
+}

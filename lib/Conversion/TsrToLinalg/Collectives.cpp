@@ -142,8 +142,10 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
     if (extra)
       if (std::optional<int64_t> e = extra(op))
         args.push_back(c(*e));
-    func::FuncOp f = getOrInsertRuntimeFunc(op, rewriter, callee,
-                                            ValueRange(args).getTypes(), {});
+    // An async collective starts here; tsr.wait completes it.
+    func::FuncOp f = getOrInsertRuntimeFunc(
+        op, rewriter, op.getAsync() ? callee + "_start" : callee,
+        ValueRange(args).getTypes(), {});
     func::CallOp::create(rewriter, loc, f, args);
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
         op, outType, out, /*restrict=*/true, /*writable=*/true);
@@ -153,6 +155,33 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
   std::string callee;
   bool countResult;
   std::function<std::optional<int64_t>(OpT)> extra;
+};
+
+/// tsrt_wait(&result, &operand): blocks until the collective writing the
+/// result buffer has completed. Reading the operand's buffer here keeps
+/// bufferization from reusing it while the collective is in flight.
+struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::WaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto buffer = [&](Value tensor) {
+      auto type = cast<RankedTensorType>(tensor.getType());
+      Value memref = bufferization::ToBufferOp::create(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType()), tensor,
+          /*read_only=*/true);
+      return addressOf(rewriter, loc, memref);
+    };
+    SmallVector<Value> args{buffer(adaptor.getPending()),
+                            buffer(adaptor.getSource())};
+    func::FuncOp f = getOrInsertRuntimeFunc(op, rewriter, "tsrt_wait",
+                                            ValueRange(args).getTypes(), {});
+    func::CallOp::create(rewriter, loc, f, args);
+    rewriter.replaceOp(op, adaptor.getPending());
+    return success();
+  }
 };
 
 /// this rank's block: extract_slice at offset rank·c of dimension 0.
@@ -216,5 +245,5 @@ void mlir::tessera::tsr_to_linalg::populateCollectivePatterns(
       [](tsr::BroadcastFromOp op) -> std::optional<int64_t> {
         return int64_t(op.getRootAttr().getInt());
       });
-  patterns.add<LocalShardPattern>(converter, ctx);
+  patterns.add<LocalShardPattern, WaitPattern>(converter, ctx);
 }

@@ -200,18 +200,25 @@ struct TsrDataParallelPass
       if (pieces.size() > 1)
         flat = tsr::ConcatOp::create(b, loc, pieces,
                                      b.getI64IntegerAttr(scatter ? 1 : 0));
-      Value reduced;
+      // The bucket starts here, asynchronously; it is waited for (and
+      // unpacked) only before the return, where the optimizer update goes,
+      // so the rest of the backward pass runs while it is in flight.
+      Operation *start;
       if (scatter) {
         flat = g.reshape(flat, {dp * total});
-        reduced = tsr::ReduceScatterOp::create(
+        start = tsr::ReduceScatterOp::create(
             b, loc, RankedTensorType::get({total}, elem), flat,
-            b.getStringAttr("mean"), kDataParallelAxis, servesAttr, bucketAttr,
-            IntegerAttr());
+            b.getStringAttr("mean"), b.getStringAttr(kDataParallelAxis),
+            servesAttr, bucketAttr, IntegerAttr(), b.getUnitAttr());
       } else {
-        reduced = tsr::AllReduceOp::create(
+        start = tsr::AllReduceOp::create(
             b, loc, flat.getType(), flat, b.getStringAttr("mean"),
-            kDataParallelAxis, servesAttr, bucketAttr, IntegerAttr());
+            b.getStringAttr(kDataParallelAxis), servesAttr, bucketAttr,
+            IntegerAttr(), b.getUnitAttr());
       }
+      b.setInsertionPoint(ret);
+      Value reduced = tsr::WaitOp::create(b, loc, start->getResult(0).getType(),
+                                          start->getResult(0), flat);
       int64_t offset = 0;
       for (auto [grad, width] : llvm::zip(bucket, widths)) {
         Value piece = reduced;

@@ -46,3 +46,30 @@ module attributes {tsr.mesh = {dp = 4 : i64, tp = 2 : i64}} {
     return %a, %r, %g, %b, %l : tensor<8x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<5xi64>, tensor<2x3xf32>
   }
 }
+
+// An async collective calls the *_start entry point; its tsr.wait becomes
+// tsrt_wait on the addresses of the result and of the operand, whose
+// buffers stay untouched until then.
+module attributes {tsr.mesh = {dp = 2 : i64}} {
+  // CHECK-LABEL: func.func @async(
+  // CHECK-SAME: %[[G:arg[0-9]+]]: tensor<6xf32>
+  func.func @async(%g: tensor<6xf32>) -> tensor<3xf32> {
+    // CHECK: %[[IN:.*]] = bufferization.to_buffer %[[G]] read_only
+    // CHECK: %[[OUT:.*]] = memref.alloc() : memref<3xf32>
+    // CHECK: call @tsrt_reduce_scatter_start(
+    // CHECK: %[[P:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+    %p = tsr.reduce_scatter %g {async, mesh_axis = "dp", reduction = "mean", serves = ["w"]} : (tensor<6xf32>) -> tensor<3xf32>
+    // The exp in between runs while the collective is in flight.
+    // CHECK: linalg.generic
+    // CHECK: math.exp
+    %e = tsr.exp %g : tensor<6xf32>
+    // CHECK: bufferization.to_buffer %[[P]] read_only
+    // CHECK: bufferization.to_buffer %[[G]] read_only
+    // CHECK: call @tsrt_wait(%{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr) -> ()
+    // CHECK: linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<3xf32>, tensor<1xf32>)
+    %r = tsr.wait %p, %g : (tensor<3xf32>, tensor<6xf32>) -> tensor<3xf32>
+    %s = tsr.reduce_sum %e {axes = array<i64: 0>, keepdims = true} : (tensor<6xf32>) -> tensor<1xf32>
+    %t = tsr.add %r, %s : tensor<3xf32>, tensor<1xf32> -> tensor<3xf32>
+    return %t : tensor<3xf32>
+  }
+}

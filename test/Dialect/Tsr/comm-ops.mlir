@@ -21,3 +21,15 @@ module attributes {tsr.mesh = {dp = 4 : i64}} {
     return %a, %r, %g, %t, %b, %l : tensor<8x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xi64>, tensor<2x3xf32>
   }
 }
+
+// An async collective and the wait that completes it.
+module attributes {tsr.mesh = {dp = 2 : i64}} {
+  // CHECK-LABEL: func.func @async(
+  func.func @async(%g: tensor<6xf32>) -> tensor<3xf32> {
+    // CHECK: %[[P:.*]] = tsr.reduce_scatter %[[G:.*]] {async, bucket = 1 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]} : (tensor<6xf32>) -> tensor<3xf32>
+    %p = tsr.reduce_scatter %g {async, bucket = 1 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]} : (tensor<6xf32>) -> tensor<3xf32>
+    // CHECK: tsr.wait %[[P]], %[[G]] : (tensor<3xf32>, tensor<6xf32>) -> tensor<3xf32>
+    %r = tsr.wait %p, %g : (tensor<3xf32>, tensor<6xf32>) -> tensor<3xf32>
+    return %r : tensor<3xf32>
+  }
+}

@@ -25,25 +25,30 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
   return %l, %gw, %gb : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>
 }
 
-// ZeRO-0 with 24-byte buckets: b's gradient (8 bytes) fills bucket 0 right
-// after it is computed, before w's is; w's (24 bytes) gets bucket 1. The
-// loss is averaged too.
+// ZeRO-0 with 24-byte buckets: b's gradient (8 bytes) fills bucket 0, which
+// starts right after it is computed, while w's is still to come; w's (24
+// bytes) gets bucket 1. Both are waited for only before the return (where
+// the optimizer update goes). The loss is averaged too.
 // ZERO0: module attributes {tsr.mesh = {dp = 2 : i64}}
 // ZERO0: func.func @main
 // ZERO0-SAME: attributes {tsr.zero = 0 : i64}
 // ZERO0: %[[GB:.*]] = tsr.reduce_sum %{{.*}} {axes = array<i64: 0>
-// ZERO0-NEXT: %[[RB:.*]] = tsr.all_reduce %[[GB]] {bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b"]} : (tensor<2xf32>) -> tensor<2xf32>
+// ZERO0-NEXT: %[[PB:.*]] = tsr.all_reduce %[[GB]] {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b"]} : (tensor<2xf32>) -> tensor<2xf32>
+// ZERO0-NEXT: tsr.transpose
 // ZERO0: %[[GW:.*]] = tsr.add
 // ZERO0-NEXT: %[[FW:.*]] = tsr.reshape %[[GW]] : tensor<3x2xf32> to tensor<6xf32>
-// ZERO0-NEXT: %[[RW:.*]] = tsr.all_reduce %[[FW]] {bucket = 1 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]}
-// ZERO0-NEXT: %[[W2:.*]] = tsr.reshape %[[RW]] : tensor<6xf32> to tensor<3x2xf32>
+// ZERO0-NEXT: %[[PW:.*]] = tsr.all_reduce %[[FW]] {async, bucket = 1 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]}
 // ZERO0-NEXT: %[[L:.*]] = tsr.all_reduce %{{.*}} {mesh_axis = "dp", reduction = "mean", serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
+// ZERO0-NEXT: %[[RB:.*]] = tsr.wait %[[PB]], %[[GB]] : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+// ZERO0-NEXT: %[[RW:.*]] = tsr.wait %[[PW]], %[[FW]] : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+// ZERO0-NEXT: %[[W2:.*]] = tsr.reshape %[[RW]] : tensor<6xf32> to tensor<3x2xf32>
 // ZERO0-NEXT: return %[[L]], %[[W2]], %[[RB]]
 
 // The default 25 MiB bucket holds both: one concatenated all-reduce,
 // sliced back per gradient.
 // ONEBUCKET: %[[CAT:.*]] = tsr.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<2xf32>, tensor<6xf32>) -> tensor<8xf32>
-// ONEBUCKET-NEXT: %[[R:.*]] = tsr.all_reduce %[[CAT]] {bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<8xf32>) -> tensor<8xf32>
+// ONEBUCKET-NEXT: %[[P:.*]] = tsr.all_reduce %[[CAT]] {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<8xf32>) -> tensor<8xf32>
+// ONEBUCKET: %[[R:.*]] = tsr.wait %[[P]], %[[CAT]]
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 2>, starts = array<i64: 0>
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 8>, starts = array<i64: 2>
 // ONEBUCKET-NOT: tsr.all_reduce %{{.*}} {bucket
@@ -58,7 +63,8 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // ZERO2: tsr.reshape %{{.*}} : tensor<8xf32> to tensor<4x2xf32>
 // ZERO2: tsr.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x3xf32>
 // ZERO2: tsr.reshape %{{.*}} : tensor<4x3xf32> to tensor<12xf32>
-// ZERO2: %[[S:.*]] = tsr.reduce_scatter %{{.*}} {bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<12xf32>) -> tensor<3xf32>
+// ZERO2: %[[P:.*]] = tsr.reduce_scatter %{{.*}} {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<12xf32>) -> tensor<3xf32>
+// ZERO2: %[[S:.*]] = tsr.wait %[[P]], %{{.*}} : (tensor<3xf32>, tensor<12xf32>) -> tensor<3xf32>
 // ZERO2: tsr.slice %[[S]] {limits = array<i64: 1>, starts = array<i64: 0>
 // ZERO2: tsr.slice %[[S]] {limits = array<i64: 3>, starts = array<i64: 1>
 
@@ -82,7 +88,7 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // shards, and all-gathers the new parameter.
 // ADAM1: %[[WP:arg[0-9]+]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}
 // ADAM1: tensor<2xf32> {tsr.global_shape = array<i64: 3, 2>, tsr.init = 0.000000e+00 : f64, tsr.name = "adam.m.w", tsr.role = "state", tsr.shards = 4 : i64}
-// ADAM1: tsr.all_reduce %{{.*}} {bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]}
+// ADAM1: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]}
 // ADAM1: tsr.local_shard %{{.*}} {mesh_axis = "dp"} : (tensor<8xf32>) -> tensor<2xf32>
 // ADAM1: tsr.all_gather %{{.*}} {mesh_axis = "dp", serves = ["w"]} : (tensor<2xf32>) -> tensor<8xf32>
 // ADAM1: return {{.*}} : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>, tensor<i64>, tensor<2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>

@@ -28,6 +28,18 @@ FailureOr<int64_t> mlir::tsr::getMeshAxisSize(Operation *op, StringRef axis) {
          << axis << "' needs an enclosing op with a tsr.mesh attribute";
 }
 
+/// An `async` collective's one user is the tsr.wait that completes it.
+static LogicalResult verifyAsync(Operation *op) {
+  if (!op->hasAttr("async"))
+    return success();
+  Value result = op->getResult(0);
+  if (!result.hasOneUse() || !isa<WaitOp>(*result.getUsers().begin()) ||
+      result.getUses().begin()->getOperandNumber() != 0)
+    return op->emitOpError("is async: its result must have exactly one use, "
+                           "as the pending operand of a tsr.wait");
+  return success();
+}
+
 static RankedTensorType getTensor(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -62,6 +74,8 @@ static LogicalResult verifyBlocks(Operation *op, RankedTensorType big,
 }
 
 LogicalResult AllReduceOp::verify() {
+  if (failed(verifyAsync(*this)))
+    return failure();
   if (failed(getMeshAxisSize(*this, getMeshAxis())))
     return failure();
   if (getX().getType() != getType())
@@ -71,6 +85,8 @@ LogicalResult AllReduceOp::verify() {
 }
 
 LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyAsync(*this)))
+    return failure();
   FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
   if (failed(size) ||
       failed(verifyReduction(*this, getReduction(),
@@ -81,6 +97,8 @@ LogicalResult ReduceScatterOp::verify() {
 }
 
 LogicalResult AllGatherOp::verify() {
+  if (failed(verifyAsync(*this)))
+    return failure();
   FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
   if (failed(size))
     return failure();
@@ -89,6 +107,9 @@ LogicalResult AllGatherOp::verify() {
 }
 
 LogicalResult AllToAllOp::verify() {
+  if (getAsync())
+    return emitOpError("cannot be async (only all_reduce, reduce_scatter and "
+                       "all_gather can)");
   FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
   if (failed(size))
     return failure();
@@ -102,6 +123,9 @@ LogicalResult AllToAllOp::verify() {
 }
 
 LogicalResult BroadcastFromOp::verify() {
+  if (getAsync())
+    return emitOpError("cannot be async (only all_reduce, reduce_scatter and "
+                       "all_gather can)");
   FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
   if (failed(size))
     return failure();
@@ -120,4 +144,16 @@ LogicalResult LocalShardOp::verify() {
     return failure();
   return verifyBlocks(*this, getTensor(getX()), getType(), *size, "operand",
                       "result");
+}
+
+LogicalResult WaitOp::verify() {
+  Operation *def = getPending().getDefiningOp();
+  if (!def || !def->hasAttr("async") || def->getNumOperands() != 1)
+    return emitOpError("pending operand must be the result of an async "
+                       "collective");
+  if (def->getOperand(0) != getSource())
+    return emitOpError("source operand must be the collective's operand");
+  if (getType() != getPending().getType())
+    return emitOpError("result type must equal the pending operand's type");
+  return success();
 }

@@ -18,9 +18,12 @@ class Tsr_CommDoc<string semantics, string example> {
   string text = !strconcat(semantics, "\n\n`mesh_axis` names an axis of the "
     "module's `tsr.mesh`; `serves` lists the parameters (or other training "
     "values) whose data the message carries; `bucket`, when present, is the "
-    "gradient bucket it reduces. The lowering numbers collectives in program "
-    "order (`id`), which the artifact's manifest maps to a description for "
-    "error messages.\n\nExample:\n\n```mlir\n", example, "\n```\n");
+    "gradient bucket it reduces. With `async` the collective only starts "
+    "here: its one user is the `tsr.wait` that completes it, and the ops in "
+    "between run while it is in flight. The lowering numbers collectives in "
+    "program order (`id`), which the artifact's manifest maps to a "
+    "description for error messages.\n\nExample:\n\n```mlir\n", example,
+    "\n```\n");
 }
 
 class Tsr_CommOp<string mnemonic, list<Trait> traits = []>
@@ -32,7 +35,8 @@ class Tsr_CommOp<string mnemonic, list<Trait> traits = []>
 
 defvar Tsr_CommAttrs = (ins StrAttr:$mesh_axis,
     DefaultValuedAttr<StrArrayAttr, "{}">:$serves,
-    OptionalAttr<I64Attr>:$bucket, OptionalAttr<I64Attr>:$id);
+    OptionalAttr<I64Attr>:$bucket, OptionalAttr<I64Attr>:$id,
+    UnitAttr:$async);
 
 def Tsr_AllReduceOp : Tsr_CommOp<"all_reduce"> {
   let summary = "reduces a tensor over the ranks of a mesh axis";
@@ -79,6 +83,30 @@ def Tsr_BroadcastFromOp : Tsr_CommOp<"broadcast_from"> {
     "%y = tsr.broadcast_from %x {mesh_axis = \"dp\", root = 0 : i64, serves = [\"w\"]} : (tensor<4xf32>) -> tensor<4xf32>">.text;
   let arguments = !con((ins Tsr_NumericTensor:$x, I64Attr:$root),
       Tsr_CommAttrs);
+}
+
+def Tsr_WaitOp : Tsr_Op<"wait", [Tsr_CostOpInterface]> {
+  let summary = "completes an asynchronous collective";
+  let description = [{
+    Returns the result of the `async` collective that produced `pending`,
+    once it has completed. `source` is that collective's operand: naming it
+    here keeps its buffer unchanged and alive while the collective reads it.
+    Ops between the collective and the wait overlap with the communication;
+    `tsr-data-parallel` starts every gradient bucket right after its last
+    gradient and waits for all of them only before the optimizer update.
+
+    Example:
+
+    ```mlir
+    %p = tsr.all_reduce %g {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]} : (tensor<6xf32>) -> tensor<6xf32>
+    ...
+    %r = tsr.wait %p, %g : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+    ```
+  }];
+  let arguments = (ins Tsr_NumericTensor:$pending, Tsr_NumericTensor:$source);
+  let results = (outs Tsr_NumericTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tsr_LocalShardOp : Tsr_Op<"local_shard", [Pure, Tsr_CostOpInterface]> {
