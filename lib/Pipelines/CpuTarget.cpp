@@ -41,7 +41,8 @@ std::string getCpuPipeline(const CpuTargetOptions &options) {
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-results-to-out-params{modify-public-functions},"
           "buffer-deallocation-pipeline,"
-          "convert-bufferization-to-memref,tsr-cpu-memory-plan,"
+          "convert-bufferization-to-memref,func.func(tsr-cpu-early-dealloc),"
+          "tsr-cpu-memory-plan,"
           "tsr-linalg-to-blas,"
           "func.func(tsr-cpu-vectorize{vector-size=" +
           Twine(options.vectorSize) +

@@ -152,6 +152,39 @@ def TsrCpuVectorize : Pass<"tsr-cpu-vectorize", "func::FuncOp"> {
                            "mlir::ub::UBDialect"];
 }
 
+def TsrCpuEarlyDealloc : Pass<"tsr-cpu-early-dealloc", "func::FuncOp"> {
+  let summary = "Free every buffer right after its last use";
+  let description = [{
+    Ownership-based buffer deallocation frees a block's buffers at the end of
+    the block, so every buffer of a training step lived until the step
+    returned: the peak was the sum of all of them. This pass moves each
+    `memref.dealloc` of a `memref.alloc` of the same block up to just after
+    the last op of the block that uses the buffer or anything derived from
+    it: views (subview, reshapes, casts), and every value computed from one,
+    transitively, including the integer addresses that runtime calls take
+    (a collective's `tsrt_*_start` and its `tsrt_wait` both use them, so a
+    buffer in flight stays allocated until the wait). Uses inside nested
+    regions count at the op that holds the region. Buffers whose dealloc is
+    in another block, or that are passed to `func.return`, stay where they
+    are.
+
+    Before:
+
+    ```mlir
+    %a = memref.alloc() : memref<4xf32>
+    linalg.fill ins(%c : f32) outs(%a : memref<4xf32>)
+    linalg.copy ins(%a : memref<4xf32>) outs(%out : memref<4xf32>)
+    %b = memref.alloc() : memref<8xf32>
+    ...
+    memref.dealloc %a : memref<4xf32>
+    memref.dealloc %b : memref<8xf32>
+    ```
+
+    After: `memref.dealloc %a` directly follows the `linalg.copy`, before `%b`
+    is allocated.
+  }];
+}
+
 def TsrCpuMemoryPlan : Pass<"tsr-cpu-memory-plan", "ModuleOp"> {
   let summary = "Record the peak bytes of the buffers the model function allocates";
   let description = [{
