@@ -182,6 +182,14 @@ public:
     return task;
   }
 
+  /// Whether nothing is queued or running: a blocking collective may then
+  /// run on the caller's thread without reordering anything (only the
+  /// caller issues collectives).
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return queue.empty() && !busy;
+  }
+
   void wait(Task &task) {
     std::unique_lock<std::mutex> lock(mutex);
     finished.wait(lock, [&] { return task.done; });
@@ -216,10 +224,12 @@ private:
         wake.wait(lock, [&] { return !queue.empty(); });
         task = queue.front();
         queue.pop_front();
+        busy = true;
       }
       tsr_status_t status = task->work();
       std::string error = status == TSR_OK ? "" : tsr_last_error();
       std::lock_guard<std::mutex> lock(mutex);
+      busy = false;
       task->status = status;
       task->error = std::move(error);
       task->done = true;
@@ -231,6 +241,7 @@ private:
   std::condition_variable wake, finished;
   std::deque<std::shared_ptr<Task>> queue;
   std::vector<std::shared_ptr<Task>> pending;
+  bool busy = false;
   std::thread thread;
 };
 
@@ -239,11 +250,12 @@ private:
   die(task.label);
 }
 
-/// Runs a collective now: inline on an unbound axis, else on the
-/// communication thread after everything issued before it.
+/// Runs a collective now: inline on an unbound axis or when no collective
+/// is in flight (saving the hand-off, which costs small messages most), else
+/// on the communication thread after everything issued before it.
 void runNow(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
   std::string label = describe(id);
-  if (!comm) {
+  if (!comm || Engine::get().idle()) {
     if (work() != TSR_OK)
       die(label);
   } else {
