@@ -285,6 +285,27 @@ void runLater(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
   Engine::get().park(task);
 }
 
+/// The send data of an asynchronous collective, copied when it starts:
+/// compiled code may free or reuse the operand's buffer as soon as the start
+/// returns (bufferization sees no later use of it), so the collective must
+/// not read it after that. `elements` counts what the collective sends.
+std::shared_ptr<std::vector<char>> stage(const void *send, int64_t elements,
+                                         int64_t dtype) {
+  size_t size = tsr_dtype_size(static_cast<tsr_dtype_t>(dtype));
+  size_t bytes = elements > 0 && size > 0 ? elements * size : 0;
+  auto copy = std::make_shared<std::vector<char>>(bytes);
+  if (bytes)
+    std::memcpy(copy->data(), send, bytes);
+  return copy;
+}
+
+/// Runs `work` later on its staged send data.
+void runLaterStaged(tsr_comm_t *comm, int64_t id, void *recv,
+                    std::shared_ptr<std::vector<char>> staged,
+                    const Work &work) {
+  runLater(comm, id, recv, [work, staged] { return work(); });
+}
+
 Work allReduceWork(tsr_comm_t *comm, std::string label, const void *send,
                    void *recv, int64_t count, int64_t dtype, int64_t op) {
   return [=] {
@@ -346,8 +367,10 @@ void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                            void *recv, int64_t count, int64_t dtype,
                            int64_t op) {
   tsr_comm_t *comm = axisComm(axis);
-  runLater(comm, id, recv,
-           allReduceWork(comm, describe(id), send, recv, count, dtype, op));
+  auto staged = stage(send, count, dtype);
+  runLaterStaged(comm, id, recv, staged,
+                 allReduceWork(comm, describe(id), staged->data(), recv, count,
+                               dtype, op));
 }
 
 void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
@@ -362,9 +385,10 @@ void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
                                void *recv, int64_t recv_count, int64_t dtype,
                                int64_t op) {
   tsr_comm_t *comm = axisComm(axis);
-  runLater(
-      comm, id, recv,
-      reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype, op));
+  auto staged = stage(send, recv_count * tsr_comm_size(comm), dtype);
+  runLaterStaged(comm, id, recv, staged,
+                 reduceScatterWork(comm, describe(id), staged->data(), recv,
+                                   recv_count, dtype, op));
 }
 
 void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
@@ -377,17 +401,19 @@ void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
 void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                            void *recv, int64_t send_count, int64_t dtype) {
   tsr_comm_t *comm = axisComm(axis);
-  runLater(comm, id, recv,
-           allGatherWork(comm, describe(id), send, recv, send_count, dtype));
+  auto staged = stage(send, send_count, dtype);
+  runLaterStaged(comm, id, recv, staged,
+                 allGatherWork(comm, describe(id), staged->data(), recv,
+                               send_count, dtype));
 }
 
-void tsrt_wait(void *recv, const void *send) {
+void tsrt_wait(void *recv) {
   std::shared_ptr<Task> task = Engine::get().unpark(recv);
   if (!task) {
     std::fprintf(stderr,
                  "tessera-run: rank %d: tsrt_wait: no collective in flight "
-                 "writes %p (send buffer %p)\n",
-                 processRank(), recv, send);
+                 "writes %p\n",
+                 processRank(), recv);
     std::exit(1);
   }
   Engine::get().wait(*task);

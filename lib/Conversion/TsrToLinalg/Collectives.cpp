@@ -157,9 +157,8 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
   std::function<std::optional<int64_t>(OpT)> extra;
 };
 
-/// tsrt_wait(&result, &operand): blocks until the collective writing the
-/// result buffer has completed. Reading the operand's buffer here keeps
-/// bufferization from reusing it while the collective is in flight.
+/// tsrt_wait(&result): blocks until the collective writing the result buffer
+/// has completed. (The runtime copied the operand when it started.)
 struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -174,8 +173,7 @@ struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
           /*read_only=*/true);
       return addressOf(rewriter, loc, memref);
     };
-    SmallVector<Value> args{buffer(adaptor.getPending()),
-                            buffer(adaptor.getSource())};
+    SmallVector<Value> args{buffer(adaptor.getPending())};
     func::FuncOp f = getOrInsertRuntimeFunc(op, rewriter, "tsrt_wait",
                                             ValueRange(args).getTypes(), {});
     func::CallOp::create(rewriter, loc, f, args);

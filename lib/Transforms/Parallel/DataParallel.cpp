@@ -218,7 +218,7 @@ struct TsrDataParallelPass
       }
       b.setInsertionPoint(ret);
       Value reduced = tsr::WaitOp::create(b, loc, start->getResult(0).getType(),
-                                          start->getResult(0), flat);
+                                          start->getResult(0));
       int64_t offset = 0;
       for (auto [grad, width] : llvm::zip(bucket, widths)) {
         Value piece = reduced;

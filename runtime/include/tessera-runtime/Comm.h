@@ -141,11 +141,12 @@ TSR_API void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send,
                                  int64_t op);
 TSR_API void tsrt_all_gather(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t send_count, int64_t dtype);
-/* Asynchronous forms: the collective runs on the runtime's communication
- * thread after every collective issued before it, while the caller goes
- * on; tsrt_wait(recv, send) blocks until the one writing `recv` is done
- * (and exits, like the blocking forms, if it failed). `send` must stay
- * unchanged and `recv` untouched until then. */
+/* Asynchronous forms: the send data is copied before they return (the
+ * caller may then reuse or free `send`), and the collective runs on the
+ * runtime's communication thread after every collective issued before it,
+ * while the caller goes on; tsrt_wait(recv) blocks until the one writing
+ * `recv` is done (and exits, like the blocking forms, if it failed). `recv`
+ * must stay untouched until then. */
 TSR_API void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                                    void *recv, int64_t count, int64_t dtype,
                                    int64_t op);
@@ -156,7 +157,7 @@ TSR_API void tsrt_reduce_scatter_start(int64_t id, int64_t axis,
 TSR_API void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                                    void *recv, int64_t send_count,
                                    int64_t dtype);
-TSR_API void tsrt_wait(void *recv, const void *send);
+TSR_API void tsrt_wait(void *recv);
 /* `count` is the whole operand: count / size elements go to each rank. */
 TSR_API void tsrt_all_to_all(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t count, int64_t dtype);

@@ -112,18 +112,7 @@ module attributes {tsr.mesh = {dp = 2 : i64}} {
   func.func @wait_sync(%x: tensor<4xf32>) -> tensor<4xf32> {
     %y = tsr.all_reduce %x {mesh_axis = "dp"} : (tensor<4xf32>) -> tensor<4xf32>
     // expected-error @+1 {{pending operand must be the result of an async collective}}
-    %z = tsr.wait %y, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    return %z : tensor<4xf32>
-  }
-}
-
-// -----
-
-module attributes {tsr.mesh = {dp = 2 : i64}} {
-  func.func @wait_source(%x: tensor<4xf32>, %other: tensor<4xf32>) -> tensor<4xf32> {
-    %y = tsr.all_reduce %x {async, mesh_axis = "dp"} : (tensor<4xf32>) -> tensor<4xf32>
-    // expected-error @+1 {{source operand must be the collective's operand}}
-    %z = tsr.wait %y, %other : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %z = tsr.wait %y : (tensor<4xf32>) -> tensor<4xf32>
     return %z : tensor<4xf32>
   }
 }

@@ -39,8 +39,8 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // ZERO0-NEXT: %[[FW:.*]] = tsr.reshape %[[GW]] : tensor<3x2xf32> to tensor<6xf32>
 // ZERO0-NEXT: %[[PW:.*]] = tsr.all_reduce %[[FW]] {async, bucket = 1 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]}
 // ZERO0-NEXT: %[[L:.*]] = tsr.all_reduce %{{.*}} {mesh_axis = "dp", reduction = "mean", serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
-// ZERO0-NEXT: %[[RB:.*]] = tsr.wait %[[PB]], %[[GB]] : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-// ZERO0-NEXT: %[[RW:.*]] = tsr.wait %[[PW]], %[[FW]] : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+// ZERO0-NEXT: %[[RB:.*]] = tsr.wait %[[PB]] : (tensor<2xf32>) -> tensor<2xf32>
+// ZERO0-NEXT: %[[RW:.*]] = tsr.wait %[[PW]] : (tensor<6xf32>) -> tensor<6xf32>
 // ZERO0-NEXT: %[[W2:.*]] = tsr.reshape %[[RW]] : tensor<6xf32> to tensor<3x2xf32>
 // ZERO0-NEXT: return %[[L]], %[[W2]], %[[RB]]
 
@@ -48,7 +48,7 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // sliced back per gradient.
 // ONEBUCKET: %[[CAT:.*]] = tsr.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<2xf32>, tensor<6xf32>) -> tensor<8xf32>
 // ONEBUCKET-NEXT: %[[P:.*]] = tsr.all_reduce %[[CAT]] {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<8xf32>) -> tensor<8xf32>
-// ONEBUCKET: %[[R:.*]] = tsr.wait %[[P]], %[[CAT]]
+// ONEBUCKET: %[[R:.*]] = tsr.wait %[[P]] :
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 2>, starts = array<i64: 0>
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 8>, starts = array<i64: 2>
 // ONEBUCKET-NOT: tsr.all_reduce %{{.*}} {bucket
@@ -64,7 +64,7 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // ZERO2: tsr.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x3xf32>
 // ZERO2: tsr.reshape %{{.*}} : tensor<4x3xf32> to tensor<12xf32>
 // ZERO2: %[[P:.*]] = tsr.reduce_scatter %{{.*}} {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<12xf32>) -> tensor<3xf32>
-// ZERO2: %[[S:.*]] = tsr.wait %[[P]], %{{.*}} : (tensor<3xf32>, tensor<12xf32>) -> tensor<3xf32>
+// ZERO2: %[[S:.*]] = tsr.wait %[[P]] : (tensor<3xf32>) -> tensor<3xf32>
 // ZERO2: tsr.slice %[[S]] {limits = array<i64: 1>, starts = array<i64: 0>
 // ZERO2: tsr.slice %[[S]] {limits = array<i64: 3>, starts = array<i64: 1>
 

@@ -162,8 +162,8 @@ def TsrCpuEarlyDealloc : Pass<"tsr-cpu-early-dealloc", "func::FuncOp"> {
     the last op of the block that uses the buffer or anything derived from
     it: views (subview, reshapes, casts), and every value computed from one,
     transitively, including the integer addresses that runtime calls take
-    (a collective's `tsrt_*_start` and its `tsrt_wait` both use them, so a
-    buffer in flight stays allocated until the wait). Uses inside nested
+    (a collective's result buffer: `tsrt_*_start` and `tsrt_wait` both take
+    its address, so it stays allocated while the collective is in flight). Uses inside nested
     regions count at the op that holds the region. Buffers whose dealloc is
     in another block, or that are passed to `func.return`, stay where they
     are.

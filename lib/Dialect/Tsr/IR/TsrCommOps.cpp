@@ -151,8 +151,6 @@ LogicalResult WaitOp::verify() {
   if (!def || !def->hasAttr("async") || def->getNumOperands() != 1)
     return emitOpError("pending operand must be the result of an async "
                        "collective");
-  if (def->getOperand(0) != getSource())
-    return emitOpError("source operand must be the collective's operand");
   if (getType() != getPending().getType())
     return emitOpError("result type must equal the pending operand's type");
   return success();

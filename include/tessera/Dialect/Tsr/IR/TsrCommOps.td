@@ -89,21 +89,21 @@ def Tsr_WaitOp : Tsr_Op<"wait", [Tsr_CostOpInterface]> {
   let summary = "completes an asynchronous collective";
   let description = [{
     Returns the result of the `async` collective that produced `pending`,
-    once it has completed. `source` is that collective's operand: naming it
-    here keeps its buffer unchanged and alive while the collective reads it.
-    Ops between the collective and the wait overlap with the communication;
-    `tsr-data-parallel` starts every gradient bucket right after its last
-    gradient and waits for all of them only before the optimizer update.
+    once it has completed. Ops between the collective and the wait overlap
+    with the communication; `tsr-data-parallel` starts every gradient bucket
+    right after its last gradient and waits for all of them only before the
+    optimizer update. The collective's operand is free once it has started:
+    the runtime copies what it sends when the collective starts.
 
     Example:
 
     ```mlir
     %p = tsr.all_reduce %g {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]} : (tensor<6xf32>) -> tensor<6xf32>
     ...
-    %r = tsr.wait %p, %g : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+    %r = tsr.wait %p : (tensor<6xf32>) -> tensor<6xf32>
     ```
   }];
-  let arguments = (ins Tsr_NumericTensor:$pending, Tsr_NumericTensor:$source);
+  let arguments = (ins Tsr_NumericTensor:$pending);
   let results = (outs Tsr_NumericTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
