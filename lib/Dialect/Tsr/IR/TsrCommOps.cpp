@@ -106,15 +106,23 @@ LogicalResult AllGatherOp::verify() {
                       "operand");
 }
 
+/// The axis size of a synchronous collective whose result has its operand's
+/// type (all_to_all, broadcast_from).
+template <typename OpT>
+static FailureOr<int64_t> verifySynchronousSameType(OpT op) {
+  if (op.getAsync())
+    return op.emitOpError("cannot be async (only all_reduce, reduce_scatter "
+                          "and all_gather can)");
+  FailureOr<int64_t> size = getMeshAxisSize(op, op.getMeshAxis());
+  if (succeeded(size) && op.getX().getType() != op.getType())
+    return op.emitOpError("result type must equal the operand type");
+  return size;
+}
+
 LogicalResult AllToAllOp::verify() {
-  if (getAsync())
-    return emitOpError("cannot be async (only all_reduce, reduce_scatter and "
-                       "all_gather can)");
-  FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
+  FailureOr<int64_t> size = verifySynchronousSameType(*this);
   if (failed(size))
     return failure();
-  if (getX().getType() != getType())
-    return emitOpError("result type must equal the operand type");
   RankedTensorType type = getType();
   if (type.getRank() == 0 || type.getDimSize(0) % *size != 0)
     return emitOpError("dimension 0 must split into ")
@@ -123,14 +131,9 @@ LogicalResult AllToAllOp::verify() {
 }
 
 LogicalResult BroadcastFromOp::verify() {
-  if (getAsync())
-    return emitOpError("cannot be async (only all_reduce, reduce_scatter and "
-                       "all_gather can)");
-  FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
+  FailureOr<int64_t> size = verifySynchronousSameType(*this);
   if (failed(size))
     return failure();
-  if (getX().getType() != getType())
-    return emitOpError("result type must equal the operand type");
   int64_t root = getRootAttr().getInt();
   if (root < 0 || root >= *size)
     return emitOpError("root ") << root << " is not a rank of axis '"
