@@ -12,7 +12,8 @@ The oracle is the single-process run of the same global batch.
    then the ranks' means are averaged, gradients likewise), a few ulps per
    step that 20 Adam steps carry along: measured worst about 1e-6. Also 2 ranks
    with ZeRO-2 and 20 KiB buckets, so that several reduce-scatters are in
-   flight during the backward pass.
+   flight during the backward pass, and 2 ranks with ZeRO-3 and 2
+   micro-batches each (gradient accumulation before the reduction).
 2. Memory: every rank's --memory-report equals the ZeRO paper's per-rank
    bytes with fp32 Adam, Psi_i the elements of parameter i and
    c_i = ceil(Psi_i / N): parameters 4 sum(Psi_i) (ZeRO-3: 4 sum(c_i));
@@ -184,6 +185,8 @@ def main():
             jobs[f"dp{ranks}z{zero}"] = ("--mesh", f"dp={ranks}", f"--zero={zero}")
     # Small buckets: several reduce-scatters in flight during the backward.
     jobs["dp2z2small"] = ("--mesh", "dp=2", "--zero=2", "--bucket-mb=0.02")
+    # Gradient accumulation inside each rank: 2 micro-batches of 4 rows.
+    jobs["dp2z3micro"] = ("--mesh", "dp=2", "--zero=3", "--micro-batches=2")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         arts = dict(zip(jobs, pool.map(
             lambda name: compile_artifact(bin_dir, model, os.path.join(work, name),
@@ -225,6 +228,13 @@ def main():
     check(worst <= RTOL and len(buckets) >= 5,
           f"mpirun -np 2 ZeRO-2 with {len(buckets)} buckets in flight: losses "
           f"match the single run, worst {worst:.2e}")
+
+    log = os.path.join(work, "micro.json")
+    train(bin_dir, arts["dp2z3micro"], 2, log)
+    got = {s: float(v) for s, v in losses(log).items()}
+    worst = worst_relative(got, single, steps) if len(got) == STEPS else math.inf
+    check(worst <= RTOL, f"mpirun -np 2 ZeRO-3 with 2 micro-batches per rank: "
+          f"losses match the single run, worst {worst:.2e}")
 
     # 3: checkpoint at step 10, resume; then change the dp size.
     ckpt = os.path.join(work, "ckpt")
