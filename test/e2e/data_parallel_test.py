@@ -12,8 +12,12 @@ The oracle is the single-process run of the same global batch.
    then the ranks' means are averaged, gradients likewise), a few ulps per
    step that 20 Adam steps carry along: measured worst about 1e-6. Also 2 ranks
    with ZeRO-2 and 20 KiB buckets, so that several reduce-scatters are in
-   flight during the backward pass, and 2 ranks with ZeRO-3 and 2
-   micro-batches each (gradient accumulation before the reduction).
+   flight during the backward pass; 2 ranks with ZeRO-3 and 2
+   micro-batches each (gradient accumulation before the reduction); and 4
+   ranks with ZeRO-2 and --ignore-index=3 (the space character), whose
+   oracle is the single run ignoring the same label: each rank's mean
+   counts a different number of labels, and the ranks are weighted by
+   their counts.
 2. Memory: every rank's --memory-report equals the ZeRO paper's per-rank
    bytes with fp32 Adam, Psi_i the elements of parameter i and
    c_i = ceil(Psi_i / N): parameters 4 sum(Psi_i) (ZeRO-3: 4 sum(c_i));
@@ -187,6 +191,10 @@ def main():
     jobs["dp2z2small"] = ("--mesh", "dp=2", "--zero=2", "--bucket-mb=0.02")
     # Gradient accumulation inside each rank: 2 micro-batches of 4 rows.
     jobs["dp2z3micro"] = ("--mesh", "dp=2", "--zero=3", "--micro-batches=2")
+    # Ignoring the space character's label (id 3): every rank counts a
+    # different number of labels.
+    jobs["single-ignore"] = ("--ignore-index=3",)
+    jobs["dp4z2ignore"] = ("--ignore-index=3", "--mesh", "dp=4", "--zero=2")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         arts = dict(zip(jobs, pool.map(
             lambda name: compile_artifact(bin_dir, model, os.path.join(work, name),
@@ -235,6 +243,16 @@ def main():
     worst = worst_relative(got, single, steps) if len(got) == STEPS else math.inf
     check(worst <= RTOL, f"mpirun -np 2 ZeRO-3 with 2 micro-batches per rank: "
           f"losses match the single run, worst {worst:.2e}")
+
+    log = os.path.join(work, "single-ignore.json")
+    train(bin_dir, arts["single-ignore"], 0, log)
+    oracle = {s: float(v) for s, v in losses(log).items()}
+    log = os.path.join(work, "ignore.json")
+    train(bin_dir, arts["dp4z2ignore"], 4, log)
+    got = {s: float(v) for s, v in losses(log).items()}
+    worst = worst_relative(got, oracle, steps) if len(got) == STEPS else math.inf
+    check(worst <= RTOL, f"mpirun -np 4 ZeRO-2 ignoring label 3: losses match "
+          f"the single run ignoring it, worst {worst:.2e}")
 
     # 3: checkpoint at step 10, resume; then change the dp size.
     ckpt = os.path.join(work, "ckpt")

@@ -41,6 +41,12 @@ struct TsrDataParallelPass
   using Base::Base;
 
   func::FuncOp func;
+  /// A loss that ignores some labels: its mean has a different count on
+  /// every rank (null if the loss has none).
+  Operation *countedLoss = nullptr;
+  /// For a counted loss, this rank's weight in the global mean:
+  /// N * count / total count (a scalar of the loss's type).
+  Value rankWeight;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -74,21 +80,71 @@ struct TsrDataParallelPass
              << "') updates running statistics from the batch, which differ "
                 "between data-parallel ranks (synchronized batch norm is not "
                 "supported): compile with --batch-norm=running";
-    WalkResult walk = func.walk([&](Operation *op) {
+    // A mean over the labels that are not ignored has a different count on
+    // every rank; the pass weighs each rank by its count, which needs the
+    // loss to be the step's result 0, in this function.
+    WalkResult walk = getOperation().walk([&](Operation *op) {
       auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
-      if (ignore &&
-          isa<tsr::SoftmaxCrossEntropyLossOp, tsr::NegativeLogLikelihoodLossOp>(
-              op)) {
+      if (!ignore || !isa<tsr::SoftmaxCrossEntropyLossOp,
+                          tsr::NegativeLogLikelihoodLossOp>(op))
+        return WalkResult::advance();
+      auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+      bool weighted = op->getNumOperands() > 2;
+      StringRef reduction =
+          isa<tsr::SoftmaxCrossEntropyLossOp>(op)
+              ? cast<tsr::SoftmaxCrossEntropyLossOp>(op).getReduction()
+              : cast<tsr::NegativeLogLikelihoodLossOp>(op).getReduction();
+      bool mean = reduction == "mean";
+      if (countedLoss || ret.getOperand(0) != op->getResult(0) || weighted ||
+          !mean) {
         op->emitError("a loss that ignores label ")
             << ignore.getInt()
-            << " averages over a different number of labels on every "
-               "data-parallel rank, so the ranks' mean is not the global "
-               "mean: not supported with dp > 1";
+            << " is supported with dp > 1 only as the step's one loss, a "
+               "mean without class weights, computed in the step itself "
+               "(not with --micro-batches > 1)";
         return WalkResult::interrupt();
       }
+      countedLoss = op;
       return WalkResult::advance();
     });
     return failure(walk.wasInterrupted());
+  }
+
+  /// The weight of this rank in the global mean of a counted loss:
+  /// N * count / (sum of the counts of all ranks), where count is the
+  /// number of labels not ignored. Placed right after the loss.
+  Value buildRankWeight(OpBuilder &b) {
+    b.setInsertionPointAfter(countedLoss);
+    GradientBuilder g(
+        b, NameLoc::get(b.getStringAttr("loss.count"), countedLoss->getLoc()));
+    Value target = countedLoss->getOperand(1);
+    auto targetType = cast<RankedTensorType>(target.getType());
+    Type elem = getElementTypeOrSelf(countedLoss->getResult(0).getType());
+    int64_t ignore =
+        countedLoss->getAttrOfType<IntegerAttr>("ignore_index").getInt();
+    Value ignored = g.equal(
+        target, g.splat(RankedTensorType::get({}, targetType.getElementType()),
+                        double(ignore)));
+    Value counted = g.select(ignored, g.scalar(elem, 0.0), g.scalar(elem, 1.0));
+    Value count = g.reduceSum(
+        counted, llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank())),
+        /*keepdims=*/false);
+    Value total = tsr::AllReduceOp::create(
+        b, g.getLoc(), count.getType(), count, b.getStringAttr("sum"),
+        kDataParallelAxis, b.getStrArrayAttr({"loss"}), IntegerAttr(),
+        IntegerAttr());
+    return g.div(g.mul(g.scalar(elem, double(dp)), count), total);
+  }
+
+  /// `v` times this rank's weight; zero on a rank that counts no label
+  /// (whose own mean is 0/0).
+  Value weigh(GradientBuilder &g, Value v) {
+    if (!rankWeight)
+      return v;
+    Type elem = getElementTypeOrSelf(v.getType());
+    Value w = g.castTo(rankWeight, elem);
+    return g.select(g.greater(w, g.scalar(elem, 0.0)), g.mul(v, w),
+                    g.scalar(elem, 0.0));
   }
 
   LogicalResult run() {
@@ -121,9 +177,13 @@ struct TsrDataParallelPass
                         kDataParallelAxis, b.getI64IntegerAttr(dp))));
     func->setAttr("tsr.zero", b.getI64IntegerAttr(zero));
 
-    // The loss of the global batch: the mean of the ranks' means.
+    // The loss of the global batch: the mean of the ranks' means, each
+    // weighted by its share of the counted labels if the loss ignores some.
+    if (countedLoss)
+      rankWeight = buildRankWeight(b);
     b.setInsertionPoint(ret);
-    Value loss = ret.getOperand(0);
+    GradientBuilder lossBuilder(b, ret.getLoc());
+    Value loss = weigh(lossBuilder, ret.getOperand(0));
     Value globalLoss = tsr::AllReduceOp::create(
         b, ret.getLoc(), loss.getType(), loss, b.getStringAttr("mean"),
         kDataParallelAxis, b.getStrArrayAttr({"loss"}), IntegerAttr(),
@@ -166,6 +226,10 @@ struct TsrDataParallelPass
         if (Operation *def = g->value.getDefiningOp())
           if (!last || last->isBeforeInBlock(def))
             last = def;
+      // A counted loss's weights come after the loss.
+      if (rankWeight &&
+          (!last || last->isBeforeInBlock(rankWeight.getDefiningOp())))
+        last = rankWeight.getDefiningOp();
       OpBuilder b(ret);
       if (last && last->getBlock() == ret->getBlock())
         b.setInsertionPointAfter(last);
@@ -183,13 +247,14 @@ struct TsrDataParallelPass
       SmallVector<int64_t> widths;
       for (Gradient *grad : bucket) {
         auto type = cast<RankedTensorType>(grad->value.getType());
+        Value value = weigh(g, grad->value);
         if (scatter) {
           int64_t c = getShardSize(type.getNumElements(), dp);
           pieces.push_back(
-              g.reshape(flattenPadded(g, grad->value, dp), {dp.getValue(), c}));
+              g.reshape(flattenPadded(g, value, dp), {dp.getValue(), c}));
           widths.push_back(c);
         } else {
-          pieces.push_back(g.reshape(grad->value, {type.getNumElements()}));
+          pieces.push_back(g.reshape(value, {type.getNumElements()}));
           widths.push_back(type.getNumElements());
         }
       }

@@ -17,13 +17,14 @@ func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = "param"},
 
 // -----
 
-// A mean over the labels that are not ignored has a different denominator
-// on every rank.
-// CHECK: error: a loss that ignores label -100 averages over a different number of labels on every data-parallel rank, so the ranks' mean is not the global mean: not supported with dp > 1
+// A loss that ignores labels is weighted per rank by its count of labels;
+// that needs the loss to be the step's own result, a plain mean.
+// CHECK: error: a loss that ignores label -100 is supported with dp > 1 only as the step's one loss, a mean without class weights, computed in the step itself (not with --micro-batches > 1)
 func.func @main(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = "param"},
-                %y: tensor<4xi64> {tsr.name = "y", tsr.role = "label"})
+                %y: tensor<4xi64> {tsr.name = "y", tsr.role = "label"},
+                %c: tensor<5xf32> {tsr.name = "class_weights"})
     -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
         tensor<4x5xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"}) {
-  %l = tsr.softmax_cross_entropy_loss %w, %y {reduction = "mean", ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  %l = tsr.softmax_cross_entropy_loss %w, %y, %c {reduction = "mean", ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>, tensor<5xf32>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<4x5xf32>
 }

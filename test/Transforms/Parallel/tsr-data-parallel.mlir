@@ -1,9 +1,10 @@
-// RUN: tessera-opt %s "--tsr-data-parallel=dp=2 zero=0 bucket-bytes=24" | FileCheck %s --check-prefix=ZERO0
-// RUN: tessera-opt %s "--tsr-data-parallel=dp=2 zero=0" | FileCheck %s --check-prefix=ONEBUCKET
-// RUN: tessera-opt %s "--tsr-data-parallel=dp=4 zero=2 bucket-bytes=1024" | FileCheck %s --check-prefix=ZERO2
-// RUN: tessera-opt %s "--tsr-data-parallel=dp=4 zero=3" | FileCheck %s --check-prefix=ZERO3
-// RUN: tessera-opt %s "--tsr-data-parallel=dp=4 zero=1" "--tsr-optimizer=optimizer=adam lr=0.01" | FileCheck %s --check-prefix=ADAM1
-// RUN: tessera-opt %s "--tsr-data-parallel=dp=4 zero=3" "--tsr-optimizer=optimizer=lamb lr=0.01 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB3
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2 zero=0 bucket-bytes=24" | FileCheck %s --check-prefix=ZERO0
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2" | FileCheck %s --check-prefix=IGNORE
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2 zero=0" | FileCheck %s --check-prefix=ONEBUCKET
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=2 bucket-bytes=1024" | FileCheck %s --check-prefix=ZERO2
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=3" | FileCheck %s --check-prefix=ZERO3
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=1" "--tsr-optimizer=optimizer=adam lr=0.01" | FileCheck %s --check-prefix=ADAM1
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=3" "--tsr-optimizer=optimizer=lamb lr=0.01 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB3
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry the fused<"tsr.grad"> location. The
@@ -102,3 +103,33 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // LAMB3-COUNT-2: tsr.all_reduce %{{.*}} {mesh_axis = "dp", serves = ["b"]} : (tensor<f32>) -> tensor<f32>
 // LAMB3-NOT: tsr.all_gather
 // LAMB3: return {{.*}} : tensor<f32>, tensor<2xf32>, tensor<1xf32>, tensor<i64>
+
+// -----
+
+// A loss that ignores label -100 is a mean over a different number of
+// labels on every rank: each rank counts its labels, the counts are summed,
+// and the rank's loss and gradients are weighted by N * count / total (zero
+// on a rank that counts none) before the mean over ranks, which makes the
+// result the mean over all counted labels of the global batch.
+// IGNORE-LABEL: func.func @counted(
+// IGNORE: %[[L:.*]] = tsr.softmax_cross_entropy_loss
+// IGNORE-NEXT: %[[IGN:.*]] = tsr.constant dense<-100> : tensor<i64>
+// IGNORE-NEXT: %[[IS:.*]] = tsr.equal %{{.*}}, %[[IGN]]
+// IGNORE: %[[COUNTED:.*]] = tsr.where %[[IS]]
+// IGNORE-NEXT: %[[COUNT:.*]] = tsr.reduce_sum %[[COUNTED]]
+// IGNORE-NEXT: %[[TOTAL:.*]] = tsr.all_reduce %[[COUNT]] {mesh_axis = "dp", serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
+// IGNORE-NEXT: %[[N:.*]] = tsr.constant dense<2.000000e+00> : tensor<f32>
+// IGNORE-NEXT: %[[NC:.*]] = tsr.mul %[[N]], %[[COUNT]]
+// IGNORE-NEXT: %[[W:.*]] = tsr.div %[[NC]], %[[TOTAL]]
+// IGNORE: %[[GW:.*]] = tsr.mul %{{.*}}, %[[W]] : tensor<4x5xf32>, tensor<f32> -> tensor<4x5xf32>
+// IGNORE: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64
+// IGNORE: %[[LW:.*]] = tsr.mul %[[L]], %[[W]] : tensor<f32>, tensor<f32> -> tensor<f32>
+// IGNORE: tsr.all_reduce %{{.*}} {mesh_axis = "dp", reduction = "mean", serves = ["loss"]}
+func.func @counted(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = "param"},
+                   %y: tensor<4xi64> {tsr.name = "y", tsr.role = "label"})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
+        tensor<4x5xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"}) {
+  %l = tsr.softmax_cross_entropy_loss %w, %y {reduction = "mean", ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  %g = tsr.mul %w, %w : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32> loc(fused<"tsr.grad">["l"])
+  return %l, %g : tensor<f32>, tensor<4x5xf32>
+}

@@ -34,10 +34,15 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
 
     `tsr-optimizer` then updates only the local shard for ZeRO >= 1 (its
     state is sharded) and all-gathers the new parameters for ZeRO 1 and 2.
-    Every collective names the parameters it serves (`serves`). Refused with
-    an error for N > 1: running-statistics updates (batch-norm batch
-    statistics would differ per rank) and a loss with `ignore_index` (a mean
-    over a different number of labels on every rank).
+    Every collective names the parameters it serves (`serves`). A loss that
+    ignores a label is a mean over a different number of labels on every
+    rank: each rank counts its labels, the counts are all-reduced, and the
+    rank's loss and gradients are weighted by N·count/total before the mean
+    over ranks, which gives exactly the mean over the global batch's counted
+    labels. Refused with an error for N > 1: running-statistics updates
+    (batch-norm batch statistics would differ per rank), and a label-ignoring
+    loss that is not the step's own mean (class weights, another reduction,
+    or inside a `--micro-batches` micro-step).
 
     Before (`dp=2 zero=2`):
 
