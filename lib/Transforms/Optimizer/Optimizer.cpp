@@ -41,11 +41,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
 
   func::FuncOp func;
   SmallVector<State> states;
-  /// ZeRO >= 1: the update works on this rank's shards (of `numShards`);
-  /// state tensors are shards too, of parameters with `globalShape`.
+  /// ZeRO >= 1: the update works on this rank's shards; state tensors are
+  /// shards too.
   DataParallelLayout layout;
   bool sharded = false;
-  ArrayRef<int64_t> globalShape;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -172,10 +171,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     return g.select(g.greater(guard, zero), inner, one);
   }
 
-  /// The update of parameter `name` (its value, or this rank's shard of
-  /// it, `p`); returns its new value.
-  Value update(GradientBuilder &g, Value p, StringRef name, Value grad,
-               Value lr64, Value t64) {
+  /// The update of parameter `name` of shape `globalShape` (its value, or
+  /// this rank's shard of it, `p`); returns its new value.
+  Value update(GradientBuilder &g, Value p, StringRef name,
+               ArrayRef<int64_t> globalShape, Value grad, Value lr64,
+               Value t64) {
     Type elem = getElementTypeOrSelf(p.getType());
     auto type = cast<RankedTensorType>(p.getType());
     auto s = [&](double v) { return g.scalar(elem, v); };
@@ -402,8 +402,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
               p.getArgNumber(), "tsr.global_shape"))
         full = full.clone(shape.asArrayRef());
-      globalShape = full.getShape();
-      Value next = update(g, view, name, grad, lr64, t64);
+      Value next = update(g, view, name, full.getShape(), grad, lr64, t64);
       // ZeRO 1 and 2 keep whole parameters on every rank.
       if (sharded && next.getType() != p.getType())
         next = gatherShards(g, next, full, layout.size, {name});
