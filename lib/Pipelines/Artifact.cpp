@@ -39,7 +39,8 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
                                           unsigned index) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   ArtifactTensor t;
-  if (auto name = attrs ? attrs.getAs<StringAttr>("tsr.name") : StringAttr())
+  if (auto name =
+          attrs ? attrs.getAs<StringAttr>(tsr::attr::kName) : StringAttr())
     t.name = name.str();
   else
     t.name = (kind + "_" + Twine(index)).str();
@@ -54,19 +55,19 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
            << tensor.getElementType();
   t.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   if (attrs) {
-    if (auto role = attrs.getAs<StringAttr>("tsr.role"))
-      t.role = role.str();
-    if (auto updates = attrs.getAs<IntegerAttr>("tsr.updates"))
+    if (auto role = attrs.getAs<tsr::RoleAttr>(tsr::attr::kRole))
+      t.role = tsr::stringifyRole(role.getValue()).str();
+    if (auto updates = attrs.getAs<IntegerAttr>(tsr::attr::kUpdates))
       t.updates = updates.getInt();
-    if (auto of = attrs.getAs<IntegerAttr>("tsr.grad_of"))
+    if (auto of = attrs.getAs<IntegerAttr>(tsr::attr::kGradOf))
       t.gradOf = of.getInt();
-    if (auto init = attrs.getAs<FloatAttr>("tsr.init"))
+    if (auto init = attrs.getAs<FloatAttr>(tsr::attr::kInit))
       t.init = init.getValueAsDouble();
-    t.statistics = bool(attrs.get("tsr.statistics"));
-    if (auto shards = attrs.getAs<IntegerAttr>("tsr.shards")) {
+    t.statistics = bool(attrs.get(tsr::attr::kStatistics));
+    if (auto shards = attrs.getAs<IntegerAttr>(tsr::attr::kShards)) {
       t.shards = shards.getInt();
       t.globalShape.assign(t.shape.begin(), t.shape.end());
-      if (auto global = attrs.getAs<DenseI64ArrayAttr>("tsr.global_shape"))
+      if (auto global = attrs.getAs<DenseI64ArrayAttr>(tsr::attr::kGlobalShape))
         t.globalShape.assign(global.asArrayRef().begin(),
                              global.asArrayRef().end());
     }
@@ -158,13 +159,19 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   // The mesh, the ZeRO stage and every collective, numbered in program
   // order: the lowering passes the number to the runtime, whose messages
   // then name the collective's parameters.
-  if (auto mesh = module->getAttrOfType<DictionaryAttr>("tsr.mesh"))
-    for (NamedAttribute axis : mesh)
-      sig->mesh.push_back(
-          {axis.getName().str(), cast<IntegerAttr>(axis.getValue()).getInt()});
-  if (auto zero = model->getAttrOfType<IntegerAttr>("tsr.zero")) {
-    sig->zero = zero.getInt();
-    model->removeAttr("tsr.zero");
+  auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+  if (mesh)
+    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+      sig->mesh.push_back({name.str(), size});
+  if (auto frozen = model->getAttrOfType<DictionaryAttr>(tsr::attr::kFrozen)) {
+    for (NamedAttribute entry : frozen)
+      sig->frozen.push_back(
+          {entry.getName().str(), cast<StringAttr>(entry.getValue()).str()});
+    model->removeAttr(tsr::attr::kFrozen);
+  }
+  if (auto zero = model->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero)) {
+    sig->zero = zero.getStage();
+    model->removeAttr(tsr::attr::kZero);
   }
   module.walk([&](Operation *op) {
     if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
@@ -172,7 +179,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
       return;
     ArtifactCollective c;
     c.kind = op->getName().stripDialect().str();
-    c.axis = op->getAttrOfType<StringAttr>("mesh_axis").str();
+    for (Attribute axis : op->getAttrOfType<ArrayAttr>("mesh_axes"))
+      c.axes.push_back(cast<StringAttr>(axis).str());
     for (Attribute s : op->getAttrOfType<ArrayAttr>("serves"))
       c.serves.push_back(cast<StringAttr>(s).str());
     if (auto bucket = op->getAttrOfType<IntegerAttr>("bucket"))
@@ -185,8 +193,9 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
   for (StringRef attr :
-       {"tsr.name", "tsr.role", "tsr.updates", "tsr.grad_of", "tsr.init",
-        "tsr.statistics", "tsr.shards", "tsr.global_shape"}) {
+       {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kUpdates,
+        tsr::attr::kGradOf, tsr::attr::kInit, tsr::attr::kStatistics,
+        tsr::attr::kShards, tsr::attr::kGlobalShape}) {
     StringAttr name = StringAttr::get(module.getContext(), attr);
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
       model.removeArgAttr(i, name);
@@ -200,9 +209,10 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
            << target.getName() << " pipeline (a pass is not registered)";
   if (failed(pm.run(module)))
     return failure();
-  if (auto peak = module->getAttrOfType<IntegerAttr>("tsr.peak_alloc_bytes")) {
+  if (auto peak =
+          module->getAttrOfType<IntegerAttr>(tsr::attr::kPeakAllocBytes)) {
     sig->peakAllocBytes = peak.getInt();
-    module->removeAttr("tsr.peak_alloc_bytes");
+    module->removeAttr(tsr::attr::kPeakAllocBytes);
   }
   return sig;
 }
@@ -242,13 +252,23 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
       llvm::json::Array serves;
       for (const std::string &s : c.serves)
         serves.push_back(s);
-      llvm::json::Object entry{
-          {"kind", c.kind}, {"axis", c.axis}, {"serves", std::move(serves)}};
+      llvm::json::Array axes;
+      for (const std::string &a : c.axes)
+        axes.push_back(a);
+      llvm::json::Object entry{{"kind", c.kind},
+                               {"axes", std::move(axes)},
+                               {"serves", std::move(serves)}};
       if (c.bucket)
         entry["bucket"] = *c.bucket;
       collectives.push_back(std::move(entry));
     }
     manifest["collectives"] = std::move(collectives);
+  }
+  if (!sig->frozen.empty()) {
+    llvm::json::Object frozen;
+    for (auto &[name, reason] : sig->frozen)
+      frozen[name] = reason;
+    manifest["frozen"] = std::move(frozen);
   }
   if (train) {
     llvm::json::Object info{

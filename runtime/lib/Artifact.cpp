@@ -253,11 +253,19 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
     CollectiveSpec c;
     if (tsr_status_t s = requireString(entry, "kind", at, c.kind))
       return s;
-    if (tsr_status_t s = requireString(entry, "axis", at, c.axis))
-      return s;
-    if (findMeshAxis(out, c.axis) < 0)
+    const Json *axes = entry.find("axes");
+    if (!axes || axes->kind != Json::Array || axes->array.empty())
       return fail(TSR_ERROR_PARSE,
-                  at + ".axis: '" + c.axis + "' is not an axis of mesh");
+                  at + ".axes must be a non-empty array of mesh axis names");
+    for (const Json &axis : axes->array) {
+      if (axis.kind != Json::String || findMeshAxis(out, axis.string) < 0)
+        return fail(TSR_ERROR_PARSE,
+                    at + ".axes: " +
+                        (axis.kind == Json::String ? "'" + axis.string + "'"
+                                                   : std::string("an entry")) +
+                        " is not an axis of mesh");
+      c.axes.push_back(axis.string);
+    }
     if (tsr_status_t s = optionalInteger(entry, "bucket", at, 0, c.bucket))
       return s;
     if (const Json *serves = entry.find("serves")) {
@@ -273,7 +281,9 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
     c.description = c.kind + " #" + std::to_string(i) + " (";
     if (c.bucket >= 0)
       c.description += "bucket " + std::to_string(c.bucket) + " ";
-    c.description += "on " + c.axis;
+    c.description += "on ";
+    for (size_t k = 0; k < c.axes.size(); ++k)
+      c.description += (k ? "x" : "") + c.axes[k];
     constexpr size_t kNamed = 4;
     for (size_t k = 0; k < c.serves.size() && k < kNamed; ++k)
       c.description += (k ? ", " : ": ") + c.serves[k];
@@ -827,7 +837,8 @@ tsr_status_t tsr::getDataParallelPosition(const Manifest &manifest,
     return TSR_OK;
   }
   int64_t compiled = manifest.mesh[axis].second;
-  int64_t bound = tsrt_axis_size(axis);
+  int64_t group = int64_t(1) << axis;
+  int64_t bound = tsrt_axis_size(group);
   if (bound != compiled)
     return fail(TSR_ERROR_MISMATCH,
                 "the artifact was compiled for dp=" + std::to_string(compiled) +
@@ -836,7 +847,7 @@ tsr_status_t tsr::getDataParallelPosition(const Manifest &manifest,
                     " (launch it with "
                     "mpirun -np " +
                     std::to_string(compiled) + ")");
-  outRank = tsrt_axis_rank(axis);
+  outRank = tsrt_axis_rank(group);
   outSize = compiled;
   return TSR_OK;
 }

@@ -1,10 +1,11 @@
 //===- CommEntry.cpp - Collectives called from compiled code --------------===//
 //
-// The launcher binds a communicator to each mesh axis and describes each
-// collective of the manifest; compiled code then calls tsrt_* with an axis
-// index and a collective id. An unbound axis has size 1: its collectives
-// copy. Compiled code cannot take a status, so a failure prints
-// "tessera-run: rank R: <description>: <error>" and exits with status 1.
+// The launcher binds a communicator to each group of mesh axes (named by
+// its bit mask of axes, Comm.h) and describes each collective of the
+// manifest; compiled code then calls tsrt_* with a group mask and a
+// collective id. An unbound group has size 1: its collectives copy. Compiled
+// code cannot take a status, so a failure prints "tessera-run: rank R:
+// <description>: <error>" and exits with status 1.
 //
 // Collectives on bound axes run on one communication thread in issue order;
 // the *_start variants return at once and tsrt_wait completes them, which

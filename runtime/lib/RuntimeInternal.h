@@ -48,7 +48,9 @@ struct TensorSpec {
 
 /// One collective of a per-rank program ("collectives" of the manifest).
 struct CollectiveSpec {
-  std::string kind, axis;
+  std::string kind;
+  /// The mesh axes of its group, in mesh order.
+  std::vector<std::string> axes;
   std::vector<std::string> serves;
   int64_t bucket = -1;
   /// E.g. "reduce_scatter #3 (bucket 1 on dp: fc1.weight, fc1.bias)".

@@ -44,8 +44,9 @@ struct tsr_trainer {
   std::vector<std::pair<size_t, int>> params;
   /// The first initializer that keeps its data in an external file.
   std::string externalInitializer;
-  /// The position on the dp axis (index dpAxis of the mesh, -1 if none).
-  int64_t dpAxis = -1, dpRank = 0, dpSize = 1;
+  /// The position on the dp axis (the group mask of that mesh axis, -1 if
+  /// none).
+  int64_t dpGroup = -1, dpRank = 0, dpSize = 1;
 };
 
 namespace {
@@ -212,7 +213,8 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
                                                 "\" cannot be trained");
   auto trainer = std::make_unique<tsr_trainer>();
   trainer->artifact = &artifact;
-  trainer->dpAxis = findMeshAxis(manifest, "dp");
+  if (int64_t axis = findMeshAxis(manifest, "dp"); axis >= 0)
+    trainer->dpGroup = int64_t(1) << axis;
   if (tsr_status_t s =
           getDataParallelPosition(manifest, trainer->dpRank, trainer->dpSize))
     return withContext(s, artifact.dir);
@@ -315,7 +317,7 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
       continue;
     }
     std::string whole(tensor.byteSize * trainer.dpSize, '\0');
-    tsrt_all_gather(-1, trainer.dpAxis, tensor.data, whole.data(),
+    tsrt_all_gather(-1, trainer.dpGroup, tensor.data, whole.data(),
                     tensor.numElements, tensor.dtype);
     int64_t count = 0;
     size_t bytes = 0;
@@ -349,10 +351,10 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
 
 /// Whether `ok` holds on every rank of the dp axis (a barrier, too).
 bool allRanks(const tsr_trainer &trainer, bool ok) {
-  if (trainer.dpAxis < 0)
+  if (trainer.dpGroup < 0)
     return ok;
   int64_t mine = ok ? 1 : 0, all = 0;
-  tsrt_all_reduce(-1, trainer.dpAxis, &mine, &all, 1, TSR_DTYPE_INT64,
+  tsrt_all_reduce(-1, trainer.dpGroup, &mine, &all, 1, TSR_DTYPE_INT64,
                   TSR_REDUCE_MIN);
   return all == 1;
 }

@@ -23,6 +23,7 @@
 #include "tessera/Pipelines/Target.h"
 #include "tessera/Pipelines/Training.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -98,6 +99,12 @@ static cl::list<std::string>
            cl::desc("Parameters to keep fixed: glob patterns of initializer "
                     "names (repeatable or comma-separated)"),
            cl::CommaSeparated, cl::cat(trainCat));
+static cl::list<std::string> trainable(
+    "trainable",
+    cl::desc("Parameters to train, all others kept fixed: glob patterns of "
+             "initializer names (repeatable or comma-separated; default: "
+             "every trainable initializer)"),
+    cl::CommaSeparated, cl::cat(trainCat));
 static cl::opt<int64_t> batchSize(
     "batch-size",
     cl::desc("Global batch size: replaces dimension 0 of every graph input"),
@@ -204,11 +211,12 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.loss.output = lossOutput;
   options.loss.ignoreIndex = ignoreIndex;
   options.autodiff.frozen.assign(frozen.begin(), frozen.end());
+  options.autodiff.trainable.assign(trainable.begin(), trainable.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelOptions{
-        dataParallel, zeroStage,
+        "dp", dataParallel, zeroStage,
         std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024))};
   if (batchNormMode != "batch" && batchNormMode != "running")
     return module.emitError("--batch-norm=")
@@ -255,10 +263,10 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
       step = f;
   SmallVector<unsigned> data, labels;
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
-    auto role = step.getArgAttrOfType<StringAttr>(i, "tsr.role");
-    if (!role || role.getValue() == "data")
+    tsr::Role role = tessera::getArgRole(step, i);
+    if (role == tsr::Role::data)
       data.push_back(i);
-    else if (role.getValue() == "label")
+    else if (role == tsr::Role::label)
       labels.push_back(i);
   }
   for (unsigned i : llvm::concat<unsigned>(data, labels)) {
@@ -276,7 +284,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
         train.ignoreIndex = *ignore;
     });
     auto nameOf = [&](unsigned i) {
-      return step.getArgAttrOfType<StringAttr>(i, "tsr.name").str();
+      return step.getArgAttrOfType<StringAttr>(i, tsr::attr::kName).str();
     };
     auto labelType = cast<RankedTensorType>(step.getArgumentTypes()[labels[0]]);
     if (data.size() == 1 && labelType.getRank() == 2) {
@@ -301,6 +309,48 @@ static int64_t tensorBytes(const tessera::ArtifactTensor &t) {
                   : t.dtype.find("64") != std::string::npos ? 8
                                                             : 4;
   return elements * width;
+}
+
+/// The parameters a training step updates by gradient: their count and
+/// their number of values.
+static std::pair<int64_t, int64_t>
+countTrained(const tessera::ArtifactSignature &sig) {
+  int64_t count = 0, values = 0;
+  for (const auto &t : sig.outputs) {
+    bool trained = t.role == "grad" || (t.role == "param" && t.updates &&
+                                        !sig.inputs[*t.updates].statistics);
+    if (!trained)
+      continue;
+    ++count;
+    int64_t n = 1;
+    for (int64_t d : t.globalShape.empty() ? ArrayRef<int64_t>(t.shape)
+                                           : ArrayRef<int64_t>(t.globalShape))
+      n *= d;
+    values += n;
+  }
+  return {count, values};
+}
+
+/// What training updates and what it leaves frozen, in one line (at most
+/// `named` frozen initializers named; all of them with a negative value).
+static void printTrainedSummary(const tessera::ArtifactSignature &sig,
+                                int64_t named) {
+  auto [count, values] = countTrained(sig);
+  llvm::errs() << "tessera-compile: training " << count << " parameter"
+               << (count == 1 ? "" : "s") << " (" << values << " values)";
+  if (!sig.frozen.empty())
+    llvm::errs() << "; " << sig.frozen.size() << " initializer"
+                 << (sig.frozen.size() == 1 ? "" : "s") << " frozen: ";
+  for (auto [i, entry] : llvm::enumerate(sig.frozen)) {
+    if (named >= 0 && int64_t(i) == named) {
+      llvm::errs() << " and " << sig.frozen.size() - i
+                   << " more (--report lists them)";
+      break;
+    }
+    llvm::errs() << (i ? ", " : "") << entry.first << " (" << entry.second
+                 << ")";
+  }
+  llvm::errs() << "\n";
 }
 
 /// The static footprint of one call, from the manifest's roles and the
@@ -338,6 +388,14 @@ static void printReport(const tessera::ArtifactSignature &sig) {
       "most bytes the function itself holds at once (gradients included)");
   row("total", params + state + batch + outputs + peak,
       "caller's buffers plus the peak");
+  if (sig.mode == "infer")
+    return;
+  auto [count, values] = countTrained(sig);
+  llvm::outs() << "trained parameters: " << count << " (" << values
+               << " values)\n";
+  llvm::outs() << "frozen initializers: " << sig.frozen.size() << "\n";
+  for (const auto &[name, reason] : sig.frozen)
+    llvm::outs() << "  " << name << ": " << reason << "\n";
 }
 
 int main(int argc, char **argv) {
@@ -446,6 +504,8 @@ int main(int argc, char **argv) {
   if (failed(tessera::compileToArtifact(*module, *target, outputDir,
                                         train ? &*train : nullptr, &sig)))
     return 1;
+  if (training)
+    printTrainedSummary(sig, /*named=*/report ? -1 : 8);
   if (report)
     printReport(sig);
   return 0;

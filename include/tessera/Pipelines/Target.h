@@ -43,7 +43,9 @@ struct ArtifactTensor {
 
 /// One collective of the per-rank program, numbered in program order.
 struct ArtifactCollective {
-  std::string kind, axis;
+  std::string kind;
+  /// The mesh axes of its group, in mesh order.
+  SmallVector<std::string> axes;
   SmallVector<std::string> serves;
   std::optional<int64_t> bucket;
 };
@@ -67,11 +69,13 @@ struct ArtifactSignature {
   SmallVector<ArtifactTensor> inputs, outputs;
   /// Peak bytes the model function allocates itself (tsr-cpu-memory-plan).
   std::optional<int64_t> peakAllocBytes;
-  /// The device mesh (`tsr.mesh`: axis name and size, in the order that
-  /// collectives number axes), the ZeRO stage, and the collectives.
+  /// The device mesh (`tsr.mesh`: axis names and sizes in order), the ZeRO
+  /// stage, and the collectives.
   SmallVector<std::pair<std::string, int64_t>> mesh;
   std::optional<int64_t> zero;
   SmallVector<ArtifactCollective> collectives;
+  /// Initializers that training leaves frozen, with the reason (`tsr.frozen`).
+  SmallVector<std::pair<std::string, std::string>> frozen;
 };
 
 class TargetBackend {

@@ -1,5 +1,6 @@
 //===- MemoryPlan.cpp - Peak allocated bytes of the model function --------===//
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -77,7 +78,7 @@ struct TsrCpuMemoryPlanPass
     if (failed(sim.run(model.getBody())))
       return signalPassFailure();
     module->setAttr(
-        "tsr.peak_alloc_bytes",
+        tsr::attr::kPeakAllocBytes,
         IntegerAttr::get(IntegerType::get(&getContext(), 64), sim.peak));
   }
 };

@@ -6,9 +6,10 @@
 // a `memref.alloc` that `bufferization.to_tensor` hands back to tensor code,
 // and between them one call of the runtime's C ABI (Comm.h) with the
 // buffers' addresses. Ownership-based deallocation frees buffers at the end
-// of their block, after the call. The runtime numbers mesh axes in the
-// order of the module's `tsr.mesh` dictionary and collectives by their `id`
-// (-1 when the artifact writer has not numbered them).
+// of their block, after the call. The runtime names the group of ranks by a
+// bit mask of mesh axes (bit i for axis i of the module's `tsr.mesh`), and
+// collectives by their `id` (-1 when the artifact writer has not numbered
+// them). Data-type and reduction codes come from the runtime's C header.
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -17,6 +18,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "tessera-runtime/Comm.h"
 
 #include <functional>
 
@@ -25,55 +28,76 @@ using namespace mlir::tessera::tsr_to_linalg;
 
 namespace {
 
-/// tsr_dtype_t (the ONNX TensorProto data type numbers).
+/// The runtime's tsr_dtype_t of an element type.
 std::optional<int64_t> getDTypeCode(Type t) {
   if (t.isF32())
-    return 1;
+    return TSR_DTYPE_FLOAT32;
   if (t.isF64())
-    return 11;
+    return TSR_DTYPE_FLOAT64;
   if (t.isF16())
-    return 10;
+    return TSR_DTYPE_FLOAT16;
   if (t.isBF16())
-    return 16;
+    return TSR_DTYPE_BFLOAT16;
   auto i = dyn_cast<IntegerType>(t);
   if (!i)
     return std::nullopt;
   bool u = i.isUnsigned();
   switch (i.getWidth()) {
   case 1:
-    return 9;
+    return TSR_DTYPE_BOOL;
   case 8:
-    return u ? 2 : 3;
+    return u ? TSR_DTYPE_UINT8 : TSR_DTYPE_INT8;
   case 16:
-    return u ? 4 : 5;
+    return u ? TSR_DTYPE_UINT16 : TSR_DTYPE_INT16;
   case 32:
-    return u ? 12 : 6;
+    return u ? TSR_DTYPE_UINT32 : TSR_DTYPE_INT32;
   case 64:
-    return u ? 13 : 7;
+    return u ? TSR_DTYPE_UINT64 : TSR_DTYPE_INT64;
   default:
     return std::nullopt;
   }
 }
 
-/// tsr_reduce_op_t.
-int64_t getReduceCode(StringRef reduction) {
-  return llvm::StringSwitch<int64_t>(reduction)
-      .Case("sum", 0)
-      .Case("mean", 1)
-      .Case("max", 2)
-      .Case("min", 3)
-      .Default(0);
+// The dialect's reductions are the runtime's tsr_reduce_op_t.
+static_assert(int(tsr::CollectiveReduction::sum) == TSR_REDUCE_SUM &&
+              int(tsr::CollectiveReduction::mean) == TSR_REDUCE_MEAN &&
+              int(tsr::CollectiveReduction::max) == TSR_REDUCE_MAX &&
+              int(tsr::CollectiveReduction::min) == TSR_REDUCE_MIN);
+
+/// The runtime's group of a collective: bit i set for axis i of the mesh.
+FailureOr<int64_t> getGroupMask(Operation *op, ArrayAttr axes) {
+  FailureOr<tsr::MeshAttr> mesh = tsr::getEnclosingMesh(op);
+  if (failed(mesh))
+    return failure();
+  int64_t mask = 0;
+  for (Attribute axis : axes) {
+    std::optional<unsigned> i =
+        mesh->getAxisIndex(cast<StringAttr>(axis).getValue());
+    if (!i)
+      return op->emitOpError("mesh axis ") << axis << " is not in " << *mesh;
+    mask |= int64_t(1) << *i;
+  }
+  return mask;
 }
 
-FailureOr<int64_t> getAxisIndex(Operation *op, StringRef axis) {
-  auto module = op->getParentOfType<ModuleOp>();
-  auto mesh = module ? module->getAttrOfType<DictionaryAttr>("tsr.mesh")
-                     : DictionaryAttr();
-  if (mesh)
-    for (auto [i, entry] : llvm::enumerate(mesh))
-      if (entry.getName() == axis)
-        return int64_t(i);
-  return op->emitOpError("mesh axis '") << axis << "' is not in tsr.mesh";
+/// The permutation that moves dimension `dim` of a rank-`rank` tensor to
+/// the front (its inverse moves it back).
+SmallVector<int64_t> frontPermutation(int64_t rank, int64_t dim) {
+  SmallVector<int64_t> perm{dim};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      perm.push_back(d);
+  return perm;
+}
+
+/// `v` transposed by `perm` (a linalg.transpose into a fresh tensor).
+Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
 func::FuncOp getOrInsertRuntimeFunc(Operation *op, OpBuilder &b, StringRef name,
@@ -98,7 +122,9 @@ Value addressOf(OpBuilder &b, Location loc, Value memref) {
 }
 
 /// Lowers a collective `x` -> `result` to
-///   runtime(id, axis, &x, &result, count, dtype, extra...).
+///   runtime(id, group, &x, &result, count, dtype, extra...).
+/// The runtime works on blocks of dimension 0; a collective along another
+/// dimension moves it to the front before and back after.
 template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
   CollectivePattern(TypeConverter &converter, MLIRContext *ctx,
                     StringRef callee, bool countResult,
@@ -110,15 +136,25 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto inType = cast<RankedTensorType>(adaptor.getX().getType());
+    Value x = adaptor.getX();
     auto outType = cast<RankedTensorType>(
         this->getTypeConverter()->convertType(op.getType()));
     std::optional<int64_t> dtype = getDTypeCode(getElementType(op.getX()));
     if (!dtype)
       return rewriter.notifyMatchFailure(op, "no runtime dtype");
-    FailureOr<int64_t> axis = getAxisIndex(op, op.getMeshAxis());
-    if (failed(axis))
+    FailureOr<int64_t> group = getGroupMask(op, op.getMeshAxes());
+    if (failed(group))
       return failure();
+    SmallVector<int64_t> perm;
+    if (int64_t dim = getBlockDim(op); dim != 0) {
+      perm = frontPermutation(outType.getRank(), dim);
+      x = transpose(rewriter, loc, x, perm);
+      SmallVector<int64_t> shape;
+      for (int64_t p : perm)
+        shape.push_back(outType.getDimSize(p));
+      outType = outType.clone(shape);
+    }
+    auto inType = cast<RankedTensorType>(x.getType());
     int64_t id = op.getId() ? int64_t(*op.getId()) : -1;
     int64_t count =
         countResult ? outType.getNumElements() : inType.getNumElements();
@@ -126,15 +162,14 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
     auto inBuffer = MemRefType::get(inType.getShape(), inType.getElementType());
     auto outBuffer =
         MemRefType::get(outType.getShape(), outType.getElementType());
-    Value in = bufferization::ToBufferOp::create(rewriter, loc, inBuffer,
-                                                 adaptor.getX(),
+    Value in = bufferization::ToBufferOp::create(rewriter, loc, inBuffer, x,
                                                  /*read_only=*/true);
     Value out = memref::AllocOp::create(rewriter, loc, outBuffer);
     auto c = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(rewriter, loc, v, 64);
     };
     SmallVector<Value> args{c(id),
-                            c(*axis),
+                            c(*group),
                             addressOf(rewriter, loc, in),
                             addressOf(rewriter, loc, out),
                             c(count),
@@ -147,9 +182,20 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
         op, rewriter, op.getAsync() ? callee + "_start" : callee,
         ValueRange(args).getTypes(), {});
     func::CallOp::create(rewriter, loc, f, args);
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, outType, out, /*restrict=*/true, /*writable=*/true);
+    Value result = bufferization::ToTensorOp::create(
+        rewriter, loc, outType, out, /*restrict=*/true, /*writable=*/true);
+    if (!perm.empty())
+      result = transpose(rewriter, loc, result, invertPermutationVector(perm));
+    rewriter.replaceOp(op, result);
     return success();
+  }
+
+  static int64_t getBlockDim(OpT op) {
+    if constexpr (std::is_same_v<OpT, tsr::AllReduceOp> ||
+                  std::is_same_v<OpT, tsr::BroadcastFromOp>)
+      return 0;
+    else
+      return op.getDim();
   }
 
   std::string callee;
@@ -182,7 +228,7 @@ struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
   }
 };
 
-/// this rank's block: extract_slice at offset rank·c of dimension 0.
+/// this rank's block: extract_slice at offset rank·c of dimension `dim`.
 struct LocalShardPattern : OpConversionPattern<tsr::LocalShardOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -191,25 +237,27 @@ struct LocalShardPattern : OpConversionPattern<tsr::LocalShardOp> {
     Location loc = op.getLoc();
     auto outType =
         cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
-    FailureOr<int64_t> axis = getAxisIndex(op, op.getMeshAxis());
-    if (failed(axis))
+    FailureOr<int64_t> group = getGroupMask(op, op.getMeshAxes());
+    if (failed(group))
       return failure();
+    int64_t dim = op.getDim();
     Type i64 = rewriter.getI64Type();
     func::FuncOp f =
         getOrInsertRuntimeFunc(op, rewriter, "tsrt_axis_rank", {i64}, {i64});
     Value rank =
         func::CallOp::create(
             rewriter, loc, f,
-            ValueRange{arith::ConstantIntOp::create(rewriter, loc, *axis, 64)})
+            ValueRange{arith::ConstantIntOp::create(rewriter, loc, *group, 64)})
             .getResult(0);
-    Value offset = arith::MulIOp::create(
-        rewriter, loc, rank,
-        arith::ConstantIntOp::create(rewriter, loc, outType.getDimSize(0), 64));
+    Value offset =
+        arith::MulIOp::create(rewriter, loc, rank,
+                              arith::ConstantIntOp::create(
+                                  rewriter, loc, outType.getDimSize(dim), 64));
     offset = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
                                         offset);
     int64_t rankOf = outType.getRank();
     SmallVector<OpFoldResult> offsets(rankOf, rewriter.getIndexAttr(0));
-    offsets[0] = offset;
+    offsets[dim] = offset;
     SmallVector<OpFoldResult> sizes, strides(rankOf, rewriter.getIndexAttr(1));
     for (int64_t d : outType.getShape())
       sizes.push_back(rewriter.getIndexAttr(d));
@@ -227,12 +275,12 @@ void mlir::tessera::tsr_to_linalg::populateCollectivePatterns(
   patterns.add<CollectivePattern<tsr::AllReduceOp>>(
       converter, ctx, "tsrt_all_reduce", /*countResult=*/false,
       [](tsr::AllReduceOp op) -> std::optional<int64_t> {
-        return getReduceCode(op.getReduction());
+        return int64_t(op.getReduction());
       });
   patterns.add<CollectivePattern<tsr::ReduceScatterOp>>(
       converter, ctx, "tsrt_reduce_scatter", /*countResult=*/true,
       [](tsr::ReduceScatterOp op) -> std::optional<int64_t> {
-        return getReduceCode(op.getReduction());
+        return int64_t(op.getReduction());
       });
   patterns.add<CollectivePattern<tsr::AllGatherOp>>(
       converter, ctx, "tsrt_all_gather", /*countResult=*/false);

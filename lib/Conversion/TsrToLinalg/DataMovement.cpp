@@ -232,7 +232,7 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
     auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
     Type tsrElem = getElementType(op.getData());
     bool isFloat = isa<FloatType>(tsrElem), uns = isUnsigned(tsrElem);
-    StringRef reduction = op.getReduction();
+    StringRef reduction = tsr::stringifyScatterReduction(op.getReduction());
     int64_t axis = op.getAxis(), rank = updType.getRank();
     auto loop = scf::ForOp::create(
         rewriter, loc, indexConstant(rewriter, loc, 0),
@@ -334,7 +334,7 @@ struct PadPattern : OpConversionPattern<tsr::PadOp> {
       x = tensor::ExtractSliceOp::create(rewriter, loc,
                                          RankedTensorType::get(cropped, elem),
                                          x, offsets, sizes, strides);
-    if (op.getMode() == "constant") {
+    if (op.getMode() == tsr::PadMode::constant) {
       SmallVector<OpFoldResult> l, h;
       for (int64_t d = 0; d < rank; ++d) {
         l.push_back(rewriter.getIndexAttr(lo[d]));
@@ -347,7 +347,7 @@ struct PadPattern : OpConversionPattern<tsr::PadOp> {
                   .getResult());
       return success();
     }
-    bool reflect = op.getMode() == "reflect";
+    bool reflect = op.getMode() == tsr::PadMode::reflect;
     Value source = x;
     Value result = indexedGeneric(
         rewriter, loc, type, {}, {},

@@ -174,7 +174,7 @@ Value body(tsr::IsNaNOp, const Scalar &s, ValueRange a) {
 }
 Value body(tsr::GeluOp op, const Scalar &s, ValueRange a) {
   Value x = a[0], half = s.cst(0.5), one = s.cst(1);
-  if (op.getApproximate() == "tanh") {
+  if (op.getApproximate() == tsr::GeluApproximation::tanh) {
     // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
     Value x3 = s.mul(x, s.mul(x, x));
     Value inner =

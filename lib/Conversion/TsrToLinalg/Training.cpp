@@ -128,8 +128,8 @@ Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
   std::optional<int64_t> ignore;
   if (auto attr = op.getIgnoreIndexAttr())
     ignore = attr.getInt();
-  StringRef reduction = op.getReduction();
-  bool none = reduction == "none";
+  tsr::LossReduction reduction = op.getReduction();
+  bool none = reduction == tsr::LossReduction::none;
   auto perSample = RankedTensorType::get(targetType.getShape(), elem);
   auto outType = none ? perSample : RankedTensorType::get({}, elem);
   AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
@@ -171,7 +171,7 @@ Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
         linalg::YieldOp::create(nb, l, ValueRange{loss, w});
       });
   Value loss = generic.getResult(0);
-  if (reduction != "mean")
+  if (reduction != tsr::LossReduction::mean)
     return loss;
   return buildElementwise(b, loc, outType,
                           ValueRange{loss, generic.getResult(1)},

@@ -352,14 +352,14 @@ static LogicalResult scatterElements(NodeContext &n,
   auto axis = normalizeAxis(n.getInt("axis", 0), tensorType(data).getRank());
   if (failed(axis))
     return n.error("axis out of range");
-  StringRef reduction = n.getString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
-      reduction != "max" && reduction != "min")
-    return n.unsupported("reduction = '" + reduction + "'");
-  TRY(y, n.create<tsr::ScatterElementsOp>(
-             {data, indices, updates},
-             {n.i64("axis", *axis), n.str("reduction", reduction)},
-             tensorType(data)));
+  StringRef reductionName = n.getString("reduction", "none");
+  auto reduction = n.enumAttr<tsr::ScatterReductionAttr, tsr::ScatterReduction>(
+      "reduction", reductionName);
+  if (!reduction)
+    return n.unsupported("reduction = '" + reductionName + "'");
+  TRY(y, n.create<tsr::ScatterElementsOp>({data, indices, updates},
+                                          {n.i64("axis", *axis), *reduction},
+                                          tensorType(data)));
   results.push_back(y);
   return success();
 }
@@ -401,9 +401,10 @@ static LogicalResult tile(NodeContext &n, SmallVectorImpl<Value> &results) {
 static LogicalResult pad(NodeContext &n, SmallVectorImpl<Value> &results) {
   TRY(x, n.requireInput(0));
   int64_t rank = tensorType(x).getRank();
-  StringRef mode = n.getString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return n.unsupported("mode = '" + mode + "'");
+  StringRef modeName = n.getString("mode", "constant");
+  auto mode = n.enumAttr<tsr::PadModeAttr, tsr::PadMode>("mode", modeName);
+  if (!mode)
+    return n.unsupported("mode = '" + modeName + "'");
   SmallVector<int64_t> pads;
   double value = 0.0;
   if (n.sinceVersion() < 11) {
@@ -433,8 +434,8 @@ static LogicalResult pad(NodeContext &n, SmallVectorImpl<Value> &results) {
   }
   if (static_cast<int64_t>(pads.size()) != 2 * rank)
     return n.error("pads must have " + Twine(2 * rank) + " entries");
-  TRY(y, n.create<tsr::PadOp>({x}, {n.i64s("pads", pads), n.str("mode", mode),
-                                    n.f64("value", value)}));
+  TRY(y, n.create<tsr::PadOp>(
+             {x}, {n.i64s("pads", pads), *mode, n.f64("value", value)}));
   results.push_back(y);
   return success();
 }

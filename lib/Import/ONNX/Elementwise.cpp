@@ -220,10 +220,13 @@ static LogicalResult hardSwish(NodeContext &n,
 
 static LogicalResult gelu(NodeContext &n, SmallVectorImpl<Value> &results) {
   TRY(x, n.requireInput(0));
-  StringRef approximate = n.getString("approximate", "none");
-  if (approximate != "none" && approximate != "tanh")
-    return n.unsupported("approximate = '" + approximate + "'");
-  TRY(y, n.create<tsr::GeluOp>({x}, {n.str("approximate", approximate)}));
+  StringRef name = n.getString("approximate", "none");
+  auto approximate =
+      n.enumAttr<tsr::GeluApproximationAttr, tsr::GeluApproximation>(
+          "approximate", name);
+  if (!approximate)
+    return n.unsupported("approximate = '" + name + "'");
+  TRY(y, n.create<tsr::GeluOp>({x}, {*approximate}));
   results.push_back(y);
   return success();
 }

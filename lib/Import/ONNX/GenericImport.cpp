@@ -510,10 +510,18 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
   }
 
   // Trainable initializers and BatchNormalization statistics become
-  // arguments after the graph inputs.
+  // arguments after the graph inputs. A model with training_info names the
+  // initializers its training updates; otherwise every float initializer
+  // that feeds only differentiable inputs is trained, unless it holds a
+  // non-finite value (an attention mask of -inf is not a weight).
+  llvm::StringSet<> updated;
+  for (const auto &info : model.training_info())
+    for (const auto &binding : info.update_binding())
+      updated.insert(binding.key());
   size_t numInputs = argTypes.size();
   SmallVector<bool> argIsStatistics;
   SmallVector<DenseElementsAttr> initValues;
+  SmallVector<NamedAttribute> frozen;
   for (const auto &init : graph.initializer()) {
     std::string err;
     DenseElementsAttr value = convertTensor(&ctx, init, modelDir, err);
@@ -523,8 +531,20 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     if (!opts.initializersAsParams || !isa<FloatType>(value.getElementType()))
       continue;
     InitializerKind kind = classifyInitializer(graph, init.name());
+    StringRef reason;
     if (kind == InitializerKind::Constant)
+      reason = "feeds no differentiable input";
+    else if (kind == InitializerKind::Trainable && !updated.empty() &&
+             !updated.contains(init.name()))
+      reason = "not updated by the model's training_info";
+    else if (kind == InitializerKind::Trainable &&
+             llvm::any_of(value.getValues<APFloat>(),
+                          [](const APFloat &v) { return !v.isFinite(); }))
+      reason = "holds non-finite values";
+    if (!reason.empty()) {
+      frozen.push_back(b.getNamedAttr(init.name(), b.getStringAttr(reason)));
       continue;
+    }
     argTypes.push_back(value.getType());
     argNames.push_back(init.name());
     argIsStatistics.push_back(kind == InitializerKind::Statistics);
@@ -533,13 +553,16 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
   auto func =
       func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();
+  if (!frozen.empty())
+    func->setAttr(tsr::attr::kFrozen, b.getDictionaryAttr(frozen));
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    func.setArgAttr(i, "tsr.name", b.getStringAttr(name));
+    func.setArgAttr(i, tsr::attr::kName, b.getStringAttr(name));
     if (i < numInputs)
       continue;
-    func.setArgAttr(i, "tsr.role", b.getStringAttr("param"));
+    func.setArgAttr(i, tsr::attr::kRole,
+                    tsr::RoleAttr::get(b.getContext(), tsr::Role::param));
     if (argIsStatistics[i - numInputs])
-      func.setArgAttr(i, "tsr.statistics", b.getUnitAttr());
+      func.setArgAttr(i, tsr::attr::kStatistics, b.getUnitAttr());
   }
   b.setInsertionPointToStart(body);
 
@@ -617,7 +640,7 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     resultTypes.push_back(v.getType());
   func.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, output] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "tsr.name", b.getStringAttr(output.name()));
+    func.setResultAttr(i, tsr::attr::kName, b.getStringAttr(output.name()));
   return success();
 }
 

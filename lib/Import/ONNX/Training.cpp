@@ -2,8 +2,9 @@
 //
 // Dropout in inference mode is its input plus an all-true mask; with a
 // constant true training_mode it becomes tsr.dropout (seeded by the node's
-// `seed`, or by a hash of its name). SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss map to the
-// tsr losses; the optional log_prob output is a tsr.log_softmax.
+// `seed`, or by a hash of its name). SoftmaxCrossEntropyLoss and
+// NegativeLogLikelihoodLoss map to the tsr losses; the optional log_prob output
+// is a tsr.log_softmax.
 //
 //===----------------------------------------------------------------------===//
 #include "HandlerUtils.h"
@@ -60,7 +61,11 @@ static LogicalResult loss(NodeContext &n, SmallVectorImpl<Value> &results) {
   if (Value w = n.input(2))
     operands.push_back(w);
   StringRef reduction = n.getString("reduction", "mean");
-  SmallVector<NamedAttribute> attrs = {n.str("reduction", reduction)};
+  auto reductionAttr = n.enumAttr<tsr::LossReductionAttr, tsr::LossReduction>(
+      "reduction", reduction);
+  if (!reductionAttr)
+    return n.unsupported("reduction = '" + reduction + "'");
+  SmallVector<NamedAttribute> attrs = {*reductionAttr};
   if (n.hasAttr("ignore_index"))
     attrs.push_back(n.i64("ignore_index", n.getInt("ignore_index", 0)));
   auto st = tensorType(scores);

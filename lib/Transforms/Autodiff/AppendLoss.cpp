@@ -22,7 +22,7 @@ using namespace mlir::tessera;
 namespace {
 
 StringRef resultName(func::FuncOp f, unsigned i) {
-  return getResultString(f, i, "tsr.name");
+  return getResultString(f, i, tsr::attr::kName);
 }
 
 std::string resultList(func::FuncOp f) {
@@ -101,7 +101,7 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     } else {
       SmallVector<unsigned> outputs;
       for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
-        if (!f.getResultAttr(i, "tsr.updates"))
+        if (!f.getResultAttr(i, tsr::attr::kUpdates))
           outputs.push_back(i);
       if (outputs.size() != 1)
         return f.emitError("the model has ")
@@ -116,7 +116,7 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
              << resultName(f, index)
              << "' must be a floating-point tensor of rank >= 1, got " << yType;
     for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
-      if (auto n = f.getArgAttrOfType<StringAttr>(i, "tsr.name"))
+      if (auto n = f.getArgAttrOfType<StringAttr>(i, tsr::attr::kName))
         if (n.getValue() == labels)
           return f.emitError("labels name '")
                  << labels << "' is already an input or parameter of the "
@@ -136,8 +136,10 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     if (failed(f.insertArgument(
             argIndex, labelType,
             b.getDictionaryAttr(
-                {b.getNamedAttr("tsr.name", b.getStringAttr(labels)),
-                 b.getNamedAttr("tsr.role", b.getStringAttr("label"))}),
+                {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(labels)),
+                 b.getNamedAttr(
+                     tsr::attr::kRole,
+                     tsr::RoleAttr::get(b.getContext(), tsr::Role::label))}),
             loc)))
       return failure();
     Value t = f.getArgument(argIndex);
@@ -165,7 +167,10 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
       ignore = b.getI64IntegerAttr(ignoreIndex);
     return tsr::SoftmaxCrossEntropyLossOp::create(
                b, loc, RankedTensorType::get({}, yType.getElementType()),
-               scores, t, Value(), b.getStringAttr("mean"), ignore)
+               scores, t, Value(),
+               tsr::LossReductionAttr::get(b.getContext(),
+                                           tsr::LossReduction::mean),
+               ignore)
         .getResult();
   }
 
@@ -179,10 +184,11 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     // State updates (results with tsr.updates) stay, after the loss.
     SmallVector<Value> results{*lossValue};
     SmallVector<DictionaryAttr> attrs{b.getDictionaryAttr(
-        {b.getNamedAttr("tsr.name", b.getStringAttr("loss")),
-         b.getNamedAttr("tsr.role", b.getStringAttr("loss"))})};
+        {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("loss")),
+         b.getNamedAttr(tsr::attr::kRole,
+                        tsr::RoleAttr::get(b.getContext(), tsr::Role::loss))})};
     for (unsigned i = 0, e = f.getNumResults(); i < e; ++i) {
-      if (!f.getResultAttr(i, "tsr.updates"))
+      if (!f.getResultAttr(i, tsr::attr::kUpdates))
         continue;
       results.push_back(ret.getOperand(i));
       attrs.push_back(f.getResultAttrDict(i));

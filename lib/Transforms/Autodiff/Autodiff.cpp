@@ -40,37 +40,61 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       signalPassFailure();
   }
 
-  /// The arguments to differentiate with respect to, in order.
-  FailureOr<SmallVector<unsigned>> selectArguments(func::FuncOp f) {
+  /// Compiles the glob patterns of option `what`.
+  static FailureOr<SmallVector<llvm::GlobPattern>>
+  compile(func::FuncOp f, ArrayRef<std::string> globs, StringRef what) {
     SmallVector<llvm::GlobPattern> patterns;
-    SmallVector<bool> used(frozen.size(), false);
-    for (const std::string &p : frozen) {
+    for (const std::string &p : globs) {
       auto pattern = llvm::GlobPattern::create(p);
       if (!pattern) {
         llvm::consumeError(pattern.takeError());
-        return f.emitError("malformed frozen-parameter pattern '") << p << "'";
+        return f.emitError("malformed ") << what << " pattern '" << p << "'";
       }
       patterns.push_back(std::move(*pattern));
     }
+    return patterns;
+  }
+
+  /// The arguments to differentiate with respect to, in order. Parameters
+  /// left out are added to the function's `tsr.frozen` with the reason.
+  FailureOr<SmallVector<unsigned>> selectArguments(func::FuncOp f) {
+    auto frozenPatterns = compile(f, frozen, "frozen-parameter");
+    auto trainablePatterns = compile(f, trainable, "trainable-parameter");
+    if (failed(frozenPatterns) || failed(trainablePatterns))
+      return failure();
+    SmallVector<bool> used(frozen.size(), false);
+    SmallVector<bool> usedTrainable(trainable.size(), false);
+    NamedAttrList reasons(f->getAttrOfType<DictionaryAttr>(tsr::attr::kFrozen));
+    Builder b(f.getContext());
     SmallVector<unsigned> wrt;
     for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
-      StringRef role = getArgString(f, i, "tsr.role");
-      if (role == "param") {
+      if (getArgRole(f, i) == tsr::Role::param) {
         // Running statistics are parameters of the model that training
         // updates from batches (tsr-batch-norm-statistics), never by
         // gradient.
-        if (f.getArgAttr(i, "tsr.statistics"))
+        if (f.getArgAttr(i, tsr::attr::kStatistics))
           continue;
-        StringRef name = getArgString(f, i, "tsr.name");
-        bool isFrozen = false;
-        for (auto [j, p] : llvm::enumerate(patterns))
+        StringRef name = getArgString(f, i, tsr::attr::kName);
+        std::string reason;
+        for (auto [j, p] : llvm::enumerate(*frozenPatterns))
+          if (p.match(name)) {
+            used[j] = true;
+            if (reason.empty())
+              reason = "--freeze=" + frozen[j];
+          }
+        bool selected = trainable.empty();
+        for (auto [j, p] : llvm::enumerate(*trainablePatterns))
           if (p.match(name))
-            isFrozen = used[j] = true;
-        if (!isFrozen)
+            selected = usedTrainable[j] = true;
+        if (reason.empty() && !selected)
+          reason = "matches no --trainable pattern";
+        if (reason.empty())
           wrt.push_back(i);
+        else
+          reasons.set(name, b.getStringAttr(reason));
         continue;
       }
-      if (wrtInputs && (role.empty() || role == "data") &&
+      if (wrtInputs && getArgRole(f, i) == tsr::Role::data &&
           isFloatTensor(f.getArgument(i).getType()))
         wrt.push_back(i);
     }
@@ -78,6 +102,12 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       if (!used[j])
         return f.emitError("frozen-parameter pattern '")
                << p << "' matches no parameter";
+    for (auto [j, p] : llvm::enumerate(trainable))
+      if (!usedTrainable[j])
+        return f.emitError("trainable-parameter pattern '")
+               << p << "' matches no parameter";
+    if (!reasons.empty())
+      f->setAttr(tsr::attr::kFrozen, reasons.getDictionary(f.getContext()));
     return wrt;
   }
 
@@ -90,7 +120,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
     unsigned numResults = ret.getNumOperands();
     bool auxOnly = true;
     for (unsigned i = 1; i < numResults; ++i)
-      auxOnly &= bool(f.getResultAttr(i, "tsr.updates"));
+      auxOnly &= bool(f.getResultAttr(i, tsr::attr::kUpdates));
     if (numResults == 0 || !auxOnly ||
         cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0 ||
         !isFloatTensor(ret.getOperand(0).getType()))
@@ -186,11 +216,12 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
     f.setType(b.getFunctionType(f.getArgumentTypes(), resultTypes));
     SmallVector<DictionaryAttr> resultAttrs{lossAttrs};
     for (unsigned i : *wrt) {
-      std::string name = ("grad." + getArgString(f, i, "tsr.name")).str();
+      std::string name = ("grad." + getArgString(f, i, tsr::attr::kName)).str();
       resultAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("tsr.name", b.getStringAttr(name)),
-           b.getNamedAttr("tsr.role", b.getStringAttr("grad")),
-           b.getNamedAttr("tsr.grad_of", b.getI64IntegerAttr(i))}));
+          {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
+           b.getNamedAttr(tsr::attr::kRole,
+                          tsr::RoleAttr::get(b.getContext(), tsr::Role::grad)),
+           b.getNamedAttr(tsr::attr::kGradOf, b.getI64IntegerAttr(i))}));
     }
     resultAttrs.append(auxAttrs);
     f.setAllResultAttrs(resultAttrs);
@@ -218,6 +249,12 @@ StringRef mlir::tessera::getArgString(func::FuncOp f, unsigned i,
   if (auto s = f.getArgAttrOfType<StringAttr>(i, attr))
     return s.getValue();
   return "";
+}
+
+tsr::Role mlir::tessera::getArgRole(func::FuncOp f, unsigned i) {
+  if (auto role = f.getArgAttrOfType<tsr::RoleAttr>(i, tsr::attr::kRole))
+    return role.getValue();
+  return tsr::Role::data;
 }
 
 StringRef mlir::tessera::getResultString(func::FuncOp f, unsigned i,

@@ -21,7 +21,7 @@ namespace {
 BlockArgument statisticsArgument(func::FuncOp f, Value v) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getOwner() != &f.getBody().front() ||
-      !f.getArgAttr(arg.getArgNumber(), "tsr.statistics"))
+      !f.getArgAttr(arg.getArgNumber(), tsr::attr::kStatistics))
     return BlockArgument();
   return arg;
 }
@@ -80,17 +80,19 @@ struct TsrBatchNormStatisticsPass
         BlockArgument arg = statisticsArgument(f, running);
         if (!updated.insert(arg).second)
           return op.emitOpError("shares running statistics '")
-                 << getArgString(f, arg.getArgNumber(), "tsr.name")
+                 << getArgString(f, arg.getArgNumber(), tsr::attr::kName)
                  << "' with another batch_norm; each needs its own";
         Value next = g.add(g.mul(g.scalarLike(running, momentum), running),
                            g.mul(g.scalarLike(running, 1.0 - momentum), batch));
         extra.push_back(next);
         extraAttrs.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("tsr.name",
+            {b.getNamedAttr(tsr::attr::kName,
                             b.getStringAttr(getArgString(f, arg.getArgNumber(),
-                                                         "tsr.name"))),
-             b.getNamedAttr("tsr.role", b.getStringAttr("param")),
-             b.getNamedAttr("tsr.updates",
+                                                         tsr::attr::kName))),
+             b.getNamedAttr(
+                 tsr::attr::kRole,
+                 tsr::RoleAttr::get(b.getContext(), tsr::Role::param)),
+             b.getNamedAttr(tsr::attr::kUpdates,
                             b.getI64IntegerAttr(arg.getArgNumber()))}));
       }
       op.erase();

@@ -133,7 +133,7 @@ Value softsignGrad(Operation *, GradientBuilder &g, Value x, Value, Value dy) {
 }
 Value geluGrad(Operation *op, GradientBuilder &g, Value x, Value, Value dy) {
   auto gelu = cast<tsr::GeluOp>(op);
-  if (gelu.getApproximate() == "tanh") {
+  if (gelu.getApproximate() == tsr::GeluApproximation::tanh) {
     // y = x/2·(1 + t), t = tanh(c·(x + k·x³)):
     // dy/dx = (1 + t)/2 + x/2·(1 − t²)·c·(1 + 3k·x²).
     const double c = std::sqrt(2.0 / M_PI), k = 0.044715;

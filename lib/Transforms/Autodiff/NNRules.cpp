@@ -50,9 +50,10 @@ Value zeroPad(GradientBuilder &g, Value x, ArrayRef<int64_t> pads) {
   if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
     return x;
   OpBuilder &b = g.builder();
-  return tsr::PadOp::create(b, g.getLoc(), x, b.getDenseI64ArrayAttr(pads),
-                            b.getStringAttr("constant"),
-                            b.getF64FloatAttr(0.0));
+  return tsr::PadOp::create(
+      b, g.getLoc(), x, b.getDenseI64ArrayAttr(pads),
+      tsr::PadModeAttr::get(b.getContext(), tsr::PadMode::constant),
+      b.getF64FloatAttr(0.0));
 }
 
 /// Zero padding of dimension `dim` only.
@@ -67,11 +68,12 @@ Value zeroPadDim(GradientBuilder &g, Value x, int64_t dim, int64_t begin,
 
 /// scatter_elements(into, indices, updates) along `axis`.
 Value scatter(GradientBuilder &g, Value into, Value indices, Value updates,
-              int64_t axis, StringRef reduction) {
+              int64_t axis, tsr::ScatterReduction reduction) {
   OpBuilder &b = g.builder();
   return tsr::ScatterElementsOp::create(
       b, g.getLoc(), into.getType(), into, indices, updates,
-      b.getI64IntegerAttr(axis), b.getStringAttr(reduction));
+      b.getI64IntegerAttr(axis),
+      tsr::ScatterReductionAttr::get(b.getContext(), reduction));
 }
 
 Value gatherElements(GradientBuilder &g, Value data, Value indices,
@@ -348,7 +350,7 @@ LogicalResult topkRule(tsr::TopKOp op, GradientBuilder &g,
   if (!dv || !hasFloatElements(dv))
     return success();
   operandGrads[0] = scatter(g, zerosLike(g, op.getX()), op.getIndices(), dv,
-                            op.getAxis(), "add");
+                            op.getAxis(), tsr::ScatterReduction::add);
   return success();
 }
 
@@ -359,7 +361,7 @@ LogicalResult gatherElementsRule(tsr::GatherElementsOp op, GradientBuilder &g,
   if (!dy || !hasFloatElements(dy))
     return success();
   operandGrads[0] = scatter(g, zerosLike(g, op.getData()), op.getIndices(), dy,
-                            op.getAxis(), "add");
+                            op.getAxis(), tsr::ScatterReduction::add);
   return success();
 }
 
@@ -406,17 +408,18 @@ LogicalResult scatterElementsRule(tsr::ScatterElementsOp op, GradientBuilder &g,
     return success();
   Value indices = op.getIndices(), updates = op.getUpdates();
   int64_t axis = op.getAxis();
-  StringRef reduction = op.getReduction();
-  if (reduction == "add") {
+  tsr::ScatterReduction reduction = op.getReduction();
+  if (reduction == tsr::ScatterReduction::add) {
     operandGrads[0] = dy;
     operandGrads[2] = gatherElements(g, dy, indices, axis);
     return success();
   }
-  if (reduction != "none")
+  if (reduction != tsr::ScatterReduction::none)
     return op.emitOpError("has no gradient rule for reduction '")
-           << reduction << "' (none and add have one)";
-  operandGrads[0] =
-      scatter(g, dy, indices, zerosLike(g, updates), axis, "none");
+           << tsr::stringifyScatterReduction(reduction)
+           << "' (none and add have one)";
+  operandGrads[0] = scatter(g, dy, indices, zerosLike(g, updates), axis,
+                            tsr::ScatterReduction::none);
   Value gathered = gatherElements(g, dy, indices, axis);
   ArrayRef<int64_t> dataShape = getTensorType(op.getData()).getShape();
   if (hasDistinctTargets(indices, axis, dataShape)) {
@@ -432,7 +435,7 @@ LogicalResult scatterElementsRule(tsr::ScatterElementsOp op, GradientBuilder &g,
       DenseElementsAttr::get(positionType, ArrayRef<int64_t>(iota)));
   Value winners =
       scatter(g, g.splat(RankedTensorType::get(dataShape, b.getI64Type()), -1),
-              indices, positions, axis, "none");
+              indices, positions, axis, tsr::ScatterReduction::none);
   Value won = g.equal(gatherElements(g, winners, indices, axis), positions);
   operandGrads[2] = g.select(won, gathered, g.scalarLike(gathered, 0.0));
   return success();
@@ -483,7 +486,7 @@ LogicalResult tileRule(tsr::TileOp op, GradientBuilder &g,
 /// (after cropping), from `grad`, `lo` + n + `hi` long there.
 FailureOr<Value> foldBorder(tsr::PadOp op, GradientBuilder &g, Value grad,
                             int64_t dim, int64_t lo, int64_t hi, int64_t n) {
-  bool reflect = op.getMode() == "reflect" && n > 1;
+  bool reflect = op.getMode() == tsr::PadMode::reflect && n > 1;
   if (!reflect) {
     // Edge: the border copies of the first and last element sum onto them.
     auto sumRange = [&](int64_t start, int64_t limit) {
@@ -528,7 +531,7 @@ LogicalResult padRule(tsr::PadOp op, GradientBuilder &g,
   if (!dy || !hasFloatElements(dy))
     return success();
   ArrayRef<int64_t> pads = op.getPads();
-  if (op.getMode() == "constant") {
+  if (op.getMode() == tsr::PadMode::constant) {
     SmallVector<int64_t> inverse;
     for (int64_t p : pads)
       inverse.push_back(-p);

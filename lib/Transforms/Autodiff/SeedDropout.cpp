@@ -37,8 +37,10 @@ struct TsrSeedDropoutPass
     if (failed(f->insertArgument(
             index, RankedTensorType::get({}, b.getI64Type()),
             b.getDictionaryAttr(
-                {b.getNamedAttr("tsr.name", b.getStringAttr("rng.step")),
-                 b.getNamedAttr("tsr.role", b.getStringAttr("rng"))}),
+                {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("rng.step")),
+                 b.getNamedAttr(
+                     tsr::attr::kRole,
+                     tsr::RoleAttr::get(b.getContext(), tsr::Role::rng))}),
             f->getLoc())))
       return signalPassFailure();
     Value step = f->getArgument(index);

@@ -287,7 +287,8 @@ LogicalResult gatherRule(tsr::GatherOp op, GradientBuilder &g,
   OpBuilder &b = g.builder();
   Value scattered = tsr::ScatterElementsOp::create(
       b, g.getLoc(), zeros.getType(), zeros, idx, dy3, b.getI64IntegerAttr(1),
-      b.getStringAttr("add"));
+      tsr::ScatterReductionAttr::get(b.getContext(),
+                                     tsr::ScatterReduction::add));
   operandGrads[0] = g.reshape(scattered, shape);
   return success();
 }
@@ -328,11 +329,11 @@ Value lossCoefficient(OpTy op, GradientBuilder &g, Value dy, Value input) {
                         double(*ignore)));
     weight = g.select(ignored, g.scalar(elem, 0.0), weight);
   }
-  StringRef reduction = op.getReduction();
-  if (reduction == "none")
+  tsr::LossReduction reduction = op.getReduction();
+  if (reduction == tsr::LossReduction::none)
     return g.mul(weight, dy);
   Value coef = g.mul(weight, dy);
-  if (reduction == "mean") {
+  if (reduction == tsr::LossReduction::mean) {
     SmallVector<int64_t> all =
         llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()));
     coef = g.div(coef, g.reduceSum(weight, all, /*keepdims=*/false));
@@ -373,8 +374,8 @@ Value weightsGrad(OpTy op, GradientBuilder &g, Value dy, Value logProbs,
     valid = g.select(ignored, g.scalarLike(loss, 0.0), valid);
   }
   Value share;
-  StringRef reduction = op.getReduction();
-  if (reduction == "mean") {
+  tsr::LossReduction reduction = op.getReduction();
+  if (reduction == tsr::LossReduction::mean) {
     SmallVector<int64_t> all =
         llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()));
     Value w = tsr::GatherOp::create(g.builder(), g.getLoc(), op.getWeights(),

@@ -20,8 +20,8 @@ namespace {
 
 /// Data and label arguments are split; parameters are shared.
 bool isBatched(func::FuncOp f, unsigned i) {
-  StringRef role = getArgString(f, i, "tsr.role");
-  return role.empty() || role == "data" || role == "label";
+  tsr::Role role = getArgRole(f, i);
+  return role == tsr::Role::data || role == tsr::Role::label;
 }
 
 struct TsrAccumulateGradientsPass
@@ -87,7 +87,7 @@ struct TsrAccumulateGradientsPass
       SmallVector<Value> operands;
       for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
         auto microArg = cast<RankedTensorType>(microType.getInput(i));
-        if (getArgString(step, i, "tsr.role") == "rng") {
+        if (getArgRole(step, i) == tsr::Role::rng) {
           // Micro-batch j of step s draws the masks of stream s·k + j.
           Value stream = g.mul(arg, g.splat(microArg, double(k)));
           operands.push_back(g.add(stream, g.splat(microArg, double(j))));

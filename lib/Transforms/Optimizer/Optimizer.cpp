@@ -27,7 +27,7 @@ using namespace mlir::tessera;
 namespace {
 
 StringRef argName(func::FuncOp f, unsigned i) {
-  return getArgString(f, i, "tsr.name");
+  return getArgString(f, i, tsr::attr::kName);
 }
 
 struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
@@ -95,14 +95,15 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     unsigned index = func.getNumArguments();
     Attribute init = b.getF64FloatAttr(0.0);
     SmallVector<NamedAttribute> attrs{
-        b.getNamedAttr("tsr.name", b.getStringAttr(name.str())),
-        b.getNamedAttr("tsr.role", b.getStringAttr("state")),
-        b.getNamedAttr("tsr.init", init)};
+        b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name.str())),
+        b.getNamedAttr(tsr::attr::kRole,
+                       tsr::RoleAttr::get(b.getContext(), tsr::Role::state)),
+        b.getNamedAttr(tsr::attr::kInit, init)};
     if (shardOf) {
       attrs.push_back(
-          b.getNamedAttr("tsr.shards", b.getI64IntegerAttr(layout.size)));
-      attrs.push_back(
-          b.getNamedAttr("tsr.global_shape", b.getDenseI64ArrayAttr(*shardOf)));
+          b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(layout.size)));
+      attrs.push_back(b.getNamedAttr(tsr::attr::kGlobalShape,
+                                     b.getDenseI64ArrayAttr(*shardOf)));
     }
     (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs),
                               func.getLoc());
@@ -156,10 +157,12 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     if (!sharded)
       return local;
     OpBuilder &b = g.builder();
-    return tsr::AllReduceOp::create(b, g.getLoc(), local.getType(), local,
-                                    b.getStringAttr("sum"), kDataParallelAxis,
-                                    b.getStrArrayAttr(serves), IntegerAttr(),
-                                    IntegerAttr());
+    return tsr::AllReduceOp::create(
+        b, g.getLoc(), local.getType(), local,
+        tsr::CollectiveReductionAttr::get(b.getContext(),
+                                          tsr::CollectiveReduction::sum),
+        layout.axes, b.getStrArrayAttr(serves), IntegerAttr(), IntegerAttr(),
+        UnitAttr());
   }
   Value norm(GradientBuilder &g, Value v, StringRef name) {
     return g.sqrt(sumAllShards(g, g.mul(v, v), {name}));
@@ -314,8 +317,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     SmallVector<std::pair<BlockArgument, Value>> params;
     SmallVector<unsigned> carried;
     for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
-      auto of = func.getResultAttrOfType<IntegerAttr>(i, "tsr.grad_of");
-      if (!of && func.getResultAttr(i, "tsr.updates")) {
+      auto of = func.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf);
+      if (!of && func.getResultAttr(i, tsr::attr::kUpdates)) {
         // A state update from the forward pass (running statistics).
         carried.push_back(i);
         continue;
@@ -351,12 +354,14 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     // the gradients, ZeRO-3 also stores the parameters as shards).
     SmallVector<Value> paramViews;
     for (auto &[p, grad] : params) {
-      bool paramIsShard = bool(func.getArgAttr(p.getArgNumber(), "tsr.shards"));
-      paramViews.push_back(
-          sharded && !paramIsShard ? localShard(g, p, layout.size) : Value(p));
+      bool paramIsShard =
+          bool(func.getArgAttr(p.getArgNumber(), tsr::attr::kShards));
+      paramViews.push_back(sharded && !paramIsShard
+                               ? localShard(g, p, layout.size, layout.axes)
+                               : Value(p));
       auto gradType = cast<RankedTensorType>(grad.getType());
       if (sharded && gradType != paramViews.back().getType())
-        grad = localShard(g, grad, layout.size);
+        grad = localShard(g, grad, layout.size, layout.axes);
     }
 
     if (clipNorm > 0) {
@@ -369,8 +374,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       }
       if (sharded)
         sq = tsr::AllReduceOp::create(
-            b, loc, sq.getType(), sq, b.getStringAttr("sum"), kDataParallelAxis,
-            b.getStrArrayAttr(names), IntegerAttr(), IntegerAttr());
+            b, loc, sq.getType(), sq,
+            tsr::CollectiveReductionAttr::get(b.getContext(),
+                                              tsr::CollectiveReduction::sum),
+            layout.axes, b.getStrArrayAttr(names), IntegerAttr(), IntegerAttr(),
+            UnitAttr());
       Type f64 = b.getF64Type();
       Value scale =
           tsr::MinOp::create(b, loc, g.scalar(f64, 1.0),
@@ -386,13 +394,14 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)
                                           ? func.getResultAttrDict(0)
                                           : b.getDictionaryAttr({})};
-    auto updated = [&](Value v, BlockArgument arg, StringRef role) {
+    auto updated = [&](Value v, BlockArgument arg, tsr::Role role) {
       results.push_back(v);
       attrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("tsr.name",
+          {b.getNamedAttr(tsr::attr::kName,
                           b.getStringAttr(argName(func, arg.getArgNumber()))),
-           b.getNamedAttr("tsr.role", b.getStringAttr(role)),
-           b.getNamedAttr("tsr.updates",
+           b.getNamedAttr(tsr::attr::kRole,
+                          tsr::RoleAttr::get(b.getContext(), role)),
+           b.getNamedAttr(tsr::attr::kUpdates,
                           b.getI64IntegerAttr(arg.getArgNumber()))}));
     };
     for (auto [entry, view] : llvm::zip(params, paramViews)) {
@@ -400,16 +409,16 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       StringRef name = argName(func, p.getArgNumber());
       auto full = cast<RankedTensorType>(p.getType());
       if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
-              p.getArgNumber(), "tsr.global_shape"))
+              p.getArgNumber(), tsr::attr::kGlobalShape))
         full = full.clone(shape.asArrayRef());
       Value next = update(g, view, name, full.getShape(), grad, lr64, t64);
       // ZeRO 1 and 2 keep whole parameters on every rank.
       if (sharded && next.getType() != p.getType())
-        next = gatherShards(g, next, full, layout.size, {name});
-      updated(next, p, "param");
+        next = gatherShards(g, next, full, layout.size, layout.axes, {name});
+      updated(next, p, tsr::Role::param);
     }
     for (State &st : states)
-      updated(st.next, st.arg, "state");
+      updated(st.next, st.arg, tsr::Role::state);
     for (unsigned i : carried) {
       results.push_back(ret.getOperand(i));
       attrs.push_back(func.getResultAttrDict(i));

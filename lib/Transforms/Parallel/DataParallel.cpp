@@ -59,13 +59,45 @@ struct TsrDataParallelPass
   }
 
   StringRef nameOf(BlockArgument arg) {
-    return getArgString(func, arg.getArgNumber(), "tsr.name");
+    return getArgString(func, arg.getArgNumber(), tsr::attr::kName);
+  }
+
+  /// The data-parallel axes as an attribute of the collectives.
+  ArrayAttr axes;
+  tsr::CollectiveReductionAttr mean, sum;
+
+  /// Declares the mesh (one axis `axis` of size `dp`) or checks the
+  /// declared one against the options: `dp` = 0 takes the size from it.
+  LogicalResult resolveMesh() {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    auto name = StringAttr::get(ctx, axis);
+    axes = ArrayAttr::get(ctx, {name});
+    mean =
+        tsr::CollectiveReductionAttr::get(ctx, tsr::CollectiveReduction::mean);
+    sum = tsr::CollectiveReductionAttr::get(ctx, tsr::CollectiveReduction::sum);
+    auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+    if (!mesh) {
+      if (dp < 1)
+        return func.emitError("the data-parallel size must be at least 1, "
+                              "got ")
+               << dp.getValue();
+      module->setAttr(tsr::attr::kMesh,
+                      tsr::MeshAttr::get(ctx, {name}, {dp.getValue()}));
+      return success();
+    }
+    std::optional<int64_t> size = mesh.getAxisSize(axis);
+    if (!size)
+      return func.emitError("the data-parallel axis '")
+             << axis << "' is not an axis of the module's mesh " << mesh;
+    if (dp != 0 && dp != *size)
+      return func.emitError("dp=")
+             << dp.getValue() << " disagrees with the mesh " << mesh;
+    dp = *size;
+    return success();
   }
 
   LogicalResult checkSupported(ArrayRef<unsigned> carried) {
-    if (dp < 1)
-      return func.emitError("the data-parallel size must be at least 1, got ")
-             << dp.getValue();
     if (zero < 0 || zero > 3)
       return func.emitError("ZeRO stage must be 0, 1, 2 or 3, got ")
              << zero.getValue();
@@ -76,7 +108,7 @@ struct TsrDataParallelPass
     if (!carried.empty())
       return func.emitError("result ")
              << carried.front() << " ('"
-             << getResultString(func, carried.front(), "tsr.name")
+             << getResultString(func, carried.front(), tsr::attr::kName)
              << "') updates running statistics from the batch, which differ "
                 "between data-parallel ranks (synchronized batch norm is not "
                 "supported): compile with --batch-norm=running";
@@ -90,11 +122,11 @@ struct TsrDataParallelPass
         return WalkResult::advance();
       auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
       bool weighted = op->getNumOperands() > 2;
-      StringRef reduction =
+      tsr::LossReduction reduction =
           isa<tsr::SoftmaxCrossEntropyLossOp>(op)
               ? cast<tsr::SoftmaxCrossEntropyLossOp>(op).getReduction()
               : cast<tsr::NegativeLogLikelihoodLossOp>(op).getReduction();
-      bool mean = reduction == "mean";
+      bool mean = reduction == tsr::LossReduction::mean;
       if (countedLoss || ret.getOperand(0) != op->getResult(0) || weighted ||
           !mean) {
         op->emitError("a loss that ignores label ")
@@ -130,9 +162,8 @@ struct TsrDataParallelPass
         counted, llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank())),
         /*keepdims=*/false);
     Value total = tsr::AllReduceOp::create(
-        b, g.getLoc(), count.getType(), count, b.getStringAttr("sum"),
-        kDataParallelAxis, b.getStrArrayAttr({"loss"}), IntegerAttr(),
-        IntegerAttr());
+        b, g.getLoc(), count.getType(), count, sum, axes,
+        b.getStrArrayAttr({"loss"}), IntegerAttr(), IntegerAttr(), UnitAttr());
     return g.div(g.mul(g.scalar(elem, double(dp)), count), total);
   }
 
@@ -158,24 +189,22 @@ struct TsrDataParallelPass
     if (func.getNumResults() == 0)
       return func.emitError("tsr-data-parallel expects the loss as result 0");
     for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
-      if (auto of = func.getResultAttrOfType<IntegerAttr>(i, "tsr.grad_of")) {
+      if (auto of =
+              func.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf)) {
         Value v = ret.getOperand(i);
         Operation *def = v.getDefiningOp();
         grads.push_back({i, func.getArgument(of.getInt()), v,
                          def ? position.lookup(def) : -1});
-      } else if (func.getResultAttr(i, "tsr.updates")) {
+      } else if (func.getResultAttr(i, tsr::attr::kUpdates)) {
         carried.push_back(i);
       }
     }
-    if (failed(checkSupported(carried)))
+    if (failed(resolveMesh()) || failed(checkSupported(carried)))
       return failure();
 
     OpBuilder b(func.getContext());
-    auto module = getOperation();
-    module->setAttr("tsr.mesh",
-                    b.getDictionaryAttr(b.getNamedAttr(
-                        kDataParallelAxis, b.getI64IntegerAttr(dp))));
-    func->setAttr("tsr.zero", b.getI64IntegerAttr(zero));
+    func->setAttr(tsr::attr::kZero,
+                  tsr::ZeroAttr::get(b.getContext(), zero, axes));
 
     // The loss of the global batch: the mean of the ranks' means, each
     // weighted by its share of the counted labels if the loss ignores some.
@@ -185,9 +214,8 @@ struct TsrDataParallelPass
     GradientBuilder lossBuilder(b, ret.getLoc());
     Value loss = weigh(lossBuilder, ret.getOperand(0));
     Value globalLoss = tsr::AllReduceOp::create(
-        b, ret.getLoc(), loss.getType(), loss, b.getStringAttr("mean"),
-        kDataParallelAxis, b.getStrArrayAttr({"loss"}), IntegerAttr(),
-        IntegerAttr());
+        b, ret.getLoc(), loss.getType(), loss, mean, axes,
+        b.getStrArrayAttr({"loss"}), IntegerAttr(), IntegerAttr(), UnitAttr());
     ret.setOperand(0, globalLoss);
 
     reduceGradients(grads, ret);
@@ -272,14 +300,13 @@ struct TsrDataParallelPass
       if (scatter) {
         flat = g.reshape(flat, {dp * total});
         start = tsr::ReduceScatterOp::create(
-            b, loc, RankedTensorType::get({total}, elem), flat,
-            b.getStringAttr("mean"), b.getStringAttr(kDataParallelAxis),
-            servesAttr, bucketAttr, IntegerAttr(), b.getUnitAttr());
+            b, loc, RankedTensorType::get({total}, elem), flat, mean,
+            b.getI64IntegerAttr(0), axes, servesAttr, bucketAttr, IntegerAttr(),
+            b.getUnitAttr());
       } else {
-        start = tsr::AllReduceOp::create(
-            b, loc, flat.getType(), flat, b.getStringAttr("mean"),
-            b.getStringAttr(kDataParallelAxis), servesAttr, bucketAttr,
-            IntegerAttr(), b.getUnitAttr());
+        start = tsr::AllReduceOp::create(b, loc, flat.getType(), flat, mean,
+                                         axes, servesAttr, bucketAttr,
+                                         IntegerAttr(), b.getUnitAttr());
       }
       b.setInsertionPoint(ret);
       Value reduced = tsr::WaitOp::create(b, loc, start->getResult(0).getType(),
@@ -295,7 +322,7 @@ struct TsrDataParallelPass
               piece, cast<RankedTensorType>(grad->value.getType()).getShape());
         ret.setOperand(grad->result, piece);
         if (scatter)
-          func.setResultAttr(grad->result, "tsr.shards",
+          func.setResultAttr(grad->result, tsr::attr::kShards,
                              b.getI64IntegerAttr(dp));
       }
     }
@@ -321,8 +348,9 @@ struct TsrDataParallelPass
       }
       p.setType(RankedTensorType::get({c}, full.getElementType()));
       OpBuilder b(func.getContext());
-      func.setArgAttr(p.getArgNumber(), "tsr.shards", b.getI64IntegerAttr(dp));
-      func.setArgAttr(p.getArgNumber(), "tsr.global_shape",
+      func.setArgAttr(p.getArgNumber(), tsr::attr::kShards,
+                      b.getI64IntegerAttr(dp));
+      func.setArgAttr(p.getArgNumber(), tsr::attr::kGlobalShape,
                       b.getDenseI64ArrayAttr(full.getShape()));
       for (ArrayRef<OpOperand *> group :
            {ArrayRef(forward), ArrayRef(backward)}) {
@@ -337,7 +365,7 @@ struct TsrDataParallelPass
         b.setInsertionPoint(first);
         GradientBuilder g(
             b, NameLoc::get(b.getStringAttr("zero3.gather"), first->getLoc()));
-        Value whole = gatherShards(g, p, full, dp, {nameOf(p)});
+        Value whole = gatherShards(g, p, full, dp, axes, {nameOf(p)});
         for (OpOperand *use : group)
           use->set(whole);
       }

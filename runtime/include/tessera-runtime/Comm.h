@@ -116,12 +116,15 @@ TSR_API tsr_status_t tsr_comm_barrier(tsr_comm_t *comm);
  * Calls from compiled code
  *===----------------------------------------------------------------------===*/
 
-/* A per-rank program names a mesh axis by its index in the manifest's
- * "mesh" list and each collective by its index in "collectives". The
- * launcher binds a communicator to every axis before the first step; an
- * unbound axis has size 1 (collectives copy). Compiled code cannot handle a
- * status: a failing collective prints tsr_last_error() with the collective's
- * description and exits the process with status 1. */
+/* A per-rank program names the group of ranks a collective runs on by a bit
+ * mask of mesh axes (bit i for axis i of the manifest's "mesh" list: 1 is
+ * the group along axis 0, 3 the group along axes 0 and 1), and each
+ * collective by its index in "collectives". The launcher binds a
+ * communicator to every group before the first step; an unbound group has
+ * size 1 (collectives copy). The `axis` arguments below are such masks.
+ * Compiled code cannot handle a status: a failing collective prints
+ * tsr_last_error() with the collective's description and exits the process with
+ * status 1. */
 TSR_API tsr_status_t tsr_comm_bind_axis(int64_t axis, tsr_comm_t *comm);
 TSR_API tsr_status_t tsr_comm_describe_collective(int64_t id,
                                                   const char *description);

@@ -862,7 +862,8 @@ int joinMesh(const Options &options, tsr_artifact_t *artifact,
         " but runs on " + std::to_string(process.size) + " rank" +
         (process.size == 1 ? "" : "s") + " (launch it with mpirun -np " +
         std::to_string(size) + ")");
-  if (tsr_comm_bind_axis(0, process.world) != TSR_OK)
+  // The group of mesh axis 0 (Comm.h numbers groups by axis bit mask).
+  if (tsr_comm_bind_axis(1, process.world) != TSR_OK)
     return process.fail(tsr_last_error());
   return 0;
 }

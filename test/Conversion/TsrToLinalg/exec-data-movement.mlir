@@ -16,29 +16,29 @@ func.func @gather_elements(%d: tensor<2x3xf32>, %i: tensor<2x2xi64>) -> tensor<2
 }
 
 func.func @scatter(%d: tensor<3xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
-  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = "none"} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
-  %1 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = "add"} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
-  %2 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = "max"} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
+  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<none>} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
+  %1 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
+  %2 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<max>} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
   return %0, %1, %2 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
 }
 
 func.func @pad_constant(%x: tensor<2x3xf32>) -> tensor<3x5xf32> {
-  %0 = tsr.pad %x {pads = array<i64: 1, 0, 0, 2>, mode = "constant", value = 9.0 : f64} : (tensor<2x3xf32>) -> tensor<3x5xf32>
+  %0 = tsr.pad %x {pads = array<i64: 1, 0, 0, 2>, mode = #tsr.pad_mode<constant>, value = 9.0 : f64} : (tensor<2x3xf32>) -> tensor<3x5xf32>
   return %0 : tensor<3x5xf32>
 }
 
 func.func @pad_reflect(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
-  %0 = tsr.pad %x {pads = array<i64: 0, 2, 0, 1>, mode = "reflect"} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  %0 = tsr.pad %x {pads = array<i64: 0, 2, 0, 1>, mode = #tsr.pad_mode<reflect>} : (tensor<2x3xf32>) -> tensor<2x6xf32>
   return %0 : tensor<2x6xf32>
 }
 
 func.func @pad_edge(%x: tensor<2x3xf32>) -> tensor<3x4xf32> {
-  %0 = tsr.pad %x {pads = array<i64: 1, 1, 0, 0>, mode = "edge"} : (tensor<2x3xf32>) -> tensor<3x4xf32>
+  %0 = tsr.pad %x {pads = array<i64: 1, 1, 0, 0>, mode = #tsr.pad_mode<edge>} : (tensor<2x3xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
 
 func.func @pad_crop(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  %0 = tsr.pad %x {pads = array<i64: 0, -1, 0, 1>, mode = "constant"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = tsr.pad %x {pads = array<i64: 0, -1, 0, 1>, mode = #tsr.pad_mode<constant>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
 

@@ -31,10 +31,10 @@ func.func @unsigned(%a: tensor<2xui8>, %b: tensor<2xui8>) -> (tensor<2xf32>, ten
 }
 
 func.func @losses(%x: tensor<2x3xf32>, %t: tensor<2xi64>, %w: tensor<3xf32>, %s: tensor<2x3xf32>) -> (tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<f32>) {
-  %0 = tsr.nll_loss %x, %t, %w {reduction = "mean"} : (tensor<2x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<f32>
-  %1 = tsr.nll_loss %x, %t, %w {reduction = "mean", ignore_index = 2 : i64} : (tensor<2x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<f32>
-  %2 = tsr.nll_loss %x, %t {reduction = "none"} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2xf32>
-  %3 = tsr.softmax_cross_entropy_loss %s, %t {reduction = "sum"} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  %0 = tsr.nll_loss %x, %t, %w {reduction = #tsr.loss_reduction<mean>} : (tensor<2x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<f32>
+  %1 = tsr.nll_loss %x, %t, %w {reduction = #tsr.loss_reduction<mean>, ignore_index = 2 : i64} : (tensor<2x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<f32>
+  %2 = tsr.nll_loss %x, %t {reduction = #tsr.loss_reduction<none>} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2xf32>
+  %3 = tsr.softmax_cross_entropy_loss %s, %t {reduction = #tsr.loss_reduction<sum>} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
   return %0, %1, %2, %3 : tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<f32>
 }
 

@@ -272,7 +272,7 @@ func.func @gather(%e: tensor<10x16xf32>, %i: tensor<4xi64>) -> tensor<4x16xf32> 
 // CHECK: arith.addf
 // CHECK: tensor.insert
 func.func @scatter(%d: tensor<3x3xf32>, %i: tensor<2x3xi64>, %u: tensor<2x3xf32>) -> tensor<3x3xf32> {
-  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = "add"} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
   return %0 : tensor<3x3xf32>
 }
 
@@ -284,7 +284,7 @@ func.func @scatter(%d: tensor<3x3xf32>, %i: tensor<2x3xi64>, %u: tensor<2x3xf32>
 // CHECK: tensor.pad %{{.*}} low[1, 0] high[0, 0]
 // CHECK: linalg.generic {indexing_maps = [#[[MOD]], 
 func.func @pad_and_tile(%x: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<4x6xf32>) {
-  %0 = tsr.pad %x {pads = array<i64: 1, -1, 0, 0>, mode = "constant", value = 0.0 : f64} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %0 = tsr.pad %x {pads = array<i64: 1, -1, 0, 0>, mode = #tsr.pad_mode<constant>, value = 0.0 : f64} : (tensor<2x3xf32>) -> tensor<3x2xf32>
   %1 = tsr.tile %x {repeats = array<i64: 2, 2>} : (tensor<2x3xf32>) -> tensor<4x6xf32>
   return %0, %1 : tensor<3x2xf32>, tensor<4x6xf32>
 }
@@ -332,7 +332,7 @@ func.func @stop_gradient(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
 // CHECK: arith.divf
 func.func @nll_mean(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<10xf32>) -> tensor<f32> {
-  %0 = tsr.nll_loss %x, %t, %w {reduction = "mean", ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
+  %0 = tsr.nll_loss %x, %t, %w {reduction = #tsr.loss_reduction<mean>, ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
 

@@ -27,8 +27,9 @@ func.func @f2(%x: tensor<4xf32>) {
 // -----
 
 func.func @f3(%x: tensor<4xf32>) {
-  // expected-error @+1 {{approximate must be "none" or "tanh", got "erf"}}
-  %0 = tsr.gelu %x {approximate = "erf"} : tensor<4xf32>
+  // expected-error @+2 {{expected ::mlir::tsr::GeluApproximation to be one of: none, tanh}}
+  // expected-error @+1 {{failed to parse Tsr_GeluApproximationAttr}}
+  %0 = tsr.gelu %x {approximate = #tsr.gelu_approximation<erf>} : tensor<4xf32>
   return
 }
 
@@ -366,8 +367,9 @@ func.func @f41(%x: tensor<2x3xf32>, %i: tensor<4xi64>) {
 // -----
 
 func.func @f42(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) {
-  // expected-error @+1 {{unknown reduction 'sub'}}
-  %0 = tsr.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "sub"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  // expected-error @+2 {{expected ::mlir::tsr::ScatterReduction to be one of: none, add, mul, max, min}}
+  // expected-error @+1 {{failed to parse Tsr_ScatterReductionAttr}}
+  %0 = tsr.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = #tsr.scatter_reduction<sub>} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
   return
 }
 
@@ -385,16 +387,16 @@ func.func @f43(%x: tensor<2x3xf32>) {
 func.func @f44(%x: tensor<2x3xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{reflect pads of dimension 1 must be smaller than its size}}
-  %0 = tsr.pad %x {pads = array<i64: 0, 3, 0, 0>, mode = "reflect"} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+  %0 = tsr.pad %x {pads = array<i64: 0, 3, 0, 0>, mode = #tsr.pad_mode<reflect>} : (tensor<2x3xf32>) -> tensor<2x6xf32>
   return
 }
 
 // -----
 
 func.func @f45(%x: tensor<2x3xf32>) {
-  // expected-error @+2 {{failed to infer returned types}}
-  // expected-error @+1 {{unknown pad mode 'wrap'}}
-  %0 = tsr.pad %x {pads = array<i64: 0, 1, 0, 0>, mode = "wrap"} : (tensor<2x3xf32>) -> tensor<2x4xf32>
+  // expected-error @+2 {{expected ::mlir::tsr::PadMode to be one of: constant, reflect, edge}}
+  // expected-error @+1 {{failed to parse Tsr_PadModeAttr}}
+  %0 = tsr.pad %x {pads = array<i64: 0, 1, 0, 0>, mode = #tsr.pad_mode<wrap>} : (tensor<2x3xf32>) -> tensor<2x4xf32>
   return
 }
 
@@ -451,8 +453,9 @@ func.func @f49(%x: tensor<4x10xf32>, %t: tensor<5xi64>) {
 // -----
 
 func.func @f50(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
-  // expected-error @+1 {{reduction must be none, sum or mean, got 'max'}}
-  %0 = tsr.nll_loss %x, %t {reduction = "max"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  // expected-error @+2 {{expected ::mlir::tsr::LossReduction to be one of: none, sum, mean}}
+  // expected-error @+1 {{failed to parse Tsr_LossReductionAttr}}
+  %0 = tsr.nll_loss %x, %t {reduction = #tsr.loss_reduction<max>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
 
@@ -460,6 +463,6 @@ func.func @f50(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
 
 func.func @f51(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
   // expected-error @+1 {{loss must be 'tensor<4xf32>'}}
-  %0 = tsr.nll_loss %x, %t {reduction = "none"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  %0 = tsr.nll_loss %x, %t {reduction = #tsr.loss_reduction<none>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }

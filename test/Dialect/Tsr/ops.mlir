@@ -51,8 +51,8 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi32>, %b: tensor<4xi1>) {
   %21 = tsr.softsign %x : tensor<2x3xf32>
   // CHECK: tsr.is_nan %{{.*}} : tensor<2x3xf32> -> tensor<2x3xi1>
   %22 = tsr.is_nan %x : tensor<2x3xf32> -> tensor<2x3xi1>
-  // CHECK: tsr.gelu %{{.*}} {approximate = "tanh"} : tensor<2x3xf32>
-  %23 = tsr.gelu %x {approximate = "tanh"} : tensor<2x3xf32>
+  // CHECK: tsr.gelu %{{.*}} {approximate = #tsr.gelu_approximation<tanh>} : tensor<2x3xf32>
+  %23 = tsr.gelu %x {approximate = #tsr.gelu_approximation<tanh>} : tensor<2x3xf32>
   // CHECK: tsr.gelu %{{.*}} : tensor<2x3xf32>
   %24 = tsr.gelu %x : tensor<2x3xf32>
   // CHECK: tsr.leaky_relu %{{.*}} {alpha = 1.000000e-02 : f64}
@@ -210,12 +210,12 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %y: tensor<1x3x4xf32>, %ids: ten
   %5 = tsr.gather %x, %ids {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x5xi64>) -> tensor<2x2x5x4xf32>
   // CHECK: tsr.gather_elements %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<2x3x4xf32>, tensor<2x3x2xi32>) -> tensor<2x3x2xf32>
   %6 = tsr.gather_elements %x, %i32 {axis = 2 : i64} : (tensor<2x3x4xf32>, tensor<2x3x2xi32>) -> tensor<2x3x2xf32>
-  // CHECK: tsr.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, reduction = "add"}
-  %7 = tsr.scatter_elements %x, %i32, %4 {axis = 2 : i64, reduction = "add"} : (tensor<2x3x4xf32>, tensor<2x3x2xi32>, tensor<2x3x2xf32>) -> tensor<2x3x4xf32>
+  // CHECK: tsr.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, reduction = #tsr.scatter_reduction<add>}
+  %7 = tsr.scatter_elements %x, %i32, %4 {axis = 2 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<2x3x4xf32>, tensor<2x3x2xi32>, tensor<2x3x2xf32>) -> tensor<2x3x4xf32>
   // CHECK: tsr.tile %{{.*}} {repeats = array<i64: 1, 2, 3>} : (tensor<2x3x4xf32>) -> tensor<2x6x12xf32>
   %8 = tsr.tile %x {repeats = array<i64: 1, 2, 3>} : (tensor<2x3x4xf32>) -> tensor<2x6x12xf32>
-  // CHECK: tsr.pad %{{.*}} {mode = "reflect", pads = array<i64: 0, 1, -1, 0, 1, 2>} : (tensor<2x3x4xf32>) -> tensor<2x5x5xf32>
-  %9 = tsr.pad %x {pads = array<i64: 0, 1, -1, 0, 1, 2>, mode = "reflect"} : (tensor<2x3x4xf32>) -> tensor<2x5x5xf32>
+  // CHECK: tsr.pad %{{.*}} {mode = #tsr.pad_mode<reflect>, pads = array<i64: 0, 1, -1, 0, 1, 2>} : (tensor<2x3x4xf32>) -> tensor<2x5x5xf32>
+  %9 = tsr.pad %x {pads = array<i64: 0, 1, -1, 0, 1, 2>, mode = #tsr.pad_mode<reflect>} : (tensor<2x3x4xf32>) -> tensor<2x5x5xf32>
   // CHECK: tsr.trilu %{{.*}} {k = -1 : i64, upper = false} : tensor<2x3x4xf32>
   %10 = tsr.trilu %x {upper = false, k = -1 : i64} : tensor<2x3x4xf32>
   // CHECK: tsr.one_hot %{{.*}} {axis = -1 : i64, depth = 7 : i64, off_value = 0.000000e+00 : f64, on_value = 1.000000e+00 : f64} : (tensor<2x5xi64>) -> tensor<2x5x7xf32>
@@ -231,11 +231,11 @@ func.func @training(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<10xf32>,
   %0:2 = tsr.dropout %x {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x10xf32>) -> (tensor<4x10xf32>, tensor<4x10xi1>)
   // CHECK: tsr.softmax_cross_entropy_loss %{{.*}}, %{{.*}} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   %1 = tsr.softmax_cross_entropy_loss %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
-  // CHECK: tsr.softmax_cross_entropy_loss %{{.*}}, %{{.*}}, %{{.*}} {ignore_index = -1 : i64, reduction = "none"} : (tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<5xf32>) -> tensor<2x3xf32>
+  // CHECK: tsr.softmax_cross_entropy_loss %{{.*}}, %{{.*}}, %{{.*}} {ignore_index = -1 : i64, reduction = #tsr.loss_reduction<none>} : (tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<5xf32>) -> tensor<2x3xf32>
   %w5 = tsr.slice %w {starts = array<i64: 0>, limits = array<i64: 5>, steps = array<i64: 1>} : (tensor<10xf32>) -> tensor<5xf32>
-  %2 = tsr.softmax_cross_entropy_loss %s, %st, %w5 {reduction = "none", ignore_index = -1 : i64} : (tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<5xf32>) -> tensor<2x3xf32>
-  // CHECK: tsr.nll_loss %{{.*}}, %{{.*}}, %{{.*}} {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
-  %3 = tsr.nll_loss %x, %t, %w {reduction = "sum"} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
+  %2 = tsr.softmax_cross_entropy_loss %s, %st, %w5 {reduction = #tsr.loss_reduction<none>, ignore_index = -1 : i64} : (tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<5xf32>) -> tensor<2x3xf32>
+  // CHECK: tsr.nll_loss %{{.*}}, %{{.*}}, %{{.*}} {reduction = #tsr.loss_reduction<sum>} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
+  %3 = tsr.nll_loss %x, %t, %w {reduction = #tsr.loss_reduction<sum>} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
   // CHECK: tsr.dropout %{{.*}}, %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : (tensor<4x10xf32>, tensor<i64>) -> (tensor<4x10xf32>, tensor<4x10xi1>)
   %step = tsr.constant dense<3> : tensor<i64>
   %4:2 = tsr.dropout %x, %step {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x10xf32>, tensor<i64>) -> (tensor<4x10xf32>, tensor<4x10xi1>)

@@ -8,12 +8,12 @@
 
 // LOSS-LABEL: func.func @main(
 // LOSS-SAME: %{{.*}}: tensor<4x10xf32> {tsr.name = "x"})
-// LOSS-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"})
+// LOSS-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>})
 // LOSS: %[[S:.*]] = tsr.reduce_sum
 // LOSS: return %[[S]] : tensor<f32>
 // LOGITS-LABEL: func.func @main(
-// LOGITS-SAME: %[[Y:arg0]]: tensor<4x10xf32> {tsr.name = "x"}, %[[T:arg1]]: tensor<4xi64> {tsr.name = "t", tsr.role = "label"})
-// LOGITS-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"})
+// LOGITS-SAME: %[[Y:arg0]]: tensor<4x10xf32> {tsr.name = "x"}, %[[T:arg1]]: tensor<4xi64> {tsr.name = "t", tsr.role = #tsr.role<label>})
+// LOGITS-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>})
 // LOGITS: %[[L:.*]] = tsr.softmax_cross_entropy_loss %[[Y]], %[[T]]
 // LOGITS: return %[[L]] : tensor<f32>
 func.func @main(%y: tensor<4x10xf32> {tsr.name = "x"}) -> (tensor<4x10xf32> {tsr.name = "y"}, tensor<f32> {tsr.name = "s"}, tensor<4xi64> {tsr.name = "idx"}) {

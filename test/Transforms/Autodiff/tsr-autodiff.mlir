@@ -3,8 +3,8 @@
 
 // The seed, the result attributes and the matmul rule: dw = xᵀ·dy.
 // CHECK-LABEL: func.func @matmul(
-// CHECK-SAME: %[[W:arg0]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}, %[[X:arg1]]: tensor<4x3xf32> {tsr.name = "x"})
-// CHECK-SAME: -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"})
+// CHECK-SAME: %[[W:arg0]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %[[X:arg1]]: tensor<4x3xf32> {tsr.name = "x"})
+// CHECK-SAME: -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>})
 // CHECK: %[[L:.*]] = tsr.reduce_sum
 // CHECK: %[[ONE:.*]] = tsr.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[R:.*]] = tsr.reshape %[[ONE]] : tensor<f32> to tensor<1x1xf32>
@@ -17,7 +17,7 @@
 // LOC: tsr.matmul %{{.*}}, %{{.*}} : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32> loc(#[[GRAD:loc[0-9]+]])
 // LOC: #[[FWD:loc[0-9]+]] = loc("{{.*}}tsr-autodiff.mlir":[[@LINE+3]]:8)
 // LOC: #[[GRAD]] = loc(fused<"tsr.grad">[#[[FWD]]])
-func.func @matmul(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}, %x: tensor<4x3xf32> {tsr.name = "x"}) -> tensor<f32> {
+func.func @matmul(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %x: tensor<4x3xf32> {tsr.name = "x"}) -> tensor<f32> {
   %y = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
   %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
@@ -40,7 +40,7 @@ func.func @matmul(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}, %x: 
 // CHECK: %[[DA:.*]] = tsr.add %[[DS]], %[[DMA]]
 // CHECK: %[[DU:.*]] = tsr.constant dense<0.000000e+00> : tensor<2xf32>
 // CHECK: return %{{.*}}, %[[DA]], %[[DB]], %[[DU]]
-func.func @fan_out(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = "param"}, %b: tensor<3xf32> {tsr.name = "b", tsr.role = "param"}, %u: tensor<2xf32> {tsr.name = "u", tsr.role = "param"}) -> tensor<f32> {
+func.func @fan_out(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = #tsr.role<param>}, %b: tensor<3xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}, %u: tensor<2xf32> {tsr.name = "u", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %m = tsr.mul %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
   %s = tsr.add %m, %a : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
   %t = tsr.stop_gradient %s : tensor<2x3xf32>
@@ -60,7 +60,7 @@ func.func @fan_out(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = "param"}, %b:
 // CHECK: %[[DW:.*]] = tsr.conv_backward_filter %[[X]], %[[DY]] {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>, tensor<1x4x2x2xf32>) -> tensor<4x1x3x3xf32>
 // CHECK: %[[DB:.*]] = tsr.reduce_sum %[[DY]] {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<1x4x2x2xf32>) -> tensor<4xf32>
 // CHECK: return %{{.*}}, %[[DX]], %[[DW]], %[[DB]]
-func.func @conv(%x: tensor<1x2x5x5xf32> {tsr.name = "x", tsr.role = "param"}, %w: tensor<4x1x3x3xf32> {tsr.name = "w", tsr.role = "param"}, %b: tensor<4xf32> {tsr.name = "b", tsr.role = "param"}) -> tensor<f32> {
+func.func @conv(%x: tensor<1x2x5x5xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}, %w: tensor<4x1x3x3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %b: tensor<4xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %y = tsr.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x2x2xf32>
   %l = tsr.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x4x2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
@@ -82,7 +82,7 @@ func.func @conv(%x: tensor<1x2x5x5xf32> {tsr.name = "x", tsr.role = "param"}, %w
 // CHECK: %[[DM:.*]] = tsr.max_pool_grad %[[X]], %[[DY]] {dilations = array<i64: 1>, kernel_shape = array<i64: 2>, pads = array<i64: 1, 0>, strides = array<i64: 2>} : (tensor<1x2x5xf32>, tensor<1x2x3xf32>) -> tensor<1x2x5xf32>
 // CHECK: %[[DX:.*]] = tsr.add %[[DA]], %[[DM]]
 // CHECK: return %{{.*}}, %[[DX]]
-func.func @pools(%x: tensor<1x2x5xf32> {tsr.name = "x", tsr.role = "param"}) -> tensor<f32> {
+func.func @pools(%x: tensor<1x2x5xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %m = tsr.max_pool %x {kernel_shape = array<i64: 2>, strides = array<i64: 2>, pads = array<i64: 1, 0>, dilations = array<i64: 1>} : (tensor<1x2x5xf32>) -> tensor<1x2x3xf32>
   %a = tsr.avg_pool %x {kernel_shape = array<i64: 2>, strides = array<i64: 2>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, ceil_mode = true, count_include_pad = false} : (tensor<1x2x5xf32>) -> tensor<1x2x3xf32>
   %s = tsr.add %m, %a : tensor<1x2x3xf32>, tensor<1x2x3xf32> -> tensor<1x2x3xf32>
@@ -118,7 +118,7 @@ func.func @pools(%x: tensor<1x2x5xf32> {tsr.name = "x", tsr.role = "param"}) -> 
 // CHECK: %[[K:.*]] = tsr.mul %[[R2]], %[[HALF]]
 // CHECK: %[[DV:.*]] = tsr.mul %[[U]], %[[K]]
 // CHECK: return %{{.*}}, %[[DX]], %[[DS]], %[[SUMDY]], %[[DM]], %[[DV]]
-func.func @batch_norm(%x: tensor<2x3x4xf32> {tsr.name = "x", tsr.role = "param"}, %s: tensor<3xf32> {tsr.name = "s", tsr.role = "param"}, %b: tensor<3xf32> {tsr.name = "b", tsr.role = "param"}, %m: tensor<3xf32> {tsr.name = "m", tsr.role = "param"}, %v: tensor<3xf32> {tsr.name = "v", tsr.role = "param"}) -> tensor<f32> {
+func.func @batch_norm(%x: tensor<2x3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}, %s: tensor<3xf32> {tsr.name = "s", tsr.role = #tsr.role<param>}, %b: tensor<3xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}, %m: tensor<3xf32> {tsr.name = "m", tsr.role = #tsr.role<param>}, %v: tensor<3xf32> {tsr.name = "v", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %y = tsr.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
   %l = tsr.reduce_sum %y {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
@@ -139,7 +139,7 @@ func.func @batch_norm(%x: tensor<2x3x4xf32> {tsr.name = "x", tsr.role = "param"}
 // CHECK: %[[DA:.*]] = tsr.einsum %[[DP]], %[[B]] {equation = "ik,jk->ij"} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
 // CHECK: %[[DB:.*]] = tsr.einsum %[[DP]], %[[A]] {equation = "ik,ij->jk"} : (tensor<2x4xf32>, tensor<2x3xf32>) -> tensor<3x4xf32>
 // CHECK: return %{{.*}}, %[[DA]], %[[DB]], %[[DD]]
-func.func @einsum(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = "param"}, %b: tensor<3x4xf32> {tsr.name = "b", tsr.role = "param"}, %d: tensor<3x3xf32> {tsr.name = "d", tsr.role = "param"}) -> tensor<f32> {
+func.func @einsum(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = #tsr.role<param>}, %b: tensor<3x4xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}, %d: tensor<3x3xf32> {tsr.name = "d", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %p = tsr.einsum %a, %b {equation = "ij,jk->ik"} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   %q = tsr.einsum %d {equation = "ii->i"} : (tensor<3x3xf32>) -> tensor<3xf32>
   %r = tsr.einsum %p {equation = "ik->i"} : (tensor<2x4xf32>) -> tensor<2xf32>
@@ -157,10 +157,10 @@ func.func @einsum(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = "param"}, %b: 
 // CHECK: %[[VALUES:.*]], %[[INDICES:.*]] = tsr.topk
 // CHECK: %[[DV:.*]] = tsr.broadcast {{.*}} to tensor<3x2xf32>
 // CHECK: %[[Z:.*]] = tsr.constant dense<0.000000e+00> : tensor<3x4xf32>
-// CHECK: %[[DC:.*]] = tsr.scatter_elements %[[Z]], %[[INDICES]], %[[DV]] {axis = 1 : i64, reduction = "add"}
+// CHECK: %[[DC:.*]] = tsr.scatter_elements %[[Z]], %[[INDICES]], %[[DV]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>}
 // CHECK: %[[DX:.*]] = tsr.cumsum %[[DC]] {axis = 1 : i64, exclusive = true, reverse = true} : tensor<3x4xf32>
 // CHECK: return %{{.*}}, %[[DX]]
-func.func @scans(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = "param"}) -> tensor<f32> {
+func.func @scans(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %c = tsr.cumsum %x {axis = 1 : i64, exclusive = true, reverse = false} : tensor<3x4xf32>
   %v, %i = tsr.topk %c {k = 2 : i64, axis = 1 : i64, largest = true} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
   %l = tsr.reduce_sum %v {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x2xf32>) -> tensor<f32>
@@ -191,14 +191,14 @@ func.func @scans(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = "param"}) -> te
 // CHECK: %[[DU:.*]] = tsr.gather_elements %[[DS]], %[[C]] {axis = 1 : i64}
 // CHECK-NOT: tsr.equal
 // CHECK: %[[Z2:.*]] = tsr.constant dense<0.000000e+00> : tensor<3x4xf32>
-// CHECK: %[[DX2:.*]] = tsr.scatter_elements %[[Z2]], %[[C]], %[[DGM]] {axis = 1 : i64, reduction = "add"}
+// CHECK: %[[DX2:.*]] = tsr.scatter_elements %[[Z2]], %[[C]], %[[DGM]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>}
 // CHECK: %[[DX:.*]] = tsr.add %[[DX1]], %[[DX2]]
 // CHECK: return %{{.*}}, %[[DX]], %[[DU]]
-func.func @gather_scatter(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = "param"}, %u: tensor<3x2xf32> {tsr.name = "u", tsr.role = "param"}, %i: tensor<3x2xi64> {tsr.name = "i"}) -> tensor<f32> {
+func.func @gather_scatter(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}, %u: tensor<3x2xf32> {tsr.name = "u", tsr.role = #tsr.role<param>}, %i: tensor<3x2xi64> {tsr.name = "i"}) -> tensor<f32> {
   %c = tsr.constant dense<[[0, 2], [3, 1], [1, 0]]> : tensor<3x2xi64>
   %g = tsr.gather_elements %x, %c {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
-  %s = tsr.scatter_elements %x, %c, %u {axis = 1 : i64, reduction = "none"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
-  %t = tsr.scatter_elements %s, %i, %g {axis = 1 : i64, reduction = "none"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %s = tsr.scatter_elements %x, %c, %u {axis = 1 : i64, reduction = #tsr.scatter_reduction<none>} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %t = tsr.scatter_elements %s, %i, %g {axis = 1 : i64, reduction = #tsr.scatter_reduction<none>} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
   %l = tsr.reduce_sum %t {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
@@ -220,7 +220,7 @@ func.func @gather_scatter(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = "param
 // CHECK: %[[DT:.*]] = tsr.reduce_sum %[[COPIES]] {axes = array<i64: 0>, keepdims = false} : (tensor<2x4x5xf32>) -> tensor<4x5xf32>
 // CHECK: %[[DX:.*]] = tsr.trilu %[[DT]] {k = 1 : i64, upper = true} : tensor<4x5xf32>
 // CHECK: return %{{.*}}, %[[DX]]
-func.func @shapes(%x: tensor<4x5xf32> {tsr.name = "x", tsr.role = "param"}) -> tensor<f32> {
+func.func @shapes(%x: tensor<4x5xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %t = tsr.trilu %x {upper = true, k = 1 : i64} : tensor<4x5xf32>
   %r = tsr.tile %t {repeats = array<i64: 2, 1>} : (tensor<4x5xf32>) -> tensor<8x5xf32>
   %s = tsr.slice %r {starts = array<i64: 7, 0>, limits = array<i64: -1, 5>, steps = array<i64: -3, 2>} : (tensor<8x5xf32>) -> tensor<3x3xf32>
@@ -253,10 +253,10 @@ func.func @shapes(%x: tensor<4x5xf32> {tsr.name = "x", tsr.role = "param"}) -> t
 // CHECK: %[[C:.*]] = tsr.pad %[[DC]] {pads = array<i64: -1, 1, 0, -2>} : (tensor<4x5xf32>) -> tensor<3x4xf32>
 // CHECK: %[[DX:.*]] = tsr.add %[[SUM]], %[[C]]
 // CHECK: return %{{.*}}, %[[DX]]
-func.func @pads(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = "param"}) -> tensor<f32> {
-  %c = tsr.pad %x {pads = array<i64: 1, -1, 0, 2>, mode = "constant", value = 0.0 : f64} : (tensor<3x4xf32>) -> tensor<4x5xf32>
-  %e = tsr.pad %x {pads = array<i64: 2, 0, 0, 0>, mode = "edge"} : (tensor<3x4xf32>) -> tensor<5x4xf32>
-  %r = tsr.pad %x {pads = array<i64: 0, 2, 0, 1>, mode = "reflect"} : (tensor<3x4xf32>) -> tensor<3x7xf32>
+func.func @pads(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
+  %c = tsr.pad %x {pads = array<i64: 1, -1, 0, 2>, mode = #tsr.pad_mode<constant>, value = 0.0 : f64} : (tensor<3x4xf32>) -> tensor<4x5xf32>
+  %e = tsr.pad %x {pads = array<i64: 2, 0, 0, 0>, mode = #tsr.pad_mode<edge>} : (tensor<3x4xf32>) -> tensor<5x4xf32>
+  %r = tsr.pad %x {pads = array<i64: 0, 2, 0, 1>, mode = #tsr.pad_mode<reflect>} : (tensor<3x4xf32>) -> tensor<3x7xf32>
   %l1 = tsr.reduce_sum %c {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x5xf32>) -> tensor<f32>
   %l2 = tsr.reduce_sum %e {axes = array<i64: 0, 1>, keepdims = false} : (tensor<5x4xf32>) -> tensor<f32>
   %l3 = tsr.reduce_sum %r {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x7xf32>) -> tensor<f32>

@@ -3,7 +3,7 @@
 // Every dropout without a seed offset reads the new rng.step argument.
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<4x8xf32> {tsr.name = "x"}
-// CHECK-SAME: %[[STEP:arg[0-9]+]]: tensor<i64> {tsr.name = "rng.step", tsr.role = "rng"})
+// CHECK-SAME: %[[STEP:arg[0-9]+]]: tensor<i64> {tsr.name = "rng.step", tsr.role = #tsr.role<rng>})
 // CHECK: tsr.dropout %[[X]], %[[STEP]] {ratio = 1.000000e-01 : f64, seed = 7 : i64}
 // CHECK: tsr.dropout %{{.*}}, %[[STEP]] {ratio = 2.000000e-01 : f64, seed = 8 : i64}
 func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"}) -> tensor<4x8xf32> {

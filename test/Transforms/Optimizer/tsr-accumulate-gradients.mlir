@@ -7,9 +7,9 @@
 // CHECK-LABEL: func.func private @tessera_micro_step(
 // CHECK-SAME: tensor<3x2xf32>, %{{.*}}: tensor<4x3xf32>, %{{.*}}: tensor<4xi64>) -> (tensor<f32>, tensor<3x2xf32>)
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}
 // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<8x3xf32> {tsr.name = "x"}
-// CHECK-SAME: %[[Y:arg[0-9]+]]: tensor<8xi64> {tsr.name = "y", tsr.role = "label"}
+// CHECK-SAME: %[[Y:arg[0-9]+]]: tensor<8xi64> {tsr.name = "y", tsr.role = #tsr.role<label>}
 // CHECK: %[[X0:.*]] = tsr.slice %[[X]] {limits = array<i64: 4, 3>, starts = array<i64: 0, 0>
 // CHECK: %[[Y0:.*]] = tsr.slice %[[Y]] {limits = array<i64: 4>, starts = array<i64: 0>
 // CHECK: %[[C0:.*]]:2 = call @tessera_micro_step(%[[W]], %[[X0]], %[[Y0]])
@@ -22,11 +22,11 @@
 // CHECK: %[[GM:.*]] = tsr.div %[[G]], %{{.*}}
 // CHECK: return %[[LM]], %[[GM]]
 // ZERO: error: micro-batches must be at least 1, got 0
-func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
+func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %x: tensor<4x3xf32> {tsr.name = "x"},
-                %y: tensor<4xi64> {tsr.name = "y", tsr.role = "label"})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
-        tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"}) {
+                %y: tensor<4xi64> {tsr.name = "y", tsr.role = #tsr.role<label>})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}) {
   %m = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
   %l = tsr.softmax_cross_entropy_loss %m, %y : (tensor<4x2xf32>, tensor<4xi64>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<3x2xf32>
@@ -36,7 +36,7 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 
 // The rng argument reaches micro-batch j as rng·k + j.
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME: %[[R:arg[0-9]+]]: tensor<i64> {tsr.name = "rng.step", tsr.role = "rng"}
+// CHECK-SAME: %[[R:arg[0-9]+]]: tensor<i64> {tsr.name = "rng.step", tsr.role = #tsr.role<rng>}
 // CHECK: %[[K:.*]] = tsr.constant dense<2> : tensor<i64>
 // CHECK: %[[RK:.*]] = tsr.mul %[[R]], %[[K]]
 // CHECK: %[[J0:.*]] = tsr.constant dense<0> : tensor<i64>
@@ -46,8 +46,8 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // CHECK: %[[S1:.*]] = tsr.add %{{.*}}, %[[J1]]
 // CHECK: call @tessera_micro_step(%{{.*}}, %[[S1]])
 func.func @main(%x: tensor<4x3xf32> {tsr.name = "x"},
-                %r: tensor<i64> {tsr.name = "rng.step", tsr.role = "rng"})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"}) {
+                %r: tensor<i64> {tsr.name = "rng.step", tsr.role = #tsr.role<rng>})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
   %y, %m = tsr.dropout %x, %r {ratio = 0.5 : f64, seed = 1 : i64} : (tensor<4x3xf32>, tensor<i64>) -> (tensor<4x3xf32>, tensor<4x3xi1>)
   %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
   return %l : tensor<f32>

@@ -4,10 +4,10 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=lamb lr=0.01 schedule=cosine warmup-steps=2 total-steps=10 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB
 
 // The loss-and-gradient function tsr-autodiff leaves: w is a parameter, x data.
-func.func @main(%w: tensor<3x4xf32> {tsr.name = "w", tsr.role = "param"},
+func.func @main(%w: tensor<3x4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %x: tensor<3x4xf32> {tsr.name = "x"})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
-        tensor<3x4xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"}) {
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<3x4xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}) {
   %p = tsr.mul %w, %x : tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
   %l = tsr.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x4xf32>) -> tensor<f32>
   return %l, %x : tensor<f32>, tensor<3x4xf32>
@@ -16,10 +16,10 @@ func.func @main(%w: tensor<3x4xf32> {tsr.name = "w", tsr.role = "param"},
 // sgd: one momentum buffer; the step counter is state too. Outputs name the
 // input they replace.
 // SGD-LABEL: func.func @main(
-// SGD-SAME: %[[W:arg[0-9]+]]: tensor<3x4xf32> {tsr.name = "w", tsr.role = "param"}
-// SGD-SAME: %[[STEP:arg[0-9]+]]: tensor<i64> {tsr.init = 0.000000e+00 : f64, tsr.name = "step", tsr.role = "state"}
-// SGD-SAME: %[[BUF:arg[0-9]+]]: tensor<3x4xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "sgd.momentum.w", tsr.role = "state"}
-// SGD-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"}, tensor<3x4xf32> {tsr.name = "w", tsr.role = "param", tsr.updates = 0 : i64}, tensor<i64> {tsr.name = "step", tsr.role = "state", tsr.updates = 2 : i64}, tensor<3x4xf32> {tsr.name = "sgd.momentum.w", tsr.role = "state", tsr.updates = 3 : i64})
+// SGD-SAME: %[[W:arg[0-9]+]]: tensor<3x4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}
+// SGD-SAME: %[[STEP:arg[0-9]+]]: tensor<i64> {tsr.init = 0.000000e+00 : f64, tsr.name = "step", tsr.role = #tsr.role<state>}
+// SGD-SAME: %[[BUF:arg[0-9]+]]: tensor<3x4xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "sgd.momentum.w", tsr.role = #tsr.role<state>}
+// SGD-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<3x4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.updates = 0 : i64}, tensor<i64> {tsr.name = "step", tsr.role = #tsr.role<state>, tsr.updates = 2 : i64}, tensor<3x4xf32> {tsr.name = "sgd.momentum.w", tsr.role = #tsr.role<state>, tsr.updates = 3 : i64})
 // d = g + wd·w; buf' = μ·buf + d; Nesterov: w' = w − lr·(d + μ·buf')
 // SGD: %[[WD:.*]] = tsr.mul %{{.*}}, %[[W]]
 // SGD: %[[D:.*]] = tsr.add %{{.*}}, %[[WD]]
@@ -43,8 +43,8 @@ func.func @main(%w: tensor<3x4xf32> {tsr.name = "w", tsr.role = "param"},
 // adafactor factors the 3x4 second moment into a row (3) and a column (4)
 // accumulator.
 // ADAFACTOR-LABEL: func.func @main(
-// ADAFACTOR-SAME: tensor<3xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "adafactor.row.w", tsr.role = "state"}
-// ADAFACTOR-SAME: tensor<4xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "adafactor.col.w", tsr.role = "state"}
+// ADAFACTOR-SAME: tensor<3xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "adafactor.row.w", tsr.role = #tsr.role<state>}
+// ADAFACTOR-SAME: tensor<4xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "adafactor.col.w", tsr.role = #tsr.role<state>}
 
 // lamb with a cosine schedule and global-norm clipping: the schedule reads
 // the step counter, clipping the norm of all gradients together.

@@ -9,12 +9,12 @@
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry the fused<"tsr.grad"> location. The
 // gradient of b (defined first) completes before that of w.
-func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
-                %b: tensor<2xf32> {tsr.name = "b", tsr.role = "param"},
+func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
                 %x: tensor<4x3xf32> {tsr.name = "x"})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
-        tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"},
-        tensor<2xf32> {tsr.grad_of = 1 : i64, tsr.name = "grad.b", tsr.role = "grad"}) {
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>},
+        tensor<2xf32> {tsr.grad_of = 1 : i64, tsr.name = "grad.b", tsr.role = #tsr.role<grad>}) {
   %y = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
   %z = tsr.add %y, %b : tensor<4x2xf32>, tensor<2xf32> -> tensor<4x2xf32>
   %l = tsr.reduce_sum %z {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
@@ -30,16 +30,16 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // starts right after it is computed, while w's is still to come; w's (24
 // bytes) gets bucket 1. Both are waited for only before the return (where
 // the optimizer update goes). The loss is averaged too.
-// ZERO0: module attributes {tsr.mesh = {dp = 2 : i64}}
+// ZERO0: module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>}
 // ZERO0: func.func @main
-// ZERO0-SAME: attributes {tsr.zero = 0 : i64}
+// ZERO0-SAME: attributes {tsr.zero = #tsr.zero<stage = 0, axes = ["dp"]>}
 // ZERO0: %[[GB:.*]] = tsr.reduce_sum %{{.*}} {axes = array<i64: 0>
-// ZERO0-NEXT: %[[PB:.*]] = tsr.all_reduce %[[GB]] {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b"]} : (tensor<2xf32>) -> tensor<2xf32>
+// ZERO0-NEXT: %[[PB:.*]] = tsr.all_reduce %[[GB]] {async, bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b"]} : (tensor<2xf32>) -> tensor<2xf32>
 // ZERO0-NEXT: tsr.transpose
 // ZERO0: %[[GW:.*]] = tsr.add
 // ZERO0-NEXT: %[[FW:.*]] = tsr.reshape %[[GW]] : tensor<3x2xf32> to tensor<6xf32>
-// ZERO0-NEXT: %[[PW:.*]] = tsr.all_reduce %[[FW]] {async, bucket = 1 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]}
-// ZERO0-NEXT: %[[L:.*]] = tsr.all_reduce %{{.*}} {mesh_axis = "dp", reduction = "mean", serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
+// ZERO0-NEXT: %[[PW:.*]] = tsr.all_reduce %[[FW]] {async, bucket = 1 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["w"]}
+// ZERO0-NEXT: %[[L:.*]] = tsr.all_reduce %{{.*}} {mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
 // ZERO0-NEXT: %[[RB:.*]] = tsr.wait %[[PB]] : (tensor<2xf32>) -> tensor<2xf32>
 // ZERO0-NEXT: %[[RW:.*]] = tsr.wait %[[PW]] : (tensor<6xf32>) -> tensor<6xf32>
 // ZERO0-NEXT: %[[W2:.*]] = tsr.reshape %[[RW]] : tensor<6xf32> to tensor<3x2xf32>
@@ -48,7 +48,7 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // The default 25 MiB bucket holds both: one concatenated all-reduce,
 // sliced back per gradient.
 // ONEBUCKET: %[[CAT:.*]] = tsr.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<2xf32>, tensor<6xf32>) -> tensor<8xf32>
-// ONEBUCKET-NEXT: %[[P:.*]] = tsr.all_reduce %[[CAT]] {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<8xf32>) -> tensor<8xf32>
+// ONEBUCKET-NEXT: %[[P:.*]] = tsr.all_reduce %[[CAT]] {async, bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b", "w"]} : (tensor<8xf32>) -> tensor<8xf32>
 // ONEBUCKET: %[[R:.*]] = tsr.wait %[[P]] :
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 2>, starts = array<i64: 0>
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 8>, starts = array<i64: 2>
@@ -57,14 +57,14 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // ZeRO-2 on 4 ranks: every gradient is padded to 4·c (b: 2 -> 4, c = 1;
 // w: 6 -> 8, c = 2) and laid out as [4, c] blocks, so the reduce-scatter
 // leaves each rank its shard of both; the results are shards.
-// ZERO2: func.func @main({{.*}}-> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"}, tensor<2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad", tsr.shards = 4 : i64}, tensor<1xf32> {tsr.grad_of = 1 : i64, tsr.name = "grad.b", tsr.role = "grad", tsr.shards = 4 : i64})
+// ZERO2: func.func @main({{.*}}-> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>, tsr.shards = 4 : i64}, tensor<1xf32> {tsr.grad_of = 1 : i64, tsr.name = "grad.b", tsr.role = #tsr.role<grad>, tsr.shards = 4 : i64})
 // ZERO2: tsr.pad %{{.*}} {pads = array<i64: 0, 2>} : (tensor<2xf32>) -> tensor<4xf32>
 // ZERO2: tsr.reshape %{{.*}} : tensor<4xf32> to tensor<4x1xf32>
 // ZERO2: tsr.pad %{{.*}} {pads = array<i64: 0, 2>} : (tensor<6xf32>) -> tensor<8xf32>
 // ZERO2: tsr.reshape %{{.*}} : tensor<8xf32> to tensor<4x2xf32>
 // ZERO2: tsr.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x3xf32>
 // ZERO2: tsr.reshape %{{.*}} : tensor<4x3xf32> to tensor<12xf32>
-// ZERO2: %[[P:.*]] = tsr.reduce_scatter %{{.*}} {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]} : (tensor<12xf32>) -> tensor<3xf32>
+// ZERO2: %[[P:.*]] = tsr.reduce_scatter %{{.*}} {async, bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b", "w"]} : (tensor<12xf32>) -> tensor<3xf32>
 // ZERO2: %[[S:.*]] = tsr.wait %[[P]] : (tensor<3xf32>) -> tensor<3xf32>
 // ZERO2: tsr.slice %[[S]] {limits = array<i64: 1>, starts = array<i64: 0>
 // ZERO2: tsr.slice %[[S]] {limits = array<i64: 3>, starts = array<i64: 1>
@@ -72,14 +72,14 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // ZeRO-3: trained parameters become shards; w is gathered before its
 // forward use (the matmul) and again before its backward use (the add),
 // b only before its forward use.
-// ZERO3: func.func @main(%[[W:arg0]]: tensor<2xf32> {tsr.global_shape = array<i64: 3, 2>, tsr.name = "w", tsr.role = "param", tsr.shards = 4 : i64}, %[[B:arg1]]: tensor<1xf32> {tsr.global_shape = array<i64: 2>, tsr.name = "b", tsr.role = "param", tsr.shards = 4 : i64}
-// ZERO3: %[[GW1:.*]] = tsr.all_gather %[[W]] {mesh_axis = "dp", serves = ["w"]} : (tensor<2xf32>) -> tensor<8xf32>
+// ZERO3: func.func @main(%[[W:arg0]]: tensor<2xf32> {tsr.global_shape = array<i64: 3, 2>, tsr.name = "w", tsr.role = #tsr.role<param>, tsr.shards = 4 : i64}, %[[B:arg1]]: tensor<1xf32> {tsr.global_shape = array<i64: 2>, tsr.name = "b", tsr.role = #tsr.role<param>, tsr.shards = 4 : i64}
+// ZERO3: %[[GW1:.*]] = tsr.all_gather %[[W]] {mesh_axes = ["dp"], serves = ["w"]} : (tensor<2xf32>) -> tensor<8xf32>
 // ZERO3-NEXT: %[[TW1:.*]] = tsr.slice %[[GW1]] {limits = array<i64: 6>, starts = array<i64: 0>
 // ZERO3-NEXT: %[[FW1:.*]] = tsr.reshape %[[TW1]] : tensor<6xf32> to tensor<3x2xf32>
 // ZERO3-NEXT: tsr.matmul %{{.*}}, %[[FW1]]
-// ZERO3-NEXT: %[[GB:.*]] = tsr.all_gather %[[B]] {mesh_axis = "dp", serves = ["b"]} : (tensor<1xf32>) -> tensor<4xf32>
+// ZERO3-NEXT: %[[GB:.*]] = tsr.all_gather %[[B]] {mesh_axes = ["dp"], serves = ["b"]} : (tensor<1xf32>) -> tensor<4xf32>
 // ZERO3: tsr.add %{{.*}}, %{{.*}} : tensor<4x2xf32>, tensor<2xf32>
-// ZERO3: %[[GW2:.*]] = tsr.all_gather %[[W]] {mesh_axis = "dp", serves = ["w"]}
+// ZERO3: %[[GW2:.*]] = tsr.all_gather %[[W]] {mesh_axes = ["dp"], serves = ["w"]}
 // ZERO3-NEXT: %[[TW2:.*]] = tsr.slice %[[GW2]]
 // ZERO3-NEXT: %[[FW2:.*]] = tsr.reshape %[[TW2]]
 // ZERO3-NEXT: tsr.add %{{.*}}, %[[FW2]] : tensor<3x2xf32>, tensor<3x2xf32>
@@ -87,20 +87,20 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // ZeRO-1 with Adam: gradients are all-reduced whole; the optimizer takes
 // this rank's shard of each parameter and gradient, keeps m and v as
 // shards, and all-gathers the new parameter.
-// ADAM1: %[[WP:arg[0-9]+]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}
-// ADAM1: tensor<2xf32> {tsr.global_shape = array<i64: 3, 2>, tsr.init = 0.000000e+00 : f64, tsr.name = "adam.m.w", tsr.role = "state", tsr.shards = 4 : i64}
-// ADAM1: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["b", "w"]}
-// ADAM1: tsr.local_shard %{{.*}} {mesh_axis = "dp"} : (tensor<8xf32>) -> tensor<2xf32>
-// ADAM1: tsr.all_gather %{{.*}} {mesh_axis = "dp", serves = ["w"]} : (tensor<2xf32>) -> tensor<8xf32>
+// ADAM1: %[[WP:arg[0-9]+]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}
+// ADAM1: tensor<2xf32> {tsr.global_shape = array<i64: 3, 2>, tsr.init = 0.000000e+00 : f64, tsr.name = "adam.m.w", tsr.role = #tsr.role<state>, tsr.shards = 4 : i64}
+// ADAM1: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b", "w"]}
+// ADAM1: tsr.local_shard %{{.*}} {mesh_axes = ["dp"]} : (tensor<8xf32>) -> tensor<2xf32>
+// ADAM1: tsr.all_gather %{{.*}} {mesh_axes = ["dp"], serves = ["w"]} : (tensor<2xf32>) -> tensor<8xf32>
 // ADAM1: return {{.*}} : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>, tensor<i64>, tensor<2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>
 
 // ZeRO-3 with LAMB and clipping: the global gradient norm and each trust
 // ratio's norms sum over every rank's shard; the new parameters stay
 // shards (no gather after the update).
 // (reduction sum is the default and not printed.)
-// LAMB3: tsr.all_reduce %{{.*}} {mesh_axis = "dp", serves = ["w", "b"]} : (tensor<f64>) -> tensor<f64>
-// LAMB3-COUNT-2: tsr.all_reduce %{{.*}} {mesh_axis = "dp", serves = ["w"]} : (tensor<f32>) -> tensor<f32>
-// LAMB3-COUNT-2: tsr.all_reduce %{{.*}} {mesh_axis = "dp", serves = ["b"]} : (tensor<f32>) -> tensor<f32>
+// LAMB3: tsr.all_reduce %{{.*}} {mesh_axes = ["dp"], serves = ["w", "b"]} : (tensor<f64>) -> tensor<f64>
+// LAMB3-COUNT-2: tsr.all_reduce %{{.*}} {mesh_axes = ["dp"], serves = ["w"]} : (tensor<f32>) -> tensor<f32>
+// LAMB3-COUNT-2: tsr.all_reduce %{{.*}} {mesh_axes = ["dp"], serves = ["b"]} : (tensor<f32>) -> tensor<f32>
 // LAMB3-NOT: tsr.all_gather
 // LAMB3: return {{.*}} : tensor<f32>, tensor<2xf32>, tensor<1xf32>, tensor<i64>
 
@@ -117,19 +117,19 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
 // IGNORE-NEXT: %[[IS:.*]] = tsr.equal %{{.*}}, %[[IGN]]
 // IGNORE: %[[COUNTED:.*]] = tsr.where %[[IS]]
 // IGNORE-NEXT: %[[COUNT:.*]] = tsr.reduce_sum %[[COUNTED]]
-// IGNORE-NEXT: %[[TOTAL:.*]] = tsr.all_reduce %[[COUNT]] {mesh_axis = "dp", serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
+// IGNORE-NEXT: %[[TOTAL:.*]] = tsr.all_reduce %[[COUNT]] {mesh_axes = ["dp"], serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
 // IGNORE-NEXT: %[[N:.*]] = tsr.constant dense<2.000000e+00> : tensor<f32>
 // IGNORE-NEXT: %[[NC:.*]] = tsr.mul %[[N]], %[[COUNT]]
 // IGNORE-NEXT: %[[W:.*]] = tsr.div %[[NC]], %[[TOTAL]]
 // IGNORE: %[[GW:.*]] = tsr.mul %{{.*}}, %[[W]] : tensor<4x5xf32>, tensor<f32> -> tensor<4x5xf32>
 // IGNORE: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64
 // IGNORE: %[[LW:.*]] = tsr.mul %[[L]], %[[W]] : tensor<f32>, tensor<f32> -> tensor<f32>
-// IGNORE: tsr.all_reduce %{{.*}} {mesh_axis = "dp", reduction = "mean", serves = ["loss"]}
-func.func @counted(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = "param"},
-                   %y: tensor<4xi64> {tsr.name = "y", tsr.role = "label"})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = "loss"},
-        tensor<4x5xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = "grad"}) {
-  %l = tsr.softmax_cross_entropy_loss %w, %y {reduction = "mean", ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+// IGNORE: tsr.all_reduce %{{.*}} {mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["loss"]}
+func.func @counted(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                   %y: tensor<4xi64> {tsr.name = "y", tsr.role = #tsr.role<label>})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<4x5xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}) {
+  %l = tsr.softmax_cross_entropy_loss %w, %y {reduction = #tsr.loss_reduction<mean>, ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
   %g = tsr.mul %w, %w : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32> loc(fused<"tsr.grad">["l"])
   return %l, %g : tensor<f32>, tensor<4x5xf32>
 }

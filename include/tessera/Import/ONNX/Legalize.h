@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrs.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -111,6 +112,14 @@ public:
   }
   NamedAttribute str(StringRef name, StringRef v) {
     return named(name, b.getStringAttr(v));
+  }
+  /// An enum attribute `AttrT` of the ONNX attribute value `v`, or none if
+  /// `v` is not one of the enum's spellings.
+  template <typename AttrT, typename EnumT>
+  std::optional<NamedAttribute> enumAttr(StringRef name, StringRef v) {
+    if (std::optional<EnumT> e = ::mlir::tsr::symbolizeEnum<EnumT>(v))
+      return named(name, AttrT::get(b.getContext(), *e));
+    return std::nullopt;
   }
   NamedAttribute i64s(StringRef name, ArrayRef<int64_t> v) {
     return named(name, b.getDenseI64ArrayAttr(v));

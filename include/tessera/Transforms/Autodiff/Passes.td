@@ -165,21 +165,25 @@ def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
     traces back to the op it differentiates.
 
     Parameters whose name matches a `frozen` pattern (a glob: `*` matches any
-    run of characters) keep `tsr.role = "param"` but get no gradient.
+    run of characters), or, when `trainable` patterns are given, matches
+    none of them, keep `tsr.role = #tsr.role<param>` but get no gradient;
+    the function's `tsr.frozen` dictionary records each with the reason
+    (beside the initializers that the importer left constant). A pattern
+    that matches no parameter is an error.
 
     Parameters marked `tsr.statistics` (running statistics) are never
     differentiated, and results after the loss that carry `tsr.updates`
     (their updates) are returned after the gradients unchanged.
 
     The function then returns the loss followed by one gradient per
-    differentiated argument, with result attrs `tsr.role = "grad"`,
+    differentiated argument, with result attrs `tsr.role = #tsr.role<grad>`,
     `tsr.name = "grad.<name>"` and `tsr.grad_of = <argument index>`. An op on
     the path to the loss without a gradient rule is an error naming it.
 
     Before:
 
     ```mlir
-    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"},
+    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                     %x: tensor<4x3xf32> {tsr.name = "x"}) -> tensor<f32> {
       %y = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
       %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false}
@@ -193,7 +197,7 @@ def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
     ```mlir
     func.func @main(%w: ..., %x: ...)
         -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64,
-                                          tsr.name = "grad.w", tsr.role = "grad"}) {
+                                          tsr.name = "grad.w", tsr.role = #tsr.role<grad>}) {
       %y = tsr.matmul %x, %w ...
       %l = tsr.reduce_sum %y ...
       %one = tsr.constant dense<1.0> : tensor<f32>
@@ -207,6 +211,9 @@ def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
   let options = [
     ListOption<"frozen", "frozen", "std::string",
                "Glob patterns of parameter names that get no gradient">,
+    ListOption<"trainable", "trainable", "std::string",
+               "Glob patterns of the parameter names to train (default: "
+               "all)">,
     Option<"wrtInputs", "wrt-inputs", "bool", /*default=*/"false",
            "Also differentiate with respect to floating-point data inputs">,
   ];

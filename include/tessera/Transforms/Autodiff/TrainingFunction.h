@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
 namespace mlir::tessera {
 
@@ -23,6 +24,9 @@ StringRef getArgString(func::FuncOp f, unsigned i, StringRef attr);
 
 /// The string attribute `attr` of result `i` ("" if absent).
 StringRef getResultString(func::FuncOp f, unsigned i, StringRef attr);
+
+/// The `tsr.role` of argument `i`; an argument without one is data.
+tsr::Role getArgRole(func::FuncOp f, unsigned i);
 
 } // namespace mlir::tessera
 

@@ -11,8 +11,11 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     Runs between `tsr-autodiff` (or `tsr-accumulate-gradients`) and
     `tsr-optimizer`. The function it rewrites computes the mean loss and the
     gradients of one rank's slice of the global batch (the driver compiles
-    the model at batch B/N). It declares the mesh on the module
-    (`tsr.mesh = {dp = N}`) and the stage on the function (`tsr.zero`), then:
+    the model at batch B/N). Data parallelism runs over the mesh axis
+    `axis` (default `dp`): of the module's `tsr.mesh` if it has one (the
+    driver's `--mesh`), otherwise the pass declares a one-axis mesh of size
+    `dp`. It records the layout on the function (`tsr.zero = #tsr.zero<stage
+    = K, axes = ["dp"]>`), then:
 
     - the loss becomes its mean over the ranks (`tsr.all_reduce`, mean), so
       every rank reports the loss of the global batch;
@@ -47,28 +50,31 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     Before (`dp=2 zero=2`):
 
     ```mlir
-    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = "param"}, %x: tensor<4x3xf32>)
-        -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.role = "grad"})
+    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %x: tensor<4x3xf32>)
+        -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.role = #tsr.role<grad>})
     ```
 
     After:
 
     ```mlir
-    module attributes {tsr.mesh = {dp = 2 : i64}} {
-    func.func @main(...) -> (tensor<f32>, tensor<3xf32> {tsr.grad_of = 0 : i64, tsr.role = "grad", tsr.shards = 2 : i64})
-        attributes {tsr.zero = 2 : i64} {
+    module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
+    func.func @main(...) -> (tensor<f32>, tensor<3xf32> {tsr.grad_of = 0 : i64, tsr.role = #tsr.role<grad>, tsr.shards = 2 : i64})
+        attributes {tsr.zero = #tsr.zero<stage = 2, axes = ["dp"]>} {
       ...
       %f = tsr.reshape %gw : tensor<3x2xf32> to tensor<6xf32>
       %b = tsr.reshape %f : tensor<6xf32> to tensor<2x3xf32>
-      %s = tsr.reduce_scatter %fb {bucket = 0 : i64, mesh_axis = "dp", reduction = "mean", serves = ["w"]} : (tensor<6xf32>) -> tensor<3xf32>
-      %l = tsr.all_reduce %loss {mesh_axis = "dp", reduction = "mean", serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
+      %s = tsr.reduce_scatter %fb {bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["w"]} : (tensor<6xf32>) -> tensor<3xf32>
+      %l = tsr.all_reduce %loss {mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
       return %l, %s
     }
     ```
   }];
   let options = [
-    Option<"dp", "dp", "int64_t", /*default=*/"1",
-           "Number N of data-parallel ranks">,
+    Option<"axis", "axis", "std::string", /*default=*/"\"dp\"",
+           "The mesh axis that carries data parallelism">,
+    Option<"dp", "dp", "int64_t", /*default=*/"0",
+           "Number N of data-parallel ranks (0: the size of `axis` in the "
+           "module's tsr.mesh)">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage: 0 replicates everything, 1 shards optimizer state, 2 "
            "also gradients, 3 also parameters">,

@@ -1,8 +1,8 @@
 //===- TsrCommOps.cpp - Verifiers of the collectives ----------------------===//
 //
-// A collective names an axis of the enclosing module's `tsr.mesh`
-// (a dictionary from axis name to size); its verifier looks the size up and
-// checks the block structure of dimension 0 against it.
+// A collective names a group of axes of the enclosing module's `tsr.mesh`;
+// its verifier checks them against the mesh and the block structure of its
+// `dim` against the group's size.
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
@@ -13,19 +13,12 @@
 using namespace mlir;
 using namespace mlir::tsr;
 
-FailureOr<int64_t> mlir::tsr::getMeshAxisSize(Operation *op, StringRef axis) {
-  for (Operation *p = op; p; p = p->getParentOp()) {
-    auto mesh = p->getAttrOfType<DictionaryAttr>("tsr.mesh");
-    if (!mesh)
-      continue;
-    auto size = dyn_cast_or_null<IntegerAttr>(mesh.get(axis));
-    if (!size || size.getInt() < 1)
-      return op->emitOpError("mesh axis '")
-             << axis << "' is not declared with a positive size in " << mesh;
-    return size.getInt();
-  }
-  return op->emitOpError("mesh axis '")
-         << axis << "' needs an enclosing op with a tsr.mesh attribute";
+/// The number of ranks in the op's mesh-axis group.
+static FailureOr<int64_t> getGroupSize(Operation *op, ArrayAttr axes) {
+  SmallVector<StringRef> names;
+  for (Attribute a : axes)
+    names.push_back(cast<StringAttr>(a).getValue());
+  return getMeshGroupSize(op, names);
 }
 
 /// An `async` collective's one user is the tsr.wait that completes it.
@@ -44,39 +37,43 @@ static RankedTensorType getTensor(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-static LogicalResult verifyReduction(Operation *op, StringRef reduction,
+static LogicalResult verifyReduction(Operation *op,
+                                     CollectiveReduction reduction,
                                      Type elementType) {
-  if (!llvm::is_contained({"sum", "mean", "max", "min"}, reduction))
-    return op->emitOpError("unknown reduction '")
-           << reduction << "' (expected sum, mean, max or min)";
-  if (reduction == "mean" && !isa<FloatType>(elementType))
+  if (reduction == CollectiveReduction::mean && !isa<FloatType>(elementType))
     return op->emitOpError("reduction mean needs a float element type");
   return success();
 }
 
-/// Checks that dim 0 of `big` is `size` times dim 0 of `small`, the other
-/// dimensions and the element type agreeing.
+/// Checks that dimension `dim` of `big` is `size` times that of `small`, the
+/// other dimensions and the element type agreeing.
 static LogicalResult verifyBlocks(Operation *op, RankedTensorType big,
                                   RankedTensorType small, int64_t size,
-                                  StringRef bigName, StringRef smallName) {
+                                  int64_t dim, StringRef bigName,
+                                  StringRef smallName) {
   if (big.getElementType() != small.getElementType())
     return op->emitOpError("operand and result element types differ");
   if (big.getRank() == 0 || big.getRank() != small.getRank())
     return op->emitOpError("operand and result must have one rank >= 1");
-  if (big.getShape().drop_front() != small.getShape().drop_front())
-    return op->emitOpError("operand and result differ beyond dimension 0");
-  if (big.getDimSize(0) != size * small.getDimSize(0))
-    return op->emitOpError("dimension 0 of the ")
-           << bigName << " (" << big.getDimSize(0)
-           << ") must be the axis size (" << size << ") times that of the "
-           << smallName << " (" << small.getDimSize(0) << ")";
+  if (dim < 0 || dim >= big.getRank())
+    return op->emitOpError("dim ") << dim << " is not a dimension of a rank-"
+                                   << big.getRank() << " tensor";
+  for (int64_t d = 0, e = big.getRank(); d < e; ++d)
+    if (d != dim && big.getDimSize(d) != small.getDimSize(d))
+      return op->emitOpError("operand and result differ beyond dimension ")
+             << dim;
+  if (big.getDimSize(dim) != size * small.getDimSize(dim))
+    return op->emitOpError("dimension ")
+           << dim << " of the " << bigName << " (" << big.getDimSize(dim)
+           << ") must be the group size (" << size << ") times that of the "
+           << smallName << " (" << small.getDimSize(dim) << ")";
   return success();
 }
 
 LogicalResult AllReduceOp::verify() {
   if (failed(verifyAsync(*this)))
     return failure();
-  if (failed(getMeshAxisSize(*this, getMeshAxis())))
+  if (failed(getGroupSize(*this, getMeshAxes())))
     return failure();
   if (getX().getType() != getType())
     return emitOpError("result type must equal the operand type");
@@ -87,23 +84,23 @@ LogicalResult AllReduceOp::verify() {
 LogicalResult ReduceScatterOp::verify() {
   if (failed(verifyAsync(*this)))
     return failure();
-  FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
+  FailureOr<int64_t> size = getGroupSize(*this, getMeshAxes());
   if (failed(size) ||
       failed(verifyReduction(*this, getReduction(),
                              getTensor(getX()).getElementType())))
     return failure();
-  return verifyBlocks(*this, getTensor(getX()), getType(), *size, "operand",
-                      "result");
+  return verifyBlocks(*this, getTensor(getX()), getType(), *size, getDim(),
+                      "operand", "result");
 }
 
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyAsync(*this)))
     return failure();
-  FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
+  FailureOr<int64_t> size = getGroupSize(*this, getMeshAxes());
   if (failed(size))
     return failure();
-  return verifyBlocks(*this, getType(), getTensor(getX()), *size, "result",
-                      "operand");
+  return verifyBlocks(*this, getType(), getTensor(getX()), *size, getDim(),
+                      "result", "operand");
 }
 
 /// The axis size of a synchronous collective whose result has its operand's
@@ -113,7 +110,7 @@ static FailureOr<int64_t> verifySynchronousSameType(OpT op) {
   if (op.getAsync())
     return op.emitOpError("cannot be async (only all_reduce, reduce_scatter "
                           "and all_gather can)");
-  FailureOr<int64_t> size = getMeshAxisSize(op, op.getMeshAxis());
+  FailureOr<int64_t> size = getGroupSize(op, op.getMeshAxes());
   if (succeeded(size) && op.getX().getType() != op.getType())
     return op.emitOpError("result type must equal the operand type");
   return size;
@@ -124,9 +121,10 @@ LogicalResult AllToAllOp::verify() {
   if (failed(size))
     return failure();
   RankedTensorType type = getType();
-  if (type.getRank() == 0 || type.getDimSize(0) % *size != 0)
-    return emitOpError("dimension 0 must split into ")
-           << *size << " equal blocks";
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= type.getRank() || type.getDimSize(dim) % *size != 0)
+    return emitOpError("dimension ")
+           << dim << " must exist and split into " << *size << " equal blocks";
   return success();
 }
 
@@ -136,17 +134,17 @@ LogicalResult BroadcastFromOp::verify() {
     return failure();
   int64_t root = getRootAttr().getInt();
   if (root < 0 || root >= *size)
-    return emitOpError("root ") << root << " is not a rank of axis '"
-                                << getMeshAxis() << "' (size " << *size << ")";
+    return emitOpError("root ") << root << " is not a rank of the group "
+                                << getMeshAxes() << " (size " << *size << ")";
   return success();
 }
 
 LogicalResult LocalShardOp::verify() {
-  FailureOr<int64_t> size = getMeshAxisSize(*this, getMeshAxis());
+  FailureOr<int64_t> size = getGroupSize(*this, getMeshAxes());
   if (failed(size))
     return failure();
-  return verifyBlocks(*this, getTensor(getX()), getType(), *size, "operand",
-                      "result");
+  return verifyBlocks(*this, getTensor(getX()), getType(), *size, getDim(),
+                      "operand", "result");
 }
 
 LogicalResult WaitOp::verify() {

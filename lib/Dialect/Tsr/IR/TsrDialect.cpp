@@ -9,6 +9,7 @@ using namespace mlir::tsr;
 #include "tessera/Dialect/Tsr/IR/TsrInterfaces.cpp.inc"
 
 void TsrDialect::initialize() {
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "tessera/Dialect/Tsr/IR/TsrOps.cpp.inc"
@@ -34,7 +35,8 @@ static int64_t numBytes(Type type) {
 int64_t mlir::tsr::detail::defaultFlops(Operation *op) {
   int64_t flops = 0;
   for (Type t : op->getResultTypes())
-    if (auto shaped = dyn_cast<ShapedType>(t); shaped && shaped.hasStaticShape())
+    if (auto shaped = dyn_cast<ShapedType>(t);
+        shaped && shaped.hasStaticShape())
       flops += shaped.getNumElements();
   return flops;
 }

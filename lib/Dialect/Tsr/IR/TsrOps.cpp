@@ -167,13 +167,6 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
       inferred);
 }
 
-LogicalResult GeluOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
-           << getApproximate() << "\"";
-  return success();
-}
-
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getX().getType() == getType())
     return getX();
@@ -719,9 +712,6 @@ LogicalResult ScatterElementsOp::verify() {
                        "rank of data");
   if (updates.getElementType() != data.getElementType() || getType() != data)
     return emitOpError("updates and result must match data's type");
-  StringRef r = getReduction();
-  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
-    return emitOpError("unknown reduction '") << r << "'";
   return success();
 }
 
@@ -751,23 +741,21 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   auto x = getTensor(adaptor.getX());
   auto pads = adaptor.getPads();
   int64_t rank = x.getRank();
-  StringRef mode = adaptor.getMode();
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return emitOptionalError(loc, "unknown pad mode '", mode, "'");
   if ((int64_t)pads.size() != 2 * rank)
     return emitOptionalError(loc, "pads needs ", 2 * rank, " entries");
+  PadMode mode = adaptor.getMode();
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = x.getDimSize(d) + pads[d] + pads[rank + d];
     if (size < 0)
       return emitOptionalError(loc, "pads of dimension ", d,
                                " remove more than it has");
-    if (mode == "reflect" &&
+    if (mode == PadMode::reflect &&
         (pads[d] >= x.getDimSize(d) || pads[rank + d] >= x.getDimSize(d)) &&
         (pads[d] > 0 || pads[rank + d] > 0))
       return emitOptionalError(loc, "reflect pads of dimension ", d,
                                " must be smaller than its size");
-    if (mode == "edge" && x.getDimSize(d) == 0 &&
+    if (mode == PadMode::edge && x.getDimSize(d) == 0 &&
         (pads[d] > 0 || pads[rank + d] > 0))
       return emitOptionalError(loc, "edge padding of an empty dimension");
     shape.push_back(size);
@@ -836,12 +824,9 @@ template <typename OpT> static LogicalResult verifyLoss(OpT op, Value input) {
       return op.emitOpError("weights must have shape [")
              << x.getDimSize(1) << "]";
   }
-  StringRef r = op.getReduction();
-  if (r != "none" && r != "sum" && r != "mean")
-    return op.emitOpError("reduction must be none, sum or mean, got '")
-           << r << "'";
-  ArrayRef<int64_t> lossShape =
-      r == "none" ? ArrayRef<int64_t>(expected) : ArrayRef<int64_t>();
+  ArrayRef<int64_t> lossShape = op.getReduction() == LossReduction::none
+                                    ? ArrayRef<int64_t>(expected)
+                                    : ArrayRef<int64_t>();
   if (op.getType().getShape() != lossShape ||
       op.getType().getElementType() != x.getElementType())
     return op.emitOpError("loss must be ")

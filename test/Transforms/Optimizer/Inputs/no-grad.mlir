@@ -1,4 +1,4 @@
-func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = "param"})
+func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>})
     -> (tensor<f32>, tensor<3xf32>) {
   %l = tsr.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<3xf32>

@@ -17,8 +17,15 @@ def Tsr_Dialect : Dialect {
     signless `iN`, unsigned ones `uiN` (the lowering picks unsigned
     arithmetic for them).
   }];
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  // The `tsr.*` discardable attributes (TsrAttrNames.h) are verified.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Tsr_Op<string mnemonic, list<Trait> traits = []>

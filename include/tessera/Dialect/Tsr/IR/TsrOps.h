@@ -8,6 +8,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrs.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrInterfaces.h"
 
@@ -28,10 +30,13 @@ struct EinsumSpec {
   std::string output;
 };
 FailureOr<EinsumSpec> parseEinsum(StringRef equation, unsigned numInputs);
-/// The size of mesh axis `axis` declared by the nearest enclosing `tsr.mesh`
-/// attribute (a dictionary from axis name to size); emits an error on `op`
-/// and fails if there is none.
-FailureOr<int64_t> getMeshAxisSize(Operation *op, StringRef axis);
+/// The mesh declared by the nearest enclosing `tsr.mesh` attribute; emits an
+/// error on `op` and fails if there is none.
+FailureOr<MeshAttr> getEnclosingMesh(Operation *op);
+/// The number of ranks in the group of mesh axes `axes` (the product of
+/// their sizes); emits an error on `op` and fails unless every axis is
+/// declared by the enclosing mesh, once, in the mesh's order.
+FailureOr<int64_t> getMeshGroupSize(Operation *op, ArrayRef<StringRef> axes);
 } // namespace mlir::tsr
 
 #endif // TESSERA_DIALECT_TSR_IR_TSROPS_H

@@ -9,6 +9,7 @@
 #define TESSERA_DIALECT_TSR_TSROPS_TD
 
 include "tessera/Dialect/Tsr/IR/TsrBase.td"
+include "tessera/Dialect/Tsr/IR/TsrAttrs.td"
 include "tessera/Dialect/Tsr/IR/TsrInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -94,12 +95,10 @@ class Tsr_UnaryFloatAttrOp<string mnemonic, string onnx, string semantics,
 }
 
 def Tsr_GeluOp : Tsr_UnaryFloatAttrOp<"gelu", "Gelu",
-  "x·Φ(x), with Φ the standard normal CDF; `approximate = \"tanh\"` uses "
+  "x·Φ(x), with Φ the standard normal CDF; `approximate` tanh uses "
   "0.5·x·(1+tanh(√(2/π)(x+0.044715x³))).",
-  (ins DefaultValuedStrAttr<StrAttr, "none">:$approximate),
-  "approximate = \"tanh\""> {
-  let hasVerifier = 1;
-}
+  (ins DefaultValuedAttr<Tsr_GeluApproximationAttr, "::mlir::tsr::GeluApproximation::none">:$approximate),
+  "approximate = #tsr.gelu_approximation<tanh>">;
 def Tsr_LeakyReluOp : Tsr_UnaryFloatAttrOp<"leaky_relu", "LeakyRelu",
   "x for x ≥ 0, alpha·x otherwise.", (ins F64Attr:$alpha), "alpha = 0.01">;
 def Tsr_EluOp : Tsr_UnaryFloatAttrOp<"elu", "Elu",
@@ -516,10 +515,10 @@ def Tsr_ScatterElementsOp : Tsr_BaseOp<"scatter_elements"> {
     "`updates`, the element at that index with index `axis` replaced by "
     "indices[...] is set to (or, with `reduction` add/mul/max/min, combined "
     "with) the update.", "ScatterElements",
-    "%y = tsr.scatter_elements %x, %i, %u {axis = 0 : i64, reduction = \"none\"} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>">.text;
+    "%y = tsr.scatter_elements %x, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<none>} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>">.text;
   let arguments = (ins Tsr_Tensor:$data, Tsr_IndexTensor:$indices,
                        Tsr_Tensor:$updates, I64Attr:$axis,
-                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+                       DefaultValuedAttr<Tsr_ScatterReductionAttr, "::mlir::tsr::ScatterReduction::none">:$reduction);
   let results = (outs Tsr_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -542,9 +541,9 @@ def Tsr_PadOp : Tsr_BaseOp<"pad", [
   let description = Tsr_Doc<"`pads` holds the begin pads of every dimension "
     "then the end pads; `mode` is constant (fill with `value`), reflect or "
     "edge.", "Pad",
-    "%y = tsr.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = \"constant\", value = 0.0 : f64} : (tensor<2x3xf32>) -> tensor<2x5xf32>">.text;
+    "%y = tsr.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = #tsr.pad_mode<constant>, value = 0.0 : f64} : (tensor<2x3xf32>) -> tensor<2x5xf32>">.text;
   let arguments = (ins Tsr_NumericTensor:$x, DenseI64ArrayAttr:$pads,
-                       DefaultValuedStrAttr<StrAttr, "constant">:$mode,
+                       DefaultValuedAttr<Tsr_PadModeAttr, "::mlir::tsr::PadMode::constant">:$mode,
                        DefaultValuedAttr<F64Attr, "0.0">:$value);
   let results = (outs Tsr_NumericTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -609,18 +608,18 @@ class Tsr_LossOp<string mnemonic, string onnx, string semantics, string example>
 }
 def Tsr_SoftmaxCrossEntropyLossOp : Tsr_LossOp<"softmax_cross_entropy_loss",
   "SoftmaxCrossEntropyLoss", "−log softmax(scores)[target] per sample.",
-  "%l = tsr.softmax_cross_entropy_loss %s, %t {reduction = \"mean\"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>"> {
+  "%l = tsr.softmax_cross_entropy_loss %s, %t {reduction = #tsr.loss_reduction<mean>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>"> {
   let arguments = (ins Tsr_FloatTensor:$scores, Tsr_IndexTensor:$target,
                        Optional<Tsr_FloatTensor>:$weights,
-                       DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                       DefaultValuedAttr<Tsr_LossReductionAttr, "::mlir::tsr::LossReduction::mean">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
 }
 def Tsr_NegativeLogLikelihoodLossOp : Tsr_LossOp<"nll_loss",
   "NegativeLogLikelihoodLoss", "−input[target] per sample.",
-  "%l = tsr.nll_loss %x, %t {reduction = \"mean\"} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>"> {
+  "%l = tsr.nll_loss %x, %t {reduction = #tsr.loss_reduction<mean>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>"> {
   let arguments = (ins Tsr_FloatTensor:$input, Tsr_IndexTensor:$target,
                        Optional<Tsr_FloatTensor>:$weights,
-                       DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                       DefaultValuedAttr<Tsr_LossReductionAttr, "::mlir::tsr::LossReduction::mean">:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
 }
 

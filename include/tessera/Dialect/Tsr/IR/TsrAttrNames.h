@@ -1,0 +1,49 @@
+//===- TsrAttrNames.h - Names of tsr's discardable attributes ---*- C++ -*-===//
+//
+// Every `tsr.*` attribute that passes put on functions, their arguments and
+// results, or modules, in one place. The dialect verifies each of them
+// (TsrDialect.cpp): an unknown `tsr.` name or a value of the wrong kind is
+// an error, so a misspelling cannot pass silently.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSERA_DIALECT_TSR_IR_TSRATTRNAMES_H
+#define TESSERA_DIALECT_TSR_IR_TSRATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::tsr::attr {
+
+// On arguments and results of a training function.
+/// The value's name in the model and the manifest (a string).
+inline constexpr llvm::StringLiteral kName = "tsr.name";
+/// What the value is to the training loop (#tsr.role<...>).
+inline constexpr llvm::StringLiteral kRole = "tsr.role";
+/// On a result: the index of the argument whose next value it is.
+inline constexpr llvm::StringLiteral kUpdates = "tsr.updates";
+/// On a gradient result: the index of the argument it is the gradient of.
+inline constexpr llvm::StringLiteral kGradOf = "tsr.grad_of";
+/// On optimizer state: the value every element starts from (a float).
+inline constexpr llvm::StringLiteral kInit = "tsr.init";
+/// On a parameter: running statistics, updated from the batch, no gradient.
+inline constexpr llvm::StringLiteral kStatistics = "tsr.statistics";
+/// On a ZeRO-sharded value: the number of flat shards.
+inline constexpr llvm::StringLiteral kShards = "tsr.shards";
+/// On a sharded value: the shape of the whole tensor.
+inline constexpr llvm::StringLiteral kGlobalShape = "tsr.global_shape";
+
+// On a function.
+/// The initializers that training leaves frozen, each with the reason
+/// (a dictionary from initializer name to a string).
+inline constexpr llvm::StringLiteral kFrozen = "tsr.frozen";
+/// The ZeRO layout of a data-parallel training function (#tsr.zero<...>).
+inline constexpr llvm::StringLiteral kZero = "tsr.zero";
+
+// On a module.
+/// The device mesh (#tsr.mesh<...>).
+inline constexpr llvm::StringLiteral kMesh = "tsr.mesh";
+/// The peak bytes allocated by one call, from tsr-cpu-memory-plan.
+inline constexpr llvm::StringLiteral kPeakAllocBytes = "tsr.peak_alloc_bytes";
+
+} // namespace mlir::tsr::attr
+
+#endif // TESSERA_DIALECT_TSR_IR_TSRATTRNAMES_H

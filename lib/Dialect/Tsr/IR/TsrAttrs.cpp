@@ -1,0 +1,259 @@
+//===- TsrAttrs.cpp - Attributes of tsr and the training contract ---------===//
+//
+// The mesh attribute's syntax, and the verifiers of the `tsr.*`
+// discardable attributes (TsrAttrNames.h) on functions, their arguments and
+// results, and modules: an unknown name or a value of the wrong kind is an
+// error naming the attribute and the known ones.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tsr;
+
+#include "tessera/Dialect/Tsr/IR/TsrEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "tessera/Dialect/Tsr/IR/TsrAttrs.cpp.inc"
+
+void TsrDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tessera/Dialect/Tsr/IR/TsrAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAttr
+//===----------------------------------------------------------------------===//
+
+/// #tsr.mesh<["dp"=2, "tp"=4]>
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  SmallVector<StringAttr> names;
+  SmallVector<int64_t> sizes;
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size;
+    if (parser.parseString(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    names.push_back(parser.getBuilder().getStringAttr(name));
+    sizes.push_back(size);
+    return success();
+  };
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseAxis) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<MeshAttr>(parser.getContext(), names, sizes);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(
+      llvm::zip(getNames(), getSizes()), printer, [&](auto axis) {
+        printer << std::get<0>(axis) << "=" << std::get<1>(axis);
+      });
+  printer << "]>";
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<StringAttr> names,
+                               ArrayRef<int64_t> sizes) {
+  if (names.size() != sizes.size())
+    return emitError() << "mesh has " << names.size() << " axis names but "
+                       << sizes.size() << " sizes";
+  for (auto [i, name] : llvm::enumerate(names)) {
+    if (name.getValue().empty())
+      return emitError() << "mesh axis " << i << " has an empty name";
+    if (sizes[i] < 1)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' must have a positive size, got " << sizes[i];
+    for (StringAttr other : names.take_front(i))
+      if (other == name)
+        return emitError() << "mesh axis '" << name.getValue()
+                           << "' is declared twice";
+  }
+  return success();
+}
+
+std::optional<unsigned> MeshAttr::getAxisIndex(StringRef name) const {
+  for (auto [i, axis] : llvm::enumerate(getNames()))
+    if (axis.getValue() == name)
+      return i;
+  return std::nullopt;
+}
+
+std::optional<int64_t> MeshAttr::getAxisSize(StringRef name) const {
+  if (std::optional<unsigned> i = getAxisIndex(name))
+    return getSizes()[*i];
+  return std::nullopt;
+}
+
+int64_t MeshAttr::getNumDevices() const {
+  int64_t n = 1;
+  for (int64_t size : getSizes())
+    n *= size;
+  return n;
+}
+
+LogicalResult ZeroAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t stage, ArrayAttr axes) {
+  if (stage < 0 || stage > 3)
+    return emitError() << "ZeRO stage must be 0, 1, 2 or 3, got " << stage;
+  if (axes.empty() || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+    return emitError() << "ZeRO axes must be a non-empty list of mesh axis "
+                          "names, got "
+                       << axes;
+  return success();
+}
+
+FailureOr<MeshAttr> mlir::tsr::getEnclosingMesh(Operation *op) {
+  for (Operation *p = op; p; p = p->getParentOp())
+    if (auto mesh = p->getAttrOfType<MeshAttr>(attr::kMesh))
+      return mesh;
+  return op->emitOpError("needs an enclosing op with a ")
+         << attr::kMesh << " attribute";
+}
+
+FailureOr<int64_t> mlir::tsr::getMeshGroupSize(Operation *op,
+                                               ArrayRef<StringRef> axes) {
+  FailureOr<MeshAttr> mesh = getEnclosingMesh(op);
+  if (failed(mesh))
+    return failure();
+  if (axes.empty())
+    return op->emitOpError("names no mesh axis");
+  int64_t size = 1;
+  std::optional<unsigned> previous;
+  for (StringRef axis : axes) {
+    std::optional<unsigned> index = mesh->getAxisIndex(axis);
+    if (!index)
+      return op->emitOpError("mesh axis '")
+             << axis << "' is not declared by " << *mesh;
+    if (previous && *index <= *previous)
+      return op->emitOpError("mesh axes must be distinct and in the mesh's "
+                             "order ")
+             << *mesh;
+    previous = index;
+    size *= mesh->getSizes()[*index];
+  }
+  return size;
+}
+
+//===----------------------------------------------------------------------===//
+// The training contract: tsr.* attributes of arguments and results
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks one `tsr.*` attribute of argument or result `index` of `op`.
+LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
+                                   NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto fail = [&](StringRef expected) {
+    return op->emitOpError()
+           << (isResult ? "result " : "argument ") << index << " attribute '"
+           << name << "' must be " << expected << ", got " << value;
+  };
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (name == attr::kName) {
+    auto s = dyn_cast<StringAttr>(value);
+    return s && !s.getValue().empty() ? success() : fail("a non-empty string");
+  }
+  if (name == attr::kRole)
+    return isa<RoleAttr>(value) ? success()
+                                : fail("a role such as #tsr.role<param> "
+                                       "(data, label, param, state, loss, "
+                                       "metric, grad or rng)");
+  if (name == attr::kUpdates || name == attr::kGradOf) {
+    if (!isResult)
+      return op->emitOpError("argument ")
+             << index << " attribute '" << name
+             << "' belongs on a result (it names an argument)";
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || (function && (i.getInt() < 0 ||
+                            i.getInt() >= int64_t(function.getNumArguments()))))
+      return fail("the index of an argument");
+    return success();
+  }
+  if (name == attr::kInit)
+    return isa<FloatAttr>(value) ? success() : fail("a float");
+  if (name == attr::kStatistics)
+    return isa<UnitAttr>(value) ? success() : fail("a unit attribute");
+  if (name == attr::kShards) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    return i && i.getInt() >= 1 ? success() : fail("a positive integer");
+  }
+  if (name == attr::kGlobalShape)
+    return isa<DenseI64ArrayAttr>(value) ? success() : fail("array<i64: ...>");
+  return op->emitOpError()
+         << (isResult ? "result " : "argument ") << index
+         << " has unknown attribute '" << name << "' (known: "
+         << llvm::join(ArrayRef<StringRef>{attr::kName, attr::kRole,
+                                           attr::kUpdates, attr::kGradOf,
+                                           attr::kInit, attr::kStatistics,
+                                           attr::kShards, attr::kGlobalShape},
+                       ", ")
+         << ")";
+}
+} // namespace
+
+LogicalResult TsrDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  return verifyValueAttribute(op, /*isResult=*/false, argIndex, attr);
+}
+
+LogicalResult TsrDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attr) {
+  return verifyValueAttribute(op, /*isResult=*/true, resultIndex, attr);
+}
+
+LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == attr::kMesh) {
+    if (!isa<MeshAttr>(value))
+      return op->emitOpError("attribute '")
+             << name << "' must be a mesh such as #tsr.mesh<[\"dp\"=4]>, got "
+             << value;
+    return success();
+  }
+  if (name == attr::kZero) {
+    if (!isa<ZeroAttr>(value))
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be a layout such as #tsr.zero<stage = 2, axes = "
+                "[\"dp\"]>, got "
+             << value;
+    return success();
+  }
+  if (name == attr::kFrozen) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    if (!dict || !llvm::all_of(dict, [](NamedAttribute entry) {
+          return isa<StringAttr>(entry.getValue());
+        }))
+      return op->emitOpError("attribute '")
+             << name << "' must map initializer names to reasons, got "
+             << value;
+    return success();
+  }
+  if (name == attr::kPeakAllocBytes) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!i || i.getInt() < 0)
+      return op->emitOpError("attribute '")
+             << name << "' must be a byte count, got " << value;
+    return success();
+  }
+  return op->emitOpError("has unknown attribute '")
+         << name << "' (known on ops: " << attr::kMesh << ", " << attr::kZero
+         << ", " << attr::kFrozen << ", " << attr::kPeakAllocBytes << ")";
+}

@@ -1,0 +1,86 @@
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// The training contract: every tsr.* attribute of a function's arguments
+// and results, and of ops, is checked by the dialect; roles are an enum.
+
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: {tsr.name = "w", tsr.role = #tsr.role<param>}
+// CHECK-SAME: {tsr.init = 0.000000e+00 : f64, tsr.name = "m", tsr.role = #tsr.role<state>}
+// CHECK-SAME: {tsr.name = "labels", tsr.role = #tsr.role<label>}
+// CHECK-SAME: {tsr.name = "loss", tsr.role = #tsr.role<loss>}
+// CHECK-SAME: {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.updates = 0 : i64}
+// CHECK-SAME: attributes {tsr.zero = #tsr.zero<stage = 1, axes = ["dp"]>}
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
+  func.func @step(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                  %m: tensor<3xf32> {tsr.name = "m", tsr.role = #tsr.role<state>, tsr.init = 0.0 : f64},
+                  %y: tensor<3xi64> {tsr.name = "labels", tsr.role = #tsr.role<label>})
+      -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+          tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.updates = 0 : i64})
+      attributes {tsr.zero = #tsr.zero<stage = 1, axes = ["dp"]>} {
+    %l = tsr.constant dense<0.0> : tensor<f32>
+    return %l, %w : tensor<f32>, tensor<3xf32>
+  }
+}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::tsr::Role to be one of: data, label, param, state, loss, metric, grad, rng}}
+// expected-error @+1 {{failed to parse Tsr_RoleAttr}}
+func.func @misspelled_role(%w: tensor<3xf32> {tsr.role = #tsr.role<parm>}) {
+  return
+}
+
+// -----
+
+// A role given as a string, the old spelling, is refused.
+// expected-error @+1 {{argument 0 attribute 'tsr.role' must be a role such as #tsr.role<param>}}
+func.func @string_role(%w: tensor<3xf32> {tsr.role = "param"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 has unknown attribute 'tsr.rol' (known: tsr.name, tsr.role}}
+func.func @misspelled_name(%w: tensor<3xf32> {tsr.rol = #tsr.role<param>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result 0 attribute 'tsr.updates' must be the index of an argument, got 3 : i64}}
+func.func @updates_out_of_range(%w: tensor<3xf32>) -> (tensor<3xf32> {tsr.updates = 3 : i64}) {
+  return %w : tensor<3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 attribute 'tsr.grad_of' belongs on a result (it names an argument)}}
+func.func @grad_of_on_argument(%w: tensor<3xf32> {tsr.grad_of = 0 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 attribute 'tsr.name' must be a non-empty string, got ""}}
+func.func @empty_name(%w: tensor<3xf32> {tsr.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'tsr.mesh' must be a mesh such as #tsr.mesh<["dp"=4]>, got {dp = 4 : i64}}}
+module attributes {tsr.mesh = {dp = 4 : i64}} {
+}
+
+// -----
+
+// expected-error @+1 {{ZeRO stage must be 0, 1, 2 or 3, got 4}}
+func.func @zero_stage() attributes {tsr.zero = #tsr.zero<stage = 4, axes = ["dp"]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.peak_alloc_bytes)}}
+module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
+}
