@@ -46,17 +46,17 @@ std::string where(const char *list, size_t index) {
 tsr_status_t requireString(const Json &object, const char *key,
                            const std::string &where, std::string &out,
                            bool optional = false) {
-  const Json *value = object.find(key);
+  const Json *value = findMember(object, key);
   if (!value) {
     if (optional)
       return TSR_OK;
     return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"" +
                                      (where.empty() ? "" : " in " + where));
   }
-  if (value->kind != Json::String)
+  if (!value->is_string())
     return fail(TSR_ERROR_PARSE,
                 (where.empty() ? "" : where + ".") + key + " must be a string");
-  out = value->string;
+  out = value->get<std::string>();
   return TSR_OK;
 }
 
@@ -65,18 +65,18 @@ tsr_status_t requireString(const Json &object, const char *key,
 tsr_status_t optionalInteger(const Json &object, const char *key,
                              const std::string &where, int64_t minimum,
                              int64_t &out, bool *present = nullptr) {
-  const Json *value = object.find(key);
+  const Json *value = findMember(object, key);
   if (present)
     *present = value != nullptr;
   if (!value)
     return TSR_OK;
-  if (value->kind != Json::Number || !value->isInteger ||
-      value->integer < minimum)
+  int64_t integer;
+  if (!getInteger(*value, integer) || integer < minimum)
     return fail(
         TSR_ERROR_PARSE,
         where + "." + key + " must be an integer" +
             (minimum > INT64_MIN ? " >= " + std::to_string(minimum) : ""));
-  out = value->integer;
+  out = integer;
   return TSR_OK;
 }
 
@@ -85,7 +85,7 @@ tsr_status_t parseRole(const Json &entry, const std::string &at, bool isInput,
   std::string name;
   if (tsr_status_t s = requireString(entry, "role", at, name, true))
     return s;
-  if (!entry.find("role")) {
+  if (!findMember(entry, "role")) {
     spec.role = isInput ? TSR_ROLE_DATA : TSR_ROLE_NONE;
     return TSR_OK;
   }
@@ -166,14 +166,14 @@ tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
     return fail(TSR_ERROR_PARSE, at + " has role \"grad\" but no \"of\"");
   if (hasOf && spec.role != TSR_ROLE_GRAD)
     return fail(TSR_ERROR_PARSE, at + ".of is only for grad outputs");
-  const Json *init = entry.find("init");
+  const Json *init = findMember(entry, "init");
   if (!init)
     return TSR_OK;
   if (!isInput || spec.role != TSR_ROLE_STATE)
     return fail(TSR_ERROR_PARSE, at + ".init is only for state inputs");
-  if (init->kind != Json::Number)
+  if (!init->is_number())
     return fail(TSR_ERROR_PARSE, at + ".init must be a number");
-  spec.init = init->number;
+  spec.init = init->get<double>();
   return checkInit(spec, at);
 }
 
@@ -185,7 +185,7 @@ tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
   if (tsr_status_t s =
           optionalInteger(entry, "shards", at, 1, spec.shards, &hasShards))
     return s;
-  const Json *global = entry.find("global_shape");
+  const Json *global = findMember(entry, "global_shape");
   if (!hasShards && !global) {
     spec.globalShape = spec.shape;
     return TSR_OK;
@@ -193,14 +193,15 @@ tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
   if (!isInput)
     return fail(TSR_ERROR_PARSE,
                 at + ": shards and global_shape are only for inputs");
-  if (!global || global->kind != Json::Array)
+  if (!global || !global->is_array())
     return fail(TSR_ERROR_PARSE,
                 at + ": shards needs a global_shape array (and vice versa)");
-  for (const Json &dim : global->array) {
-    if (dim.kind != Json::Number || !dim.isInteger || dim.integer < 0)
+  for (const Json &dim : *global) {
+    int64_t size;
+    if (!getInteger(dim, size) || size < 0)
       return fail(TSR_ERROR_PARSE,
                   at + ".global_shape must hold non-negative integers");
-    spec.globalShape.push_back(dim.integer);
+    spec.globalShape.push_back(size);
   }
   int64_t count;
   size_t bytes;
@@ -219,19 +220,19 @@ tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
 
 /// Parses "mesh", "zero" and "collectives" (all optional).
 tsr_status_t parseParallel(const Json &root, Manifest &out) {
-  if (const Json *mesh = root.find("mesh")) {
-    if (mesh->kind != Json::Array)
+  if (const Json *mesh = findMember(root, "mesh")) {
+    if (!mesh->is_array())
       return fail(TSR_ERROR_PARSE, "mesh must be an array");
-    for (size_t i = 0; i < mesh->array.size(); ++i) {
+    for (size_t i = 0; i < mesh->size(); ++i) {
+      const Json &axis = (*mesh)[i];
       std::string at = where("mesh", i), name;
       int64_t size = 0;
       bool hasSize = false;
-      if (mesh->array[i].kind != Json::Object)
+      if (!axis.is_object())
         return fail(TSR_ERROR_PARSE, at + " must be an object");
-      if (tsr_status_t s = requireString(mesh->array[i], "name", at, name))
+      if (tsr_status_t s = requireString(axis, "name", at, name))
         return s;
-      if (tsr_status_t s =
-              optionalInteger(mesh->array[i], "size", at, 1, size, &hasSize))
+      if (tsr_status_t s = optionalInteger(axis, "size", at, 1, size, &hasSize))
         return s;
       if (!hasSize)
         return fail(TSR_ERROR_PARSE, "missing \"size\" in " + at);
@@ -240,15 +241,15 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
   }
   if (tsr_status_t s = optionalInteger(root, "zero", "", 0, out.zero))
     return s;
-  const Json *list = root.find("collectives");
+  const Json *list = findMember(root, "collectives");
   if (!list)
     return TSR_OK;
-  if (list->kind != Json::Array)
+  if (!list->is_array())
     return fail(TSR_ERROR_PARSE, "collectives must be an array");
-  for (size_t i = 0; i < list->array.size(); ++i) {
-    const Json &entry = list->array[i];
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json &entry = (*list)[i];
     std::string at = where("collectives", i);
-    if (entry.kind != Json::Object)
+    if (!entry.is_object())
       return fail(TSR_ERROR_PARSE, at + " must be an object");
     CollectiveSpec c;
     if (tsr_status_t s = requireString(entry, "kind", at, c.kind))
@@ -260,13 +261,13 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
                   at + ".axis: '" + c.axis + "' is not an axis of mesh");
     if (tsr_status_t s = optionalInteger(entry, "bucket", at, 0, c.bucket))
       return s;
-    if (const Json *serves = entry.find("serves")) {
-      if (serves->kind != Json::Array)
+    if (const Json *serves = findMember(entry, "serves")) {
+      if (!serves->is_array())
         return fail(TSR_ERROR_PARSE, at + ".serves must be an array");
-      for (const Json &name : serves->array) {
-        if (name.kind != Json::String)
+      for (const Json &name : *serves) {
+        if (!name.is_string())
           return fail(TSR_ERROR_PARSE, at + ".serves must hold strings");
-        c.serves.push_back(name.string);
+        c.serves.push_back(name.get<std::string>());
       }
     }
     // "all_reduce #3 (bucket 1 on dp: a, b, c and 4 more)"
@@ -288,15 +289,15 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
 
 tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
                         std::vector<TensorSpec> &out) {
-  const Json *list = root.find(key);
+  const Json *list = findMember(root, key);
   if (!list)
     return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"");
-  if (list->kind != Json::Array)
+  if (!list->is_array())
     return fail(TSR_ERROR_PARSE, std::string(key) + " must be an array");
-  for (size_t i = 0; i < list->array.size(); ++i) {
-    const Json &entry = list->array[i];
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json &entry = (*list)[i];
     std::string at = where(key, i);
-    if (entry.kind != Json::Object)
+    if (!entry.is_object())
       return fail(TSR_ERROR_PARSE, at + " must be an object");
     TensorSpec spec;
     std::string dtype;
@@ -307,16 +308,17 @@ tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
     if (tsr_dtype_from_name(dtype.c_str(), &spec.dtype) != TSR_OK)
       return fail(TSR_ERROR_PARSE,
                   at + ".dtype: unknown dtype \"" + dtype + "\"");
-    const Json *shape = entry.find("shape");
+    const Json *shape = findMember(entry, "shape");
     if (!shape)
       return fail(TSR_ERROR_PARSE, "missing \"shape\" in " + at);
-    if (shape->kind != Json::Array)
+    if (!shape->is_array())
       return fail(TSR_ERROR_PARSE, at + ".shape must be an array");
-    for (const Json &dim : shape->array) {
-      if (dim.kind != Json::Number || !dim.isInteger || dim.integer < 0)
+    for (const Json &dim : *shape) {
+      int64_t size;
+      if (!getInteger(dim, size) || size < 0)
         return fail(TSR_ERROR_PARSE, at + ".shape must hold non-negative "
                                           "integers");
-      spec.shape.push_back(dim.integer);
+      spec.shape.push_back(size);
     }
     int64_t count;
     size_t bytes;
@@ -412,11 +414,11 @@ tsr_status_t resolveTokenInput(const Json &tokens, const char *key,
 
 tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
   TrainSpec &train = manifest.train;
-  const Json *object = root.find("train");
+  const Json *object = findMember(root, "train");
   if (!object)
     return fail(TSR_ERROR_PARSE,
                 "missing \"train\" (required in mode \"train\")");
-  if (object->kind != Json::Object)
+  if (!object->is_object())
     return fail(TSR_ERROR_PARSE, "train must be an object");
   bool hasBatch = false;
   if (tsr_status_t s = optionalInteger(*object, "batch_size", "train", 1,
@@ -446,8 +448,8 @@ tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
           optionalInteger(*object, "ignore_index", "train", INT64_MIN,
                           train.ignoreIndex, &train.hasIgnoreIndex))
     return s;
-  if (const Json *tokens = object->find("tokens")) {
-    if (tokens->kind != Json::Object)
+  if (const Json *tokens = findMember(*object, "tokens")) {
+    if (!tokens->is_object())
       return fail(TSR_ERROR_PARSE, "train.tokens must be an object");
     if (tsr_status_t s = resolveTokenInput(*tokens, "input", TSR_ROLE_DATA,
                                            manifest, train.tokenInput))
@@ -533,7 +535,7 @@ tsr_status_t parseManifest(const std::string &text, Manifest &out) {
   Json root;
   if (tsr_status_t s = parseJson(text, root))
     return s;
-  if (root.kind != Json::Object)
+  if (!root.is_object())
     return fail(TSR_ERROR_PARSE, "top level must be a JSON object");
   std::string format;
   if (tsr_status_t s = requireString(root, "format", "", format))
@@ -541,11 +543,11 @@ tsr_status_t parseManifest(const std::string &text, Manifest &out) {
   if (format != "tessera-artifact")
     return fail(TSR_ERROR_PARSE,
                 "format is \"" + format + "\", expected \"tessera-artifact\"");
-  const Json *version = root.find("version");
+  const Json *version = findMember(root, "version");
   if (!version)
     return fail(TSR_ERROR_PARSE, "missing \"version\"");
-  if (version->kind != Json::Number || !version->isInteger ||
-      version->integer != 1)
+  int64_t versionNumber;
+  if (!getInteger(*version, versionNumber) || versionNumber != 1)
     return fail(TSR_ERROR_UNSUPPORTED,
                 "unsupported manifest version (this runtime reads version 1)");
   if (tsr_status_t s = requireString(root, "mode", "", out.mode, true))

@@ -457,21 +457,12 @@ tsr_status_t readShard(const std::string &path, ShardHeader &out) {
 // JSON
 //===----------------------------------------------------------------------===//
 
-void appendJsonString(std::string &out, const std::string &text) {
-  out += '"';
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escape[8];
-      std::snprintf(escape, sizeof(escape), "\\u%04x", c);
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
+/// What a member of kind `kind` (an object, array or string) is called in
+/// errors.
+const char *kindName(Json::value_t kind) {
+  if (kind == Json::value_t::object)
+    return "an object";
+  return kind == Json::value_t::array ? "an array" : "a string";
 }
 
 /// Typed access to manifest members; errors name the member's path.
@@ -485,23 +476,21 @@ public:
 
   tsr_status_t member(const Json &object, const std::string &at,
                       const char *key, const Json *&out) const {
-    if (object.kind != Json::Object)
+    if (!object.is_object())
       return error(at, "expected an object");
-    out = object.find(key);
+    out = findMember(object, key);
     if (!out)
       return error(at, std::string("missing \"") + key + "\"");
     return TSR_OK;
   }
 
   tsr_status_t member(const Json &object, const std::string &at,
-                      const char *key, Json::Kind kind,
+                      const char *key, Json::value_t kind,
                       const Json *&out) const {
     if (tsr_status_t s = member(object, at, key, out))
       return s;
-    static const char *const kNames[] = {"null",     "a boolean", "a number",
-                                         "a string", "an array",  "an object"};
-    if (out->kind != kind)
-      return error(at + "." + key, std::string("expected ") + kNames[kind]);
+    if (out->type() != kind)
+      return error(at + "." + key, std::string("expected ") + kindName(kind));
     return TSR_OK;
   }
 
@@ -510,9 +499,8 @@ public:
     const Json *value;
     if (tsr_status_t s = member(object, at, key, value))
       return s;
-    if (value->kind != Json::Number || !value->isInteger)
+    if (!getInteger(*value, out))
       return error(at + "." + key, "expected an integer");
-    out = value->integer;
     return TSR_OK;
   }
 
@@ -530,9 +518,9 @@ public:
   tsr_status_t string(const Json &object, const std::string &at,
                       const char *key, std::string &out) const {
     const Json *value;
-    if (tsr_status_t s = member(object, at, key, Json::String, value))
+    if (tsr_status_t s = member(object, at, key, Json::value_t::string, value))
       return s;
-    out = value->string;
+    out = value->get<std::string>();
     return TSR_OK;
   }
 
@@ -601,6 +589,10 @@ tsr_status_t checkMeta(const tsr_checkpoint_meta_t *meta, int64_t worldSize,
                     std::to_string(worldSize));
   out.fingerprint = meta->fingerprint ? meta->fingerprint : "";
   out.mesh = meta->mesh ? meta->mesh : "";
+  if (!isValidUtf8(out.fingerprint) || !isValidUtf8(out.mesh))
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                "meta.fingerprint or meta.mesh is not valid UTF-8 (the "
+                "checkpoint manifest is JSON)");
   return TSR_OK;
 }
 
@@ -634,6 +626,10 @@ tsr_status_t writeShard(const std::string &dir, int64_t rank, int64_t worldSize,
     std::string at = "tensor " + singleQuoted(tensor.name);
     if (!names.insert(tensor.name).second)
       return fail(TSR_ERROR_INVALID_ARGUMENT, at + " is given twice");
+    if (!isValidUtf8(tensor.name))
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  at + ": the name is not valid UTF-8 (the checkpoint "
+                       "manifest is JSON)");
     int64_t count = 0;
     size_t bytes = 0;
     if (computeSizes(tensor.dtype, tensor.shape, tensor.rank, count, bytes))
@@ -739,53 +735,45 @@ std::string encodeManifest(const tsr_checkpoint_meta_t &meta,
                            const MetaStrings &strings,
                            const std::vector<ShardHeader> &shards) {
   int64_t worldSize = static_cast<int64_t>(shards.size());
-  std::string out = "{\n  \"format\": \"";
-  out += kFormatName;
-  out += "\",\n  \"version\": " + std::to_string(kVersion) +
-         ",\n  \"byte_order\": \"" + hostByteOrder() + "\",\n";
-  out += "  \"meta\": {\n    \"step\": " + std::to_string(meta.step) +
-         ",\n    \"rng\": " + std::to_string(meta.rng) +
-         ",\n    \"data_position\": " + std::to_string(meta.data_position) +
-         ",\n    \"fingerprint\": ";
-  appendJsonString(out, strings.fingerprint);
-  out += ",\n    \"world_size\": " + std::to_string(worldSize) +
-         ",\n    \"mesh\": ";
-  appendJsonString(out, strings.mesh);
-  out += ",\n    \"zero_stage\": " + std::to_string(meta.zero_stage) +
-         "\n  },\n  \"files\": [";
-  for (int64_t r = 0; r < worldSize; ++r) {
-    out += r ? ",\n    {\"name\": " : "\n    {\"name\": ";
-    appendJsonString(out, shardFileName(r, worldSize));
-    out += ", \"rank\": " + std::to_string(r) +
-           ", \"size\": " + std::to_string(shards[r].fileSize) +
-           ", \"crc32\": " + std::to_string(shards[r].fileCrc) + "}";
-  }
-  out += "\n  ],\n  \"tensors\": [";
+  Json files = Json::array();
+  for (int64_t r = 0; r < worldSize; ++r)
+    files.push_back(Json{{"name", shardFileName(r, worldSize)},
+                         {"rank", r},
+                         {"size", shards[r].fileSize},
+                         {"crc32", shards[r].fileCrc}});
+  Json tensors = Json::array();
   // Rank r > 0 lists the sharded tensors of rank 0, in the same order.
   std::vector<size_t> next(shards.size(), 0);
-  bool first = true;
   for (const Record &record : shards[0].records) {
-    out += first ? "\n    {\n      \"name\": " : ",\n    {\n      \"name\": ";
-    first = false;
-    appendJsonString(out, record.name);
-    out +=
-        ",\n      \"dtype\": \"" + std::string(tsr_dtype_name(record.dtype)) +
-        "\",\n      \"shape\": " + formatShape(record.shape) +
-        ",\n      \"shards\": " + std::to_string(record.shards) +
-        ",\n      \"local_elements\": " + std::to_string(record.localElements) +
-        ",\n      \"pieces\": [";
+    Json pieces = Json::array();
     for (int64_t r = 0; r < record.shards; ++r) {
       const Record &piece = shards[r].records[next[r]++];
-      out += r ? ",\n        {\"file\": " : "\n        {\"file\": ";
-      appendJsonString(out, shardFileName(r, worldSize));
-      out += ", \"offset\": " + std::to_string(piece.offset) +
-             ", \"bytes\": " + std::to_string(piece.bytes) +
-             ", \"crc32\": " + std::to_string(piece.crc) + "}";
+      pieces.push_back(Json{{"file", shardFileName(r, worldSize)},
+                            {"offset", piece.offset},
+                            {"bytes", piece.bytes},
+                            {"crc32", piece.crc}});
     }
-    out += "\n      ]\n    }";
+    tensors.push_back(Json{{"name", record.name},
+                           {"dtype", tsr_dtype_name(record.dtype)},
+                           {"shape", record.shape},
+                           {"shards", record.shards},
+                           {"local_elements", record.localElements},
+                           {"pieces", std::move(pieces)}});
   }
-  out += "\n  ]\n}\n";
-  return out;
+  Json manifest = {{"format", kFormatName},
+                   {"version", kVersion},
+                   {"byte_order", hostByteOrder()},
+                   {"meta",
+                    {{"step", meta.step},
+                     {"rng", meta.rng},
+                     {"data_position", meta.data_position},
+                     {"fingerprint", strings.fingerprint},
+                     {"world_size", worldSize},
+                     {"mesh", strings.mesh},
+                     {"zero_stage", meta.zero_stage}}},
+                   {"files", std::move(files)},
+                   {"tensors", std::move(tensors)}};
+  return dumpJson(manifest, 2) + "\n";
 }
 
 /// Replaces `dir` with `tmpDir` so that a complete checkpoint exists at
@@ -911,7 +899,7 @@ tsr_status_t parseMeta(const ManifestReader &reader, const Json &root,
                        tsr_checkpoint &checkpoint) {
   const Json *meta;
   if (tsr_status_t s =
-          reader.member(root, "manifest", "meta", Json::Object, meta))
+          reader.member(root, "manifest", "meta", Json::value_t::object, meta))
     return s;
   int64_t zeroStage = 0;
   tsr_checkpoint_meta_t &out = checkpoint.meta;
@@ -947,16 +935,16 @@ tsr_status_t parseFiles(const ManifestReader &reader, const Json &root,
                         std::vector<ShardHeader> &headers) {
   const Json *files;
   if (tsr_status_t s =
-          reader.member(root, "manifest", "files", Json::Array, files))
+          reader.member(root, "manifest", "files", Json::value_t::array, files))
     return s;
   int64_t worldSize = checkpoint.meta.world_size;
-  if (static_cast<int64_t>(files->array.size()) != worldSize)
-    return reader.error(
-        "files", "lists " + std::to_string(files->array.size()) +
-                     " files for a world size of " + std::to_string(worldSize));
-  headers.resize(files->array.size());
-  for (size_t i = 0; i < files->array.size(); ++i) {
-    const Json &file = files->array[i];
+  if (static_cast<int64_t>(files->size()) != worldSize)
+    return reader.error("files", "lists " + std::to_string(files->size()) +
+                                     " files for a world size of " +
+                                     std::to_string(worldSize));
+  headers.resize(files->size());
+  for (size_t i = 0; i < files->size(); ++i) {
+    const Json &file = (*files)[i];
     std::string at = "files[" + std::to_string(i) + "]";
     std::string name;
     int64_t rank;
@@ -999,14 +987,14 @@ tsr_status_t parseTensors(const ManifestReader &reader, const Json &root,
                           tsr_checkpoint &checkpoint,
                           const std::vector<ShardHeader> &headers) {
   const Json *tensors;
-  if (tsr_status_t s =
-          reader.member(root, "manifest", "tensors", Json::Array, tensors))
+  if (tsr_status_t s = reader.member(root, "manifest", "tensors",
+                                     Json::value_t::array, tensors))
     return s;
   int64_t worldSize = checkpoint.meta.world_size;
   std::vector<size_t> used(headers.size(), 0);
   std::set<std::string> names;
-  for (size_t i = 0; i < tensors->array.size(); ++i) {
-    const Json &entry = tensors->array[i];
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    const Json &entry = (*tensors)[i];
     std::string at = "tensors[" + std::to_string(i) + "]";
     SavedTensor tensor;
     std::string dtypeName;
@@ -1019,12 +1007,14 @@ tsr_status_t parseTensors(const ManifestReader &reader, const Json &root,
       return s;
     if (tsr_dtype_from_name(dtypeName.c_str(), &tensor.dtype))
       return reader.error(at + ".dtype", "unknown dtype \"" + dtypeName + "\"");
-    if (tsr_status_t s = reader.member(entry, at, "shape", Json::Array, shape))
+    if (tsr_status_t s =
+            reader.member(entry, at, "shape", Json::value_t::array, shape))
       return s;
-    for (const Json &dim : shape->array) {
-      if (dim.kind != Json::Number || !dim.isInteger)
+    for (const Json &dim : *shape) {
+      int64_t size;
+      if (!getInteger(dim, size))
         return reader.error(at + ".shape", "expected integers");
-      tensor.shape.push_back(dim.integer);
+      tensor.shape.push_back(size);
     }
     if (tsr_status_t s = reader.integer(entry, at, "shards", tensor.shards))
       return s;
@@ -1032,14 +1022,14 @@ tsr_status_t parseTensors(const ManifestReader &reader, const Json &root,
             reader.integer(entry, at, "local_elements", tensor.localElements))
       return s;
     if (tsr_status_t s =
-            reader.member(entry, at, "pieces", Json::Array, pieces))
+            reader.member(entry, at, "pieces", Json::value_t::array, pieces))
       return s;
     if (tensor.shards != 1 && tensor.shards != worldSize)
       return reader.error(at + ".shards", "neither 1 nor the world size");
-    if (static_cast<int64_t>(pieces->array.size()) != tensor.shards)
+    if (static_cast<int64_t>(pieces->size()) != tensor.shards)
       return reader.error(at + ".pieces", "expected one per shard");
-    for (size_t k = 0; k < pieces->array.size(); ++k) {
-      const Json &entryPiece = pieces->array[k];
+    for (size_t k = 0; k < pieces->size(); ++k) {
+      const Json &entryPiece = (*pieces)[k];
       std::string pieceAt = at + ".pieces[" + std::to_string(k) + "]";
       std::string file;
       Piece piece;
@@ -1099,11 +1089,8 @@ tsr_status_t openCheckpoint(const std::string &dir,
   if (tsr_status_t s = readFile(path, text))
     return s;
   Json root;
-  JsonError error;
-  if (!parseJson(text, root, error))
-    return fail(TSR_ERROR_PARSE, path + ": byte " +
-                                     std::to_string(error.offset) + ": " +
-                                     error.message);
+  if (tsr_status_t s = parseJson(text, root))
+    return withContext(s, path);
   ManifestReader reader(path);
   std::string format, byteOrder;
   int64_t version;

@@ -12,10 +12,13 @@
 #include "tessera-runtime/Comm.h"
 #include "tessera-runtime/Runtime.h"
 
-#include <chrono>
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
@@ -574,13 +577,14 @@ std::string formatLoss(float loss) {
   return text;
 }
 
-/// Formats a double for JSON: %.9g, or null when not finite.
-std::string jsonNumber(double value) {
-  if (!std::isfinite(value))
-    return "null";
+/// The float32 `value` as the double of its shortest decimal form, so that
+/// a JSON log shows 0.6931472 rather than 0.6931471824645996 and still reads
+/// back as the same float32.
+double shortestDecimal(float value) {
   char text[32];
-  std::snprintf(text, sizeof(text), "%.9g", value);
-  return text;
+  auto result = std::to_chars(text, text + sizeof(text) - 1, value);
+  *result.ptr = '\0';
+  return std::strtod(text, nullptr);
 }
 
 /// Where a process stands in a multi-process run, and its output: rank 0
@@ -765,11 +769,13 @@ int runTrain(const Options &options, tsr_artifact_t *artifact,
                   options.steps, formatLoss(loss).c_str(), rate, unit,
                   seconds * 1000);
     if (log) {
-      std::fprintf(log.get(),
-                   "{\"step\": %ld, \"loss\": %s, \"seconds\": %s, "
-                   "\"%s_per_second\": %s}\n",
-                   step, jsonNumber(loss).c_str(), jsonNumber(seconds).c_str(),
-                   unit, jsonNumber(rate).c_str());
+      // Non-finite numbers are written as null.
+      nlohmann::ordered_json record = {
+          {"step", step},
+          {"loss", shortestDecimal(loss)},
+          {"seconds", seconds},
+          {std::string(unit) + "_per_second", rate}};
+      std::fprintf(log.get(), "%s\n", record.dump().c_str());
       std::fflush(log.get());
     }
     // The loss is the mean over all ranks: they stop together.
