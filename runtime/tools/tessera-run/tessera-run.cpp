@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Float16.h"
 #include "tessera-runtime/Checkpoint.h"
 #include "tessera-runtime/Comm.h"
 #include "tessera-runtime/Runtime.h"
@@ -325,36 +326,16 @@ std::string makeDirectories(const std::string &path) {
   }
 }
 
-float halfToFloat(uint16_t bits) {
-  int exponent = (bits >> 10) & 0x1F;
-  int mantissa = bits & 0x3FF;
-  float value;
-  if (exponent == 0)
-    value = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31)
-    value = mantissa ? NAN : INFINITY;
-  else
-    value = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  return (bits & 0x8000) ? -value : value;
-}
-
-float bfloat16ToFloat(uint16_t bits) {
-  uint32_t word = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
-
 std::string formatValue(tsr_dtype_t dtype, const void *data, int64_t i) {
   char text[64];
   switch (dtype) {
   case TSR_DTYPE_FLOAT16:
     std::snprintf(text, sizeof(text), "%g",
-                  halfToFloat(static_cast<const uint16_t *>(data)[i]));
+                  tsr::halfToFloat(static_cast<const uint16_t *>(data)[i]));
     break;
   case TSR_DTYPE_BFLOAT16:
     std::snprintf(text, sizeof(text), "%g",
-                  bfloat16ToFloat(static_cast<const uint16_t *>(data)[i]));
+                  tsr::bfloat16ToFloat(static_cast<const uint16_t *>(data)[i]));
     break;
   case TSR_DTYPE_FLOAT32:
     std::snprintf(text, sizeof(text), "%g",
