@@ -9,6 +9,7 @@
 
 #include "tessera-runtime/Checkpoint.h"
 
+#include "DurableFile.h"
 #include "Json.h"
 #include "RuntimeInternal.h"
 
@@ -114,22 +115,6 @@ tsr_status_t ioError(const std::string &path, const char *what) {
   return fail(TSR_ERROR_IO, path + ": " + what + ": " + std::strerror(errno));
 }
 
-tsr_status_t writeAll(int fd, const void *data, size_t size,
-                      const std::string &path) {
-  const char *bytes = static_cast<const char *>(data);
-  while (size) {
-    ssize_t n = ::write(fd, bytes, std::min(size, kChunkSize));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return ioError(path, "write error");
-    }
-    bytes += n;
-    size -= static_cast<size_t>(n);
-  }
-  return TSR_OK;
-}
-
 /// Reads exactly `size` bytes at `offset`; a short read is a truncated file.
 tsr_status_t readAt(int fd, void *data, size_t size, uint64_t offset,
                     const std::string &path) {
@@ -152,40 +137,10 @@ tsr_status_t readAt(int fd, void *data, size_t size, uint64_t offset,
   return TSR_OK;
 }
 
-/// Makes the entries of directory `path` durable. Filesystems that cannot
-/// sync a directory (EINVAL) are accepted.
-tsr_status_t syncDirectory(const std::string &path) {
-  Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.fd < 0)
-    return ioError(path, "cannot open directory");
-  if (::fsync(dir.fd) != 0 && errno != EINVAL && errno != EROFS)
-    return ioError(path, "cannot fsync directory");
-  return TSR_OK;
-}
-
-std::string parentOf(const std::string &path) {
-  fs::path parent = fs::path(path).parent_path();
-  return parent.empty() ? "." : parent.string();
-}
-
-/// Writes `bytes` to `path` durably: a temporary file, fsync, rename, fsync
-/// of the directory.
-tsr_status_t writeFileDurably(const std::string &path,
-                              const std::string &bytes) {
-  std::string partial = path + ".partial";
-  {
-    Fd file(::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                   0644));
-    if (file.fd < 0)
-      return ioError(partial, "cannot create");
-    if (tsr_status_t s = writeAll(file.fd, bytes.data(), bytes.size(), partial))
-      return s;
-    if (::fsync(file.fd) != 0)
-      return ioError(partial, "cannot fsync");
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0)
-    return ioError(path, "cannot rename into place");
-  return syncDirectory(parentOf(path));
+/// syncDirectory with the message recorded as the last error.
+tsr_status_t syncDirectoryOrFail(const std::string &path) {
+  std::string error;
+  return syncDirectory(path, error) ? TSR_OK : fail(TSR_ERROR_IO, error);
 }
 
 //===----------------------------------------------------------------------===//
@@ -679,51 +634,43 @@ tsr_status_t writeShard(const std::string &dir, int64_t rank, int64_t worldSize,
     return fail(TSR_ERROR_IO,
                 tmpDir + ": cannot create directory: " + ec.message());
   std::string path = tmpDir + "/" + shardFileName(rank, worldSize);
-  std::string partial = path + ".partial";
-  {
-    Fd file(::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                   0644));
-    if (file.fd < 0)
-      return ioError(partial, "cannot create");
-    uint32_t crc = crc32_z(0, Z_NULL, 0);
-    uint64_t written = 0;
-    auto emit = [&](const void *bytes, uint64_t size) -> tsr_status_t {
-      crc = crcOf(crc, bytes, size);
-      written += size;
-      return writeAll(file.fd, bytes, size, partial);
-    };
-    auto emitZeros = [&](uint64_t size) -> tsr_status_t {
-      while (size) {
-        uint64_t n = std::min<uint64_t>(size, sizeof(kZeros));
-        if (tsr_status_t s = emit(kZeros, n))
-          return s;
-        size -= n;
-      }
-      return TSR_OK;
-    };
-    std::string headerBytes = encodeHeader(header);
-    if (tsr_status_t s = emit(headerBytes.data(), headerBytes.size()))
-      return s;
-    for (size_t i = 0; i < header.records.size(); ++i) {
-      const Record &record = header.records[i];
-      if (tsr_status_t s = emitZeros(record.offset - written))
+  DurableFile file(path);
+  if (!file.open())
+    return fail(TSR_ERROR_IO, file.error());
+  uint32_t crc = crc32_z(0, Z_NULL, 0);
+  uint64_t written = 0;
+  auto emit = [&](const void *bytes, uint64_t size) -> tsr_status_t {
+    crc = crcOf(crc, bytes, size);
+    written += size;
+    return file.write(bytes, size) ? TSR_OK : fail(TSR_ERROR_IO, file.error());
+  };
+  auto emitZeros = [&](uint64_t size) -> tsr_status_t {
+    while (size) {
+      uint64_t n = std::min<uint64_t>(size, sizeof(kZeros));
+      if (tsr_status_t s = emit(kZeros, n))
         return s;
-      if (tsr_status_t s = emit(sources[i].first, sources[i].second))
-        return s;
-      if (tsr_status_t s = emitZeros(record.bytes - sources[i].second))
-        return s;
+      size -= n;
     }
-    char trailer[kTrailerSize];
-    std::memcpy(trailer, &crc, sizeof(crc));
-    std::memcpy(trailer + 4, kTrailerMagic, sizeof(kTrailerMagic));
-    if (tsr_status_t s = writeAll(file.fd, trailer, kTrailerSize, partial))
+    return TSR_OK;
+  };
+  std::string headerBytes = encodeHeader(header);
+  if (tsr_status_t s = emit(headerBytes.data(), headerBytes.size()))
+    return s;
+  for (size_t i = 0; i < header.records.size(); ++i) {
+    const Record &record = header.records[i];
+    if (tsr_status_t s = emitZeros(record.offset - written))
       return s;
-    if (::fsync(file.fd) != 0)
-      return ioError(partial, "cannot fsync");
+    if (tsr_status_t s = emit(sources[i].first, sources[i].second))
+      return s;
+    if (tsr_status_t s = emitZeros(record.bytes - sources[i].second))
+      return s;
   }
-  if (std::rename(partial.c_str(), path.c_str()) != 0)
-    return ioError(path, "cannot rename into place");
-  return syncDirectory(tmpDir);
+  char trailer[kTrailerSize];
+  std::memcpy(trailer, &crc, sizeof(crc));
+  std::memcpy(trailer + 4, kTrailerMagic, sizeof(kTrailerMagic));
+  if (!file.write(trailer, kTrailerSize) || !file.commit())
+    return fail(TSR_ERROR_IO, file.error());
+  return TSR_OK;
 }
 
 bool sameTensor(const Record &a, const Record &b) {
@@ -780,17 +727,17 @@ std::string encodeManifest(const tsr_checkpoint_meta_t &meta,
 /// every instant: an atomic exchange where the filesystem supports it, else
 /// a rename aside to `dir`.old.
 tsr_status_t publish(const std::string &tmpDir, const std::string &dir) {
-  std::string parent = parentOf(dir);
+  std::string parent = parentDirectory(dir);
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(dir, ec))) {
     if (std::rename(tmpDir.c_str(), dir.c_str()) != 0)
       return ioError(dir, "cannot rename the temporary directory into place");
-    return syncDirectory(parent);
+    return syncDirectoryOrFail(parent);
   }
 #if defined(__linux__) && defined(RENAME_EXCHANGE)
   if (::renameat2(AT_FDCWD, tmpDir.c_str(), AT_FDCWD, dir.c_str(),
                   RENAME_EXCHANGE) == 0) {
-    if (tsr_status_t s = syncDirectory(parent))
+    if (tsr_status_t s = syncDirectoryOrFail(parent))
       return s;
     fs::remove_all(tmpDir, ec);
     if (ec)
@@ -809,11 +756,11 @@ tsr_status_t publish(const std::string &tmpDir, const std::string &dir) {
     return fail(TSR_ERROR_IO, old + ": cannot remove: " + ec.message());
   if (std::rename(dir.c_str(), old.c_str()) != 0)
     return ioError(dir, "cannot rename aside");
-  if (tsr_status_t s = syncDirectory(parent))
+  if (tsr_status_t s = syncDirectoryOrFail(parent))
     return s;
   if (std::rename(tmpDir.c_str(), dir.c_str()) != 0)
     return ioError(dir, "cannot rename the temporary directory into place");
-  if (tsr_status_t s = syncDirectory(parent))
+  if (tsr_status_t s = syncDirectoryOrFail(parent))
     return s;
   fs::remove_all(old, ec);
   if (ec)
@@ -879,9 +826,10 @@ tsr_status_t commit(const std::string &dir, int64_t worldSize,
                   leftover.string() + ": cannot remove: " + ec.message());
   }
 
-  if (tsr_status_t s = writeFileDurably(tmpDir + "/" + kManifestName,
-                                        encodeManifest(*meta, strings, shards)))
-    return s;
+  std::string error;
+  if (!writeFileDurably(tmpDir + "/" + kManifestName,
+                        encodeManifest(*meta, strings, shards), error))
+    return fail(TSR_ERROR_IO, error);
   return publish(tmpDir, dir);
 }
 

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
+#include "DurableFile.h"
 #include "Float16.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Checkpoint.h"
@@ -23,7 +24,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -304,15 +304,9 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
     graph->mutable_initializer(k)->clear_raw_data();
   if (!serialized)
     return fail(TSR_ERROR_IO, path + ": cannot serialize the ONNX model");
-  std::string temporary = path + ".tmp";
-  if (tsr_status_t s = writeFile(temporary, bytes))
-    return s;
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    return fail(TSR_ERROR_IO,
-                path + ": cannot rename " + temporary + " to it: " + reason);
-  }
+  std::string error;
+  if (!writeFileDurably(path, bytes, error))
+    return fail(TSR_ERROR_IO, error);
   return TSR_OK;
 }
 
