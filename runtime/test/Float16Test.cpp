@@ -38,6 +38,28 @@ bool isQuietFloatNan(float value) {
   return std::isnan(value) && (floatBits(value) & 0x400000);
 }
 
+/// Converts every 16-bit pattern to float and back. NaNs come back quiet
+/// (`quietBit` set) with their sign and payload, every other value exactly;
+/// `expectValue(bits, value)` checks each float that is not a NaN.
+template <typename ToFloat, typename FromFloat, typename IsNan,
+          typename ExpectValue>
+void expectEveryPatternRoundTrips(ToFloat toFloat, FromFloat fromFloat,
+                                  IsNan isNan, uint16_t quietBit,
+                                  ExpectValue expectValue) {
+  for (uint32_t i = 0; i <= 0xffff; ++i) {
+    uint16_t bits = static_cast<uint16_t>(i);
+    float value = toFloat(bits);
+    EXPECT_EQ(std::signbit(value), (bits & 0x8000) != 0) << std::hex << i;
+    if (isNan(bits)) {
+      EXPECT_TRUE(isQuietFloatNan(value)) << std::hex << i;
+      EXPECT_EQ(fromFloat(value), bits | quietBit) << std::hex << i;
+      continue;
+    }
+    expectValue(bits, value);
+    EXPECT_EQ(fromFloat(value), bits) << std::hex << i;
+  }
+}
+
 /// Checks that `convert` rounds the midpoint between the neighbouring
 /// positive patterns `low` and `low + 1` (whose values are `lowValue` and
 /// `highValue`) to the even one, and the floats next to it to the nearer.
@@ -56,20 +78,12 @@ void expectRoundsAround(uint16_t low, double lowValue, double highValue,
 } // namespace
 
 TEST(Float16, EveryPatternConvertsExactlyAndRoundTrips) {
-  for (uint32_t i = 0; i <= 0xffff; ++i) {
-    uint16_t bits = static_cast<uint16_t>(i);
-    float value = halfToFloat(bits);
-    if (isHalfNan(bits)) {
-      EXPECT_TRUE(isQuietFloatNan(value)) << std::hex << i;
-      EXPECT_EQ(std::signbit(value), (bits & 0x8000) != 0) << std::hex << i;
-      // The payload survives; a signalling NaN comes back quiet.
-      EXPECT_EQ(floatToHalf(value), bits | 0x200) << std::hex << i;
-      continue;
-    }
-    EXPECT_EQ(static_cast<double>(value), halfValue(bits)) << std::hex << i;
-    EXPECT_EQ(std::signbit(value), (bits & 0x8000) != 0) << std::hex << i;
-    EXPECT_EQ(floatToHalf(value), bits) << std::hex << i;
-  }
+  expectEveryPatternRoundTrips(
+      halfToFloat, floatToHalf, isHalfNan, 0x200,
+      [](uint16_t bits, float value) {
+        EXPECT_EQ(static_cast<double>(value), halfValue(bits))
+            << std::hex << bits;
+      });
 }
 
 TEST(Float16, RoundsToNearestEven) {
@@ -115,18 +129,12 @@ TEST(Float16, NanStaysAQuietNan) {
 }
 
 TEST(Bfloat16, EveryPatternConvertsExactlyAndRoundTrips) {
-  for (uint32_t i = 0; i <= 0xffff; ++i) {
-    uint16_t bits = static_cast<uint16_t>(i);
-    float value = bfloat16ToFloat(bits);
-    if (isBfloat16Nan(bits)) {
-      EXPECT_TRUE(isQuietFloatNan(value)) << std::hex << i;
-      EXPECT_EQ(floatToBfloat16(value), bits | 0x40) << std::hex << i;
-      continue;
-    }
-    EXPECT_EQ(floatBits(value), static_cast<uint32_t>(bits) << 16)
-        << std::hex << i;
-    EXPECT_EQ(floatToBfloat16(value), bits) << std::hex << i;
-  }
+  expectEveryPatternRoundTrips(
+      bfloat16ToFloat, floatToBfloat16, isBfloat16Nan, 0x40,
+      [](uint16_t bits, float value) {
+        EXPECT_EQ(floatBits(value), static_cast<uint32_t>(bits) << 16)
+            << std::hex << bits;
+      });
 }
 
 TEST(Bfloat16, RoundsToNearestEvenAndOverflowsToInfinity) {
