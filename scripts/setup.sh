@@ -8,6 +8,8 @@ debs=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22 clang-format-22
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev zlib1g-dev
+  # the runtime's JSON reading and writing (header-only)
+  nlohmann-json3-dev
   python3 python3-venv python3-numpy
   # bench/train.py: PyTorch eager baseline on Debian's own Python
   python3-torch python3-onnx

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
+#include "Float16.h"
 #include "RuntimeInternal.h"
 
 #include <atomic>
@@ -233,72 +234,6 @@ tsr_status_t tsr::checkReduction(const char *what, int64_t rawDtype,
 }
 
 int tsr::processRank() { return worldRankForMessages.load(); }
-
-float tsr::halfToFloat(uint16_t bits) {
-  uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
-  uint32_t exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff, out;
-  if (exponent == 0x1f) {
-    out = sign | 0x7f800000 | (mantissa << 13);
-  } else if (exponent != 0) {
-    out = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    out = sign;
-  } else {
-    // Subnormal: normalize.
-    exponent = 113;
-    while (!(mantissa & 0x400)) {
-      mantissa <<= 1;
-      --exponent;
-    }
-    out = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
-  }
-  float value;
-  std::memcpy(&value, &out, sizeof(value));
-  return value;
-}
-
-uint16_t tsr::floatToHalf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-  uint32_t magnitude = bits & 0x7fffffff;
-  if (magnitude > 0x7f800000) // NaN
-    return sign | 0x7e00;
-  if (magnitude >= 0x477ff000) // Rounds to infinity.
-    return sign | 0x7c00;
-  if (magnitude < 0x38800000) { // Subnormal or zero in half.
-    uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
-    int shift = 126 - static_cast<int>(magnitude >> 23);
-    if (shift > 24)
-      return sign;
-    uint32_t half = mantissa >> shift;
-    uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1)))
-      ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = ((magnitude >> 13) - (112u << 10));
-  uint32_t rest = magnitude & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
-float tsr::bfloat16ToFloat(uint16_t bits) {
-  uint32_t out = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &out, sizeof(value));
-  return value;
-}
-
-uint16_t tsr::floatToBfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
 
 void tsr::scaleElements(void *data, size_t count, tsr_dtype_t dtype,
                         double factor) {

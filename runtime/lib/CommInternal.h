@@ -100,12 +100,6 @@ int processRank();
 /// Multiplies `count` floating-point elements by `factor` in place.
 void scaleElements(void *data, size_t count, tsr_dtype_t dtype, double factor);
 
-/// float16 and bfloat16 conversions (round to nearest even).
-float halfToFloat(uint16_t bits);
-uint16_t floatToHalf(float value);
-float bfloat16ToFloat(uint16_t bits);
-uint16_t floatToBfloat16(float value);
-
 /// Marks collective `id` of the compiled program as producing reduced
 /// gradients: its result buffers count in tsr_memory_gradient_stats.
 void markGradientCollective(int64_t id);

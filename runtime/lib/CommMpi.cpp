@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
+#include "Float16.h"
 #include "RuntimeInternal.h"
 
 #include <mpi.h>

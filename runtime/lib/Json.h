@@ -1,7 +1,10 @@
-//===- Json.h - The runtime's JSON reader -----------------------*- C++ -*-===//
+//===- Json.h - The runtime's JSON reading and writing ----------*- C++ -*-===//
 //
-// A strict RFC 8259 parser shared by the artifact manifest and checkpoint
-// manifests. Nothing here is part of the C ABI.
+// nlohmann::json with the runtime's rules on top: strict parsing (no
+// duplicate keys, bounded nesting) with errors that name a line and column,
+// and serialization that never throws. Shared by the artifact manifest,
+// checkpoint manifests and tessera-run's logs. Nothing here is part of the C
+// ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,46 +13,36 @@
 
 #include "tessera-runtime/Runtime.h"
 
-#include <cstddef>
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace tsr {
 
-/// One parsed JSON value. A number keeps its double value and, when its
-/// literal has neither fraction nor exponent and fits, its exact integer.
-struct Json {
-  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-  bool boolean = false;
-  bool isInteger = false;
-  int64_t integer = 0;
-  double number = 0;
-  std::string string;
-  std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
+/// A JSON value whose objects keep their members in insertion order, so
+/// that written files list them in the order the code builds them.
+using Json = nlohmann::ordered_json;
 
-  /// The member `key` of an object, or null.
-  const Json *find(const char *key) const;
-};
-
-/// Why and where parsing stopped: a byte offset and its 1-based line and
-/// column.
-struct JsonError {
-  std::string message;
-  size_t offset = 0;
-  size_t line = 1;
-  size_t column = 1;
-};
-
-/// Parses `text` as exactly one JSON value. On failure returns false and
-/// describes it in `outError`; records no last error.
-bool parseJson(const std::string &text, Json &out, JsonError &outError);
-
-/// Parses `text` as exactly one JSON value. On failure records
-/// "LINE:COLUMN: message" as the last error and returns TSR_ERROR_PARSE.
+/// Parses `text` as exactly one JSON value, rejecting duplicate keys and
+/// nesting deeper than 64. On failure records "LINE:COLUMN: message" as the
+/// last error and returns TSR_ERROR_PARSE.
 tsr_status_t parseJson(const std::string &text, Json &out);
+
+/// The member `key` of `object`, or null (also when `object` is no object).
+const Json *findMember(const Json &object, const char *key);
+
+/// Whether `value` is an integer number that fits in int64_t; then stores
+/// it in `out`. Numbers written with a fraction or exponent are not.
+bool getInteger(const Json &value, int64_t &out);
+
+/// Whether `text` is valid UTF-8, as every string in a JSON file must be.
+bool isValidUtf8(const std::string &text);
+
+/// Serializes `value` on one line (`indent` < 0) or indented by `indent`
+/// spaces per level. Invalid UTF-8 in strings becomes U+FFFD instead of
+/// throwing; non-finite numbers become null.
+std::string dumpJson(const Json &value, int indent = -1);
 
 } // namespace tsr
 

@@ -82,6 +82,10 @@ struct Manifest {
   std::vector<CollectiveSpec> collectives;
 };
 
+/// Parses and checks the text of a manifest.json. Messages do not name the
+/// file.
+tsr_status_t parseManifest(const std::string &text, Manifest &out);
+
 /// The index of mesh axis `name`, or -1.
 int64_t findMeshAxis(const Manifest &manifest, const std::string &name);
 

@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
+#include "DurableFile.h"
+#include "Float16.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Checkpoint.h"
 #include "tessera-runtime/Comm.h"
@@ -22,8 +24,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -51,37 +51,6 @@ struct tsr_trainer {
 
 namespace {
 
-uint16_t floatToHalf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  uint16_t sign = (bits >> 16) & 0x8000;
-  bits &= 0x7FFFFFFF;
-  if (bits >= 0x7F800000)
-    return sign | 0x7C00 | (bits > 0x7F800000 ? 0x200 : 0);
-  if (bits >= 0x477FF000) // Rounds to 65520 or more: infinity.
-    return sign | 0x7C00;
-  if (bits < 0x38800000) { // A half subnormal: a multiple of 2^-24.
-    float magnitude;
-    std::memcpy(&magnitude, &bits, sizeof(magnitude));
-    return sign |
-           static_cast<uint16_t>(std::nearbyint(magnitude * 16777216.0f));
-  }
-  uint32_t half = (((bits >> 23) - 112) << 10) | ((bits & 0x7FFFFF) >> 13);
-  uint32_t rest = bits & 0x1FFF;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    ++half;
-  return sign | static_cast<uint16_t>(half);
-}
-
-uint16_t floatToBFloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7FFFFFFF) > 0x7F800000)
-    return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 template <typename T> void fillWith(tsr_tensor &tensor, T value) {
   T *data = static_cast<T *>(tensor.data);
   for (int64_t i = 0; i < tensor.numElements; ++i)
@@ -94,7 +63,7 @@ void fillConstant(tsr_tensor &tensor, double value) {
   case TSR_DTYPE_FLOAT16:
     return fillWith(tensor, floatToHalf(static_cast<float>(value)));
   case TSR_DTYPE_BFLOAT16:
-    return fillWith(tensor, floatToBFloat16(static_cast<float>(value)));
+    return fillWith(tensor, floatToBfloat16(static_cast<float>(value)));
   case TSR_DTYPE_FLOAT32:
     return fillWith(tensor, static_cast<float>(value));
   case TSR_DTYPE_FLOAT64:
@@ -337,15 +306,9 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
     graph->mutable_initializer(k)->clear_raw_data();
   if (!serialized)
     return fail(TSR_ERROR_IO, path + ": cannot serialize the ONNX model");
-  std::string temporary = path + ".tmp";
-  if (tsr_status_t s = writeFile(temporary, bytes))
-    return s;
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    return fail(TSR_ERROR_IO,
-                path + ": cannot rename " + temporary + " to it: " + reason);
-  }
+  std::string error;
+  if (!writeFileDurably(path, bytes, error))
+    return fail(TSR_ERROR_IO, error);
   return TSR_OK;
 }
 

@@ -353,10 +353,20 @@ TEST(Checkpoint, RefusesCorruptManifest) {
   std::string path = dir + "/manifest.json";
   std::string original = readBytes(path);
 
-  writeBytes(path, original.substr(0, original.size() / 2));
-  expectOpenError(dir, TSR_ERROR_PARSE, path, "byte ");
+  // A truncated manifest: the error names the line and column of its end.
+  std::string half = original.substr(0, original.size() / 2);
+  size_t lastLine = half.rfind('\n') + 1;
+  writeBytes(path, half);
+  expectOpenError(
+      dir, TSR_ERROR_PARSE, path,
+      ": " + std::to_string(std::count(half.begin(), half.end(), '\n') + 1) +
+          ":" + std::to_string(half.size() - lastLine + 1) +
+          ": unexpected end of input");
   writeBytes(path, "");
-  expectOpenError(dir, TSR_ERROR_PARSE, path, "unexpected end of input");
+  expectOpenError(dir, TSR_ERROR_PARSE, path, ": 1:1: unexpected end of input");
+  writeBytes(path, "{\n  \"format\": 1,\n  \"format\": 2\n}\n");
+  expectOpenError(dir, TSR_ERROR_PARSE, path,
+                  ": 3:11: duplicate key \"format\"");
 
   // A recorded offset that disagrees with the shard's header.
   std::string bytes = original;
@@ -445,6 +455,16 @@ TEST(Checkpoint, RefusesBadWrites) {
   EXPECT_EQ(writeShard(dir, 0, meta, {tensor, tensor}),
             TSR_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(writeShard(dir, 4, meta, {tensor}), TSR_ERROR_INVALID_ARGUMENT);
+  // The manifest is JSON: names and meta strings must be valid UTF-8.
+  GlobalTensor badName = tensor;
+  badName.name = "w\xff";
+  EXPECT_EQ(writeShard(dir, 0, meta, {badName}), TSR_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tsr_last_error()).find("name is not valid UTF-8"),
+            std::string::npos)
+      << tsr_last_error();
+  meta.mesh = "dp=\xc3";
+  EXPECT_EQ(writeShard(dir, 0, meta, {tensor}), TSR_ERROR_INVALID_ARGUMENT);
+  meta = makeMeta(1, 4);
   meta.world_size = 2;
   EXPECT_EQ(
       tsr_checkpoint_write_shard(dir.c_str(), 0, 4, &meta, 0, nullptr, nullptr),

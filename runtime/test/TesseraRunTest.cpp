@@ -129,8 +129,13 @@ TEST(Artifact, RejectsBadManifests) {
     return text.replace(at, from.size(), to);
   };
   expectLoadError("", "manifest.json: 1:1: unexpected end of input");
-  expectLoadError("{\"format\": \"tessera-artifact\",}",
-                  "1:31: expected a string key");
+  expectLoadError(
+      "{\"format\": \"tessera-artifact\",}",
+      "manifest.json: 1:31: unexpected '}'; expected string literal");
+  expectLoadError("{\"format\": \"tessera-artifact\",\n \"format\": \"x\"}",
+                  "manifest.json: 2:10: duplicate key \"format\"");
+  expectLoadError(std::string(66, '[') + std::string(66, ']'),
+                  "manifest.json: 1:67: nesting too deep");
   expectLoadError("[1, 2]", "top level must be a JSON object");
   expectLoadError(replace("tessera-artifact", "other"), "format is \"other\"");
   expectLoadError(replace("\"version\": 1", "\"version\": 2"),

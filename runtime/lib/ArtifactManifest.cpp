@@ -1,0 +1,597 @@
+//===- ArtifactManifest.cpp - Parsing and checking manifest.json ----------===//
+//
+// Turns an artifact's manifest.json into a Manifest: the tensors with their
+// roles and shards, the device mesh and collectives, and for mode "train"
+// the train object, with every cross-reference checked. The format is
+// described in docs/runtime.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Json.h"
+#include "RuntimeInternal.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace tsr;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+struct RoleName {
+  tsr_role_t role;
+  const char *name;
+  bool forInputs;
+};
+
+constexpr RoleName kRoles[] = {
+    {TSR_ROLE_DATA, "data", true},    {TSR_ROLE_LABEL, "label", true},
+    {TSR_ROLE_PARAM, "param", true},  {TSR_ROLE_STATE, "state", true},
+    {TSR_ROLE_PARAM, "param", false}, {TSR_ROLE_STATE, "state", false},
+    {TSR_ROLE_LOSS, "loss", false},   {TSR_ROLE_METRIC, "metric", false},
+    {TSR_ROLE_GRAD, "grad", false},   {TSR_ROLE_RNG, "rng", true},
+};
+
+std::string where(const char *list, size_t index) {
+  return std::string(list) + "[" + std::to_string(index) + "]";
+}
+
+tsr_status_t requireString(const Json &object, const char *key,
+                           const std::string &where, std::string &out,
+                           bool optional = false) {
+  const Json *value = findMember(object, key);
+  if (!value) {
+    if (optional)
+      return TSR_OK;
+    return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"" +
+                                     (where.empty() ? "" : " in " + where));
+  }
+  if (!value->is_string())
+    return fail(TSR_ERROR_PARSE,
+                (where.empty() ? "" : where + ".") + key + " must be a string");
+  out = value->get<std::string>();
+  return TSR_OK;
+}
+
+/// Reads an optional integer member no smaller than `minimum`; `out` keeps
+/// its value when the member is absent.
+tsr_status_t optionalInteger(const Json &object, const char *key,
+                             const std::string &where, int64_t minimum,
+                             int64_t &out, bool *present = nullptr) {
+  const Json *value = findMember(object, key);
+  if (present)
+    *present = value != nullptr;
+  if (!value)
+    return TSR_OK;
+  int64_t integer;
+  if (!getInteger(*value, integer) || integer < minimum)
+    return fail(
+        TSR_ERROR_PARSE,
+        where + "." + key + " must be an integer" +
+            (minimum > INT64_MIN ? " >= " + std::to_string(minimum) : ""));
+  out = integer;
+  return TSR_OK;
+}
+
+tsr_status_t parseRole(const Json &entry, const std::string &at, bool isInput,
+                       TensorSpec &spec) {
+  std::string name;
+  if (tsr_status_t s = requireString(entry, "role", at, name, true))
+    return s;
+  if (!findMember(entry, "role")) {
+    spec.role = isInput ? TSR_ROLE_DATA : TSR_ROLE_NONE;
+    return TSR_OK;
+  }
+  for (const RoleName &role : kRoles) {
+    if (role.forInputs == isInput && name == role.name) {
+      spec.role = role.role;
+      return TSR_OK;
+    }
+  }
+  return fail(TSR_ERROR_PARSE,
+              at + ".role: unknown " + (isInput ? "input" : "output") +
+                  " role \"" + name + "\" (expected " +
+                  (isInput ? "param, state, data, label or rng"
+                           : "loss, param, state, metric or grad") +
+                  ")");
+}
+
+/// Checks that a state's "init" is representable in its dtype.
+tsr_status_t checkInit(const TensorSpec &spec, const std::string &at) {
+  double value = spec.init;
+  bool fits;
+  switch (spec.dtype) {
+  case TSR_DTYPE_FLOAT16:
+    fits = std::fabs(value) <= 65504.0;
+    break;
+  case TSR_DTYPE_BFLOAT16:
+    fits = std::fabs(value) <= 3.3895313892515355e38;
+    break;
+  case TSR_DTYPE_FLOAT32:
+    fits = std::fabs(value) <= 3.4028234663852886e38;
+    break;
+  case TSR_DTYPE_FLOAT64:
+    fits = true;
+    break;
+  case TSR_DTYPE_BOOL:
+    fits = value == 0 || value == 1;
+    break;
+  default: {
+    int bits = static_cast<int>(tsr_dtype_size(spec.dtype) * 8);
+    bool isSigned =
+        spec.dtype == TSR_DTYPE_INT8 || spec.dtype == TSR_DTYPE_INT16 ||
+        spec.dtype == TSR_DTYPE_INT32 || spec.dtype == TSR_DTYPE_INT64;
+    double low = isSigned ? -std::ldexp(1.0, bits - 1) : 0;
+    double end = std::ldexp(1.0, isSigned ? bits - 1 : bits);
+    fits = value >= low && value < end && value == std::trunc(value);
+  }
+  }
+  if (fits)
+    return TSR_OK;
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.15g", value);
+  return fail(TSR_ERROR_PARSE, at + ".init: " + text +
+                                   " is not representable in " +
+                                   tsr_dtype_name(spec.dtype));
+}
+
+/// Parses the role-specific members "updates" and "of" (outputs) and
+/// "init" (inputs).
+tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
+                              bool isInput, TensorSpec &spec) {
+  bool hasUpdates = false, hasOf = false;
+  if (!isInput) {
+    if (tsr_status_t s =
+            optionalInteger(entry, "updates", at, 0, spec.updates, &hasUpdates))
+      return s;
+    if (tsr_status_t s = optionalInteger(entry, "of", at, 0, spec.of, &hasOf))
+      return s;
+  }
+  bool updating = spec.role == TSR_ROLE_PARAM || spec.role == TSR_ROLE_STATE;
+  std::string role = std::string("\"") + tsr_role_name(spec.role) + "\"";
+  if (!isInput && updating && !hasUpdates)
+    return fail(TSR_ERROR_PARSE,
+                at + " has role " + role + " but no \"updates\"");
+  if (hasUpdates && !updating)
+    return fail(TSR_ERROR_PARSE,
+                at + ".updates is only for param and state outputs");
+  if (spec.role == TSR_ROLE_GRAD && !hasOf)
+    return fail(TSR_ERROR_PARSE, at + " has role \"grad\" but no \"of\"");
+  if (hasOf && spec.role != TSR_ROLE_GRAD)
+    return fail(TSR_ERROR_PARSE, at + ".of is only for grad outputs");
+  const Json *init = findMember(entry, "init");
+  if (!init)
+    return TSR_OK;
+  if (!isInput || spec.role != TSR_ROLE_STATE)
+    return fail(TSR_ERROR_PARSE, at + ".init is only for state inputs");
+  if (!init->is_number())
+    return fail(TSR_ERROR_PARSE, at + ".init must be a number");
+  spec.init = init->get<double>();
+  return checkInit(spec, at);
+}
+
+/// Parses "shards" and "global_shape" (inputs): a flat shard holds
+/// ceil(n / shards) elements of a tensor of n.
+tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
+                         TensorSpec &spec) {
+  bool hasShards = false;
+  if (tsr_status_t s =
+          optionalInteger(entry, "shards", at, 1, spec.shards, &hasShards))
+    return s;
+  const Json *global = findMember(entry, "global_shape");
+  if (!hasShards && !global) {
+    spec.globalShape = spec.shape;
+    return TSR_OK;
+  }
+  if (!isInput)
+    return fail(TSR_ERROR_PARSE,
+                at + ": shards and global_shape are only for inputs");
+  if (!global || !global->is_array())
+    return fail(TSR_ERROR_PARSE,
+                at + ": shards needs a global_shape array (and vice versa)");
+  for (const Json &dim : *global) {
+    int64_t size;
+    if (!getInteger(dim, size) || size < 0)
+      return fail(TSR_ERROR_PARSE,
+                  at + ".global_shape must hold non-negative integers");
+    spec.globalShape.push_back(size);
+  }
+  int64_t count;
+  size_t bytes;
+  if (tsr_status_t s = computeSizes(spec.dtype, spec.globalShape.data(),
+                                    spec.globalShape.size(), count, bytes))
+    return withContext(s, at + ".global_shape");
+  int64_t local = (count + spec.shards - 1) / spec.shards;
+  if (spec.shape != std::vector<int64_t>{local})
+    return fail(TSR_ERROR_PARSE,
+                at + ": a shard of " + formatShape(spec.globalShape) +
+                    " over " + std::to_string(spec.shards) +
+                    " ranks has shape [" + std::to_string(local) + "], not " +
+                    formatShape(spec.shape));
+  return TSR_OK;
+}
+
+/// Parses "mesh", "zero" and "collectives" (all optional).
+tsr_status_t parseParallel(const Json &root, Manifest &out) {
+  if (const Json *mesh = findMember(root, "mesh")) {
+    if (!mesh->is_array())
+      return fail(TSR_ERROR_PARSE, "mesh must be an array");
+    for (size_t i = 0; i < mesh->size(); ++i) {
+      const Json &axis = (*mesh)[i];
+      std::string at = where("mesh", i), name;
+      int64_t size = 0;
+      bool hasSize = false;
+      if (!axis.is_object())
+        return fail(TSR_ERROR_PARSE, at + " must be an object");
+      if (tsr_status_t s = requireString(axis, "name", at, name))
+        return s;
+      if (tsr_status_t s = optionalInteger(axis, "size", at, 1, size, &hasSize))
+        return s;
+      if (!hasSize)
+        return fail(TSR_ERROR_PARSE, "missing \"size\" in " + at);
+      out.mesh.emplace_back(name, size);
+    }
+  }
+  if (tsr_status_t s = optionalInteger(root, "zero", "", 0, out.zero))
+    return s;
+  const Json *list = findMember(root, "collectives");
+  if (!list)
+    return TSR_OK;
+  if (!list->is_array())
+    return fail(TSR_ERROR_PARSE, "collectives must be an array");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json &entry = (*list)[i];
+    std::string at = where("collectives", i);
+    if (!entry.is_object())
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
+    CollectiveSpec c;
+    if (tsr_status_t s = requireString(entry, "kind", at, c.kind))
+      return s;
+    const Json *axes = findMember(entry, "axes");
+    if (!axes || !axes->is_array() || axes->empty())
+      return fail(TSR_ERROR_PARSE,
+                  at + ".axes must be a non-empty array of mesh axis names");
+    for (const Json &axis : *axes) {
+      if (!axis.is_string() || findMeshAxis(out, axis.get<std::string>()) < 0)
+        return fail(TSR_ERROR_PARSE,
+                    at + ".axes: " +
+                        (axis.is_string() ? "'" + axis.get<std::string>() + "'"
+                                          : std::string("an entry")) +
+                        " is not an axis of mesh");
+      c.axes.push_back(axis.get<std::string>());
+    }
+    if (tsr_status_t s = optionalInteger(entry, "bucket", at, 0, c.bucket))
+      return s;
+    if (const Json *serves = findMember(entry, "serves")) {
+      if (!serves->is_array())
+        return fail(TSR_ERROR_PARSE, at + ".serves must be an array");
+      for (const Json &name : *serves) {
+        if (!name.is_string())
+          return fail(TSR_ERROR_PARSE, at + ".serves must hold strings");
+        c.serves.push_back(name.get<std::string>());
+      }
+    }
+    // "all_reduce #3 (bucket 1 on dp: a, b, c and 4 more)"
+    c.description = c.kind + " #" + std::to_string(i) + " (";
+    if (c.bucket >= 0)
+      c.description += "bucket " + std::to_string(c.bucket) + " ";
+    c.description += "on ";
+    for (size_t k = 0; k < c.axes.size(); ++k)
+      c.description += (k ? "x" : "") + c.axes[k];
+    constexpr size_t kNamed = 4;
+    for (size_t k = 0; k < c.serves.size() && k < kNamed; ++k)
+      c.description += (k ? ", " : ": ") + c.serves[k];
+    if (c.serves.size() > kNamed)
+      c.description +=
+          " and " + std::to_string(c.serves.size() - kNamed) + " more";
+    c.description += ")";
+    out.collectives.push_back(std::move(c));
+  }
+  return TSR_OK;
+}
+
+tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
+                        std::vector<TensorSpec> &out) {
+  const Json *list = findMember(root, key);
+  if (!list)
+    return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"");
+  if (!list->is_array())
+    return fail(TSR_ERROR_PARSE, std::string(key) + " must be an array");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json &entry = (*list)[i];
+    std::string at = where(key, i);
+    if (!entry.is_object())
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
+    TensorSpec spec;
+    std::string dtype;
+    if (tsr_status_t s = requireString(entry, "name", at, spec.name))
+      return s;
+    if (tsr_status_t s = requireString(entry, "dtype", at, dtype))
+      return s;
+    if (tsr_dtype_from_name(dtype.c_str(), &spec.dtype) != TSR_OK)
+      return fail(TSR_ERROR_PARSE,
+                  at + ".dtype: unknown dtype \"" + dtype + "\"");
+    const Json *shape = findMember(entry, "shape");
+    if (!shape)
+      return fail(TSR_ERROR_PARSE, "missing \"shape\" in " + at);
+    if (!shape->is_array())
+      return fail(TSR_ERROR_PARSE, at + ".shape must be an array");
+    for (const Json &dim : *shape) {
+      int64_t size;
+      if (!getInteger(dim, size) || size < 0)
+        return fail(TSR_ERROR_PARSE, at + ".shape must hold non-negative "
+                                          "integers");
+      spec.shape.push_back(size);
+    }
+    int64_t count;
+    size_t bytes;
+    if (tsr_status_t s = computeSizes(spec.dtype, spec.shape.data(),
+                                      spec.shape.size(), count, bytes))
+      return withContext(s, at);
+    if (tsr_status_t s = parseRole(entry, at, isInput, spec))
+      return s;
+    if (tsr_status_t s = parseRoleMembers(entry, at, isInput, spec))
+      return s;
+    if (tsr_status_t s = parseShards(entry, at, isInput, spec))
+      return s;
+    out.push_back(std::move(spec));
+  }
+  return TSR_OK;
+}
+
+std::string typeOf(const TensorSpec &spec) {
+  return tsr_dtype_name(spec.dtype) + formatShape(spec.shape);
+}
+
+/// Checks "updates" and "of" against the inputs they name.
+tsr_status_t checkOutputLinks(const Manifest &manifest) {
+  const std::vector<TensorSpec> &inputs = manifest.inputs;
+  std::vector<int64_t> updatedBy(inputs.size(), -1);
+  for (size_t i = 0; i < manifest.outputs.size(); ++i) {
+    const TensorSpec &output = manifest.outputs[i];
+    int64_t target = output.updates >= 0 ? output.updates : output.of;
+    if (target < 0)
+      continue;
+    std::string at = where("outputs", i);
+    const char *member = output.updates >= 0 ? "updates" : "of";
+    if (static_cast<size_t>(target) >= inputs.size())
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + member + ": " + std::to_string(target) +
+                      " is not an input index (the artifact has " +
+                      std::to_string(inputs.size()) + " inputs)");
+    const TensorSpec &input = inputs[target];
+    std::string inputName = describe("input", target, input);
+    if (output.dtype != input.dtype || output.shape != input.shape)
+      return fail(TSR_ERROR_PARSE,
+                  at + " '" + output.name + "' is " + typeOf(output) + " but " +
+                      inputName + " that it " +
+                      (output.updates >= 0 ? "updates" : "is the gradient of") +
+                      " is " + typeOf(input));
+    if (output.updates < 0)
+      continue;
+    if (input.role != output.role)
+      return fail(TSR_ERROR_PARSE,
+                  at + " has role \"" + tsr_role_name(output.role) +
+                      "\" but updates " + inputName + " of role \"" +
+                      tsr_role_name(input.role) + "\"");
+    if (updatedBy[target] >= 0)
+      return fail(TSR_ERROR_PARSE, at + " updates " + inputName + ", which " +
+                                       where("outputs", updatedBy[target]) +
+                                       " already updates");
+    updatedBy[target] = static_cast<int64_t>(i);
+  }
+  return TSR_OK;
+}
+
+/// Resolves train.tokens.`key` to the index of an input of `role`.
+tsr_status_t resolveTokenInput(const Json &tokens, const char *key,
+                               tsr_role_t role, const Manifest &manifest,
+                               int64_t &out) {
+  const std::string at = "train.tokens";
+  std::string name;
+  if (tsr_status_t s = requireString(tokens, key, at, name))
+    return s;
+  for (size_t i = 0; i < manifest.inputs.size(); ++i) {
+    const TensorSpec &input = manifest.inputs[i];
+    if (input.name != name)
+      continue;
+    if (input.role != role)
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + key + ": " + describe("input", i, input) +
+                      " has role \"" + tsr_role_name(input.role) +
+                      "\", expected \"" + tsr_role_name(role) + "\"");
+    if (input.dtype != TSR_DTYPE_INT32 && input.dtype != TSR_DTYPE_INT64)
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + key + ": " + describe("input", i, input) + " is " +
+                      typeOf(input) + ", expected int32 or int64");
+    if (input.shape.size() != 2)
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + key + ": " + describe("input", i, input) + " is " +
+                      typeOf(input) + ", expected shape [batch, tokens]");
+    out = static_cast<int64_t>(i);
+    return TSR_OK;
+  }
+  return fail(TSR_ERROR_PARSE,
+              at + "." + key + ": no input is named '" + name + "'");
+}
+
+tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
+  TrainSpec &train = manifest.train;
+  const Json *object = findMember(root, "train");
+  if (!object)
+    return fail(TSR_ERROR_PARSE,
+                "missing \"train\" (required in mode \"train\")");
+  if (!object->is_object())
+    return fail(TSR_ERROR_PARSE, "train must be an object");
+  bool hasBatch = false;
+  if (tsr_status_t s = optionalInteger(*object, "batch_size", "train", 1,
+                                       train.batchSize, &hasBatch))
+    return s;
+  if (!hasBatch)
+    return fail(TSR_ERROR_PARSE, "missing \"batch_size\" in train");
+  if (tsr_status_t s = optionalInteger(*object, "micro_batches", "train", 1,
+                                       train.microBatches))
+    return s;
+  train.globalBatchSize = train.batchSize;
+  if (tsr_status_t s = optionalInteger(*object, "global_batch_size", "train", 1,
+                                       train.globalBatchSize))
+    return s;
+  int64_t dp = findMeshAxis(manifest, "dp");
+  int64_t ranks = dp < 0 ? 1 : manifest.mesh[dp].second;
+  if (train.globalBatchSize != train.batchSize * ranks)
+    return fail(TSR_ERROR_PARSE,
+                "train.global_batch_size " +
+                    std::to_string(train.globalBatchSize) +
+                    " is not batch_size " + std::to_string(train.batchSize) +
+                    " times the dp size " + std::to_string(ranks));
+  if (tsr_status_t s =
+          optionalInteger(*object, "num_classes", "train", 1, train.numClasses))
+    return s;
+  if (tsr_status_t s =
+          optionalInteger(*object, "ignore_index", "train", INT64_MIN,
+                          train.ignoreIndex, &train.hasIgnoreIndex))
+    return s;
+  if (const Json *tokens = findMember(*object, "tokens")) {
+    if (!tokens->is_object())
+      return fail(TSR_ERROR_PARSE, "train.tokens must be an object");
+    if (tsr_status_t s = resolveTokenInput(*tokens, "input", TSR_ROLE_DATA,
+                                           manifest, train.tokenInput))
+      return s;
+    if (tsr_status_t s = resolveTokenInput(*tokens, "label", TSR_ROLE_LABEL,
+                                           manifest, train.tokenLabel))
+      return s;
+    const TensorSpec &input = manifest.inputs[train.tokenInput];
+    const TensorSpec &label = manifest.inputs[train.tokenLabel];
+    if (input.shape != label.shape)
+      return fail(TSR_ERROR_PARSE,
+                  "train.tokens: the input '" + input.name + "' is " +
+                      typeOf(input) + " but the label '" + label.name +
+                      "' is " + typeOf(label) + "; shapes must be equal");
+  }
+  return TSR_OK;
+}
+
+/// The checks of mode "train" that span several inputs and outputs.
+tsr_status_t checkTrain(Manifest &manifest) {
+  const TrainSpec &train = manifest.train;
+  bool hasParams = false;
+  for (size_t i = 0; i < manifest.inputs.size(); ++i) {
+    const TensorSpec &input = manifest.inputs[i];
+    for (size_t j = 0; j < i; ++j)
+      if (manifest.inputs[j].name == input.name)
+        return fail(TSR_ERROR_PARSE, where("inputs", i) + ": name '" +
+                                         input.name + "' is also " +
+                                         where("inputs", j) + "'s");
+    hasParams |= input.role == TSR_ROLE_PARAM;
+    bool batched = input.role == TSR_ROLE_DATA || input.role == TSR_ROLE_LABEL;
+    if (batched && (input.shape.empty() || input.shape[0] != train.batchSize))
+      return fail(TSR_ERROR_PARSE,
+                  describe("input", i, input) + " (" +
+                      tsr_role_name(input.role) + ") is " + typeOf(input) +
+                      " but its first dimension must be train.batch_size " +
+                      std::to_string(train.batchSize));
+    bool integral =
+        input.dtype != TSR_DTYPE_FLOAT16 && input.dtype != TSR_DTYPE_BFLOAT16 &&
+        input.dtype != TSR_DTYPE_FLOAT32 && input.dtype != TSR_DTYPE_FLOAT64 &&
+        input.dtype != TSR_DTYPE_BOOL;
+    if (input.role == TSR_ROLE_RNG &&
+        (input.dtype != TSR_DTYPE_INT64 || !input.shape.empty()))
+      return fail(TSR_ERROR_PARSE, describe("input", i, input) + " (rng) is " +
+                                       typeOf(input) +
+                                       ", expected an int64 scalar");
+    if (train.numClasses && input.role == TSR_ROLE_LABEL && !integral)
+      return fail(TSR_ERROR_PARSE, "train.num_classes is set but the label " +
+                                       describe("input", i, input) + " is " +
+                                       typeOf(input) +
+                                       ", not an integer tensor");
+  }
+  if (hasParams && manifest.onnx.empty())
+    return fail(TSR_ERROR_PARSE, "missing \"onnx\" (param inputs take their "
+                                 "initial values from its initializers)");
+  int64_t loss = -1;
+  for (size_t i = 0; i < manifest.outputs.size(); ++i) {
+    const TensorSpec &output = manifest.outputs[i];
+    if (output.role != TSR_ROLE_LOSS)
+      continue;
+    if (loss >= 0)
+      return fail(TSR_ERROR_PARSE, where("outputs", i) +
+                                       ": a second output with role "
+                                       "\"loss\" (" +
+                                       where("outputs", loss) + " is one)");
+    if ((output.dtype != TSR_DTYPE_FLOAT32 &&
+         output.dtype != TSR_DTYPE_FLOAT64) ||
+        !output.shape.empty())
+      return fail(TSR_ERROR_PARSE,
+                  where("outputs", i) + " (loss '" + output.name + "') is " +
+                      typeOf(output) +
+                      ", expected a float32 or float64 scalar");
+    loss = static_cast<int64_t>(i);
+  }
+  if (loss < 0)
+    return fail(TSR_ERROR_PARSE, "no output has role \"loss\" (mode "
+                                 "\"train\" needs exactly one)");
+  manifest.train.lossOutput = static_cast<size_t>(loss);
+  return TSR_OK;
+}
+
+} // namespace
+
+tsr_status_t tsr::parseManifest(const std::string &text, Manifest &out) {
+  Json root;
+  if (tsr_status_t s = parseJson(text, root))
+    return s;
+  if (!root.is_object())
+    return fail(TSR_ERROR_PARSE, "top level must be a JSON object");
+  std::string format;
+  if (tsr_status_t s = requireString(root, "format", "", format))
+    return s;
+  if (format != "tessera-artifact")
+    return fail(TSR_ERROR_PARSE,
+                "format is \"" + format + "\", expected \"tessera-artifact\"");
+  const Json *version = findMember(root, "version");
+  if (!version)
+    return fail(TSR_ERROR_PARSE, "missing \"version\"");
+  int64_t versionNumber;
+  if (!getInteger(*version, versionNumber) || versionNumber != 1)
+    return fail(TSR_ERROR_UNSUPPORTED,
+                "unsupported manifest version (this runtime reads version 1)");
+  if (tsr_status_t s = requireString(root, "mode", "", out.mode, true))
+    return s;
+  if (tsr_status_t s = requireString(root, "target", "", out.target, true))
+    return s;
+  if (tsr_status_t s = requireString(root, "library", "", out.library))
+    return s;
+  if (tsr_status_t s = requireString(root, "entry", "", out.entry))
+    return s;
+  if (out.library.empty() || out.entry.empty())
+    return fail(TSR_ERROR_PARSE, "library and entry must not be empty");
+  if (tsr_status_t s = requireString(root, "onnx", "", out.onnx, true))
+    return s;
+  if (tsr_status_t s = parseSpecs(root, "inputs", true, out.inputs))
+    return s;
+  if (tsr_status_t s = parseSpecs(root, "outputs", false, out.outputs))
+    return s;
+  if (tsr_status_t s = checkOutputLinks(out))
+    return s;
+  if (tsr_status_t s = parseParallel(root, out))
+    return s;
+  if (out.mode != "train")
+    return TSR_OK;
+  if (tsr_status_t s = parseTrain(root, out))
+    return s;
+  return checkTrain(out);
+}
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+const char *tsr_role_name(tsr_role_t role) {
+  for (const RoleName &entry : kRoles)
+    if (entry.role == role)
+      return entry.name;
+  return "";
+}

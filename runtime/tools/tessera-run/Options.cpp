@@ -1,0 +1,245 @@
+//===- Options.cpp - tessera-run's command line ---------------------------===//
+//
+// The usage text, and parsing and checking the flags (every flag at most
+// once, values in range, and only in combinations that mean something).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TesseraRun.h"
+
+#include <cstdlib>
+
+using namespace tessera_run;
+
+const char *const tessera_run::kUsage =
+    "usage: tessera-run ART --inputs-dir DIR --outputs-dir DIR [--print]\n"
+    "                       [--repeat N]\n"
+    "       tessera-run ART --train --data FILE --steps N [--batch-size B]\n"
+    "                       [--log-json FILE] [--save-onnx PATH [--save-every "
+    "K]]\n"
+    "                       [--token-dtype uint16|uint32]\n"
+    "                       [--checkpoint-dir DIR [--checkpoint-every K]]\n"
+    "                       [--resume PATH] [--log-dir DIR] [--comm-timeout "
+    "S]\n"
+    "                       [--memory-report]\n"
+    "       mpirun -np N tessera-run ART --train ... (an artifact compiled "
+    "with\n"
+    "                       --mesh dp=N; srun works the same way)\n"
+    "       (both forms also take [--threads N])\n"
+    "\n"
+    "Runs the artifact directory ART made by `tessera-compile --mode=infer`, "
+    "or\n"
+    "trains one made with --mode=train.\n"
+    "\n"
+    "  --inputs-dir DIR   read input i from DIR/input_<i>.pb (ONNX "
+    "TensorProto)\n"
+    "                     or else DIR/input_<i>.npy; dtype and shape must "
+    "match\n"
+    "                     the manifest exactly\n"
+    "  --outputs-dir DIR  write output i to DIR/output_<i>.pb (created if\n"
+    "                     missing); optional with --print\n"
+    "  --print            print each output's name, shape and first values\n"
+    "  --repeat N         invoke the model N more times after the first and\n"
+    "                     print the mean and minimum time of one invocation\n"
+    "\n"
+    "  --train            run training steps on a \"train\" artifact\n"
+    "  --data FILE        FILE.npz: one array per data and label input, named\n"
+    "                     after it, of shape [N, input shape[1:]...];\n"
+    "                     FILE.bin: a token stream for artifacts with\n"
+    "                     train.tokens\n"
+    "  --steps N          run N steps; step s uses samples (s*B + i) mod N\n"
+    "  --batch-size B     check that the artifact was compiled for batch B\n"
+    "  --log-json FILE    write one JSON object per step to FILE\n"
+    "  --save-onnx PATH   write the model with the trained params to PATH\n"
+    "  --save-every K     also write PATH.step<k>.onnx after every K steps\n"
+    "  --token-dtype T    token ids of FILE.bin are uint16 (default) or "
+    "uint32\n"
+    "  --checkpoint-dir D write the whole training state to D/step-<k> after\n"
+    "                     every K steps (--checkpoint-every, default: at the\n"
+    "                     end only); every rank writes its shard\n"
+    "  --resume PATH      continue from a checkpoint (a step-<k> directory, "
+    "or\n"
+    "                     a --checkpoint-dir whose newest one is taken); the\n"
+    "                     run ends after --steps steps in all\n"
+    "  --log-dir DIR      every rank also writes its progress and errors to\n"
+    "                     DIR/rank-<r>.log (rank 0 prints to stdout anyway)\n"
+    "  --comm-timeout S   a collective that waits longer than S seconds ends\n"
+    "                     the job, naming the ranks that never arrived\n"
+    "                     (default 30; 0 disables)\n"
+    "  --memory-report    each rank prints the bytes of params, gradients and\n"
+    "                     optimizer state it held\n"
+    "  --threads N        threads of the BLAS library the model calls\n"
+    "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
+    "                     one per core); 1 avoids busy-waiting BLAS threads\n"
+    "                     on a machine shared with other work\n"
+    "  -h, --help         show this help\n";
+
+namespace {
+
+/// Parses a count flag's value into [1, max].
+std::string parseCount(const char *flag, const std::string &value, long max,
+                       long &out) {
+  char *end = nullptr;
+  out = std::strtol(value.c_str(), &end, 10);
+  if (*end != '\0' || out < 1 || out > max)
+    return std::string(flag) + " needs an integer in [1, " +
+           std::to_string(max) + "], got '" + value + "'";
+  return "";
+}
+
+/// Checks how the flags combine; returns an error message, or "".
+std::string checkCombination(const Options &options) {
+  if (options.artifact.empty())
+    return "missing artifact directory (usage: tessera-run ART --inputs-dir "
+           "DIR --outputs-dir DIR, or tessera-run ART --train --data FILE "
+           "--steps N)";
+  struct Use {
+    const char *flag;
+    bool given;
+  };
+  const Use inferOnly[] = {{"--inputs-dir", !options.inputsDir.empty()},
+                           {"--outputs-dir", !options.outputsDir.empty()},
+                           {"--print", options.print},
+                           {"--repeat", options.repeat > 0}};
+  const Use trainOnly[] = {{"--data", !options.data.empty()},
+                           {"--steps", options.steps > 0},
+                           {"--batch-size", options.batchSize > 0},
+                           {"--log-json", !options.logJson.empty()},
+                           {"--save-onnx", !options.saveOnnx.empty()},
+                           {"--save-every", options.saveEvery > 0},
+                           {"--token-dtype", !options.tokenDtype.empty()},
+                           {"--checkpoint-dir", !options.checkpointDir.empty()},
+                           {"--checkpoint-every", options.checkpointEvery > 0},
+                           {"--resume", !options.resume.empty()},
+                           {"--log-dir", !options.logDir.empty()},
+                           {"--comm-timeout", options.commTimeoutGiven},
+                           {"--memory-report", options.memoryReport}};
+  if (!options.train) {
+    for (const Use &use : trainOnly)
+      if (use.given)
+        return std::string(use.flag) + " needs --train";
+    if (options.outputsDir.empty() && !options.print && options.repeat == 0)
+      return "missing --outputs-dir (or --print or --repeat)";
+    return "";
+  }
+  for (const Use &use : inferOnly)
+    if (use.given)
+      return std::string(use.flag) + " cannot be combined with --train";
+  if (options.data.empty())
+    return "missing --data (an .npz file or a .bin token stream)";
+  if (options.steps == 0)
+    return "missing --steps";
+  if (options.saveEvery > 0 && options.saveOnnx.empty())
+    return "--save-every needs --save-onnx";
+  if (options.checkpointEvery > 0 && options.checkpointDir.empty())
+    return "--checkpoint-every needs --checkpoint-dir";
+  if (!options.tokenDtype.empty() && options.tokenDtype != "uint16" &&
+      options.tokenDtype != "uint32")
+    return "--token-dtype must be uint16 or uint32, got '" +
+           options.tokenDtype + "'";
+  return "";
+}
+
+} // namespace
+
+std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
+  bool sawInputs = false, sawOutputs = false, sawRepeat = false,
+       sawThreads = false;
+  bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
+  bool sawSave = false, sawEvery = false, sawToken = false;
+  bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
+       sawLogDir = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto takeValue = [&](const char *flag, std::string &out,
+                         bool &seen) -> std::string {
+      std::string prefix = std::string(flag) + "=";
+      if (arg.compare(0, prefix.size(), prefix) == 0) {
+        out = arg.substr(prefix.size());
+      } else if (i + 1 < argc) {
+        out = argv[++i];
+      } else {
+        return std::string(flag) + " needs a value";
+      }
+      if (out.empty())
+        return std::string(flag) + " needs a non-empty value";
+      if (seen)
+        return std::string(flag) + " given more than once";
+      seen = true;
+      return "";
+    };
+    auto takeCount = [&](const char *flag, long max, long &out,
+                         bool &seen) -> std::string {
+      std::string value;
+      std::string problem = takeValue(flag, value, seen);
+      return problem.empty() ? parseCount(flag, value, max, out) : problem;
+    };
+    auto isFlag = [&](const char *flag) {
+      std::string name = flag;
+      return arg == name || arg.compare(0, name.size() + 1, name + "=") == 0;
+    };
+    std::string problem;
+    if (arg == "-h" || arg == "--help") {
+      options.help = true;
+    } else if (arg == "--print") {
+      options.print = true;
+    } else if (arg == "--train") {
+      options.train = true;
+    } else if (arg == "--memory-report") {
+      options.memoryReport = true;
+    } else if (isFlag("--checkpoint-dir")) {
+      problem =
+          takeValue("--checkpoint-dir", options.checkpointDir, sawCheckpoint);
+    } else if (isFlag("--checkpoint-every")) {
+      problem = takeCount("--checkpoint-every", 1000000000,
+                          options.checkpointEvery, sawCheckpointEvery);
+    } else if (isFlag("--resume")) {
+      problem = takeValue("--resume", options.resume, sawResume);
+    } else if (isFlag("--log-dir")) {
+      problem = takeValue("--log-dir", options.logDir, sawLogDir);
+    } else if (isFlag("--comm-timeout")) {
+      std::string value;
+      problem = takeValue("--comm-timeout", value, options.commTimeoutGiven);
+      char *end = nullptr;
+      options.commTimeout = std::strtod(value.c_str(), &end);
+      if (problem.empty() && (*end != '\0' || !(options.commTimeout >= 0) ||
+                              options.commTimeout > 86400))
+        problem =
+            "--comm-timeout needs seconds in [0, 86400], got '" + value + "'";
+    } else if (isFlag("--inputs-dir")) {
+      problem = takeValue("--inputs-dir", options.inputsDir, sawInputs);
+    } else if (isFlag("--outputs-dir")) {
+      problem = takeValue("--outputs-dir", options.outputsDir, sawOutputs);
+    } else if (isFlag("--repeat")) {
+      problem = takeCount("--repeat", 1000000, options.repeat, sawRepeat);
+    } else if (isFlag("--threads")) {
+      problem = takeCount("--threads", 1024, options.threads, sawThreads);
+    } else if (isFlag("--data")) {
+      problem = takeValue("--data", options.data, sawData);
+    } else if (isFlag("--steps")) {
+      problem = takeCount("--steps", 1000000000, options.steps, sawSteps);
+    } else if (isFlag("--batch-size")) {
+      problem =
+          takeCount("--batch-size", 1000000000, options.batchSize, sawBatch);
+    } else if (isFlag("--log-json")) {
+      problem = takeValue("--log-json", options.logJson, sawLog);
+    } else if (isFlag("--save-onnx")) {
+      problem = takeValue("--save-onnx", options.saveOnnx, sawSave);
+    } else if (isFlag("--save-every")) {
+      problem =
+          takeCount("--save-every", 1000000000, options.saveEvery, sawEvery);
+    } else if (isFlag("--token-dtype")) {
+      problem = takeValue("--token-dtype", options.tokenDtype, sawToken);
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      problem = "unknown option '" + arg + "' (see --help)";
+    } else if (options.artifact.empty()) {
+      options.artifact = arg;
+    } else {
+      problem = "unexpected argument '" + arg + "' (artifact is already '" +
+                options.artifact + "')";
+    }
+    if (!problem.empty())
+      return problem;
+  }
+  return options.help ? "" : checkCombination(options);
+}

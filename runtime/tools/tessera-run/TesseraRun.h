@@ -1,0 +1,132 @@
+//===- TesseraRun.h - What the parts of tessera-run share -------*- C++ -*-===//
+//
+// tessera-run is split by concern: Options.cpp parses the command line,
+// Infer.cpp runs "infer" artifacts, Train.cpp trains "train" artifacts on
+// one or several ranks, and tessera-run.cpp dispatches between them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_TOOLS_TESSERA_RUN_TESSERARUN_H
+#define TESSERA_RUNTIME_TOOLS_TESSERA_RUN_TESSERARUN_H
+
+#include "tessera-runtime/Comm.h"
+#include "tessera-runtime/Runtime.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace tessera_run {
+
+/// The text of --help.
+extern const char *const kUsage;
+
+struct Options {
+  std::string artifact, inputsDir, outputsDir;
+  bool print = false;
+  bool help = false;
+  long repeat = 0;
+  long threads = 0;
+
+  bool train = false;
+  std::string data, logJson, saveOnnx, tokenDtype;
+  long steps = 0;
+  long batchSize = 0;
+  long saveEvery = 0;
+  std::string checkpointDir, resume, logDir;
+  long checkpointEvery = 0;
+  double commTimeout = 30;
+  bool commTimeoutGiven = false;
+  bool memoryReport = false;
+};
+
+/// Parses argv; returns an error message, or "" on success.
+std::string parseOptions(int argc, char **argv, Options &options);
+
+/// Reports `message` as the single error line and returns the exit status.
+int error(const std::string &message);
+
+/// Whether `path` exists.
+bool isFile(const std::string &path);
+
+/// Creates `path` and its missing parents; returns an error message, or "".
+std::string makeDirectories(const std::string &path);
+
+struct FileCloser {
+  void operator()(std::FILE *file) const { std::fclose(file); }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+/// Where a process stands in a multi-process run, and its output: rank 0
+/// prints progress to stdout; with --log-dir every rank also writes its
+/// lines to DIR/rank-<r>.log.
+struct Process {
+  tsr_comm_t *world = nullptr;
+  int rank = 0, size = 1;
+  FilePtr log;
+
+  /// A progress line: stdout on rank 0, and the rank's log.
+  void print(const char *format, ...) __attribute__((format(printf, 2, 3))) {
+    va_list args;
+    if (rank == 0) {
+      va_start(args, format);
+      std::vprintf(format, args);
+      va_end(args);
+      std::fflush(stdout);
+    }
+    if (log) {
+      va_start(args, format);
+      std::vfprintf(log.get(), format, args);
+      va_end(args);
+      std::fflush(log.get());
+    }
+  }
+
+  /// Reports an error (naming the rank when there are several) and returns
+  /// the exit status.
+  int fail(const std::string &message) {
+    std::string text =
+        size > 1 ? "rank " + std::to_string(rank) + ": " + message : message;
+    if (log)
+      std::fprintf(log.get(), "error: %s\n", text.c_str());
+    return error(text);
+  }
+
+  /// Whether every rank reached this point with `ok`: setup errors stop all
+  /// ranks together instead of leaving the others waiting in a collective.
+  bool agree(bool ok) {
+    if (!world)
+      return ok;
+    int64_t mine = ok, all = 0;
+    if (tsr_comm_all_reduce(world, &mine, &all, 1, TSR_DTYPE_INT64,
+                            TSR_REDUCE_MIN, nullptr) != TSR_OK)
+      return false;
+    return all == 1;
+  }
+};
+
+/// Every rank learns whether all set up without a problem. A failing rank
+/// reports its own error, the others that one failed; returns the exit
+/// status, 0 when all succeeded.
+int agreeOn(Process &process, const std::string &problem);
+
+/// Runs an "infer" artifact: reads its inputs, invokes it, writes or prints
+/// its outputs. Returns the exit status.
+int runInfer(const Options &options, tsr_artifact_t *artifact);
+
+/// Whether this process was started by a launcher for several ranks.
+bool launchedAsMany();
+
+/// Joins the job of an artifact with a mesh: one MPI communicator for its
+/// dp axis (the only axis so far). Returns the exit status.
+int joinMesh(const Options &options, tsr_artifact_t *artifact,
+             Process &process);
+
+/// Trains a "train" artifact for --steps steps. Returns the exit status.
+int runTrain(const Options &options, tsr_artifact_t *artifact,
+             Process &process);
+
+} // namespace tessera_run
+
+#endif // TESSERA_RUNTIME_TOOLS_TESSERA_RUN_TESSERARUN_H

@@ -1,0 +1,355 @@
+//===- Train.cpp - Training "train" artifacts -----------------------------===//
+//
+// Runs N steps over an .npz file or a token stream, printing the loss of
+// each step (and logging it as JSON), writes checkpoints and the trained
+// ONNX model, and resumes from a checkpoint. On a mesh every rank runs this,
+// and the ranks agree on every setup error before the first step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TesseraRun.h"
+#include "tessera-runtime/Checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+
+#include <charconv>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+using namespace tessera_run;
+
+namespace {
+
+struct TrainerDeleter {
+  void operator()(tsr_trainer_t *trainer) const {
+    tsr_trainer_destroy(trainer);
+  }
+};
+using TrainerPtr = std::unique_ptr<tsr_trainer_t, TrainerDeleter>;
+
+struct DatasetDeleter {
+  void operator()(tsr_dataset_t *dataset) const {
+    tsr_dataset_destroy(dataset);
+  }
+};
+using DatasetPtr = std::unique_ptr<tsr_dataset_t, DatasetDeleter>;
+
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The directory of the checkpoint after `step` steps: step-00000010.
+std::string checkpointName(long step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08ld", step);
+  return name;
+}
+
+/// The file --save-every writes after step `step`: PATH without its .onnx
+/// suffix, then ".step<step>.onnx".
+std::string checkpointPath(const std::string &path, long step) {
+  std::string stem =
+      endsWith(path, ".onnx") ? path.substr(0, path.size() - 5) : path;
+  return stem + ".step" + std::to_string(step) + ".onnx";
+}
+
+/// Checks that the directory a file will be written into exists.
+std::string checkParentDirectory(const std::string &flag,
+                                 const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0)
+    return "";
+  std::string parent = path.substr(0, slash);
+  struct stat info;
+  if (::stat(parent.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    return "";
+  return flag + " " + path + ": directory '" + parent + "' does not exist";
+}
+
+/// Opens --data as an .npz file or a token stream, by its extension.
+std::string openDataset(const Options &options, tsr_artifact_t *artifact,
+                        DatasetPtr &out) {
+  tsr_dataset_t *dataset = nullptr;
+  tsr_status_t status;
+  if (endsWith(options.data, ".npz")) {
+    if (!options.tokenDtype.empty())
+      return "--token-dtype applies to token streams (.bin), not to " +
+             options.data;
+    status = tsr_dataset_open_npz(artifact, options.data.c_str(), &dataset);
+  } else if (endsWith(options.data, ".bin")) {
+    tsr_dtype_t dtype =
+        options.tokenDtype == "uint32" ? TSR_DTYPE_UINT32 : TSR_DTYPE_UINT16;
+    status = tsr_dataset_open_tokens(artifact, options.data.c_str(), dtype,
+                                     &dataset);
+  } else {
+    return options.data + ": unknown data format (expected FILE.npz or a "
+                          "FILE.bin token stream)";
+  }
+  if (status != TSR_OK)
+    return tsr_last_error();
+  out.reset(dataset);
+  return "";
+}
+
+/// Formats a loss with 6 decimals, or as nan, inf or -inf.
+std::string formatLoss(float loss) {
+  if (std::isnan(loss))
+    return "nan";
+  if (std::isinf(loss))
+    return loss > 0 ? "inf" : "-inf";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.6f", loss);
+  return text;
+}
+
+/// The float32 `value` as the double of its shortest decimal form, so that
+/// a JSON log shows 0.6931472 rather than 0.6931471824645996 and still reads
+/// back as the same float32.
+double shortestDecimal(float value) {
+  char text[32];
+  auto result = std::to_chars(text, text + sizeof(text) - 1, value);
+  *result.ptr = '\0';
+  return std::strtod(text, nullptr);
+}
+
+/// The checkpoint to resume from: PATH itself when it holds a manifest,
+/// else the newest step-<k> directory under it.
+std::string resolveResume(const std::string &path, std::string &out) {
+  if (isFile(path + "/manifest.json")) {
+    out = path;
+    return "";
+  }
+  char latest[4096];
+  if (tsr_checkpoint_latest(path.c_str(), latest, sizeof(latest)) != TSR_OK)
+    return std::string("--resume: ") + tsr_last_error();
+  if (latest[0] == '\0')
+    return "--resume: " + path +
+           " is neither a checkpoint nor a directory "
+           "holding step-<k> checkpoints";
+  out = latest;
+  return "";
+}
+
+} // namespace
+
+int tessera_run::agreeOn(Process &process, const std::string &problem) {
+  bool ok = problem.empty();
+  if (process.agree(ok))
+    return 0;
+  return process.fail(ok ? "stopping: another rank failed to set up (see its "
+                           "error)"
+                         : problem);
+}
+
+int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
+                          Process &process) {
+  tsr_train_info_t train;
+  if (tsr_artifact_train_info(artifact, &train) != TSR_OK)
+    return process.fail(tsr_last_error());
+  if (options.batchSize > 0 && options.batchSize != train.global_batch_size)
+    return process.fail(
+        options.artifact + ": the artifact was compiled for " + "batch size " +
+        std::to_string(train.global_batch_size) + ", not " +
+        std::to_string(options.batchSize) + " (recompile it with batch size " +
+        std::to_string(options.batchSize) + ")");
+
+  // Everything that can fail on one rank only happens before the first
+  // step, and the ranks agree on it.
+  std::string problem;
+  tsr_trainer_t *rawTrainer = nullptr;
+  if (tsr_trainer_create(artifact, &rawTrainer) != TSR_OK)
+    problem = tsr_last_error();
+  TrainerPtr trainer(rawTrainer);
+  if (problem.empty() && !options.saveOnnx.empty()) {
+    if (tsr_trainer_check_save_onnx(trainer.get()) != TSR_OK)
+      problem = std::string("--save-onnx: ") + tsr_last_error();
+    else
+      problem = checkParentDirectory("--save-onnx", options.saveOnnx);
+  }
+  DatasetPtr dataset;
+  if (problem.empty())
+    problem = openDataset(options, artifact, dataset);
+  FilePtr log;
+  if (problem.empty() && !options.logJson.empty() && process.rank == 0) {
+    log.reset(std::fopen(options.logJson.c_str(), "w"));
+    if (!log)
+      problem = options.logJson + ": cannot create: " + std::strerror(errno);
+  }
+  std::string resumeFrom;
+  if (problem.empty() && !options.resume.empty())
+    problem = resolveResume(options.resume, resumeFrom);
+  if (int status = agreeOn(process, problem))
+    return status;
+  int64_t done = 0;
+  if (!resumeFrom.empty()) {
+    if (tsr_trainer_load_checkpoint(trainer.get(), resumeFrom.c_str(), &done) !=
+        TSR_OK)
+      return process.fail(std::string("--resume: ") + tsr_last_error());
+    if (done >= options.steps)
+      return process.fail("--resume: " + resumeFrom + " is after step " +
+                          std::to_string(done) + ", and --steps " +
+                          std::to_string(options.steps) +
+                          " leaves nothing to run");
+    process.print("resumed from %s after step %" PRId64 "\n",
+                  resumeFrom.c_str(), done);
+  }
+
+  // Token artifacts report tokens per second, B * T per step.
+  bool tokens = train.token_input >= 0;
+  int64_t windowTokens = 1;
+  if (tokens) {
+    tsr_tensor_info_t info;
+    tsr_artifact_input_info(artifact, train.token_input, &info);
+    windowTokens = info.shape[1];
+  }
+  int64_t samples = tsr_dataset_num_samples(dataset.get());
+  int64_t streamTokens = tsr_dataset_num_tokens(dataset.get());
+  std::string source =
+      streamTokens > 0
+          ? std::to_string(streamTokens) + " " +
+                (options.tokenDtype.empty() ? "uint16" : options.tokenDtype) +
+                " tokens, " + std::to_string(samples) + " windows of " +
+                std::to_string(windowTokens)
+          : std::to_string(samples) + " samples";
+  std::string mesh;
+  if (process.size > 1)
+    mesh = ", " + std::to_string(process.size) + " ranks of " +
+           std::to_string(train.batch_size) + " (ZeRO-" +
+           std::to_string(tsr_artifact_zero_stage(artifact)) + ")";
+  process.print("training %s: batch size %" PRId64 "%s, micro_batches %" PRId64
+                ", data %s: %s\n",
+                options.artifact.c_str(), train.global_batch_size, mesh.c_str(),
+                train.micro_batches, options.data.c_str(), source.c_str());
+
+  double perStep = static_cast<double>(train.global_batch_size * windowTokens);
+  const char *unit = tokens ? "tokens" : "samples";
+  tsr_memory_reset_peak();
+  using Clock = std::chrono::steady_clock;
+  auto checkpoint = [&](long step) -> int {
+    std::string dir = options.checkpointDir + "/" + checkpointName(step);
+    if (tsr_trainer_save_checkpoint(trainer.get(), dir.c_str(), step) != TSR_OK)
+      return process.fail(tsr_last_error());
+    process.print("wrote checkpoint %s\n", dir.c_str());
+    return 0;
+  };
+  for (long step = done + 1; step <= options.steps; ++step) {
+    float loss = 0;
+    auto start = Clock::now();
+    if (tsr_trainer_step(trainer.get(), dataset.get(), step - 1, &loss) !=
+        TSR_OK)
+      return process.fail("step " + std::to_string(step) + ": " +
+                          tsr_last_error());
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    double rate = seconds > 0 ? perStep / seconds : 0;
+    process.print("step %ld/%ld  loss %s  %.1f %s/s  %.2f ms\n", step,
+                  options.steps, formatLoss(loss).c_str(), rate, unit,
+                  seconds * 1000);
+    if (log) {
+      // Non-finite numbers are written as null.
+      nlohmann::ordered_json record = {
+          {"step", step},
+          {"loss", shortestDecimal(loss)},
+          {"seconds", seconds},
+          {std::string(unit) + "_per_second", rate}};
+      std::fprintf(log.get(), "%s\n", record.dump().c_str());
+      std::fflush(log.get());
+    }
+    // The loss is the mean over all ranks: they stop together.
+    if (!std::isfinite(loss))
+      return process.fail("step " + std::to_string(step) + ": the loss is " +
+                          (std::isnan(loss) ? "nan" : "infinite") +
+                          "; training stopped");
+    if (options.saveEvery > 0 && step % options.saveEvery == 0) {
+      std::string path = checkpointPath(options.saveOnnx, step);
+      if (tsr_trainer_save_onnx(trainer.get(), path.c_str()) != TSR_OK)
+        return process.fail(tsr_last_error());
+      process.print("wrote %s\n", path.c_str());
+    }
+    if (options.checkpointEvery > 0 && step % options.checkpointEvery == 0)
+      if (int status = checkpoint(step))
+        return status;
+  }
+  if (log && std::ferror(log.get()))
+    return process.fail(options.logJson + ": write error");
+  if (!options.checkpointDir.empty() &&
+      (options.checkpointEvery == 0 ||
+       options.steps % options.checkpointEvery != 0))
+    if (int status = checkpoint(options.steps))
+      return status;
+  if (!options.saveOnnx.empty()) {
+    if (tsr_trainer_save_onnx(trainer.get(), options.saveOnnx.c_str()) !=
+        TSR_OK)
+      return process.fail(tsr_last_error());
+    process.print("wrote %s\n", options.saveOnnx.c_str());
+  }
+  size_t peak = 0, held = 0;
+  tsr_memory_stats(nullptr, &peak);
+  for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
+    held += tsr_tensor_byte_size(tsr_trainer_input(trainer.get(), i));
+  process.print("peak step memory: %zu bytes (artifact allocations), "
+                "params+state+batch: %zu bytes\n",
+                peak, held);
+  if (options.memoryReport) {
+    size_t params = 0, state = 0, gradients = 0;
+    tsr_trainer_state_bytes(trainer.get(), &params, &state);
+    tsr_memory_gradient_stats(nullptr, &gradients);
+    // Every rank reports its own line, on stdout.
+    std::printf("memory rank %d of %d: params %zu bytes, gradients %zu "
+                "bytes, optimizer state %zu bytes\n",
+                process.rank, process.size, params, gradients, state);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+bool tessera_run::launchedAsMany() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
+    const char *value = std::getenv(name);
+    if (value && std::atol(value) > 1)
+      return true;
+  }
+  return false;
+}
+
+int tessera_run::joinMesh(const Options &options, tsr_artifact_t *artifact,
+                          Process &process) {
+  size_t axes = tsr_artifact_num_mesh_axes(artifact);
+  if (axes == 0) {
+    if (launchedAsMany())
+      return process.fail(options.artifact +
+                          " has no device mesh, so every rank would train "
+                          "the whole batch: compile it with --mesh dp=N");
+    return 0;
+  }
+  const char *name = nullptr;
+  int64_t size = 0;
+  tsr_artifact_mesh_axis(artifact, 0, &name, &size);
+  if (axes != 1 || std::string(name) != "dp")
+    return process.fail(options.artifact +
+                        ": only a mesh with the one axis dp is supported");
+  tsr_comm_options_t commOptions{};
+  commOptions.timeout_seconds = options.commTimeout;
+  commOptions.device = -1;
+  if (tsr_comm_init(TSR_COMM_MPI, &commOptions, &process.world) != TSR_OK)
+    return process.fail(tsr_last_error());
+  process.rank = tsr_comm_rank(process.world);
+  process.size = tsr_comm_size(process.world);
+  if (process.size != size)
+    return process.fail(
+        options.artifact + " was compiled for dp=" + std::to_string(size) +
+        " but runs on " + std::to_string(process.size) + " rank" +
+        (process.size == 1 ? "" : "s") + " (launch it with mpirun -np " +
+        std::to_string(size) + ")");
+  // The group of mesh axis 0 (Comm.h numbers groups by axis bit mask).
+  if (tsr_comm_bind_axis(1, process.world) != TSR_OK)
+    return process.fail(tsr_last_error());
+  return 0;
+}
