@@ -259,6 +259,12 @@ LogicalResult GenericImporter::setInputShapes() {
           return fail("--input-shape gives input '" + name + "' dimension " +
                       std::to_string(i) + " size " + std::to_string(d) +
                       "; sizes must be positive");
+      if (opts.batchSize > 0 && !dims.empty() && dims[0] != opts.batchSize)
+        return fail("--input-shape gives input '" + name +
+                    "' dimension 0 size " + std::to_string(dims[0]) +
+                    ", but --batch-size makes the batch of one step " +
+                    std::to_string(opts.batchSize) +
+                    " (per micro-batch and rank): give the batch once");
       for (auto [i, d] : llvm::enumerate(dims)) {
         if (!tensor->has_shape() ||
             tensor->shape().dim_size() <= static_cast<int>(i))
