@@ -35,6 +35,21 @@ def mlp():
     return model(nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], [w, b])
 
 
+def mlp_training_info():
+    # The MLP whose training_info updates only w: b stays fixed. (The
+    # algorithm graph is a placeholder that names the update binding; Tessera
+    # builds its own training step and reads only which initializers the
+    # model's training updates.)
+    m = mlp()
+    info = m.training_info.add()
+    info.algorithm.CopyFrom(helper.make_graph(
+        [helper.make_node("Identity", ["w"], ["w_new"], name="update")], "algorithm",
+        [], [vi("w_new", [4, 3])]))
+    binding = info.update_binding.add()
+    binding.key, binding.value = "w", "w_new"
+    return m
+
+
 def dropout_train():
     # loss = sum(Dropout(x * w, ratio 0.5, training_mode = true)), w [8].
     w = numpy_helper.from_array(np.ones(8, dtype=np.float32), "w")
