@@ -9,6 +9,8 @@ debs=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev zlib1g-dev
   python3 python3-venv python3-numpy
+  # lit's per-test timeout (test/lit.cfg.py) needs psutil in /usr/bin/python3
+  python3-psutil
   # bench/train.py: PyTorch eager baseline on Debian's own Python
   python3-torch python3-onnx
 )
