@@ -10,6 +10,8 @@
 #   --sanitizers  build the ASan+UBSan configuration into build-asan/
 #                 (-DTESSERA_ENABLE_SANITIZERS=ON) instead of build/
 # Environment: JOBS (parallel jobs, default 2).
+# Where /usr/local/cuda exists the configure requires the NCCL plugin
+# (-DTESSERA_REQUIRE_NCCL=ON): a toolkit that is there but unusable fails it.
 # Expects the toolchain that scripts/setup.sh installs (clang-22, lld, ccache,
 # ninja, LLVM/MLIR 22).
 set -euo pipefail
@@ -23,13 +25,17 @@ if [ "${1:-}" = "--sanitizers" ]; then
   shift
 fi
 
+require_nccl=OFF
+[ -d /usr/local/cuda ] && require_nccl=ON
+
 if [ ! -f "$dir/build.ninja" ]; then
-  echo "build.sh: configuring $dir/ (cmake -G Ninja, sanitizers $sanitizers)"
+  echo "build.sh: configuring $dir/ (cmake -G Ninja, sanitizers $sanitizers, NCCL plugin required $require_nccl)"
   cmake -G Ninja -S . -B "$dir" \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DLLVM_USE_LINKER=lld \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-    -DTESSERA_ENABLE_SANITIZERS="$sanitizers"
+    -DTESSERA_ENABLE_SANITIZERS="$sanitizers" \
+    -DTESSERA_REQUIRE_NCCL="$require_nccl"
 fi
 
 echo "build.sh: building (ninja -C $dir -j${JOBS:-2})"

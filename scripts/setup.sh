@@ -11,6 +11,8 @@ debs=(
   # the runtime's JSON reading and writing (header-only)
   nlohmann-json3-dev
   python3 python3-venv python3-numpy
+  # lit's per-test timeout (test/lit.cfg.py) needs psutil in /usr/bin/python3
+  python3-psutil
   # bench/train.py: PyTorch eager baseline on Debian's own Python
   python3-torch python3-onnx
 )

@@ -1,5 +1,6 @@
 # Lit configuration of Tessera's tests: pass tests (.mlir), tool tests (.test).
 import os
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -15,7 +16,24 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.tessera_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
+# Every test ends within this many seconds or fails as timed out (lit's
+# --timeout, which takes precedence when given). The slowest test,
+# import-onnx-errors.test, took 5.7 s in a Release build on 2 busy cores
+# (10 s on a cold start): 120 s leaves room for the ASan build's slowdown.
+# lit needs psutil for this (Debian's python3-psutil, for /usr/bin/python3):
+# if it is missing, lit stops with an error saying so.
+if lit_config.maxIndividualTestTime == 0:
+    lit_config.maxIndividualTestTime = 120
+
+# The tests that make ONNX models and data run scripts/setup.sh's venv:
+# without it, or without numpy and onnx in it, nothing runs, with a message.
 venv_python = os.path.join(config.tessera_src_root, ".venv", "bin", "python")
+try:
+    subprocess.run([venv_python, "-c", "import numpy, onnx"], check=True,
+                   capture_output=True)
+except (OSError, subprocess.CalledProcessError) as e:
+    lit_config.fatal(f"{venv_python} cannot import numpy and onnx ({e}): "
+                     f"run scripts/setup.sh")
 config.substitutions.append(("%venv_python", venv_python))
 config.substitutions.append(("%srcroot", config.tessera_src_root))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))

@@ -338,6 +338,26 @@ TEST(CommDevice, NoDeviceIsUnsupported) {
       << error;
 }
 
+// Where this build has the NCCL plugin, it loads without a GPU, and the
+// backend refuses for want of a device only.
+TEST(CommDevice, NcclPluginLoadsWithoutDevice) {
+#ifndef TSR_TEST_NCCL_PLUGIN
+  GTEST_SKIP() << "the NCCL plugin was not built (no CUDA toolkit or NCCL "
+                  "found at configure time)";
+#else
+  if (tsr_device_count() > 0)
+    GTEST_SKIP() << "a CUDA device is present (CommDevice.NcclOneRank loads "
+                 << TSR_TEST_NCCL_PLUGIN << ")";
+  tsr_comm_t *comm = nullptr;
+  EXPECT_EQ(tsr_comm_init(TSR_COMM_NCCL, nullptr, &comm), TSR_ERROR_UNSUPPORTED)
+      << tsr_last_error();
+  EXPECT_EQ(comm, nullptr);
+  std::string error = tsr_last_error();
+  EXPECT_EQ(error.rfind("NCCL: ", 0), 0u) << error;
+  EXPECT_NE(error.find("CUDA device"), std::string::npos) << error;
+#endif
+}
+
 TEST(CommDevice, MemoryStreamsEvents) {
   if (tsr_device_count() == 0)
     GTEST_SKIP() << "no CUDA device";

@@ -35,15 +35,29 @@ ignoring ``Constant`` when other ops are present; a function-expanded case
 counted under ``<Op> (expanded)``. A case with several main ops counts under
 each of them.
 
+Expectations. Every case's outcome is one line ``<case> <outcome> [<message>]``
+(see EXPECTATIONS_HEADER): ``pass``; ``unsupported`` with the error line;
+``<stage>-error`` (stage ``setup``, ``compile`` or ``run``) with the first
+error line; ``mismatch`` with what differs; ``<stage>-crash`` and
+``<stage>-hang`` also exist but can never be expected. ``--outcomes FILE``
+writes the run's outcomes in that format; ``--expected FILE`` (the committed
+``test/conformance/expected.txt``) makes any case whose outcome differs from
+its line fail the run, a newly passing case included, so that the file always
+states what the build does. ``--report-from FILE`` writes the markdown report
+from such a file without running anything (``scripts/gen-docs.sh`` writes
+``docs/onnx-conformance.md`` that way); a run whose outcomes equal the file
+writes the very same report.
+
 Prints ``conformance: P passed, F failed, U unsupported, C crashed, H hung (of N)``
-on stdout. Exit status: 0 when no case crashed or hung and at least
-``--min-pass`` cases passed; 1 otherwise; 2 for a usage error (tools or test
-data missing).
+on stdout. Exit status: 0 when no case crashed or hung and, with
+``--expected``, every case had its expected outcome; 1 otherwise; 2 for a usage
+error (tools, test data or expectations missing or malformed).
 
 Example::
 
     test/conformance/run_node_tests.py --tessera-bin build/bin \\
-        --out docs/onnx-conformance.md --jobs 2 --filter 'test_(add|relu)'
+        --out /tmp/conformance.md --jobs 2 --filter 'test_(add|relu)' \\
+        --expected test/conformance/expected.txt
 """
 
 from __future__ import annotations
@@ -90,6 +104,104 @@ class CaseResult:
     result: str
     stage: str = ""  # compile | run | compare | setup
     message: str = ""  # first error line, or why it failed
+
+
+# --------------------------------------------------------------------------- #
+# Expectations: one outcome line per case
+# --------------------------------------------------------------------------- #
+EXPECTATIONS_HEADER = """\
+# The outcome of every ONNX backend node test (libonnx-testdata) through
+# Tessera, one line per case, <case> <outcome> [<message>], with <outcome>:
+#   pass            compiled, ran, and every output matched
+#   unsupported     tessera-compile refused the model; its error line
+#   <stage>-error   a clean error at stage setup, compile or run; the first error line
+#   mismatch        it ran but an output differs or is missing; what differs
+# A crash or a hang is never an expected outcome. The onnx-conformance test
+# fails when a case's outcome differs from its line here, a newly passing case
+# included. After an intended change, take the outcomes that test wrote and
+# regenerate docs/onnx-conformance.md from them:
+#   cp build/test/conformance/outcomes.txt test/conformance/expected.txt
+#   scripts/gen-docs.sh
+"""
+EXPECTABLE = re.compile(r"pass|unsupported|mismatch|(setup|compile|run)-error")
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def outcome(r: CaseResult) -> str:
+    """A result as its expectations line after the case name."""
+    if r.result == PASSED:
+        return "pass"
+    if r.result == UNSUPPORTED:
+        word = "unsupported"
+    elif r.result == FAILED:
+        word = "mismatch" if r.stage == "compare" else f"{r.stage}-error"
+    else:
+        word = f"{r.stage}-{r.result.lower()}"
+    return f"{word} {r.message}" if r.message else word
+
+
+def result_from_outcome(case: str, ops: list[str], text: str) -> CaseResult:
+    """The inverse of outcome() for the outcomes EXPECTABLE accepts."""
+    word, _, message = text.partition(" ")
+    if word == "pass":
+        return CaseResult(case, ops, PASSED)
+    if word == "unsupported":
+        return CaseResult(case, ops, UNSUPPORTED, "compile", message)
+    if word == "mismatch":
+        return CaseResult(case, ops, FAILED, "compare", message)
+    return CaseResult(case, ops, FAILED, word.removesuffix("-error"), message)
+
+
+def read_expectations(path: str) -> dict[str, str]:
+    """case -> outcome text; ValueError naming the line if one is malformed."""
+    expected: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            case, _, text = line.partition(" ")
+            word, _, message = text.partition(" ")
+            where = f"{path}:{n}"
+            if word.endswith(("-crash", "-hang")):
+                raise ValueError(f"{where}: {case}: a crash or a hang is never an expected outcome")
+            if not EXPECTABLE.fullmatch(word):
+                raise ValueError(f"{where}: expected '<case> <outcome> [<message>]' with outcome "
+                                 f"pass, unsupported, mismatch or <setup|compile|run>-error: {line}")
+            if (word == "pass") != (message == ""):
+                raise ValueError(f"{where}: {case}: 'pass' has no message, every other outcome one")
+            if case in expected:
+                raise ValueError(f"{where}: {case} listed twice")
+            expected[case] = text
+    return expected
+
+
+def write_outcomes(path: str, results: list[CaseResult]) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(EXPECTATIONS_HEADER)
+        for r in sorted(results, key=lambda r: r.case):
+            f.write(f"{r.case} {outcome(r)}\n")
+
+
+def differences(results: list[CaseResult], expected: dict[str, str],
+                existing: set[str]) -> list[str]:
+    """One entry per case whose outcome is not the expected one, and per
+    expected case that the test data no longer has."""
+    diffs = []
+    for r in sorted(results, key=lambda r: r.case):
+        got, want = outcome(r), expected.get(r.case)
+        if want is None:
+            diffs.append(f"{r.case}: not in the expectations file\n    got:      {got}")
+        elif got != want:
+            now = " (it now passes)" if got == "pass" else ""
+            diffs.append(f"{r.case}{now}:\n    expected: {want}\n    got:      {got}")
+    for case in sorted(set(expected) - existing):
+        diffs.append(f"{case}: in the expectations file, but the test data has no such case")
+    return diffs
 
 
 # --------------------------------------------------------------------------- #
@@ -309,7 +421,8 @@ def run_case(case_dir: str, compile_bin: str, run_bin: str, timeout: float,
         model = onnx.load(os.path.join(case_dir, "model.onnx"), load_external_data=False)
         ops = main_ops(model)
     except Exception as e:
-        return CaseResult(case, ["(unreadable)"], FAILED, "setup", f"cannot load model.onnx: {e}")
+        return CaseResult(case, ["(unreadable)"], FAILED, "setup",
+                          one_line(f"cannot load model.onnx: {e}"))
 
     tmp = tempfile.mkdtemp(prefix=case + ".", dir=work_root)
     # Paths in messages are made relative so that the report is stable and
@@ -319,7 +432,7 @@ def run_case(case_dir: str, compile_bin: str, run_bin: str, timeout: float,
 
     try:
         r = _run_case(case, case_dir, model, ops, tmp, compile_bin, run_bin, timeout)
-        r.message = clean(r.message)
+        r.message = one_line(clean(r.message))
         return r
     finally:
         if not keep:
@@ -418,7 +531,9 @@ def write_report(path: str, results: list[CaseResult], total: int, args) -> None
     version = testdata_version()
     w("# ONNX backend conformance: node tests")
     w("")
-    w("Generated by `test/conformance/run_node_tests.py`; do not edit by hand.")
+    w("Generated by `test/conformance/run_node_tests.py`; do not edit by hand. `scripts/gen-docs.sh` "
+      "writes it from `test/conformance/expected.txt`, the outcome of every case, which the "
+      "`onnx-conformance` test requires of every build.")
     w("")
     w(f"Each case of Debian's libonnx-testdata{' ' + version if version else ''} "
       f"(`{args.testdata}`) is compiled with `tessera-compile --mode=infer --target=cpu`, "
@@ -504,30 +619,37 @@ def write_report(path: str, results: list[CaseResult], total: int, args) -> None
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description="Run the ONNX backend node tests (libonnx-testdata) through tessera-compile "
-        "and tessera-run and write a markdown conformance report.",
+        "and tessera-run, compare every case's outcome with its expectation and write a markdown "
+        "conformance report.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Results: passed, failed, unsupported (clean compile error mentioning "
         "'unsupported'), CRASH (signal, assertion/sanitizer/'Stack dump'/'PLEASE submit a bug "
         "report', or non-zero exit without an 'error:' line), HANG (timeout). Exit 0 when nothing "
-        "crashed or hung and at least --min-pass cases passed, 1 otherwise, 2 on usage errors.",
+        "crashed or hung and (with --expected) every outcome was the expected one, 1 otherwise, "
+        "2 on usage errors.",
     )
     ap.add_argument("--tessera-bin", default="build/bin", metavar="DIR",
                     help="directory holding tessera-compile and tessera-run (default build/bin)")
-    ap.add_argument("--out", default="docs/onnx-conformance.md", metavar="FILE",
-                    help="markdown report to write (default docs/onnx-conformance.md)")
+    ap.add_argument("--out", metavar="FILE", help="markdown report to write")
+    ap.add_argument("--expected", metavar="FILE",
+                    help="expectations file (test/conformance/expected.txt): fail when a case's "
+                    "outcome differs from its line, or a case has none")
+    ap.add_argument("--outcomes", metavar="FILE",
+                    help="write this run's outcomes in the expectations format")
+    ap.add_argument("--report-from", metavar="FILE",
+                    help="run nothing: write the --out report from this expectations file")
     ap.add_argument("--testdata", default=DEFAULT_TESTDATA, metavar="DIR",
                     help=f"node test cases (default {DEFAULT_TESTDATA})")
     ap.add_argument("--jobs", "-j", type=int, default=2, metavar="N",
                     help="cases run in parallel (default 2)")
     ap.add_argument("--filter", metavar="REGEX",
                     help="run only cases whose directory name matches REGEX (re.search)")
-    ap.add_argument("--min-pass", type=int, default=0, metavar="N",
-                    help="exit non-zero if fewer than N cases pass (default 0)")
     ap.add_argument("--timeout", type=float, default=60.0, metavar="S",
                     help="time limit per tool invocation in seconds (default 60)")
     ap.add_argument("--keep-going", action=argparse.BooleanOptionalAction, default=True,
                     help="run every case (default); --no-keep-going stops scheduling new cases "
-                    "after the first failed, crashed or hung one")
+                    "after the first crashed or hung one, or the first unexpected outcome "
+                    "(without --expected: the first failed one)")
     ap.add_argument("--list-failures", action="store_true",
                     help="also print every failed/crashed/hung case with its first error line")
     ap.add_argument("--work-dir", metavar="DIR",
@@ -542,35 +664,67 @@ def main(argv=None) -> int:
         print(f"run_node_tests.py: error: {msg}", file=sys.stderr)
         return 2
 
+    if not os.path.isdir(args.testdata):
+        return die(f"test data not found: {args.testdata} (apt-get install libonnx-testdata)")
+    try:
+        case_filter = re.compile(args.filter) if args.filter else None
+    except re.error as e:
+        return die(f"bad --filter regex: {e}")
+    existing = {d for d in os.listdir(args.testdata)
+                if os.path.isfile(os.path.join(args.testdata, d, "model.onnx"))}
+    cases = sorted(d for d in existing if case_filter is None or case_filter.search(d))
+    total = len(cases)
+    if total == 0:
+        return die("no test cases selected")
+
+    if args.report_from:
+        if not args.out:
+            return die("--report-from needs --out")
+        try:
+            expected = read_expectations(args.report_from)
+        except (OSError, ValueError) as e:
+            return die(str(e))
+        missing = [c for c in cases if c not in expected]
+        if missing:
+            return die(f"{args.report_from} has no line for {len(missing)} case(s): "
+                       f"{', '.join(missing[:5])}{', …' if len(missing) > 5 else ''}")
+        results = []
+        for case in cases:
+            model = onnx.load(os.path.join(args.testdata, case, "model.onnx"),
+                              load_external_data=False)
+            results.append(result_from_outcome(case, main_ops(model), expected[case]))
+        write_report(args.out, results, total, args)
+        print(summary_line(collections.Counter(r.result for r in results), total))
+        print(f"report: {args.out}")
+        return 0
+
     compile_bin = os.path.abspath(os.path.join(args.tessera_bin, "tessera-compile"))
     run_bin = os.path.abspath(os.path.join(args.tessera_bin, "tessera-run"))
     for tool in (compile_bin, run_bin):
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             return die(f"{tool} not found or not executable (build Tessera first: scripts/build.sh, "
                        f"or pass --tessera-bin)")
-    if not os.path.isdir(args.testdata):
-        return die(f"test data not found: {args.testdata} (apt-get install libonnx-testdata)")
     if args.jobs < 1:
         return die("--jobs must be at least 1")
-    try:
-        case_filter = re.compile(args.filter) if args.filter else None
-    except re.error as e:
-        return die(f"bad --filter regex: {e}")
+    expected = None
+    if args.expected:
+        try:
+            expected = read_expectations(args.expected)
+        except (OSError, ValueError) as e:
+            return die(str(e))
     if args.work_dir:
         os.makedirs(args.work_dir, exist_ok=True)
-
-    cases = sorted(
-        d for d in os.listdir(args.testdata)
-        if os.path.isfile(os.path.join(args.testdata, d, "model.onnx"))
-        and (case_filter is None or case_filter.search(d))
-    )
-    total = len(cases)
-    if total == 0:
-        return die("no test cases selected")
 
     results: list[CaseResult] = []
     lock = threading.Lock()
     stop = threading.Event()
+
+    def unexpected(r: CaseResult) -> bool:
+        if r.result in (CRASH, HANG):
+            return True
+        if expected is None:
+            return r.result == FAILED
+        return outcome(r) != expected.get(r.case)
 
     def work(case: str) -> CaseResult | None:
         if stop.is_set():
@@ -580,12 +734,15 @@ def main(argv=None) -> int:
         with lock:
             results.append(r)
             done = len(results)
-            if r.result in (FAILED, CRASH, HANG) and not args.keep_going:
+            bad = unexpected(r)
+            if bad and not args.keep_going:
                 stop.set()
-            if args.verbose or r.result in (CRASH, HANG):
+            if args.verbose or bad:
                 line = f"[{done}/{total}] {r.case}: {r.result}"
                 if r.message:
                     line += f" ({r.stage}: {r.message})"
+                if expected is not None and bad:
+                    line += f"; expected: {expected.get(r.case, '(no line)')}"
                 print(line, file=sys.stderr, flush=True)
             elif done % 100 == 0:
                 print(f"[{done}/{total}] ...", file=sys.stderr, flush=True)
@@ -602,7 +759,10 @@ def main(argv=None) -> int:
         pool.shutdown(wait=True, cancel_futures=True)
 
     results.sort(key=lambda r: r.case)
-    write_report(args.out, results, total, args)
+    if args.out:
+        write_report(args.out, results, total, args)
+    if args.outcomes:
+        write_outcomes(args.outcomes, results)
     counts = collections.Counter(r.result for r in results)
 
     if args.list_failures:
@@ -612,15 +772,31 @@ def main(argv=None) -> int:
     print(summary_line(counts, total))
     if len(results) < total:
         print(f"(stopped early: {total - len(results)} cases not run)")
-    print(f"report: {args.out}")
+    for what, path in (("report", args.out), ("outcomes", args.outcomes)):
+        if path:
+            print(f"{what}: {path}")
 
     rc = 0
     if counts[CRASH] or counts[HANG]:
         rc = 1
-    if counts[PASSED] < args.min_pass:
-        print(f"run_node_tests.py: only {counts[PASSED]} cases passed, fewer than --min-pass "
-              f"{args.min_pass}", file=sys.stderr)
-        rc = 1
+    if expected is not None:
+        diffs = differences(results, expected, existing)
+        if diffs:
+            rc = 1
+            print(f"\nrun_node_tests.py: {len(diffs)} case(s) differ from their expected outcome "
+                  f"in {args.expected}:", file=sys.stderr)
+            for d in diffs:
+                print(f"  {d}", file=sys.stderr)
+            if args.outcomes and not args.filter and len(results) == total:
+                how = (f"take this run's outcomes and regenerate the report:\n"
+                       f"  cp {args.outcomes} {args.expected}\n  scripts/gen-docs.sh")
+            else:
+                how = (f"write each 'got' line above, after its case name, into {args.expected}, "
+                       f"then run scripts/gen-docs.sh")
+            print(f"If every change is intended (a case that now passes always is), {how}\n"
+                  f"and commit both files.", file=sys.stderr)
+        else:
+            print(f"every outcome is the one {args.expected} expects")
     return rc
 
 

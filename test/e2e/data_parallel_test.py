@@ -24,15 +24,22 @@ The oracle is the single-process run of the same global batch.
    gradients 4 sum(Psi_i) (ZeRO 2 and 3: 4 sum(c_i)); optimizer state
    8 sum(Psi_i) (ZeRO >= 1: 8 sum(c_i)) plus the 8-byte step counter. The
    sizes come from the ONNX initializers, read here independently.
-3. Checkpoints: a dp=2 ZeRO-2 run checkpointed at step 10 and resumed gives
-   steps 11-20 bit for bit (the %.9g float32 losses are equal strings); a
-   dp=4 ZeRO-3 checkpoint resumed on 2 ranks with ZeRO-1 gives the single
-   run's losses to 1e-5.
+3. Checkpoints: the single run and a dp=2 ZeRO-2 run, each checkpointed at
+   step 10 and resumed from there, give steps 11-20 bit for bit (the %.9g
+   float32 losses are equal strings), and end in the same state bit for
+   bit: their step-20 checkpoints hold the same bytes for every parameter
+   and every optimizer state tensor (read back through the checkpoint's
+   manifest, padding dropped; the state moved since step 10), and
+   --save-onnx writes the same file. A dp=4 ZeRO-3 checkpoint resumed on 2
+   ranks with ZeRO-1 gives the single run's losses to 1e-5.
 4. Failures: killing (SIGKILL) rank 1 of a 2-rank run mid-training ends the
    job within 60 s with a message naming rank 1; stopping it (SIGSTOP) with
-   --comm-timeout 5 ends it within 60 s naming rank 1 and the collective; a
-   truncated checkpoint shard is refused with an error naming the file, and
-   the checkpoint's files are unchanged.
+   --comm-timeout 5 ends it within 60 s naming rank 1 and the collective;
+   tessera-run refuses, with a non-zero exit, its error message and the
+   checkpoint's files unchanged, a truncated checkpoint shard (naming the
+   file), a checkpoint of another model (a 2-layer LM: the fingerprint
+   differs), and one of another global batch (the same model at global
+   batch 32 on 2 ranks: the data position does not fit).
 
 Usage: data_parallel_test.py BUILD_DIR REPO_ROOT [--work DIR]
 """
@@ -51,9 +58,6 @@ import time
 
 import onnx
 
-# An ASan build preloads its runtime into this interpreter; the tools it
-# runs link their own.
-os.environ.pop("LD_PRELOAD", None)
 for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
                    ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
@@ -69,10 +73,21 @@ def check(ok, message):
         failures.append(message)
 
 
+def mpirun(ranks):
+    """The launcher of `ranks` processes. They host OpenMPI, whose own
+    allocations LeakSanitizer reports as leaks: in an ASan build they run
+    without leak checking; every other tool this test runs keeps it."""
+    asan = ":".join(filter(None, (os.environ.get("ASAN_OPTIONS"), "detect_leaks=0")))
+    return ["env", f"ASAN_OPTIONS={asan}", "mpirun", "-np", str(ranks)]
+
+
 def compile_artifact(bin_dir, model, out, *flags):
+    """A training step of `model` with Adam; global batch BATCH unless
+    `flags` give --batch-size."""
+    batch = [] if any(f.startswith("--batch-size") for f in flags) else [f"--batch-size={BATCH}"]
     cmd = [os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
            "--loss=cross_entropy", "--logits=logits", "--optimizer=adam",
-           "--lr=3e-3", f"--batch-size={BATCH}", "-o", out, *flags]
+           "--lr=3e-3", *batch, "-o", out, *flags]
     subprocess.run(cmd, check=True)
     return out
 
@@ -82,7 +97,7 @@ def train(bin_dir, art, ranks, log, *flags, timeout=300):
            DATA, "--steps", str(STEPS), "--threads", "1", "--log-json", log,
            *flags]
     if ranks:
-        cmd = ["mpirun", "-np", str(ranks)] + cmd
+        cmd = mpirun(ranks) + cmd
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if run.returncode != 0:
         sys.stderr.write(run.stdout + run.stderr)
@@ -94,6 +109,73 @@ def losses(log):
     """Step -> the loss string exactly as logged (%.9g of a float32)."""
     with open(log) as f:
         return {e["step"]: e["loss"] for e in map(json.loads, f)}
+
+
+def checkpoint_tensors(path):
+    """name -> (dtype, global shape, bytes) of every tensor of the checkpoint
+    at `path`, read back as docs/checkpoints.md lays it out: the manifest's
+    pieces of a tensor, in rank order, concatenated, the padding of flat
+    shards dropped."""
+    with open(os.path.join(path, "manifest.json")) as f:
+        manifest = json.load(f)
+    tensors = {}
+    for t in manifest["tensors"]:
+        data = b""
+        for piece in t["pieces"]:
+            with open(os.path.join(path, piece["file"]), "rb") as f:
+                f.seek(piece["offset"])
+                data += f.read(piece["bytes"])
+        size = t["pieces"][0]["bytes"] // t["local_elements"] if t["local_elements"] else 0
+        tensors[t["name"]] = (t["dtype"], tuple(t["shape"]),
+                              data[:math.prod(t["shape"]) * size])
+    return tensors
+
+
+def state_names(art):
+    """The params and optimizer state of an artifact: what a checkpoint holds."""
+    with open(os.path.join(art, "manifest.json")) as f:
+        return {i["name"] for i in json.load(f)["inputs"]
+                if i.get("role") in ("param", "state")}
+
+
+def check_same_state(what, art, ckpt, resumed_ckpt, start_ckpt, onnx_files):
+    """The uninterrupted run's final checkpoint and the resumed run's hold
+    the same bytes for every param and state of `art`; that state moved
+    since `start_ckpt` (so the comparison is not of two untouched copies);
+    and the two --save-onnx files are equal."""
+    full, resumed = checkpoint_tensors(ckpt), checkpoint_tensors(resumed_ckpt)
+    start = checkpoint_tensors(start_ckpt)
+    names = state_names(art)
+    differ = sorted(n for n in names & full.keys() & resumed.keys()
+                    if full[n] != resumed[n])
+    unmoved = sorted(n for n in names & full.keys() & start.keys()
+                     if full[n] == start[n])
+    complete = full.keys() == names and resumed.keys() == names
+    check(complete and not differ and not unmoved,
+          f"{what}: the step-20 checkpoints of the uninterrupted and the resumed "
+          f"run hold the same bytes for all {len(names)} params and state "
+          f"tensors (differing: {differ[:3]}; unchanged since step 10: {unmoved}; "
+          f"names as in the artifact: {complete})")
+    a, b = (open(p, "rb").read() for p in onnx_files)
+    check(a == b, f"{what}: --save-onnx after the resumed run writes the file "
+          f"of the uninterrupted run ({len(a)} and {len(b)} bytes)")
+
+
+def files_of(directory):
+    return {n: open(os.path.join(directory, n), "rb").read()
+            for n in os.listdir(directory)}
+
+
+def check_refused(what, cmd, ckpt, expected):
+    """`cmd` (a --resume of `ckpt`) exits non-zero with an error line that
+    contains every string of `expected`, and leaves `ckpt` unchanged."""
+    before = files_of(ckpt)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    errors = [l for l in run.stderr.splitlines()
+              if "error:" in l and all(e in l for e in expected)]
+    check(run.returncode != 0 and errors and files_of(ckpt) == before,
+          f"{what} is refused (exit {run.returncode}) and nothing is "
+          f"overwritten: {errors[:1] or run.stderr.strip().splitlines()[-1:]}")
 
 
 def worst_relative(a, b, steps):
@@ -120,7 +202,7 @@ def failing_run(bin_dir, art, work, sig, *flags):
     """Starts a long 2-rank run, sends `sig` to rank 1 after step 3, and
     returns (seconds until every process ended, return code, output)."""
     logs = os.path.join(work, f"logs-{sig}")
-    cmd = ["mpirun", "-np", "2", os.path.join(bin_dir, "tessera-run"), art,
+    cmd = mpirun(2) + [os.path.join(bin_dir, "tessera-run"), art,
            "--train", "--data", DATA, "--steps", "1000000", "--threads", "1",
            "--log-dir", logs, *flags]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -195,13 +277,24 @@ def main():
     # different number of labels.
     jobs["single-ignore"] = ("--ignore-index=3",)
     jobs["dp4z2ignore"] = ("--ignore-index=3", "--mesh", "dp=4", "--zero=2")
+    # Refused checkpoints: the same model at another global batch, and
+    # another model.
+    jobs["dp2batch32"] = ("--mesh", "dp=2", "--batch-size=32")
+    models = dict.fromkeys(jobs, model)
+    subprocess.run([sys.executable, gen, "--out", os.path.join(work, "lm2"),
+                    "--seq", "32", "--batch", str(BATCH), "--layers", "2",
+                    "--no-verify"], check=True, stdout=subprocess.DEVNULL)
+    jobs["other-model"] = ()
+    models["other-model"] = os.path.join(work, "lm2", "charlm.onnx")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         arts = dict(zip(jobs, pool.map(
-            lambda name: compile_artifact(bin_dir, model, os.path.join(work, name),
+            lambda name: compile_artifact(bin_dir, models[name], os.path.join(work, name),
                                           *jobs[name]), jobs)))
 
     single_log = os.path.join(work, "single.json")
-    train(bin_dir, arts["single"], 0, single_log)
+    single_ckpt = os.path.join(work, "single-ckpt")
+    train(bin_dir, arts["single"], 0, single_log, "--checkpoint-dir", single_ckpt,
+          "--checkpoint-every", "10", "--save-onnx", os.path.join(work, "single.onnx"))
     single = {s: float(v) for s, v in losses(single_log).items()}
     steps = range(1, STEPS + 1)
     check(len(single) == STEPS and single[STEPS] < single[1],
@@ -254,19 +347,32 @@ def main():
     check(worst <= RTOL, f"mpirun -np 4 ZeRO-2 ignoring label 3: losses match "
           f"the single run ignoring it, worst {worst:.2e}")
 
-    # 3: checkpoint at step 10, resume; then change the dp size.
+    # 3: checkpoint at step 10, resume, compare the losses and the final
+    # state; then change the dp size.
     ckpt = os.path.join(work, "ckpt")
     full_log = os.path.join(work, "full.json")
     train(bin_dir, arts["dp2z2"], 2, full_log, "--checkpoint-dir", ckpt,
-          "--checkpoint-every", "10")
-    resumed_log = os.path.join(work, "resumed.json")
-    train(bin_dir, arts["dp2z2"], 2, resumed_log, "--resume",
-          os.path.join(ckpt, "step-00000010"))
-    full, resumed = losses(full_log), losses(resumed_log)
-    check(sorted(resumed) == list(range(11, STEPS + 1)) and
-          all(resumed[s] == full[s] for s in resumed),
-          "dp=2 ZeRO-2: steps 11-20 after resuming the step-10 checkpoint are "
-          "bitwise those of the uninterrupted run")
+          "--checkpoint-every", "10", "--save-onnx", os.path.join(work, "full.onnx"))
+    for what, art, ranks, full_log, ckpt_dir in (
+            ("single process", arts["single"], 0, single_log, single_ckpt),
+            ("dp=2 ZeRO-2", arts["dp2z2"], 2, full_log, ckpt)):
+        tag = f"resumed{ranks}"
+        resumed_log = os.path.join(work, tag + ".json")
+        resumed_ckpt = os.path.join(work, tag + "-ckpt")
+        start = os.path.join(ckpt_dir, "step-00000010")
+        train(bin_dir, art, ranks, resumed_log, "--resume", start,
+              "--checkpoint-dir", resumed_ckpt,
+              "--save-onnx", os.path.join(work, tag + ".onnx"))
+        full, resumed = losses(full_log), losses(resumed_log)
+        check(sorted(resumed) == list(range(11, STEPS + 1)) and
+              all(resumed[s] == full[s] for s in resumed),
+              f"{what}: steps 11-20 after resuming the step-10 checkpoint are "
+              "bitwise those of the uninterrupted run")
+        onnx_files = [os.path.join(work, ("single" if ranks == 0 else "full") + ".onnx"),
+                      os.path.join(work, tag + ".onnx")]
+        check_same_state(what, art, os.path.join(ckpt_dir, "step-00000020"),
+                         os.path.join(resumed_ckpt, "step-00000020"), start,
+                         onnx_files)
 
     ckpt4 = os.path.join(work, "ckpt4")
     train(bin_dir, arts["dp4z3"], 4, os.path.join(work, "dp4.json"),
@@ -294,23 +400,29 @@ def main():
           f"SIGSTOP of rank 1: every rank ended in {elapsed and round(elapsed, 1)} s, "
           f"exit {code}: {named[:1]}")
 
+    run_tool = os.path.join(bin_dir, "tessera-run")
+
+    def resume_cmd(art, ranks, checkpoint):
+        cmd = [run_tool, art, "--train", "--data", DATA, "--steps", "20",
+               "--resume", checkpoint]
+        return mpirun(ranks) + cmd if ranks else cmd
+
+    step10 = os.path.join(ckpt, "step-00000010")
     truncated = os.path.join(work, "truncated")
-    shutil.copytree(os.path.join(ckpt, "step-00000010"), truncated)
+    shutil.copytree(step10, truncated)
     shard = os.path.join(truncated, "shard-00001-of-00002.bin")
     with open(shard, "r+b") as f:
         f.truncate(os.path.getsize(shard) - 100)
-    before = {n: open(os.path.join(truncated, n), "rb").read()
-              for n in os.listdir(truncated)}
-    run = subprocess.run(["mpirun", "-np", "2", os.path.join(bin_dir, "tessera-run"),
-                          arts["dp2z2"], "--train", "--data", DATA, "--steps", "20",
-                          "--resume", truncated],
-                         capture_output=True, text=True, timeout=120)
-    after = {n: open(os.path.join(truncated, n), "rb").read()
-             for n in os.listdir(truncated)}
-    errors = [l for l in run.stderr.splitlines() if "shard-00001-of-00002.bin" in l]
-    check(run.returncode != 0 and errors and before == after,
-          f"a truncated shard is refused (exit {run.returncode}) and nothing is "
-          f"overwritten: {errors[:1]}")
+    check_refused("a truncated shard", resume_cmd(arts["dp2z2"], 2, truncated),
+                  truncated, ["shard-00001-of-00002.bin", "truncated"])
+    check_refused("a checkpoint of another model (2 layers)",
+                  resume_cmd(arts["other-model"], 0, step10), step10,
+                  ["--resume:", "was written for another model or optimizer",
+                   "fingerprint"])
+    check_refused("a checkpoint of global batch 16 on 2 ranks of global batch 32",
+                  resume_cmd(arts["dp2batch32"], 2, step10), step10,
+                  ["--resume:", "global batch size 32",
+                   "resume with the same global batch"])
 
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)

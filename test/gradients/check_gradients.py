@@ -51,9 +51,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-# An ASan build preloads its sanitizer runtime into this interpreter
-# (TESSERA_PYTHON_TEST_ENV); the tools it runs link their own copy.
+# An ASan build preloads its sanitizer runtime into this interpreter and
+# turns leak checking off for it (TESSERA_PYTHON_TEST_ENV); the tools it runs
+# link their own copy and keep leak checking on.
 os.environ.pop("LD_PRELOAD", None)
+os.environ.pop("ASAN_OPTIONS", None)
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -889,6 +891,8 @@ def compile_model(bin_dir, path, art):
         tsr = subprocess.run(
             [str(bin_dir / "tessera-compile"), str(path), "--emit=tsr"],
             capture_output=True, text=True)
+        if tsr.returncode != 0:
+            return tsr, ops
         ops = set(re.findall(r"\btsr\.([a-z_]+)\b(?! *=)", tsr.stdout))
     return result, ops
 

@@ -29,9 +29,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-# An ASan build preloads its sanitizer runtime into this interpreter
-# (TESSERA_PYTHON_TEST_ENV); the tools it runs link their own copy.
+# An ASan build preloads its sanitizer runtime into this interpreter and
+# turns leak checking off for it (TESSERA_PYTHON_TEST_ENV); the tools it runs
+# link their own copy and keep leak checking on.
 os.environ.pop("LD_PRELOAD", None)
+os.environ.pop("ASAN_OPTIONS", None)
 
 
 RTOL, ATOL = 1e-12, 1e-14
