@@ -90,16 +90,6 @@ SmallVector<int64_t> frontPermutation(int64_t rank, int64_t dim) {
   return perm;
 }
 
-/// `v` transposed by `perm` (a linalg.transpose into a fresh tensor).
-Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(type.getDimSize(p));
-  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
-  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
-}
-
 func::FuncOp getOrInsertRuntimeFunc(Operation *op, OpBuilder &b, StringRef name,
                                     TypeRange args, TypeRange results) {
   auto module = op->getParentOfType<ModuleOp>();

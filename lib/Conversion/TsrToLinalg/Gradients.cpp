@@ -33,15 +33,6 @@ int64_t product(ArrayRef<int64_t> v) {
   return p;
 }
 
-Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(type.getDimSize(p));
-  Value init = emptyTensor(b, loc, tensorOf(shape, type.getElementType()));
-  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
-}
-
 Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   auto l = cast<RankedTensorType>(lhs.getType());
   auto r = cast<RankedTensorType>(rhs.getType());

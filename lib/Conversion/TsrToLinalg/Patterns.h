@@ -57,6 +57,8 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value);
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type);
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
                    Value value);
+/// `v` transposed by `perm` (a linalg.transpose into a fresh tensor).
+Value transpose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm);
 
 /// The indexing map reading an operand of shape `operand` inside a loop nest
 /// over `result` under numpy broadcasting (size-1 dimensions read index 0).

@@ -98,6 +98,17 @@ Value tsr_to_linalg::indexConstant(OpBuilder &b, Location loc, int64_t value) {
 // Structured-op builders
 //===----------------------------------------------------------------------===//
 
+Value tsr_to_linalg::transpose(OpBuilder &b, Location loc, Value v,
+                               ArrayRef<int64_t> perm) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  Value init = emptyTensor(b, loc,
+                           RankedTensorType::get(shape, type.getElementType()));
+  return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+}
+
 Value tsr_to_linalg::emptyTensor(OpBuilder &b, Location loc,
                                  RankedTensorType type) {
   return tensor::EmptyOp::create(b, loc, type.getShape(),
