@@ -18,8 +18,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # Every test ends within this many seconds or fails as timed out (lit's
 # --timeout, which takes precedence when given). The slowest test,
-# import-onnx-errors.test, took 5.7 s in a Release build on 2 busy cores
-# (10 s on a cold start): 120 s leaves room for the ASan build's slowdown.
+# import-onnx-errors.test, took 5.7 s in a Release build and 5.1 s in the
+# ASan build on 2 busy cores (10 s on a cold start): 120 s is over ten times
+# that, and still ends a hung tool within two minutes.
 # lit needs psutil for this (Debian's python3-psutil, for /usr/bin/python3):
 # if it is missing, lit stops with an error saying so.
 if lit_config.maxIndividualTestTime == 0:
