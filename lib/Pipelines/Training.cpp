@@ -24,8 +24,10 @@ void mlir::tessera::buildTrainingPipeline(
     pm.addPass(createTsrAccumulateGradients(
         TsrAccumulateGradientsOptions{options.microBatches}));
   // Gradients are reduced once per step, after the micro-batches.
-  if (options.dataParallel)
-    pm.addPass(createTsrDataParallel(*options.dataParallel));
+  if (options.dataParallel) {
+    pm.addPass(createTsrDataParallelPlan(*options.dataParallel));
+    pm.addPass(createTsrDataParallel());
+  }
   if (options.optimizer) {
     pm.addPass(createTsrOptimizer(*options.optimizer));
     pm.addPass(createCanonicalizerPass());

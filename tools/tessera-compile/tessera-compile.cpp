@@ -215,7 +215,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
   if (dataParallel > 0)
-    options.dataParallel = tessera::TsrDataParallelOptions{
+    options.dataParallel = tessera::TsrDataParallelPlanOptions{
         "dp", dataParallel, zeroStage,
         std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024))};
   if (batchNormMode != "batch" && batchNormMode != "running")

@@ -20,7 +20,7 @@ struct TrainingPipelineOptions {
   TsrAutodiffOptions autodiff;
   int64_t microBatches = 1;
   /// One rank's part of a data-parallel step (absent: a single device).
-  std::optional<TsrDataParallelOptions> dataParallel;
+  std::optional<TsrDataParallelPlanOptions> dataParallel;
   /// Train batch normalization with batch statistics (absent: keep the
   /// running statistics fixed, ONNX inference semantics).
   std::optional<TsrBatchNormStatisticsOptions> batchNorm;

@@ -20,11 +20,15 @@ using namespace mlir::tessera;
 namespace {
 
 /// Gives every op a gradient rule creates the location of its forward op.
-struct GradLocListener : OpBuilder::Listener {
+/// Marks every op a gradient rule builds as backward (`tsr.backward`, the
+/// semantics later passes read) and locates it at the forward op it
+/// differentiates (`fused<"tsr.grad">[...]`, for diagnostics).
+struct BackwardListener : OpBuilder::Listener {
   Location loc;
-  explicit GradLocListener(Location loc) : loc(loc) {}
+  explicit BackwardListener(Location loc) : loc(loc) {}
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     op->setLoc(loc);
+    op->setAttr(tsr::attr::kBackward, UnitAttr::get(op->getContext()));
   }
 };
 
@@ -162,7 +166,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       Location gradLoc =
           FusedLoc::get(f.getContext(), {op->getLoc()},
                         StringAttr::get(f.getContext(), "tsr.grad"));
-      GradLocListener listener(gradLoc);
+      BackwardListener listener(gradLoc);
       b.setListener(&listener);
       SmallVector<Value> operandGrads;
       LogicalResult built = rule.buildGradients(b, resultGrads, operandGrads);

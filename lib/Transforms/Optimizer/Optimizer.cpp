@@ -43,8 +43,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   SmallVector<State> states;
   /// ZeRO >= 1: the update works on this rank's shards; state tensors are
   /// shards too.
-  DataParallelLayout layout;
-  bool sharded = false;
+  std::optional<ZeroUpdate> zero;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -99,12 +98,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
         b.getNamedAttr(tsr::attr::kRole,
                        tsr::RoleAttr::get(b.getContext(), tsr::Role::state)),
         b.getNamedAttr(tsr::attr::kInit, init)};
-    if (shardOf) {
-      attrs.push_back(
-          b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(layout.size)));
-      attrs.push_back(b.getNamedAttr(tsr::attr::kGlobalShape,
-                                     b.getDenseI64ArrayAttr(*shardOf)));
-    }
+    if (shardOf)
+      llvm::append_range(attrs, zero->stateAttrs(b, *shardOf));
     (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs),
                               func.getLoc());
     return func.getArgument(index);
@@ -153,16 +148,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   }
   /// The sum of `v` over every rank's shard when the update is sharded.
   Value sumAllShards(GradientBuilder &g, Value v, ArrayRef<StringRef> serves) {
-    Value local = sumAll(g, v);
-    if (!sharded)
-      return local;
-    OpBuilder &b = g.builder();
-    return tsr::AllReduceOp::create(
-        b, g.getLoc(), local.getType(), local,
-        tsr::CollectiveReductionAttr::get(b.getContext(),
-                                          tsr::CollectiveReduction::sum),
-        layout.axes, b.getStrArrayAttr(serves), IntegerAttr(), IntegerAttr(),
-        UnitAttr());
+    return zero->sumOverShards(g, sumAll(g, v), serves);
   }
   Value norm(GradientBuilder &g, Value v, StringRef name) {
     return g.sqrt(sumAllShards(g, g.mul(v, v), {name}));
@@ -187,7 +173,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     auto state = [&](StringRef slot, Type stateType) {
       BlockArgument arg = addState(
           stateType, Twine(optimizer.getValue()) + "." + slot + "." + name,
-          sharded ? std::optional(globalShape) : std::nullopt);
+          std::optional(globalShape));
       states.push_back({arg, Value()});
       return states.size() - 1;
     };
@@ -333,9 +319,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     if (params.empty())
       return func.emitError("no trainable parameters: every parameter is "
                             "frozen or the model has none");
-    layout = getDataParallelLayout(func);
-    sharded = layout.zero >= 1;
-    if (sharded && optimizer == "adafactor")
+    zero.emplace(func);
+    if (zero->isSharded() && optimizer == "adafactor")
       return func.emitError("adafactor's factored second moments are row and "
                             "column means, which ZeRO's flat shards would "
                             "split: use --zero=0 with adafactor");
@@ -354,14 +339,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     // the gradients, ZeRO-3 also stores the parameters as shards).
     SmallVector<Value> paramViews;
     for (auto &[p, grad] : params) {
-      bool paramIsShard =
-          bool(func.getArgAttr(p.getArgNumber(), tsr::attr::kShards));
-      paramViews.push_back(sharded && !paramIsShard
-                               ? localShard(g, p, layout.size, layout.axes)
-                               : Value(p));
-      auto gradType = cast<RankedTensorType>(grad.getType());
-      if (sharded && gradType != paramViews.back().getType())
-        grad = localShard(g, grad, layout.size, layout.axes);
+      paramViews.push_back(zero->paramView(g, p));
+      grad = zero->gradView(g, grad, paramViews.back());
     }
 
     if (clipNorm > 0) {
@@ -372,13 +351,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
         sq = sq ? g.add(sq, s) : s;
         names.push_back(argName(func, p.getArgNumber()));
       }
-      if (sharded)
-        sq = tsr::AllReduceOp::create(
-            b, loc, sq.getType(), sq,
-            tsr::CollectiveReductionAttr::get(b.getContext(),
-                                              tsr::CollectiveReduction::sum),
-            layout.axes, b.getStrArrayAttr(names), IntegerAttr(), IntegerAttr(),
-            UnitAttr());
+      sq = zero->sumOverShards(g, sq, names);
       Type f64 = b.getF64Type();
       Value scale =
           tsr::MinOp::create(b, loc, g.scalar(f64, 1.0),
@@ -413,8 +386,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
         full = full.clone(shape.asArrayRef());
       Value next = update(g, view, name, full.getShape(), grad, lr64, t64);
       // ZeRO 1 and 2 keep whole parameters on every rank.
-      if (sharded && next.getType() != p.getType())
-        next = gatherShards(g, next, full, layout.size, layout.axes, {name});
+      next = zero->nextParam(g, next, p, full, name);
       updated(next, p, tsr::Role::param);
     }
     for (State &st : states)

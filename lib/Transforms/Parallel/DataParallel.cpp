@@ -1,7 +1,9 @@
-//===- DataParallel.cpp - One rank's part of a data-parallel step ---------===//
+//===- DataParallel.cpp - Apply a data-parallel step's layout -------------===//
 //
-// Decides the buckets (backward order, size-capped) and the ZeRO layout,
-// and writes both into the IR as collectives that name what they serve.
+// The rewrite half of data parallelism: reads the layout that
+// tsr-data-parallel-plan wrote (`tsr.zero`, and `tsr.bucket` on every
+// gradient) and makes the function one rank's part of the step, with
+// collectives that name what they serve.
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Parallel/Passes.h"
@@ -20,27 +22,20 @@ using namespace mlir::tessera;
 
 namespace {
 
-/// A gradient result of the training function.
-struct Gradient {
-  unsigned result;
-  BlockArgument param;
-  Value value;
-  /// Position of the op defining `value` in the body (-1 for none).
-  int64_t position;
-};
+using Gradient = GradientResult;
 
-bool isBackward(Operation *op) {
-  auto fused = dyn_cast<FusedLoc>(op->getLoc());
-  auto tag =
-      fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata()) : StringAttr();
-  return tag && tag.getValue() == "tsr.grad";
-}
+bool isBackward(Operation *op) { return op->hasAttr(tsr::attr::kBackward); }
 
 struct TsrDataParallelPass
     : tessera::impl::TsrDataParallelBase<TsrDataParallelPass> {
   using Base::Base;
 
   func::FuncOp func;
+  /// N, the ranks of the data-parallel group, the group's axes and the
+  /// ZeRO stage, from the function's `tsr.zero`.
+  int64_t dp = 1, zero = 0;
+  ArrayAttr axes;
+  tsr::CollectiveReductionAttr mean, sum;
   /// A loss that ignores some labels: its mean has a different count on
   /// every rank (null if the loss has none).
   Operation *countedLoss = nullptr;
@@ -60,86 +55,6 @@ struct TsrDataParallelPass
 
   StringRef nameOf(BlockArgument arg) {
     return getArgString(func, arg.getArgNumber(), tsr::attr::kName);
-  }
-
-  /// The data-parallel axes as an attribute of the collectives.
-  ArrayAttr axes;
-  tsr::CollectiveReductionAttr mean, sum;
-
-  /// Declares the mesh (one axis `axis` of size `dp`) or checks the
-  /// declared one against the options: `dp` = 0 takes the size from it.
-  LogicalResult resolveMesh() {
-    ModuleOp module = getOperation();
-    MLIRContext *ctx = module.getContext();
-    auto name = StringAttr::get(ctx, axis);
-    axes = ArrayAttr::get(ctx, {name});
-    mean =
-        tsr::CollectiveReductionAttr::get(ctx, tsr::CollectiveReduction::mean);
-    sum = tsr::CollectiveReductionAttr::get(ctx, tsr::CollectiveReduction::sum);
-    auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
-    if (!mesh) {
-      if (dp < 1)
-        return func.emitError("the data-parallel size must be at least 1, "
-                              "got ")
-               << dp.getValue();
-      module->setAttr(tsr::attr::kMesh,
-                      tsr::MeshAttr::get(ctx, {name}, {dp.getValue()}));
-      return success();
-    }
-    std::optional<int64_t> size = mesh.getAxisSize(axis);
-    if (!size)
-      return func.emitError("the data-parallel axis '")
-             << axis << "' is not an axis of the module's mesh " << mesh;
-    if (dp != 0 && dp != *size)
-      return func.emitError("dp=")
-             << dp.getValue() << " disagrees with the mesh " << mesh;
-    dp = *size;
-    return success();
-  }
-
-  LogicalResult checkSupported(ArrayRef<unsigned> carried) {
-    if (zero < 0 || zero > 3)
-      return func.emitError("ZeRO stage must be 0, 1, 2 or 3, got ")
-             << zero.getValue();
-    if (bucketBytes < 1)
-      return func.emitError("bucket-bytes must be positive");
-    if (dp == 1)
-      return success();
-    if (!carried.empty())
-      return func.emitError("result ")
-             << carried.front() << " ('"
-             << getResultString(func, carried.front(), tsr::attr::kName)
-             << "') updates running statistics from the batch, which differ "
-                "between data-parallel ranks (synchronized batch norm is not "
-                "supported): compile with --batch-norm=running";
-    // A mean over the labels that are not ignored has a different count on
-    // every rank; the pass weighs each rank by its count, which needs the
-    // loss to be the step's result 0, in this function.
-    WalkResult walk = getOperation().walk([&](Operation *op) {
-      auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
-      if (!ignore || !isa<tsr::SoftmaxCrossEntropyLossOp,
-                          tsr::NegativeLogLikelihoodLossOp>(op))
-        return WalkResult::advance();
-      auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-      bool weighted = op->getNumOperands() > 2;
-      tsr::LossReduction reduction =
-          isa<tsr::SoftmaxCrossEntropyLossOp>(op)
-              ? cast<tsr::SoftmaxCrossEntropyLossOp>(op).getReduction()
-              : cast<tsr::NegativeLogLikelihoodLossOp>(op).getReduction();
-      bool mean = reduction == tsr::LossReduction::mean;
-      if (countedLoss || ret.getOperand(0) != op->getResult(0) || weighted ||
-          !mean) {
-        op->emitError("a loss that ignores label ")
-            << ignore.getInt()
-            << " is supported with dp > 1 only as the step's one loss, a "
-               "mean without class weights, computed in the step itself "
-               "(not with --micro-batches > 1)";
-        return WalkResult::interrupt();
-      }
-      countedLoss = op;
-      return WalkResult::advance();
-    });
-    return failure(walk.wasInterrupted());
   }
 
   /// The weight of this rank in the global mean of a counted loss:
@@ -181,33 +96,31 @@ struct TsrDataParallelPass
   LogicalResult run() {
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    SmallVector<Gradient> grads;
-    SmallVector<unsigned> carried;
-    DenseMap<Operation *, int64_t> position;
-    for (auto [i, op] : llvm::enumerate(body))
-      position[&op] = i;
     if (func.getNumResults() == 0)
       return func.emitError("tsr-data-parallel expects the loss as result 0");
-    for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
-      if (auto of =
-              func.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf)) {
-        Value v = ret.getOperand(i);
-        Operation *def = v.getDefiningOp();
-        grads.push_back({i, func.getArgument(of.getInt()), v,
-                         def ? position.lookup(def) : -1});
-      } else if (func.getResultAttr(i, tsr::attr::kUpdates)) {
-        carried.push_back(i);
-      }
+    if (!func->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero))
+      return func.emitError("tsr-data-parallel needs the layout that "
+                            "tsr-data-parallel-plan writes (tsr.zero)");
+    DataParallelLayout layout = getDataParallelLayout(func);
+    dp = layout.size;
+    zero = layout.zero;
+    axes = layout.axes;
+    MLIRContext *ctx = func.getContext();
+    mean =
+        tsr::CollectiveReductionAttr::get(ctx, tsr::CollectiveReduction::mean);
+    sum = tsr::CollectiveReductionAttr::get(ctx, tsr::CollectiveReduction::sum);
+    SmallVector<unsigned> carried;
+    SmallVector<Gradient> grads = getGradientResults(func, carried);
+    if (dp > 1) {
+      FailureOr<Operation *> counted = getCountedLoss(func);
+      if (failed(counted))
+        return failure();
+      countedLoss = *counted;
     }
-    if (failed(resolveMesh()) || failed(checkSupported(carried)))
-      return failure();
-
-    OpBuilder b(func.getContext());
-    func->setAttr(tsr::attr::kZero,
-                  tsr::ZeroAttr::get(b.getContext(), zero, axes));
 
     // The loss of the global batch: the mean of the ranks' means, each
     // weighted by its share of the counted labels if the loss ignores some.
+    OpBuilder b(ctx);
     if (countedLoss)
       rankWeight = buildRankWeight(b);
     b.setInsertionPoint(ret);
@@ -218,37 +131,42 @@ struct TsrDataParallelPass
         b.getStrArrayAttr({"loss"}), IntegerAttr(), IntegerAttr(), UnitAttr());
     ret.setOperand(0, globalLoss);
 
-    reduceGradients(grads, ret);
+    if (failed(reduceGradients(grads, ret)))
+      return failure();
     if (zero == 3)
       shardParameters(grads);
     return success();
   }
 
-  /// Buckets in backward order, each reduced right after its last gradient.
-  void reduceGradients(MutableArrayRef<Gradient> grads, func::ReturnOp ret) {
+  /// The planned buckets, each reduced right after its last gradient.
+  LogicalResult reduceGradients(MutableArrayRef<Gradient> grads,
+                                func::ReturnOp ret) {
     llvm::stable_sort(grads, [](const Gradient &a, const Gradient &b) {
       return a.position < b.position;
     });
     bool scatter = zero >= 2;
     SmallVector<SmallVector<Gradient *>> buckets;
-    int64_t bytes = 0;
-    Type elem;
     for (Gradient &g : grads) {
-      auto type = cast<RankedTensorType>(g.value.getType());
-      int64_t n = type.getNumElements();
-      int64_t size = (scatter ? dp * getShardSize(n, dp) : n) *
-                     type.getElementTypeBitWidth() / 8;
-      if (buckets.empty() || elem != type.getElementType() ||
-          bytes + size > bucketBytes) {
-        buckets.emplace_back();
-        bytes = 0;
-        elem = type.getElementType();
-      }
-      buckets.back().push_back(&g);
-      bytes += size;
+      auto index =
+          func.getResultAttrOfType<IntegerAttr>(g.result, tsr::attr::kBucket);
+      if (!index || index.getInt() < 0)
+        return func.emitError("gradient result ")
+               << g.result << " has no tsr.bucket (run tsr-data-parallel-plan)";
+      if (buckets.size() <= size_t(index.getInt()))
+        buckets.resize(index.getInt() + 1);
+      buckets[index.getInt()].push_back(&g);
+      func.removeResultAttr(
+          g.result, StringAttr::get(func.getContext(), tsr::attr::kBucket));
     }
-
     for (auto [index, bucket] : llvm::enumerate(buckets)) {
+      if (bucket.empty())
+        return func.emitError("tsr.bucket ") << index << " holds no gradient";
+      Type elem = getElementTypeOrSelf(bucket.front()->value.getType());
+      for (Gradient *grad : bucket)
+        if (getElementTypeOrSelf(grad->value.getType()) != elem)
+          return func.emitError("tsr.bucket ")
+                 << index << " mixes element types " << elem << " and "
+                 << getElementTypeOrSelf(grad->value.getType());
       Operation *last = nullptr;
       for (Gradient *g : bucket)
         if (Operation *def = g->value.getDefiningOp())
@@ -278,8 +196,7 @@ struct TsrDataParallelPass
         Value value = weigh(g, grad->value);
         if (scatter) {
           int64_t c = getShardSize(type.getNumElements(), dp);
-          pieces.push_back(
-              g.reshape(flattenPadded(g, value, dp), {dp.getValue(), c}));
+          pieces.push_back(g.reshape(flattenPadded(g, value, dp), {dp, c}));
           widths.push_back(c);
         } else {
           pieces.push_back(g.reshape(value, {type.getNumElements()}));
@@ -331,6 +248,7 @@ struct TsrDataParallelPass
       types.push_back(v.getType());
     func.setType(
         FunctionType::get(func.getContext(), func.getArgumentTypes(), types));
+    return success();
   }
 
   /// ZeRO-3: trained parameters live as shards and are gathered before

@@ -40,7 +40,7 @@ func.func @string_role(%w: tensor<3xf32> {tsr.role = "param"}) {
 
 // -----
 
-// expected-error @+1 {{argument 0 has unknown attribute 'tsr.rol' (known: tsr.name, tsr.role}}
+// expected-error @+1 {{argument 0 has unknown attribute 'tsr.rol' (known: tsr.name, tsr.role, tsr.updates, tsr.grad_of, tsr.bucket}}
 func.func @misspelled_name(%w: tensor<3xf32> {tsr.rol = #tsr.role<param>}) {
   return
 }
@@ -81,6 +81,6 @@ func.func @zero_stage() attributes {tsr.zero = #tsr.zero<stage = 4, axes = ["dp"
 
 // -----
 
-// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.peak_alloc_bytes)}}
+// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.peak_alloc_bytes)}}
 module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 }

@@ -1,20 +1,22 @@
 // RUN: tessera-opt %s -split-input-file --tsr-autodiff | FileCheck %s
 // RUN: tessera-opt %s -split-input-file --tsr-autodiff -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
 
-// The seed, the result attributes and the matmul rule: dw = xᵀ·dy.
+// The seed, the result attributes and the matmul rule: dw = xᵀ·dy. Every
+// op a gradient rule builds is marked tsr.backward; the forward ops are not.
 // CHECK-LABEL: func.func @matmul(
 // CHECK-SAME: %[[W:arg0]]: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %[[X:arg1]]: tensor<4x3xf32> {tsr.name = "x"})
 // CHECK-SAME: -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>})
-// CHECK: %[[L:.*]] = tsr.reduce_sum
+// CHECK: tsr.matmul %[[X]], %[[W]] : tensor<4x3xf32>
+// CHECK: %[[L:.*]] = tsr.reduce_sum %{{.*}} {axes = array<i64: 0, 1>, keepdims = false} :
 // CHECK: %[[ONE:.*]] = tsr.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[R:.*]] = tsr.reshape %[[ONE]] : tensor<f32> to tensor<1x1xf32>
-// CHECK: %[[DY:.*]] = tsr.broadcast %[[R]] : tensor<1x1xf32> to tensor<4x2xf32>
-// CHECK: %[[XT:.*]] = tsr.transpose %[[X]] {perm = array<i64: 1, 0>}
-// CHECK: %[[DW:.*]] = tsr.matmul %[[XT]], %[[DY]] : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32>
+// CHECK: %[[R:.*]] = tsr.reshape %[[ONE]] {tsr.backward} : tensor<f32> to tensor<1x1xf32>
+// CHECK: %[[DY:.*]] = tsr.broadcast %[[R]] {tsr.backward} : tensor<1x1xf32> to tensor<4x2xf32>
+// CHECK: %[[XT:.*]] = tsr.transpose %[[X]] {perm = array<i64: 1, 0>, tsr.backward}
+// CHECK: %[[DW:.*]] = tsr.matmul %[[XT]], %[[DY]] {tsr.backward} : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32>
 // CHECK: return %[[L]], %[[DW]] : tensor<f32>, tensor<3x2xf32>
 // Gradient ops carry the forward op's location, fused under "tsr.grad".
 // LOC-LABEL: func.func @matmul(
-// LOC: tsr.matmul %{{.*}}, %{{.*}} : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32> loc(#[[GRAD:loc[0-9]+]])
+// LOC: tsr.matmul %{{.*}}, %{{.*}} {tsr.backward} : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32> loc(#[[GRAD:loc[0-9]+]])
 // LOC: #[[FWD:loc[0-9]+]] = loc("{{.*}}tsr-autodiff.mlir":[[@LINE+3]]:8)
 // LOC: #[[GRAD]] = loc(fused<"tsr.grad">[#[[FWD]]])
 func.func @matmul(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %x: tensor<4x3xf32> {tsr.name = "x"}) -> tensor<f32> {
@@ -36,7 +38,7 @@ func.func @matmul(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<para
 // CHECK: %[[DS:.*]] = tsr.mul %[[DY]], %[[T]]
 // CHECK: %[[DMA:.*]] = tsr.mul %[[DS]], %[[B]]
 // CHECK: %[[DMB:.*]] = tsr.mul %[[DS]], %[[A]]
-// CHECK: %[[DB:.*]] = tsr.reduce_sum %[[DMB]] {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<3xf32>
+// CHECK: %[[DB:.*]] = tsr.reduce_sum %[[DMB]] {axes = array<i64: 0>, keepdims = false, tsr.backward} : (tensor<2x3xf32>) -> tensor<3xf32>
 // CHECK: %[[DA:.*]] = tsr.add %[[DS]], %[[DMA]]
 // CHECK: %[[DU:.*]] = tsr.constant dense<0.000000e+00> : tensor<2xf32>
 // CHECK: return %{{.*}}, %[[DA]], %[[DB]], %[[DU]]
@@ -56,9 +58,9 @@ func.func @fan_out(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = #tsr.role<par
 // CHECK-LABEL: func.func @conv(
 // CHECK-SAME: %[[X:arg0]]: tensor<1x2x5x5xf32> {{.*}}, %[[W:arg1]]: tensor<4x1x3x3xf32>
 // CHECK: %[[DY:.*]] = tsr.broadcast {{.*}} to tensor<1x4x2x2xf32>
-// CHECK: %[[DX:.*]] = tsr.conv_backward_data %[[DY]], %[[W]] {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x2x2xf32>, tensor<4x1x3x3xf32>) -> tensor<1x2x5x5xf32>
-// CHECK: %[[DW:.*]] = tsr.conv_backward_filter %[[X]], %[[DY]] {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>, tensor<1x4x2x2xf32>) -> tensor<4x1x3x3xf32>
-// CHECK: %[[DB:.*]] = tsr.reduce_sum %[[DY]] {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<1x4x2x2xf32>) -> tensor<4xf32>
+// CHECK: %[[DX:.*]] = tsr.conv_backward_data %[[DY]], %[[W]] {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>, tsr.backward} : (tensor<1x4x2x2xf32>, tensor<4x1x3x3xf32>) -> tensor<1x2x5x5xf32>
+// CHECK: %[[DW:.*]] = tsr.conv_backward_filter %[[X]], %[[DY]] {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>, tsr.backward} : (tensor<1x2x5x5xf32>, tensor<1x4x2x2xf32>) -> tensor<4x1x3x3xf32>
+// CHECK: %[[DB:.*]] = tsr.reduce_sum %[[DY]] {axes = array<i64: 0, 2, 3>, keepdims = false, tsr.backward} : (tensor<1x4x2x2xf32>) -> tensor<4xf32>
 // CHECK: return %{{.*}}, %[[DX]], %[[DW]], %[[DB]]
 func.func @conv(%x: tensor<1x2x5x5xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}, %w: tensor<4x1x3x3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %b: tensor<4xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %y = tsr.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x2x2xf32>
@@ -75,11 +77,11 @@ func.func @conv(%x: tensor<1x2x5x5xf32> {tsr.name = "x", tsr.role = #tsr.role<pa
 // CHECK-LABEL: func.func @pools(
 // CHECK-SAME: %[[X:arg0]]: tensor<1x2x5xf32>
 // CHECK: %[[DY:.*]] = tsr.broadcast {{.*}} to tensor<1x2x3xf32>
-// CHECK: %[[INV:.*]] = tsr.constant dense<[5.000000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>
-// CHECK: %[[ONES:.*]] = tsr.constant dense<1.000000e+00> : tensor<2x1x2xf32>
+// CHECK: %[[INV:.*]] = tsr.constant {tsr.backward} dense<[5.000000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>
+// CHECK: %[[ONES:.*]] = tsr.constant {tsr.backward} dense<1.000000e+00> : tensor<2x1x2xf32>
 // CHECK: %[[SCALED:.*]] = tsr.mul %[[DY]], %[[INV]]
-// CHECK: %[[DA:.*]] = tsr.conv_backward_data %[[SCALED]], %[[ONES]] {dilations = array<i64: 1>, group = 2 : i64, pads = array<i64: 0, 1>, strides = array<i64: 2>} : (tensor<1x2x3xf32>, tensor<2x1x2xf32>) -> tensor<1x2x5xf32>
-// CHECK: %[[DM:.*]] = tsr.max_pool_grad %[[X]], %[[DY]] {dilations = array<i64: 1>, kernel_shape = array<i64: 2>, pads = array<i64: 1, 0>, strides = array<i64: 2>} : (tensor<1x2x5xf32>, tensor<1x2x3xf32>) -> tensor<1x2x5xf32>
+// CHECK: %[[DA:.*]] = tsr.conv_backward_data %[[SCALED]], %[[ONES]] {dilations = array<i64: 1>, group = 2 : i64, pads = array<i64: 0, 1>, strides = array<i64: 2>, tsr.backward} : (tensor<1x2x3xf32>, tensor<2x1x2xf32>) -> tensor<1x2x5xf32>
+// CHECK: %[[DM:.*]] = tsr.max_pool_grad %[[X]], %[[DY]] {dilations = array<i64: 1>, kernel_shape = array<i64: 2>, pads = array<i64: 1, 0>, strides = array<i64: 2>, tsr.backward} : (tensor<1x2x5xf32>, tensor<1x2x3xf32>) -> tensor<1x2x5xf32>
 // CHECK: %[[DX:.*]] = tsr.add %[[DA]], %[[DM]]
 // CHECK: return %{{.*}}, %[[DX]]
 func.func @pools(%x: tensor<1x2x5xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
@@ -97,24 +99,24 @@ func.func @pools(%x: tensor<1x2x5xf32> {tsr.name = "x", tsr.role = #tsr.role<par
 // CHECK-LABEL: func.func @batch_norm(
 // CHECK-SAME: %[[X:arg0]]: tensor<2x3x4xf32> {{.*}}, %[[S:arg1]]: tensor<3xf32> {{.*}}, %[[M:arg3]]: tensor<3xf32> {{.*}}, %[[V:arg4]]: tensor<3xf32>
 // CHECK: %[[DY:.*]] = tsr.broadcast {{.*}} to tensor<2x3x4xf32>
-// CHECK: %[[EPS:.*]] = tsr.constant dense<9.99999974E-6> : tensor<f32>
+// CHECK: %[[EPS:.*]] = tsr.constant {tsr.backward} dense<9.99999974E-6> : tensor<f32>
 // CHECK: %[[VE:.*]] = tsr.add %[[V]], %[[EPS]]
 // CHECK: %[[SQ:.*]] = tsr.sqrt %[[VE]]
 // CHECK: %[[R:.*]] = tsr.reciprocal %[[SQ]]
 // CHECK: %[[SR:.*]] = tsr.mul %[[S]], %[[R]]
-// CHECK: %[[MC:.*]] = tsr.reshape %[[M]] : tensor<3xf32> to tensor<1x3x1xf32>
+// CHECK: %[[MC:.*]] = tsr.reshape %[[M]] {tsr.backward} : tensor<3xf32> to tensor<1x3x1xf32>
 // CHECK: %[[XC:.*]] = tsr.sub %[[X]], %[[MC]]
-// CHECK: %[[SUMDY:.*]] = tsr.reduce_sum %[[DY]] {axes = array<i64: 0, 2>, keepdims = false}
+// CHECK: %[[SUMDY:.*]] = tsr.reduce_sum %[[DY]] {axes = array<i64: 0, 2>, keepdims = false, tsr.backward}
 // CHECK: %[[DYXC:.*]] = tsr.mul %[[DY]], %[[XC]]
-// CHECK: %[[SUMDYXC:.*]] = tsr.reduce_sum %[[DYXC]] {axes = array<i64: 0, 2>, keepdims = false}
-// CHECK: %[[SRC:.*]] = tsr.reshape %[[SR]] : tensor<3xf32> to tensor<1x3x1xf32>
+// CHECK: %[[SUMDYXC:.*]] = tsr.reduce_sum %[[DYXC]] {axes = array<i64: 0, 2>, keepdims = false, tsr.backward}
+// CHECK: %[[SRC:.*]] = tsr.reshape %[[SR]] {tsr.backward} : tensor<3xf32> to tensor<1x3x1xf32>
 // CHECK: %[[DX:.*]] = tsr.mul %[[DY]], %[[SRC]]
 // CHECK: %[[DS:.*]] = tsr.mul %[[SUMDYXC]], %[[R]]
 // CHECK: %[[T:.*]] = tsr.mul %[[SUMDY]], %[[SR]]
 // CHECK: %[[DM:.*]] = tsr.neg %[[T]]
 // CHECK: %[[U:.*]] = tsr.mul %[[SUMDYXC]], %[[SR]]
 // CHECK: %[[R2:.*]] = tsr.mul %[[R]], %[[R]]
-// CHECK: %[[HALF:.*]] = tsr.constant dense<-5.000000e-01> : tensor<f32>
+// CHECK: %[[HALF:.*]] = tsr.constant {tsr.backward} dense<-5.000000e-01> : tensor<f32>
 // CHECK: %[[K:.*]] = tsr.mul %[[R2]], %[[HALF]]
 // CHECK: %[[DV:.*]] = tsr.mul %[[U]], %[[K]]
 // CHECK: return %{{.*}}, %[[DX]], %[[DS]], %[[SUMDY]], %[[DM]], %[[DV]]
@@ -132,12 +134,12 @@ func.func @batch_norm(%x: tensor<2x3x4xf32> {tsr.name = "x", tsr.role = #tsr.rol
 // CHECK-LABEL: func.func @einsum(
 // CHECK-SAME: %[[A:arg0]]: tensor<2x3xf32> {{.*}}, %[[B:arg1]]: tensor<3x4xf32>
 // CHECK: %[[DQ:.*]] = tsr.broadcast {{.*}} to tensor<3xf32>
-// CHECK: %[[DR:.*]] = tsr.reshape %{{.*}} : tensor<2xf32> to tensor<2x1xf32>
-// CHECK: %[[DP:.*]] = tsr.broadcast %[[DR]] : tensor<2x1xf32> to tensor<2x4xf32>
-// CHECK: %[[EYE:.*]] = tsr.constant dense<{{\[\[}}1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<3x3xf32>
-// CHECK: %[[DD:.*]] = tsr.einsum %[[DQ]], %[[EYE]] {equation = "i,ia->ia"} : (tensor<3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
-// CHECK: %[[DA:.*]] = tsr.einsum %[[DP]], %[[B]] {equation = "ik,jk->ij"} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
-// CHECK: %[[DB:.*]] = tsr.einsum %[[DP]], %[[A]] {equation = "ik,ij->jk"} : (tensor<2x4xf32>, tensor<2x3xf32>) -> tensor<3x4xf32>
+// CHECK: %[[DR:.*]] = tsr.reshape %{{.*}} {tsr.backward} : tensor<2xf32> to tensor<2x1xf32>
+// CHECK: %[[DP:.*]] = tsr.broadcast %[[DR]] {tsr.backward} : tensor<2x1xf32> to tensor<2x4xf32>
+// CHECK: %[[EYE:.*]] = tsr.constant {tsr.backward} dense<{{\[\[}}1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 1.000000e+00]]> : tensor<3x3xf32>
+// CHECK: %[[DD:.*]] = tsr.einsum %[[DQ]], %[[EYE]] {equation = "i,ia->ia", tsr.backward} : (tensor<3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+// CHECK: %[[DA:.*]] = tsr.einsum %[[DP]], %[[B]] {equation = "ik,jk->ij", tsr.backward} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+// CHECK: %[[DB:.*]] = tsr.einsum %[[DP]], %[[A]] {equation = "ik,ij->jk", tsr.backward} : (tensor<2x4xf32>, tensor<2x3xf32>) -> tensor<3x4xf32>
 // CHECK: return %{{.*}}, %[[DA]], %[[DB]], %[[DD]]
 func.func @einsum(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = #tsr.role<param>}, %b: tensor<3x4xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}, %d: tensor<3x3xf32> {tsr.name = "d", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %p = tsr.einsum %a, %b {equation = "ij,jk->ik"} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
@@ -156,9 +158,9 @@ func.func @einsum(%a: tensor<2x3xf32> {tsr.name = "a", tsr.role = #tsr.role<para
 // CHECK-LABEL: func.func @scans(
 // CHECK: %[[VALUES:.*]], %[[INDICES:.*]] = tsr.topk
 // CHECK: %[[DV:.*]] = tsr.broadcast {{.*}} to tensor<3x2xf32>
-// CHECK: %[[Z:.*]] = tsr.constant dense<0.000000e+00> : tensor<3x4xf32>
-// CHECK: %[[DC:.*]] = tsr.scatter_elements %[[Z]], %[[INDICES]], %[[DV]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>}
-// CHECK: %[[DX:.*]] = tsr.cumsum %[[DC]] {axis = 1 : i64, exclusive = true, reverse = true} : tensor<3x4xf32>
+// CHECK: %[[Z:.*]] = tsr.constant {tsr.backward} dense<0.000000e+00> : tensor<3x4xf32>
+// CHECK: %[[DC:.*]] = tsr.scatter_elements %[[Z]], %[[INDICES]], %[[DV]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>, tsr.backward}
+// CHECK: %[[DX:.*]] = tsr.cumsum %[[DC]] {axis = 1 : i64, exclusive = true, reverse = true, tsr.backward} : tensor<3x4xf32>
 // CHECK: return %{{.*}}, %[[DX]]
 func.func @scans(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %c = tsr.cumsum %x {axis = 1 : i64, exclusive = true, reverse = false} : tensor<3x4xf32>
@@ -178,20 +180,20 @@ func.func @scans(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param
 // CHECK-SAME: %[[X:arg0]]: tensor<3x4xf32> {{.*}}, %[[I:arg2]]: tensor<3x2xi64>
 // CHECK: %[[C:.*]] = tsr.constant dense<{{\[\[}}0, 2], [3, 1], [1, 0]]> : tensor<3x2xi64>
 // CHECK: %[[DY:.*]] = tsr.broadcast {{.*}} to tensor<3x4xf32>
-// CHECK: %[[Z:.*]] = tsr.constant dense<0.000000e+00> : tensor<3x2xf32>
-// CHECK: %[[DS:.*]] = tsr.scatter_elements %[[DY]], %[[I]], %[[Z]] {axis = 1 : i64}
-// CHECK: %[[DG:.*]] = tsr.gather_elements %[[DY]], %[[I]] {axis = 1 : i64}
-// CHECK: %[[POS:.*]] = tsr.constant dense<{{\[\[}}0, 1], [2, 3], [4, 5]]> : tensor<3x2xi64>
-// CHECK: %[[NONE:.*]] = tsr.constant dense<-1> : tensor<3x4xi64>
-// CHECK: %[[WIN:.*]] = tsr.scatter_elements %[[NONE]], %[[I]], %[[POS]] {axis = 1 : i64}
-// CHECK: %[[GOT:.*]] = tsr.gather_elements %[[WIN]], %[[I]] {axis = 1 : i64}
+// CHECK: %[[Z:.*]] = tsr.constant {tsr.backward} dense<0.000000e+00> : tensor<3x2xf32>
+// CHECK: %[[DS:.*]] = tsr.scatter_elements %[[DY]], %[[I]], %[[Z]] {axis = 1 : i64, tsr.backward}
+// CHECK: %[[DG:.*]] = tsr.gather_elements %[[DY]], %[[I]] {axis = 1 : i64, tsr.backward}
+// CHECK: %[[POS:.*]] = tsr.constant {tsr.backward} dense<{{\[\[}}0, 1], [2, 3], [4, 5]]> : tensor<3x2xi64>
+// CHECK: %[[NONE:.*]] = tsr.constant {tsr.backward} dense<-1> : tensor<3x4xi64>
+// CHECK: %[[WIN:.*]] = tsr.scatter_elements %[[NONE]], %[[I]], %[[POS]] {axis = 1 : i64, tsr.backward}
+// CHECK: %[[GOT:.*]] = tsr.gather_elements %[[WIN]], %[[I]] {axis = 1 : i64, tsr.backward}
 // CHECK: %[[WON:.*]] = tsr.equal %[[GOT]], %[[POS]]
-// CHECK: %[[DGM:.*]] = tsr.where %[[WON]], %[[DG]], %{{.*}} : tensor<3x2xi1>, tensor<3x2xf32>, tensor<f32> -> tensor<3x2xf32>
-// CHECK: %[[DX1:.*]] = tsr.scatter_elements %[[DS]], %[[C]], %{{.*}} {axis = 1 : i64}
-// CHECK: %[[DU:.*]] = tsr.gather_elements %[[DS]], %[[C]] {axis = 1 : i64}
+// CHECK: %[[DGM:.*]] = tsr.where %[[WON]], %[[DG]], %{{.*}} {tsr.backward} : tensor<3x2xi1>, tensor<3x2xf32>, tensor<f32> -> tensor<3x2xf32>
+// CHECK: %[[DX1:.*]] = tsr.scatter_elements %[[DS]], %[[C]], %{{.*}} {axis = 1 : i64, tsr.backward}
+// CHECK: %[[DU:.*]] = tsr.gather_elements %[[DS]], %[[C]] {axis = 1 : i64, tsr.backward}
 // CHECK-NOT: tsr.equal
-// CHECK: %[[Z2:.*]] = tsr.constant dense<0.000000e+00> : tensor<3x4xf32>
-// CHECK: %[[DX2:.*]] = tsr.scatter_elements %[[Z2]], %[[C]], %[[DGM]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>}
+// CHECK: %[[Z2:.*]] = tsr.constant {tsr.backward} dense<0.000000e+00> : tensor<3x4xf32>
+// CHECK: %[[DX2:.*]] = tsr.scatter_elements %[[Z2]], %[[C]], %[[DGM]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>, tsr.backward}
 // CHECK: %[[DX:.*]] = tsr.add %[[DX1]], %[[DX2]]
 // CHECK: return %{{.*}}, %[[DX]], %[[DU]]
 func.func @gather_scatter(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}, %u: tensor<3x2xf32> {tsr.name = "u", tsr.role = #tsr.role<param>}, %i: tensor<3x2xi64> {tsr.name = "i"}) -> tensor<f32> {
@@ -211,14 +213,14 @@ func.func @gather_scatter(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.r
 // copies; trilu masks dy like x.
 // CHECK-LABEL: func.func @shapes(
 // CHECK: %[[DY:.*]] = tsr.broadcast {{.*}} to tensor<3x3xf32>
-// CHECK: %[[REV:.*]] = tsr.slice %[[DY]] {limits = array<i64: -1, 3>, starts = array<i64: 2, 0>, steps = array<i64: -1, 1>}
-// CHECK: %[[UNITS:.*]] = tsr.reshape %[[REV]] : tensor<3x3xf32> to tensor<3x1x3x1xf32>
-// CHECK: %[[SPREAD:.*]] = tsr.pad %[[UNITS]] {pads = array<i64: 0, 0, 0, 0, 0, 2, 0, 1>} : (tensor<3x1x3x1xf32>) -> tensor<3x3x3x2xf32>
-// CHECK: %[[FLAT:.*]] = tsr.reshape %[[SPREAD]] : tensor<3x3x3x2xf32> to tensor<9x6xf32>
-// CHECK: %[[DR:.*]] = tsr.pad %[[FLAT]] {pads = array<i64: 1, 0, -2, -1>} : (tensor<9x6xf32>) -> tensor<8x5xf32>
-// CHECK: %[[COPIES:.*]] = tsr.reshape %[[DR]] : tensor<8x5xf32> to tensor<2x4x5xf32>
-// CHECK: %[[DT:.*]] = tsr.reduce_sum %[[COPIES]] {axes = array<i64: 0>, keepdims = false} : (tensor<2x4x5xf32>) -> tensor<4x5xf32>
-// CHECK: %[[DX:.*]] = tsr.trilu %[[DT]] {k = 1 : i64, upper = true} : tensor<4x5xf32>
+// CHECK: %[[REV:.*]] = tsr.slice %[[DY]] {limits = array<i64: -1, 3>, starts = array<i64: 2, 0>, steps = array<i64: -1, 1>, tsr.backward}
+// CHECK: %[[UNITS:.*]] = tsr.reshape %[[REV]] {tsr.backward} : tensor<3x3xf32> to tensor<3x1x3x1xf32>
+// CHECK: %[[SPREAD:.*]] = tsr.pad %[[UNITS]] {pads = array<i64: 0, 0, 0, 0, 0, 2, 0, 1>, tsr.backward} : (tensor<3x1x3x1xf32>) -> tensor<3x3x3x2xf32>
+// CHECK: %[[FLAT:.*]] = tsr.reshape %[[SPREAD]] {tsr.backward} : tensor<3x3x3x2xf32> to tensor<9x6xf32>
+// CHECK: %[[DR:.*]] = tsr.pad %[[FLAT]] {pads = array<i64: 1, 0, -2, -1>, tsr.backward} : (tensor<9x6xf32>) -> tensor<8x5xf32>
+// CHECK: %[[COPIES:.*]] = tsr.reshape %[[DR]] {tsr.backward} : tensor<8x5xf32> to tensor<2x4x5xf32>
+// CHECK: %[[DT:.*]] = tsr.reduce_sum %[[COPIES]] {axes = array<i64: 0>, keepdims = false, tsr.backward} : (tensor<2x4x5xf32>) -> tensor<4x5xf32>
+// CHECK: %[[DX:.*]] = tsr.trilu %[[DT]] {k = 1 : i64, tsr.backward, upper = true} : tensor<4x5xf32>
 // CHECK: return %{{.*}}, %[[DX]]
 func.func @shapes(%x: tensor<4x5xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
   %t = tsr.trilu %x {upper = true, k = 1 : i64} : tensor<4x5xf32>
@@ -237,20 +239,20 @@ func.func @shapes(%x: tensor<4x5xf32> {tsr.name = "x", tsr.role = #tsr.role<para
 // CHECK: %[[DR:.*]] = tsr.broadcast {{.*}} to tensor<3x7xf32>
 // CHECK: %[[DE:.*]] = tsr.broadcast {{.*}} to tensor<5x4xf32>
 // CHECK: %[[DC:.*]] = tsr.broadcast {{.*}} to tensor<4x5xf32>
-// CHECK: %[[MID:.*]] = tsr.slice %[[DR]] {limits = array<i64: 3, 6>, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>}
-// CHECK: %[[FRONT:.*]] = tsr.slice %[[DR]] {limits = array<i64: 3, -1>, starts = array<i64: 0, 1>, steps = array<i64: 1, -1>}
-// CHECK: %[[FRONTP:.*]] = tsr.pad %[[FRONT]] {pads = array<i64: 0, 1, 0, 1>} : (tensor<3x2xf32>) -> tensor<3x4xf32>
+// CHECK: %[[MID:.*]] = tsr.slice %[[DR]] {limits = array<i64: 3, 6>, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>, tsr.backward}
+// CHECK: %[[FRONT:.*]] = tsr.slice %[[DR]] {limits = array<i64: 3, -1>, starts = array<i64: 0, 1>, steps = array<i64: 1, -1>, tsr.backward}
+// CHECK: %[[FRONTP:.*]] = tsr.pad %[[FRONT]] {pads = array<i64: 0, 1, 0, 1>, tsr.backward} : (tensor<3x2xf32>) -> tensor<3x4xf32>
 // CHECK: %[[R1:.*]] = tsr.add %[[MID]], %[[FRONTP]]
-// CHECK: %[[BACK:.*]] = tsr.slice %[[DR]] {limits = array<i64: 3, 5>, starts = array<i64: 0, 6>, steps = array<i64: 1, -1>}
-// CHECK: %[[BACKP:.*]] = tsr.pad %[[BACK]] {pads = array<i64: 0, 2, 0, 1>} : (tensor<3x1xf32>) -> tensor<3x4xf32>
+// CHECK: %[[BACK:.*]] = tsr.slice %[[DR]] {limits = array<i64: 3, 5>, starts = array<i64: 0, 6>, steps = array<i64: 1, -1>, tsr.backward}
+// CHECK: %[[BACKP:.*]] = tsr.pad %[[BACK]] {pads = array<i64: 0, 2, 0, 1>, tsr.backward} : (tensor<3x1xf32>) -> tensor<3x4xf32>
 // CHECK: %[[R2:.*]] = tsr.add %[[R1]], %[[BACKP]]
-// CHECK: %[[TOP:.*]] = tsr.slice %[[DE]] {limits = array<i64: 3, 4>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}
-// CHECK: %[[ROW0:.*]] = tsr.reduce_sum %[[TOP]] {axes = array<i64: 0>, keepdims = true} : (tensor<3x4xf32>) -> tensor<1x4xf32>
+// CHECK: %[[TOP:.*]] = tsr.slice %[[DE]] {limits = array<i64: 3, 4>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>, tsr.backward}
+// CHECK: %[[ROW0:.*]] = tsr.reduce_sum %[[TOP]] {axes = array<i64: 0>, keepdims = true, tsr.backward} : (tensor<3x4xf32>) -> tensor<1x4xf32>
 // CHECK: %[[ROW1:.*]] = tsr.slice %[[DE]] {limits = array<i64: 4, 4>, starts = array<i64: 3, 0>
 // CHECK: %[[ROW2:.*]] = tsr.slice %[[DE]] {limits = array<i64: 5, 4>, starts = array<i64: 4, 0>
-// CHECK: %[[E:.*]] = tsr.concat %[[ROW0]], %[[ROW1]], %[[ROW2]] {axis = 0 : i64}
+// CHECK: %[[E:.*]] = tsr.concat %[[ROW0]], %[[ROW1]], %[[ROW2]] {axis = 0 : i64, tsr.backward}
 // CHECK: %[[SUM:.*]] = tsr.add %[[R2]], %[[E]]
-// CHECK: %[[C:.*]] = tsr.pad %[[DC]] {pads = array<i64: -1, 1, 0, -2>} : (tensor<4x5xf32>) -> tensor<3x4xf32>
+// CHECK: %[[C:.*]] = tsr.pad %[[DC]] {pads = array<i64: -1, 1, 0, -2>, tsr.backward} : (tensor<4x5xf32>) -> tensor<3x4xf32>
 // CHECK: %[[DX:.*]] = tsr.add %[[SUM]], %[[C]]
 // CHECK: return %{{.*}}, %[[DX]]
 func.func @pads(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {

@@ -1,30 +1,21 @@
-// RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2" 2>&1 | FileCheck %s
-// RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2 zero=4" 2>&1 | FileCheck %s --check-prefix=STAGE
-// RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel=dp=1 zero=1" "--tsr-optimizer=optimizer=adafactor" 2>&1 | FileCheck %s --check-prefix=ADAFACTOR
+// RUN: not tessera-opt %s -split-input-file --tsr-data-parallel 2>&1 | FileCheck %s
 
-// Running statistics updated from the batch would differ on every rank.
-// CHECK: error: result 2 ('bn.running_mean') updates running statistics from the batch, which differ between data-parallel ranks (synchronized batch norm is not supported): compile with --batch-norm=running
-// STAGE: error: ZeRO stage must be 0, 1, 2 or 3, got 4
-// ADAFACTOR: error: adafactor's factored second moments are row and column means, which ZeRO's flat shards would split: use --zero=0 with adafactor
-func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
-                %m: tensor<3xf32> {tsr.name = "bn.running_mean", tsr.role = #tsr.role<param>, tsr.statistics})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
-        tensor<3xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>},
-        tensor<3xf32> {tsr.name = "bn.running_mean", tsr.role = #tsr.role<param>, tsr.updates = 1 : i64}) {
+// The apply pass needs the plan.
+// CHECK: error: tsr-data-parallel needs the layout that tsr-data-parallel-plan writes (tsr.zero)
+func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>})
+    -> (tensor<f32>, tensor<3xf32> {tsr.grad_of = 0 : i64}) {
   %l = tsr.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
-  return %l, %w, %m : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+  return %l, %w : tensor<f32>, tensor<3xf32>
 }
 
 // -----
 
-// A loss that ignores labels is weighted per rank by its count of labels;
-// that needs the loss to be the step's own result, a plain mean.
-// CHECK: error: a loss that ignores label -100 is supported with dp > 1 only as the step's one loss, a mean without class weights, computed in the step itself (not with --micro-batches > 1)
-func.func @main(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
-                %y: tensor<4xi64> {tsr.name = "y", tsr.role = #tsr.role<label>},
-                %c: tensor<5xf32> {tsr.name = "class_weights"})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
-        tensor<4x5xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}) {
-  %l = tsr.softmax_cross_entropy_loss %w, %y, %c {reduction = #tsr.loss_reduction<mean>, ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>, tensor<5xf32>) -> tensor<f32>
-  return %l, %w : tensor<f32>, tensor<4x5xf32>
+// CHECK: error: gradient result 1 has no tsr.bucket (run tsr-data-parallel-plan)
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
+  func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>})
+      -> (tensor<f32>, tensor<3xf32> {tsr.grad_of = 0 : i64})
+      attributes {tsr.zero = #tsr.zero<stage = 0, axes = ["dp"]>} {
+    %l = tsr.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
+    return %l, %w : tensor<f32>, tensor<3xf32>
+  }
 }

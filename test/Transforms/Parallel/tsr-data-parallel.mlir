@@ -1,13 +1,13 @@
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2 zero=0 bucket-bytes=24" | FileCheck %s --check-prefix=ZERO0
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2" | FileCheck %s --check-prefix=IGNORE
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=2 zero=0" | FileCheck %s --check-prefix=ONEBUCKET
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=2 bucket-bytes=1024" | FileCheck %s --check-prefix=ZERO2
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=3" | FileCheck %s --check-prefix=ZERO3
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=1" "--tsr-optimizer=optimizer=adam lr=0.01" | FileCheck %s --check-prefix=ADAM1
-// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel=dp=4 zero=3" "--tsr-optimizer=optimizer=lamb lr=0.01 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB3
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=0 bucket-bytes=24" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO0
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2" --tsr-data-parallel | FileCheck %s --check-prefix=IGNORE
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=0" --tsr-data-parallel | FileCheck %s --check-prefix=ONEBUCKET
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=2 bucket-bytes=1024" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO2
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=3" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO3
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=1" --tsr-data-parallel "--tsr-optimizer=optimizer=adam lr=0.01" | FileCheck %s --check-prefix=ADAM1
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=3" --tsr-data-parallel "--tsr-optimizer=optimizer=lamb lr=0.01 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB3
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
-// loss sums y; backward ops carry the fused<"tsr.grad"> location. The
+// loss sums y; backward ops carry tsr.backward. The
 // gradient of b (defined first) completes before that of w.
 func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
@@ -18,11 +18,11 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
   %y = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
   %z = tsr.add %y, %b : tensor<4x2xf32>, tensor<2xf32> -> tensor<4x2xf32>
   %l = tsr.reduce_sum %z {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
-  %one = tsr.constant dense<1.0> : tensor<4x2xf32> loc(fused<"tsr.grad">["l"])
-  %gb = tsr.reduce_sum %one {axes = array<i64: 0>, keepdims = false} : (tensor<4x2xf32>) -> tensor<2xf32> loc(fused<"tsr.grad">["z"])
-  %xt = tsr.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32> loc(fused<"tsr.grad">["y"])
-  %gw0 = tsr.matmul %xt, %one : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32> loc(fused<"tsr.grad">["y"])
-  %gw = tsr.add %gw0, %w : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32> loc(fused<"tsr.grad">["w"])
+  %one = tsr.constant {tsr.backward} dense<1.0> : tensor<4x2xf32> loc(fused<"tsr.grad">["l"])
+  %gb = tsr.reduce_sum %one {axes = array<i64: 0>, keepdims = false, tsr.backward} : (tensor<4x2xf32>) -> tensor<2xf32> loc(fused<"tsr.grad">["z"])
+  %xt = tsr.transpose %x {perm = array<i64: 1, 0>, tsr.backward} : (tensor<4x3xf32>) -> tensor<3x4xf32> loc(fused<"tsr.grad">["y"])
+  %gw0 = tsr.matmul %xt, %one {tsr.backward} : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32> loc(fused<"tsr.grad">["y"])
+  %gw = tsr.add %gw0, %w {tsr.backward} : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32> loc(fused<"tsr.grad">["w"])
   return %l, %gw, %gb : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>
 }
 
@@ -82,7 +82,7 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // ZERO3: %[[GW2:.*]] = tsr.all_gather %[[W]] {mesh_axes = ["dp"], serves = ["w"]}
 // ZERO3-NEXT: %[[TW2:.*]] = tsr.slice %[[GW2]]
 // ZERO3-NEXT: %[[FW2:.*]] = tsr.reshape %[[TW2]]
-// ZERO3-NEXT: tsr.add %{{.*}}, %[[FW2]] : tensor<3x2xf32>, tensor<3x2xf32>
+// ZERO3-NEXT: tsr.add %{{.*}}, %[[FW2]] {tsr.backward} : tensor<3x2xf32>, tensor<3x2xf32>
 
 // ZeRO-1 with Adam: gradients are all-reduced whole; the optimizer takes
 // this rank's shard of each parameter and gradient, keeps m and v as
@@ -130,6 +130,6 @@ func.func @counted(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = #tsr.role<par
     -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
         tensor<4x5xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}) {
   %l = tsr.softmax_cross_entropy_loss %w, %y {reduction = #tsr.loss_reduction<mean>, ignore_index = -100 : i64} : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
-  %g = tsr.mul %w, %w : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32> loc(fused<"tsr.grad">["l"])
+  %g = tsr.mul %w, %w {tsr.backward} : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32> loc(fused<"tsr.grad">["l"])
   return %l, %g : tensor<f32>, tensor<4x5xf32>
 }

@@ -160,9 +160,11 @@ def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
     operands from the adjoints of its results. Adjoints of values with
     several uses are summed (fan-out); broadcast operands get adjoints summed
     back to their shape; integer and boolean values, `tsr.stop_gradient` and
-    non-differentiable operands (indices, masks) carry none. Every gradient
-    op has the location `fused<"tsr.grad">[forward op's location]`, so it
-    traces back to the op it differentiates.
+    non-differentiable operands (indices, masks) carry none. Every op a
+    gradient rule builds is marked `tsr.backward` (what later passes, such
+    as ZeRO-3's gather placement, read) and has the location
+    `fused<"tsr.grad">[forward op's location]`, so a diagnostic traces it
+    back to the op it differentiates.
 
     Parameters whose name matches a `frozen` pattern (a glob: `*` matches any
     run of characters), or, when `trainable` patterns are given, matches

@@ -184,6 +184,13 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
   }
   if (name == attr::kInit)
     return isa<FloatAttr>(value) ? success() : fail("a float");
+  if (name == attr::kBucket) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!isResult)
+      return op->emitOpError("argument ")
+             << index << " attribute '" << name << "' belongs on a result";
+    return i && i.getInt() >= 0 ? success() : fail("a bucket number >= 0");
+  }
   if (name == attr::kStatistics)
     return isa<UnitAttr>(value) ? success() : fail("a unit attribute");
   if (name == attr::kShards) {
@@ -192,15 +199,16 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
   }
   if (name == attr::kGlobalShape)
     return isa<DenseI64ArrayAttr>(value) ? success() : fail("array<i64: ...>");
-  return op->emitOpError()
-         << (isResult ? "result " : "argument ") << index
-         << " has unknown attribute '" << name << "' (known: "
-         << llvm::join(ArrayRef<StringRef>{attr::kName, attr::kRole,
-                                           attr::kUpdates, attr::kGradOf,
-                                           attr::kInit, attr::kStatistics,
-                                           attr::kShards, attr::kGlobalShape},
-                       ", ")
-         << ")";
+  return op->emitOpError() << (isResult ? "result " : "argument ") << index
+                           << " has unknown attribute '" << name << "' (known: "
+                           << llvm::join(
+                                  ArrayRef<StringRef>{
+                                      attr::kName, attr::kRole, attr::kUpdates,
+                                      attr::kGradOf, attr::kBucket, attr::kInit,
+                                      attr::kStatistics, attr::kShards,
+                                      attr::kGlobalShape},
+                                  ", ")
+                           << ")";
 }
 } // namespace
 
@@ -236,6 +244,12 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == attr::kBackward) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError("attribute '")
+             << name << "' must be a unit attribute, got " << value;
+    return success();
+  }
   if (name == attr::kFrozen) {
     auto dict = dyn_cast<DictionaryAttr>(value);
     if (!dict || !llvm::all_of(dict, [](NamedAttribute entry) {
@@ -255,5 +269,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitOpError("has unknown attribute '")
          << name << "' (known on ops: " << attr::kMesh << ", " << attr::kZero
-         << ", " << attr::kFrozen << ", " << attr::kPeakAllocBytes << ")";
+         << ", " << attr::kFrozen << ", " << attr::kBackward << ", "
+         << attr::kPeakAllocBytes << ")";
 }

@@ -22,6 +22,9 @@ inline constexpr llvm::StringLiteral kRole = "tsr.role";
 inline constexpr llvm::StringLiteral kUpdates = "tsr.updates";
 /// On a gradient result: the index of the argument it is the gradient of.
 inline constexpr llvm::StringLiteral kGradOf = "tsr.grad_of";
+/// On a gradient result: the data-parallel bucket that reduces it, from
+/// tsr-data-parallel-plan.
+inline constexpr llvm::StringLiteral kBucket = "tsr.bucket";
 /// On optimizer state: the value every element starts from (a float).
 inline constexpr llvm::StringLiteral kInit = "tsr.init";
 /// On a parameter: running statistics, updated from the batch, no gradient.
@@ -30,6 +33,10 @@ inline constexpr llvm::StringLiteral kStatistics = "tsr.statistics";
 inline constexpr llvm::StringLiteral kShards = "tsr.shards";
 /// On a sharded value: the shape of the whole tensor.
 inline constexpr llvm::StringLiteral kGlobalShape = "tsr.global_shape";
+
+// On an op.
+/// Built by tsr-autodiff: part of the backward pass (a unit attribute).
+inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 
 // On a function.
 /// The initializers that training leaves frozen, each with the reason

@@ -1,0 +1,119 @@
+//===- DataParallelPlan.cpp - Decide a data-parallel step's layout --------===//
+//
+// The decision half of data parallelism: which mesh axis carries it, the
+// ZeRO stage, and which bucket every gradient is reduced in (backward
+// order, size-capped). Written as attributes only; tsr-data-parallel
+// applies them.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Transforms/Parallel/Passes.h"
+
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Sharding.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRDATAPARALLELPLAN
+#include "tessera/Transforms/Parallel/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+struct TsrDataParallelPlanPass
+    : tessera::impl::TsrDataParallelPlanBase<TsrDataParallelPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(getOperation(), getArgument());
+    if (failed(f) || failed(plan(*f)))
+      signalPassFailure();
+  }
+
+  /// Declares the mesh (one axis `axis` of size `dp`) or checks the
+  /// declared one against the options; returns the axis size.
+  FailureOr<int64_t> resolveMesh(func::FuncOp f) {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+    if (!mesh) {
+      if (dp < 1)
+        return f.emitError("the data-parallel size must be at least 1, got ")
+               << dp.getValue();
+      module->setAttr(tsr::attr::kMesh,
+                      tsr::MeshAttr::get(ctx, {StringAttr::get(ctx, axis)},
+                                         {dp.getValue()}));
+      return dp.getValue();
+    }
+    std::optional<int64_t> size = mesh.getAxisSize(axis);
+    if (!size)
+      return f.emitError("the data-parallel axis '")
+             << axis << "' is not an axis of the module's mesh " << mesh;
+    if (dp != 0 && dp != *size)
+      return f.emitError("dp=")
+             << dp.getValue() << " disagrees with the mesh " << mesh;
+    return *size;
+  }
+
+  LogicalResult plan(func::FuncOp f) {
+    if (f.getNumResults() == 0)
+      return f.emitError("tsr-data-parallel-plan expects the loss as result 0");
+    if (zero < 0 || zero > 3)
+      return f.emitError("ZeRO stage must be 0, 1, 2 or 3, got ")
+             << zero.getValue();
+    if (bucketBytes < 1)
+      return f.emitError("bucket-bytes must be positive");
+    FailureOr<int64_t> size = resolveMesh(f);
+    if (failed(size))
+      return failure();
+    int64_t n = *size;
+    SmallVector<unsigned> carried;
+    SmallVector<GradientResult> grads = getGradientResults(f, carried);
+    if (n > 1) {
+      if (!carried.empty())
+        return f.emitError("result ")
+               << carried.front() << " ('"
+               << getResultString(f, carried.front(), tsr::attr::kName)
+               << "') updates running statistics from the batch, which "
+                  "differ between data-parallel ranks (synchronized batch "
+                  "norm is not supported): compile with --batch-norm=running";
+      if (failed(getCountedLoss(f)))
+        return failure();
+    }
+
+    Builder b(f.getContext());
+    f->setAttr(tsr::attr::kZero,
+               tsr::ZeroAttr::get(b.getContext(), zero,
+                                  b.getStrArrayAttr({axis.getValue()})));
+    // Buckets fill in backward order, the order the gradients are computed
+    // in, each holding at most bucket-bytes (a larger gradient alone).
+    llvm::stable_sort(grads,
+                      [](const GradientResult &a, const GradientResult &b) {
+                        return a.position < b.position;
+                      });
+    bool scatter = zero >= 2;
+    int64_t bucket = -1, bytes = 0;
+    Type elem;
+    for (const GradientResult &g : grads) {
+      auto type = cast<RankedTensorType>(g.value.getType());
+      int64_t elements = type.getNumElements();
+      int64_t size = (scatter ? n * getShardSize(elements, n) : elements) *
+                     type.getElementTypeBitWidth() / 8;
+      if (bucket < 0 || elem != type.getElementType() ||
+          bytes + size > bucketBytes) {
+        ++bucket;
+        bytes = 0;
+        elem = type.getElementType();
+      }
+      bytes += size;
+      f.setResultAttr(g.result, tsr::attr::kBucket,
+                      b.getI64IntegerAttr(bucket));
+    }
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,42 @@
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 zero=0 bucket-bytes=24" | FileCheck %s --check-prefix=SMALL
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=4 zero=2" | FileCheck %s --check-prefix=ZERO2
+// RUN: tessera-opt %S/Inputs/mesh-dp-tp.mlir "--tsr-data-parallel-plan=zero=3" | FileCheck %s --check-prefix=MESH
+
+// The plan is attributes only: the mesh, the ZeRO layout on the function and
+// a bucket per gradient; the body is untouched. b's gradient is computed
+// first (backward order), so it opens bucket 0; with 24-byte buckets w's
+// 24 bytes do not fit beside b's 8 and get bucket 1.
+// SMALL: module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>}
+// SMALL: func.func @main(
+// SMALL-SAME: tensor<3x2xf32> {tsr.bucket = 1 : i64, tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}
+// SMALL-SAME: tensor<2xf32> {tsr.bucket = 0 : i64, tsr.grad_of = 1 : i64, tsr.name = "grad.b", tsr.role = #tsr.role<grad>}
+// SMALL-SAME: attributes {tsr.zero = #tsr.zero<stage = 0, axes = ["dp"]>}
+// SMALL-NOT: tsr.all_reduce
+// SMALL-NOT: tsr.reduce_scatter
+// SMALL: return
+// The default 25 MiB bucket holds both.
+// ZERO2: module attributes {tsr.mesh = #tsr.mesh<["dp"=4]>}
+// ZERO2: tensor<3x2xf32> {tsr.bucket = 0 : i64
+// ZERO2-SAME: tensor<2xf32> {tsr.bucket = 0 : i64
+// ZERO2-SAME: attributes {tsr.zero = #tsr.zero<stage = 2, axes = ["dp"]>}
+func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
+                %x: tensor<4x3xf32> {tsr.name = "x"})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>},
+        tensor<2xf32> {tsr.grad_of = 1 : i64, tsr.name = "grad.b", tsr.role = #tsr.role<grad>}) {
+  %y = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+  %z = tsr.add %y, %b : tensor<4x2xf32>, tensor<2xf32> -> tensor<4x2xf32>
+  %l = tsr.reduce_sum %z {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
+  %one = tsr.constant dense<1.0> : tensor<4x2xf32>
+  %gb = tsr.reduce_sum %one {axes = array<i64: 0>, keepdims = false} : (tensor<4x2xf32>) -> tensor<2xf32>
+  %xt = tsr.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %gw = tsr.matmul %xt, %one : tensor<3x4xf32>, tensor<4x2xf32> -> tensor<3x2xf32>
+  return %l, %gw, %gb : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>
+}
+
+// A mesh declared by the driver (--mesh) names the data-parallel axis among
+// others (Inputs/mesh-dp-tp.mlir): the plan takes its size from there and
+// names it in the layout.
+// MESH: module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2]>}
+// MESH: attributes {tsr.zero = #tsr.zero<stage = 3, axes = ["dp"]>}
