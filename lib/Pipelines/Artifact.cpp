@@ -1,6 +1,8 @@
 //===- Artifact.cpp - Artifact directories and their manifest -------------===//
 #include "tessera/Pipelines/Target.h"
 
+#include "tessera/Analysis/PeakMemory.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
@@ -189,6 +191,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
                                        sig->collectives.size()));
     sig->collectives.push_back(std::move(c));
   });
+  sig->predictedPeakBytes = predictPeakMemory(model).peakBytes;
   SymbolTable::setSymbolName(model, "tessera_model");
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
@@ -264,6 +267,7 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     }
     manifest["collectives"] = std::move(collectives);
   }
+  manifest["predicted_peak_alloc_bytes"] = sig->predictedPeakBytes;
   if (!sig->frozen.empty()) {
     llvm::json::Object frozen;
     for (auto &[name, reason] : sig->frozen)

@@ -36,7 +36,8 @@ namespace {
 // shape_cast(broadcast) pairs (see tsr-cpu-vectorize's description).
 std::string getCpuPipeline(const CpuTargetOptions &options) {
   return ("tsr-to-linalg,"
-          "func.func(canonicalize,tsr-cpu-fuse-elementwise,cse),"
+          "func.func(canonicalize,tsr-cpu-fuse-elementwise,cse,"
+          "tsr-cpu-unshare-inits),"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-results-to-out-params{modify-public-functions},"

@@ -386,6 +386,8 @@ static void printReport(const tessera::ArtifactSignature &sig) {
   row("outputs", outputs, "loss, updated parameters and state");
   row("peak activations", peak,
       "most bytes the function itself holds at once (gradients included)");
+  row("predicted peak", sig.predictedPeakBytes,
+      "the same, predicted on tsr before lowering (lib/Analysis)");
   row("total", params + state + batch + outputs + peak,
       "caller's buffers plus the peak");
   if (sig.mode == "infer")

@@ -8,6 +8,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "tessera/Analysis/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraAutodiffPasses();
   mlir::tessera::registerTesseraOptimizerPasses();
   mlir::tessera::registerTesseraParallelPasses();
+  mlir::tessera::registerTesseraAnalysisPasses();
   mlir::tessera::registerGradientRules(registry);
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(

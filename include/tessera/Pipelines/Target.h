@@ -69,6 +69,8 @@ struct ArtifactSignature {
   SmallVector<ArtifactTensor> inputs, outputs;
   /// Peak bytes the model function allocates itself (tsr-cpu-memory-plan).
   std::optional<int64_t> peakAllocBytes;
+  /// The same peak as predicted on tsr before lowering (lib/Analysis).
+  int64_t predictedPeakBytes = 0;
   /// The device mesh (`tsr.mesh`: axis names and sizes in order), the ZeRO
   /// stage, and the collectives.
   SmallVector<std::pair<std::string, int64_t>> mesh;

@@ -45,6 +45,9 @@ struct TsrCpuFuseElementwisePass
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
+    // A reshape of an empty tensor is an empty tensor of the new shape;
+    // otherwise bufferization allocates the old one and never uses it.
+    tensor::populateFoldTensorEmptyPatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
     tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
