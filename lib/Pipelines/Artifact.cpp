@@ -1,4 +1,5 @@
 //===- Artifact.cpp - Artifact directories and their manifest -------------===//
+#include "tessera/Pipelines/Lowering.h"
 #include "tessera/Pipelines/Target.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -204,9 +205,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   }
 
   PassManager pm(module.getContext());
-  if (failed(target.buildCodegenPipeline(pm)))
-    return module.emitError("cannot build the ")
-           << target.getName() << " pipeline (a pass is not registered)";
+  buildLoweringPipeline(pm, target);
   if (failed(pm.run(module)))
     return failure();
   if (auto peak =

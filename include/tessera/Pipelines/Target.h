@@ -78,12 +78,18 @@ struct ArtifactSignature {
   SmallVector<std::pair<std::string, std::string>> frozen;
 };
 
+/// What a target contributes to the lowering; the target-independent steps
+/// around it are `buildLoweringPipeline` (Lowering.h).
 class TargetBackend {
 public:
   virtual ~TargetBackend() = default;
   virtual StringRef getName() const = 0;
-  /// Adds the passes from `tsr` ops to the target's lowest dialect.
-  virtual LogicalResult buildCodegenPipeline(OpPassManager &pm) const = 0;
+  /// Adds the target's passes on linalg over tensors (fusion), run on every
+  /// function between canonicalize and cse, before bufferization.
+  virtual void buildTensorPipeline(OpPassManager &funcPm) const = 0;
+  /// Adds the passes from bufferized IR (memrefs with explicit deallocation)
+  /// to the target's lowest dialect.
+  virtual void buildCodegenPipeline(OpPassManager &pm) const = 0;
   /// Emits `dir`/model.so from the fully lowered module.
   virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const = 0;
 };
@@ -118,9 +124,6 @@ LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
                                 StringRef dir,
                                 const TrainingManifest *train = nullptr,
                                 ArtifactSignature *outSig = nullptr);
-
-/// Registers the named pipelines (`tsr-cpu-codegen`) for tessera-opt.
-void registerTesseraPipelines();
 
 } // namespace mlir::tessera
 

@@ -1,0 +1,61 @@
+//===- Lowering.cpp - The target-independent stages of the lowering -------===//
+#include "tessera/Pipelines/Lowering.h"
+
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "tessera/Conversion/TsrToLinalg/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+void mlir::tessera::buildTsrToLinalgPipeline(OpPassManager &pm,
+                                             const TargetBackend *target) {
+  pm.addPass(createTsrToLinalg());
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createCanonicalizerPass());
+  if (target)
+    target->buildTensorPipeline(funcPm);
+  funcPm.addPass(createCSEPass());
+}
+
+void mlir::tessera::buildBufferizationPipeline(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+void mlir::tessera::buildLoweringPipeline(OpPassManager &pm,
+                                          const TargetBackend &target) {
+  buildTsrToLinalgPipeline(pm, &target);
+  buildBufferizationPipeline(pm);
+  target.buildCodegenPipeline(pm);
+}
+
+void mlir::tessera::registerTesseraPipelines() {
+  PassPipelineRegistration<>(
+      "tsr-lower-to-linalg",
+      "Lower tsr to linalg on tensors and clean up, without a target's "
+      "tensor passes (the first stage of every target's lowering)",
+      [](OpPassManager &pm) { buildTsrToLinalgPipeline(pm); });
+  PassPipelineRegistration<>(
+      "tsr-bufferize",
+      "Bufferize linalg on tensors: identity layouts at function boundaries, "
+      "results as out-parameters, explicit deallocation",
+      buildBufferizationPipeline);
+  PassPipelineRegistration<>(
+      "tsr-cpu-codegen",
+      "Lower tsr to the LLVM dialect for the CPU target (what tessera-compile "
+      "--target=cpu runs before emitting model.so)",
+      [](OpPassManager &pm) { buildLoweringPipeline(pm, *createCpuTarget()); });
+}

@@ -1,0 +1,27 @@
+// RUN: tessera-opt %s --tsr-lower-to-linalg | FileCheck %s --check-prefix=LINALG
+// RUN: tessera-opt %s --tsr-lower-to-linalg --tsr-bufferize | FileCheck %s
+
+// The target-independent stages of the lowering as tessera-opt runs them:
+// linalg on tensors (no target's fusion: two generics), then buffers with
+// the result as an out-parameter and the temporary freed.
+
+// LINALG-LABEL: func.func @relu_add(
+// LINALG-SAME: -> tensor<2x3xf32>
+// LINALG: arith.addf
+// LINALG: } -> tensor<2x3xf32>
+// LINALG: arith.maximumf
+// LINALG: } -> tensor<2x3xf32>
+
+// CHECK-LABEL: func.func @relu_add(
+// CHECK-SAME: %{{.*}}: memref<2x3xf32>, %{{.*}}: memref<3xf32>, %[[OUT:.*]]: memref<2x3xf32>) {
+// CHECK: %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: memref.copy %[[T]], %[[OUT]]
+// CHECK: memref.dealloc %[[T]]
+// CHECK-NEXT: return
+func.func @relu_add(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = tsr.add %x, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %1 = tsr.relu %0 : tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
