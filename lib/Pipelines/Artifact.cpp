@@ -137,7 +137,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
            << publicFuncs.size();
   func::FuncOp model = publicFuncs.front();
   FailureOr<ArtifactSignature> sig = getArtifactSignature(model);
-  if (failed(sig))
+  if (failed(sig) || failed(verifyElementTypes(model, target)))
     return failure();
   for (const ArtifactTensor &t : sig->outputs) {
     if (t.gradOf)

@@ -60,6 +60,29 @@ public:
 
   StringRef getName() const override { return "cpu"; }
 
+  /// Host memory only, in memref's default space.
+  SmallVector<TargetMemorySpace> getMemorySpaces(MLIRContext *) const override {
+    return {{"host", Attribute()}};
+  }
+
+  /// Every element type an artifact's manifest can name.
+  bool isSupportedElementType(Type elementType) const override {
+    return !getDTypeName(elementType).empty();
+  }
+
+  // Defaults measured on the development machine (2 cores, see
+  // docs/pipeline.md): f32 GEMM through OpenBLAS on 2 threads, a 512 MiB
+  // copy, and a 4 MB all-reduce on 4 MPI ranks over shared memory (~6 ms
+  // for the 6 MB each rank moves). alpha is an estimate, not a measurement.
+  TargetCostParameters getCostParameters() const override {
+    return {/*peakFlops=*/185e9, /*memoryBandwidth=*/25e9};
+  }
+
+  /// Every axis is MPI over shared memory on one machine.
+  LinkCost getDefaultLinkCost(ArrayRef<int64_t>, unsigned) const override {
+    return {/*alpha=*/5e-6, /*beta=*/1e-9};
+  }
+
   void buildTensorPipeline(OpPassManager &funcPm) const override {
     funcPm.addPass(createTsrCpuFuseElementwise());
   }

@@ -8,6 +8,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
 using namespace mlir;
 using namespace mlir::tessera;
@@ -40,6 +41,47 @@ void mlir::tessera::buildLoweringPipeline(OpPassManager &pm,
   buildTsrToLinalgPipeline(pm, &target);
   buildBufferizationPipeline(pm);
   target.buildCodegenPipeline(pm);
+}
+
+LogicalResult mlir::tessera::verifyElementTypes(func::FuncOp model,
+                                                const TargetBackend &target) {
+  auto unsupported = [&](Type type) -> std::optional<Type> {
+    if (auto shaped = dyn_cast<ShapedType>(type))
+      if (!target.isSupportedElementType(shaped.getElementType()))
+        return shaped.getElementType();
+    return std::nullopt;
+  };
+  auto boundary = [&](StringRef kind, unsigned i, Type type,
+                      DictionaryAttr attrs) -> LogicalResult {
+    std::optional<Type> t = unsupported(type);
+    if (!t)
+      return success();
+    auto name =
+        attrs ? attrs.getAs<StringAttr>(tsr::attr::kName) : StringAttr();
+    return model.emitError()
+           << kind << " '"
+           << (name ? name.str() : (kind + "_" + Twine(i)).str())
+           << "' has element type " << *t << ", which the " << target.getName()
+           << " target does not support";
+  };
+  FunctionType type = model.getFunctionType();
+  for (auto [i, t] : llvm::enumerate(type.getInputs()))
+    if (failed(boundary("input", i, t, model.getArgAttrDict(i))))
+      return failure();
+  for (auto [i, t] : llvm::enumerate(type.getResults()))
+    if (failed(boundary("output", i, t, model.getResultAttrDict(i))))
+      return failure();
+  WalkResult walk = model.walk([&](Operation *op) {
+    for (auto [i, result] : llvm::enumerate(op->getResults()))
+      if (std::optional<Type> t = unsupported(result.getType())) {
+        op->emitError() << "result " << i << " (" << result.getType()
+                        << ") has element type " << *t << ", which the "
+                        << target.getName() << " target does not support";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 void mlir::tessera::registerTesseraPipelines() {

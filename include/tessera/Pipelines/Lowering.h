@@ -30,6 +30,12 @@ void buildBufferizationPipeline(OpPassManager &pm);
 /// the CPU target with default options.
 void buildLoweringPipeline(OpPassManager &pm, const TargetBackend &target);
 
+/// Fails with an error naming the tensor (its `tsr.name` at the boundary,
+/// the op that produces it inside) when `model` uses an element type that
+/// `target` does not support.
+LogicalResult verifyElementTypes(func::FuncOp model,
+                                 const TargetBackend &target);
+
 /// Registers the named pipelines of tessera-opt: `tsr-lower-to-linalg`,
 /// `tsr-bufferize` and `tsr-cpu-codegen`.
 void registerTesseraPipelines();
