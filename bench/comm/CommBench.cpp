@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
         else
           tsrt_all_reduce(-1, 0, send.data(), recv.data(),
                           static_cast<int64_t>(count), TSR_DTYPE_FLOAT32,
-                          TSR_REDUCE_SUM);
+                          TSR_REDUCE_SUM, nullptr);
         double elapsed = MPI_Wtime() - start, slowest;
         MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, raw);
         if (it >= warmup)

@@ -1,4 +1,5 @@
 //===- Artifact.cpp - Artifact directories and their manifest -------------===//
+#include "tessera/Pipelines/Lowering.h"
 #include "tessera/Pipelines/Target.h"
 
 #include "tessera/Analysis/PeakMemory.h"
@@ -138,7 +139,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
            << publicFuncs.size();
   func::FuncOp model = publicFuncs.front();
   FailureOr<ArtifactSignature> sig = getArtifactSignature(model);
-  if (failed(sig))
+  if (failed(sig) || failed(verifyElementTypes(model, target)))
     return failure();
   for (const ArtifactTensor &t : sig->outputs) {
     if (t.gradOf)
@@ -207,9 +208,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   }
 
   PassManager pm(module.getContext());
-  if (failed(target.buildCodegenPipeline(pm)))
-    return module.emitError("cannot build the ")
-           << target.getName() << " pipeline (a pass is not registered)";
+  buildLoweringPipeline(pm, target);
   if (failed(pm.run(module)))
     return failure();
   if (auto peak =

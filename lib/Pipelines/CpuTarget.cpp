@@ -8,11 +8,28 @@
 //===----------------------------------------------------------------------===//
 #include "tessera/Pipelines/Target.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+#include "tessera/Conversion/CPU/Passes.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -28,39 +45,6 @@ using namespace mlir;
 using namespace mlir::tessera;
 
 namespace {
-// The lowering from tsr to the LLVM dialect, as one textual pipeline so that
-// tessera-opt can run exactly the same thing (`--tsr-cpu-codegen`). Linalg
-// ops left after the BLAS rewrite are tiled and vectorized on buffers; what
-// the vectorizer does not take becomes scalar loops. No canonicalize runs on
-// vector code: MLIR 22's vector.shape_cast canonicalization miscompiles some
-// shape_cast(broadcast) pairs (see tsr-cpu-vectorize's description).
-std::string getCpuPipeline(const CpuTargetOptions &options) {
-  return ("tsr-to-linalg,"
-          "func.func(canonicalize,tsr-cpu-fuse-elementwise,cse,"
-          "tsr-cpu-unshare-inits),"
-          "one-shot-bufferize{bufferize-function-boundaries "
-          "function-boundary-type-conversion=identity-layout-map},"
-          "buffer-results-to-out-params{modify-public-functions},"
-          "buffer-deallocation-pipeline,"
-          "convert-bufferization-to-memref,func.func(tsr-cpu-early-dealloc),"
-          "tsr-cpu-memory-plan,"
-          "tsr-linalg-to-blas,"
-          "func.func(tsr-cpu-vectorize{vector-size=" +
-          Twine(options.vectorSize) +
-          "},cse,convert-linalg-to-loops),"
-          "convert-vector-to-scf{full-unroll},"
-          "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-          "convert-math-to-llvm,convert-math-to-libm,"
-          "convert-vector-to-llvm{reassociate-fp-reductions},"
-          "finalize-memref-to-llvm{use-generic-functions},"
-          "arith-expand,convert-arith-to-llvm,convert-index-to-llvm,"
-          "convert-cf-to-llvm,"
-          "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-          "convert-ub-to-llvm,reconcile-unrealized-casts,"
-          "tsr-cpu-entry-point")
-      .str();
-}
-
 /// Finds an LLVM 22 tool: next to the LLVM we were built against first.
 std::string findLlvmTool(StringRef name) {
   if (auto p = llvm::sys::findProgramByName(name, {"/usr/lib/llvm-22/bin"}))
@@ -76,8 +60,69 @@ public:
 
   StringRef getName() const override { return "cpu"; }
 
-  LogicalResult buildCodegenPipeline(OpPassManager &pm) const override {
-    return parsePassPipeline(getCpuPipeline(options), pm);
+  /// Host memory only, in memref's default space.
+  SmallVector<TargetMemorySpace> getMemorySpaces(MLIRContext *) const override {
+    return {{"host", Attribute()}};
+  }
+
+  /// Every element type an artifact's manifest can name.
+  bool isSupportedElementType(Type elementType) const override {
+    return !getDTypeName(elementType).empty();
+  }
+
+  // Defaults measured on the development machine (2 cores, see
+  // docs/pipeline.md): f32 GEMM through OpenBLAS on 2 threads, a 512 MiB
+  // copy, and a 4 MB all-reduce on 4 MPI ranks over shared memory (~6 ms
+  // for the 6 MB each rank moves). alpha is an estimate, not a measurement.
+  TargetCostParameters getCostParameters() const override {
+    return {/*peakFlops=*/185e9, /*memoryBandwidth=*/25e9};
+  }
+
+  /// Every axis is MPI over shared memory on one machine.
+  LinkCost getDefaultLinkCost(ArrayRef<int64_t>, unsigned) const override {
+    return {/*alpha=*/5e-6, /*beta=*/1e-9};
+  }
+
+  void buildTensorPipeline(OpPassManager &funcPm) const override {
+    funcPm.addPass(createTsrCpuFuseElementwise());
+  }
+
+  // Linalg ops left after the BLAS rewrite are tiled and vectorized on
+  // buffers; what the vectorizer does not take becomes scalar loops. No
+  // canonicalize runs on vector code: MLIR 22's vector.shape_cast
+  // canonicalization miscompiles some shape_cast(broadcast) pairs (see
+  // tsr-cpu-vectorize's description).
+  void buildCodegenPipeline(OpPassManager &pm) const override {
+    pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
+    pm.addPass(createTsrCpuMemoryPlan());
+    pm.addPass(createTsrLinalgToBlas());
+    OpPassManager &funcPm = pm.nest<func::FuncOp>();
+    funcPm.addPass(createTsrCpuVectorize({options.vectorSize}));
+    funcPm.addPass(createCSEPass());
+    funcPm.addPass(createConvertLinalgToLoopsPass());
+    pm.addPass(createConvertVectorToSCFPass(
+        VectorTransferToSCFOptions().enableFullUnroll()));
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createConvertMathToLLVMPass());
+    pm.addPass(createConvertMathToLibmPass());
+    ConvertVectorToLLVMPassOptions vectorToLlvm;
+    vectorToLlvm.reassociateFPReductions = true;
+    pm.addPass(createConvertVectorToLLVMPass(vectorToLlvm));
+    FinalizeMemRefToLLVMConversionPassOptions memrefToLlvm;
+    memrefToLlvm.useGenericFunctions = true;
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLlvm));
+    pm.addPass(arith::createArithExpandOpsPass());
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createConvertIndexToLLVMPass());
+    pm.addPass(createConvertControlFlowToLLVMPass());
+    ConvertFuncToLLVMPassOptions funcToLlvm;
+    funcToLlvm.useBarePtrCallConv = true;
+    pm.addPass(createConvertFuncToLLVMPass(funcToLlvm));
+    pm.addPass(createUBToLLVMConversionPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    pm.addPass(createTsrCpuEntryPoint());
   }
 
   LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const override {
@@ -165,16 +210,4 @@ private:
 std::unique_ptr<TargetBackend>
 mlir::tessera::createCpuTarget(const CpuTargetOptions &options) {
   return std::make_unique<CpuTarget>(options);
-}
-
-void mlir::tessera::registerTesseraPipelines() {
-  PassPipelineRegistration<>(
-      "tsr-cpu-codegen",
-      "Lower tsr to the LLVM dialect for the CPU target (what tessera-compile "
-      "--target=cpu runs before emitting model.so)",
-      [](OpPassManager &pm) {
-        if (failed(parsePassPipeline(getCpuPipeline({}), pm)))
-          llvm::report_fatal_error("tsr-cpu-codegen names an unregistered "
-                                   "pass");
-      });
 }

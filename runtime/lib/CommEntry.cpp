@@ -308,7 +308,8 @@ void runLaterStaged(tsr_comm_t *comm, int64_t id, void *recv,
 }
 
 Work allReduceWork(tsr_comm_t *comm, std::string label, const void *send,
-                   void *recv, int64_t count, int64_t dtype, int64_t op) {
+                   void *recv, int64_t count, int64_t dtype, int64_t op,
+                   void *stream) {
   return [=] {
     tsr_status_t status = checkReduction("all_reduce", dtype, op);
     if (status != TSR_OK)
@@ -320,12 +321,13 @@ Work allReduceWork(tsr_comm_t *comm, std::string label, const void *send,
                ? fail(TSR_ERROR_INVALID_ARGUMENT, "all_reduce: negative count")
                : tsr_comm_all_reduce(comm, send, recv, count,
                                      static_cast<tsr_dtype_t>(dtype),
-                                     static_cast<tsr_reduce_op_t>(op), nullptr);
+                                     static_cast<tsr_reduce_op_t>(op), stream);
   };
 }
 
 Work reduceScatterWork(tsr_comm_t *comm, std::string label, const void *send,
-                       void *recv, int64_t count, int64_t dtype, int64_t op) {
+                       void *recv, int64_t count, int64_t dtype, int64_t op,
+                       void *stream) {
   return [=] {
     tsr_status_t status = checkReduction("reduce_scatter", dtype, op);
     if (status != TSR_OK)
@@ -338,12 +340,12 @@ Work reduceScatterWork(tsr_comm_t *comm, std::string label, const void *send,
                      : tsr_comm_reduce_scatter(comm, send, recv, count,
                                                static_cast<tsr_dtype_t>(dtype),
                                                static_cast<tsr_reduce_op_t>(op),
-                                               nullptr);
+                                               stream);
   };
 }
 
 Work allGatherWork(tsr_comm_t *comm, std::string label, const void *send,
-                   void *recv, int64_t count, int64_t dtype) {
+                   void *recv, int64_t count, int64_t dtype, void *stream) {
   return [=] {
     if (!comm)
       return copyAlone("all_gather", send, recv, count, dtype);
@@ -351,64 +353,68 @@ Work allGatherWork(tsr_comm_t *comm, std::string label, const void *send,
     return count < 0
                ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
                : tsr_comm_all_gather(comm, send, recv, count,
-                                     static_cast<tsr_dtype_t>(dtype), nullptr);
+                                     static_cast<tsr_dtype_t>(dtype), stream);
   };
 }
 
 } // namespace
 
 void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
-                     int64_t count, int64_t dtype, int64_t op) {
+                     int64_t count, int64_t dtype, int64_t op, void *stream) {
   tsr_comm_t *comm = axisComm(axis);
-  runNow(comm, id, recv,
-         allReduceWork(comm, describe(id), send, recv, count, dtype, op));
+  runNow(
+      comm, id, recv,
+      allReduceWork(comm, describe(id), send, recv, count, dtype, op, stream));
 }
 
 void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
-                           void *recv, int64_t count, int64_t dtype,
-                           int64_t op) {
+                           void *recv, int64_t count, int64_t dtype, int64_t op,
+                           void *stream) {
   tsr_comm_t *comm = axisComm(axis);
   auto staged = stage(send, count, dtype);
   runLaterStaged(comm, id, recv, staged,
                  allReduceWork(comm, describe(id), staged->data(), recv, count,
-                               dtype, op));
+                               dtype, op, stream));
 }
 
 void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
-                         int64_t recv_count, int64_t dtype, int64_t op) {
+                         int64_t recv_count, int64_t dtype, int64_t op,
+                         void *stream) {
   tsr_comm_t *comm = axisComm(axis);
-  runNow(
-      comm, id, recv,
-      reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype, op));
+  runNow(comm, id, recv,
+         reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype,
+                           op, stream));
 }
 
 void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
                                void *recv, int64_t recv_count, int64_t dtype,
-                               int64_t op) {
+                               int64_t op, void *stream) {
   tsr_comm_t *comm = axisComm(axis);
   auto staged = stage(send, recv_count * tsr_comm_size(comm), dtype);
   runLaterStaged(comm, id, recv, staged,
                  reduceScatterWork(comm, describe(id), staged->data(), recv,
-                                   recv_count, dtype, op));
+                                   recv_count, dtype, op, stream));
 }
 
 void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
-                     int64_t send_count, int64_t dtype) {
+                     int64_t send_count, int64_t dtype, void *stream) {
   tsr_comm_t *comm = axisComm(axis);
-  runNow(comm, id, recv,
-         allGatherWork(comm, describe(id), send, recv, send_count, dtype));
+  runNow(
+      comm, id, recv,
+      allGatherWork(comm, describe(id), send, recv, send_count, dtype, stream));
 }
 
 void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
-                           void *recv, int64_t send_count, int64_t dtype) {
+                           void *recv, int64_t send_count, int64_t dtype,
+                           void *stream) {
   tsr_comm_t *comm = axisComm(axis);
   auto staged = stage(send, send_count, dtype);
   runLaterStaged(comm, id, recv, staged,
                  allGatherWork(comm, describe(id), staged->data(), recv,
-                               send_count, dtype));
+                               send_count, dtype, stream));
 }
 
-void tsrt_wait(void *recv) {
+void tsrt_wait(void *recv, void * /*stream*/) {
   std::shared_ptr<Task> task = Engine::get().unpark(recv);
   if (!task) {
     std::fprintf(stderr,
@@ -424,7 +430,7 @@ void tsrt_wait(void *recv) {
 }
 
 void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
-                     int64_t count, int64_t dtype) {
+                     int64_t count, int64_t dtype, void *stream) {
   tsr_comm_t *comm = axisComm(axis);
   std::string label = describe(id);
   runNow(comm, id, recv, [=] {
@@ -438,12 +444,12 @@ void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
                           " elements do not split into " +
                           std::to_string(size) + " blocks")
                : tsr_comm_all_to_all(comm, send, recv, count / size,
-                                     static_cast<tsr_dtype_t>(dtype), nullptr);
+                                     static_cast<tsr_dtype_t>(dtype), stream);
   });
 }
 
 void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
-                    int64_t count, int64_t dtype, int64_t root) {
+                    int64_t count, int64_t dtype, int64_t root, void *stream) {
   tsr_comm_t *comm = axisComm(axis);
   std::string label = describe(id);
   runNow(comm, id, recv, [=] {
@@ -457,6 +463,6 @@ void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
                           " is not a rank of the axis")
                : tsr_comm_broadcast(comm, recv, count,
                                     static_cast<tsr_dtype_t>(dtype),
-                                    static_cast<int>(root), nullptr);
+                                    static_cast<int>(root), stream);
   });
 }

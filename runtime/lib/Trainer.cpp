@@ -287,7 +287,7 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
     }
     std::string whole(tensor.byteSize * trainer.dpSize, '\0');
     tsrt_all_gather(-1, trainer.dpGroup, tensor.data, whole.data(),
-                    tensor.numElements, tensor.dtype);
+                    tensor.numElements, tensor.dtype, nullptr);
     int64_t count = 0;
     size_t bytes = 0;
     computeSizes(tensor.dtype, specs[input].globalShape.data(),
@@ -318,7 +318,7 @@ bool allRanks(const tsr_trainer &trainer, bool ok) {
     return ok;
   int64_t mine = ok ? 1 : 0, all = 0;
   tsrt_all_reduce(-1, trainer.dpGroup, &mine, &all, 1, TSR_DTYPE_INT64,
-                  TSR_REDUCE_MIN);
+                  TSR_REDUCE_MIN, nullptr);
   return all == 1;
 }
 

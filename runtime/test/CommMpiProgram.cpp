@@ -240,7 +240,7 @@ void checkSplit(tsr_comm_t *world) {
   for (int i = 0; i < 64; ++i)
     grads[i] = static_cast<float>(r + i);
   tsrt_all_reduce(0, 0, grads.data(), mean.data(), 64, TSR_DTYPE_FLOAT32,
-                  TSR_REDUCE_MEAN);
+                  TSR_REDUCE_MEAN, nullptr);
   for (int i = 0; i < 64; ++i)
     CHECK(mean[i] == (n - 1) / 2.0f + i);
   std::vector<int64_t> shards(members * 3), shard(3), gathered(members * 3);
@@ -248,10 +248,11 @@ void checkSplit(tsr_comm_t *world) {
     for (int j = 0; j < 3; ++j)
       shards[b * 3 + j] = b * 10 + j;
   tsrt_reduce_scatter(1, 1, shards.data(), shard.data(), 3, TSR_DTYPE_INT64,
-                      TSR_REDUCE_SUM);
+                      TSR_REDUCE_SUM, nullptr);
   for (int j = 0; j < 3; ++j)
     CHECK(shard[j] == members * (above * 10 + j));
-  tsrt_all_gather(2, 1, shard.data(), gathered.data(), 3, TSR_DTYPE_INT64);
+  tsrt_all_gather(2, 1, shard.data(), gathered.data(), 3, TSR_DTYPE_INT64,
+                  nullptr);
   for (int b = 0; b < members; ++b)
     for (int j = 0; j < 3; ++j)
       CHECK(gathered[b * 3 + j] == members * (b * 10 + j));
@@ -261,11 +262,12 @@ void checkSplit(tsr_comm_t *world) {
   for (int p = 0; p < n; ++p)
     outgoing[p * 2] = outgoing[p * 2 + 1] = 100 * r + p;
   tsrt_all_to_all(3, 0, outgoing.data(), incoming.data(), n * 2,
-                  TSR_DTYPE_INT64);
+                  TSR_DTYPE_INT64, nullptr);
   for (int p = 0; p < n; ++p)
     CHECK(incoming[p * 2] == 100 * p + r && incoming[p * 2 + 1] == 100 * p + r);
   std::vector<float> mine(5, static_cast<float>(r)), root(5, -1.0f);
-  tsrt_broadcast(4, 0, mine.data(), root.data(), 5, TSR_DTYPE_FLOAT32, n - 1);
+  tsrt_broadcast(4, 0, mine.data(), root.data(), 5, TSR_DTYPE_FLOAT32, n - 1,
+                 nullptr);
   for (float v : root)
     CHECK(v == static_cast<float>(n - 1));
   // Two collectives in flight at once, a blocking one issued behind them,
@@ -273,17 +275,17 @@ void checkSplit(tsr_comm_t *world) {
   std::vector<float> first(32, static_cast<float>(r)), firstSum(32);
   std::vector<int64_t> second(members * 2, r), secondShard(2);
   tsrt_all_reduce_start(5, 0, first.data(), firstSum.data(), 32,
-                        TSR_DTYPE_FLOAT32, TSR_REDUCE_SUM);
+                        TSR_DTYPE_FLOAT32, TSR_REDUCE_SUM, nullptr);
   tsrt_reduce_scatter_start(6, 1, second.data(), secondShard.data(), 2,
-                            TSR_DTYPE_INT64, TSR_REDUCE_SUM);
+                            TSR_DTYPE_INT64, TSR_REDUCE_SUM, nullptr);
   std::vector<float> between(3, 1.0f), betweenMean(3);
   tsrt_all_reduce(7, 0, between.data(), betweenMean.data(), 3,
-                  TSR_DTYPE_FLOAT32, TSR_REDUCE_MEAN);
+                  TSR_DTYPE_FLOAT32, TSR_REDUCE_MEAN, nullptr);
   // The send buffers may change once the collectives have started.
   std::fill(first.begin(), first.end(), -1.0f);
   std::fill(second.begin(), second.end(), -1);
-  tsrt_wait(secondShard.data());
-  tsrt_wait(firstSum.data());
+  tsrt_wait(secondShard.data(), nullptr);
+  tsrt_wait(firstSum.data(), nullptr);
   for (float v : firstSum)
     CHECK(v == n * (n - 1) / 2.0f);
   for (int64_t v : secondShard) // the sum of this half's world ranks
@@ -316,7 +318,7 @@ void runFailure(tsr_comm_t *world, const char *mode, int victim) {
     }
     tsrt_all_reduce(3, 0, grads.data(), grads.data(),
                     static_cast<int64_t>(grads.size()), TSR_DTYPE_FLOAT32,
-                    TSR_REDUCE_MEAN);
+                    TSR_REDUCE_MEAN, nullptr);
   }
   std::fprintf(stderr, "rank %d: every step completed\n", worldRank);
 }

@@ -59,28 +59,28 @@ TEST(CommUnboundAxis, CollectivesCopy) {
   EXPECT_EQ(tsrt_axis_rank(5), 0);
   std::vector<float> send = {1, 2, 3, 4}, recv(4, 0);
   tsrt_all_reduce(0, 5, send.data(), recv.data(), 4, TSR_DTYPE_FLOAT32,
-                  TSR_REDUCE_MEAN);
+                  TSR_REDUCE_MEAN, nullptr);
   EXPECT_EQ(recv, send);
   std::vector<int64_t> a = {7, 8, 9}, b(3, 0), c(3, 0);
   tsrt_reduce_scatter(1, 5, a.data(), b.data(), 3, TSR_DTYPE_INT64,
-                      TSR_REDUCE_SUM);
+                      TSR_REDUCE_SUM, nullptr);
   EXPECT_EQ(b, a);
-  tsrt_all_gather(2, 5, b.data(), c.data(), 3, TSR_DTYPE_INT64);
+  tsrt_all_gather(2, 5, b.data(), c.data(), 3, TSR_DTYPE_INT64, nullptr);
   EXPECT_EQ(c, a);
   std::vector<int64_t> d(3, 0), e(3, 0);
-  tsrt_all_to_all(3, 5, a.data(), d.data(), 3, TSR_DTYPE_INT64);
+  tsrt_all_to_all(3, 5, a.data(), d.data(), 3, TSR_DTYPE_INT64, nullptr);
   EXPECT_EQ(d, a);
-  tsrt_broadcast(4, 5, a.data(), e.data(), 3, TSR_DTYPE_INT64, 0);
+  tsrt_broadcast(4, 5, a.data(), e.data(), 3, TSR_DTYPE_INT64, 0, nullptr);
   EXPECT_EQ(e, a);
   // Started, then completed by tsrt_wait on the result buffer.
   std::vector<float> started(4, 0);
   tsrt_all_reduce_start(0, 5, recv.data(), started.data(), 4, TSR_DTYPE_FLOAT32,
-                        TSR_REDUCE_SUM);
-  tsrt_wait(started.data());
+                        TSR_REDUCE_SUM, nullptr);
+  tsrt_wait(started.data(), nullptr);
   EXPECT_EQ(started, recv);
   // In place.
   tsrt_all_reduce(0, 5, send.data(), send.data(), 4, TSR_DTYPE_FLOAT32,
-                  TSR_REDUCE_SUM);
+                  TSR_REDUCE_SUM, nullptr);
   EXPECT_EQ(send, recv);
 }
 
@@ -90,13 +90,13 @@ TEST(CommUnboundAxis, IntegerMeanExits) {
   tsr_comm_set_step(12);
   std::vector<int32_t> data(3, 1);
   EXPECT_EXIT(tsrt_all_reduce(4, 0, data.data(), data.data(), 3,
-                              TSR_DTYPE_INT32, TSR_REDUCE_MEAN),
+                              TSR_DTYPE_INT32, TSR_REDUCE_MEAN, nullptr),
               testing::ExitedWithCode(1),
               "tessera-run: rank 0: all_reduce #4 \\(bucket 0: steps\\) at "
               "step 12: all_reduce: MEAN needs a floating-point dtype, got "
               "int32");
   tsr_comm_set_step(-1);
-  EXPECT_EXIT(tsrt_all_gather(9, 0, data.data(), data.data(), 3, 99),
+  EXPECT_EXIT(tsrt_all_gather(9, 0, data.data(), data.data(), 3, 99, nullptr),
               testing::ExitedWithCode(1),
               "tessera-run: rank 0: collective #9: all_gather: invalid dtype "
               "99");
@@ -204,13 +204,13 @@ TEST_F(CommMpiSelf, SplitAndBoundAxis) {
   EXPECT_EQ(tsrt_axis_size(1), 1);
   std::vector<float> send = {4, 5}, recv(2);
   tsrt_all_reduce(0, 1, send.data(), recv.data(), 2, TSR_DTYPE_FLOAT32,
-                  TSR_REDUCE_SUM);
+                  TSR_REDUCE_SUM, nullptr);
   EXPECT_EQ(recv, send);
   std::vector<int32_t> data(2, 1);
   ASSERT_EQ(tsr_comm_describe_collective(6, "all_reduce #6 (counters)"),
             TSR_OK);
   EXPECT_EXIT(tsrt_all_reduce(6, 1, data.data(), data.data(), 2,
-                              TSR_DTYPE_INT32, TSR_REDUCE_MEAN),
+                              TSR_DTYPE_INT32, TSR_REDUCE_MEAN, nullptr),
               testing::ExitedWithCode(1),
               "tessera-run: rank 0: all_reduce #6 \\(counters\\): "
               "all_reduce: MEAN needs a floating-point dtype, got int32");
@@ -425,6 +425,6 @@ TEST(CommDevice, NcclOneRank) {
 
 TEST(CommUnboundAxis, WaitWithoutStartExits) {
   float buffer[2] = {0, 0};
-  EXPECT_EXIT(tsrt_wait(buffer), ::testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_wait(buffer, nullptr), ::testing::ExitedWithCode(1),
               "tsrt_wait: no collective in flight writes");
 }

@@ -14,7 +14,7 @@
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Import/ONNX/Passes.h"
-#include "tessera/Pipelines/Target.h"
+#include "tessera/Pipelines/Lowering.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"

@@ -80,12 +80,50 @@ struct ArtifactSignature {
   SmallVector<std::pair<std::string, std::string>> frozen;
 };
 
+/// A memory space of a target: where its buffers can live.
+struct TargetMemorySpace {
+  /// "host", "device", "pinned-host" (the runtime's tsr_placement_t).
+  std::string name;
+  /// The memref memory space attribute of its buffers; null is the default
+  /// space (0).
+  Attribute attribute;
+};
+
+/// The cost of one message over a link: alpha + beta * bytes seconds.
+struct LinkCost {
+  double alpha; // seconds per message (latency)
+  double beta;  // seconds per byte (inverse bandwidth)
+};
+
+/// Figures a cost model reads for one device of the target.
+struct TargetCostParameters {
+  double peakFlops;       // FLOP/s, f32
+  double memoryBandwidth; // bytes/s
+};
+
+/// What a target contributes to the lowering; the target-independent steps
+/// around it are `buildLoweringPipeline` (Lowering.h).
 class TargetBackend {
 public:
   virtual ~TargetBackend() = default;
   virtual StringRef getName() const = 0;
-  /// Adds the passes from `tsr` ops to the target's lowest dialect.
-  virtual LogicalResult buildCodegenPipeline(OpPassManager &pm) const = 0;
+  /// The memory spaces of the target, the default one first.
+  virtual SmallVector<TargetMemorySpace>
+  getMemorySpaces(MLIRContext *ctx) const = 0;
+  /// Whether tensors of `elementType` can be compiled for the target.
+  virtual bool isSupportedElementType(Type elementType) const = 0;
+  virtual TargetCostParameters getCostParameters() const = 0;
+  /// The default cost of a collective's messages along mesh axis `axis` of
+  /// a mesh of `meshSizes` (ranks are numbered row-major over the axes, so
+  /// the last axis joins neighbouring ranks).
+  virtual LinkCost getDefaultLinkCost(ArrayRef<int64_t> meshSizes,
+                                      unsigned axis) const = 0;
+  /// Adds the target's passes on linalg over tensors (fusion), run on every
+  /// function between canonicalize and cse, before bufferization.
+  virtual void buildTensorPipeline(OpPassManager &funcPm) const = 0;
+  /// Adds the passes from bufferized IR (memrefs with explicit deallocation)
+  /// to the target's lowest dialect.
+  virtual void buildCodegenPipeline(OpPassManager &pm) const = 0;
   /// Emits `dir`/model.so from the fully lowered module.
   virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const = 0;
 };
@@ -120,9 +158,6 @@ LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
                                 StringRef dir,
                                 const TrainingManifest *train = nullptr,
                                 ArtifactSignature *outSig = nullptr);
-
-/// Registers the named pipelines (`tsr-cpu-codegen`) for tessera-opt.
-void registerTesseraPipelines();
 
 } // namespace mlir::tessera
 

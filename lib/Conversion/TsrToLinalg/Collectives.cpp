@@ -111,8 +111,14 @@ Value addressOf(OpBuilder &b, Location loc, Value memref) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
 }
 
+/// The stream argument of every collective: the CPU target has none (NULL).
+Value nullStream(OpBuilder &b, Location loc) {
+  return LLVM::ZeroOp::create(b, loc,
+                              LLVM::LLVMPointerType::get(b.getContext()));
+}
+
 /// Lowers a collective `x` -> `result` to
-///   runtime(id, group, &x, &result, count, dtype, extra...).
+///   runtime(id, group, &x, &result, count, dtype, extra..., stream).
 /// The runtime works on blocks of dimension 0; a collective along another
 /// dimension moves it to the front before and back after.
 template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
@@ -167,6 +173,7 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
     if (extra)
       if (std::optional<int64_t> e = extra(op))
         args.push_back(c(*e));
+    args.push_back(nullStream(rewriter, loc));
     // An async collective starts here; tsr.wait completes it.
     func::FuncOp f = getOrInsertRuntimeFunc(
         op, rewriter, op.getAsync() ? callee + "_start" : callee,
@@ -193,8 +200,8 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
   std::function<std::optional<int64_t>(OpT)> extra;
 };
 
-/// tsrt_wait(&result): blocks until the collective writing the result buffer
-/// has completed. (The runtime copied the operand when it started.)
+/// tsrt_wait(&result, stream): blocks until the collective writing the result
+/// buffer has completed. (The runtime copied the operand when it started.)
 struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -209,7 +216,8 @@ struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
           /*read_only=*/true);
       return addressOf(rewriter, loc, memref);
     };
-    SmallVector<Value> args{buffer(adaptor.getPending())};
+    SmallVector<Value> args{buffer(adaptor.getPending()),
+                            nullStream(rewriter, loc)};
     func::FuncOp f = getOrInsertRuntimeFunc(op, rewriter, "tsrt_wait",
                                             ValueRange(args).getTypes(), {});
     func::CallOp::create(rewriter, loc, f, args);

@@ -135,15 +135,20 @@ TSR_API void tsr_comm_set_step(int64_t step);
 
 TSR_API int64_t tsrt_axis_rank(int64_t axis);
 TSR_API int64_t tsrt_axis_size(int64_t axis);
-/* dtype is a tsr_dtype_t, op a tsr_reduce_op_t. */
+/* dtype is a tsr_dtype_t, op a tsr_reduce_op_t. `stream` is the stream the
+ * collective is ordered on, passed to the communicator (a CUDA stream for
+ * NCCL); code compiled for the CPU target passes NULL, which MPI ignores.
+ * tsrt_wait's `stream` is the one that waits for the collective (NULL on
+ * the CPU). */
 TSR_API void tsrt_all_reduce(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t count, int64_t dtype,
-                             int64_t op);
+                             int64_t op, void *stream);
 TSR_API void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send,
                                  void *recv, int64_t recv_count, int64_t dtype,
-                                 int64_t op);
+                                 int64_t op, void *stream);
 TSR_API void tsrt_all_gather(int64_t id, int64_t axis, const void *send,
-                             void *recv, int64_t send_count, int64_t dtype);
+                             void *recv, int64_t send_count, int64_t dtype,
+                             void *stream);
 /* Asynchronous forms: the send data is copied before they return (the
  * caller may then reuse or free `send`), and the collective runs on the
  * runtime's communication thread after every collective issued before it,
@@ -152,22 +157,23 @@ TSR_API void tsrt_all_gather(int64_t id, int64_t axis, const void *send,
  * must stay untouched until then. */
 TSR_API void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                                    void *recv, int64_t count, int64_t dtype,
-                                   int64_t op);
+                                   int64_t op, void *stream);
 TSR_API void tsrt_reduce_scatter_start(int64_t id, int64_t axis,
                                        const void *send, void *recv,
                                        int64_t recv_count, int64_t dtype,
-                                       int64_t op);
+                                       int64_t op, void *stream);
 TSR_API void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                                    void *recv, int64_t send_count,
-                                   int64_t dtype);
-TSR_API void tsrt_wait(void *recv);
+                                   int64_t dtype, void *stream);
+TSR_API void tsrt_wait(void *recv, void *stream);
 /* `count` is the whole operand: count / size elements go to each rank. */
 TSR_API void tsrt_all_to_all(int64_t id, int64_t axis, const void *send,
-                             void *recv, int64_t count, int64_t dtype);
+                             void *recv, int64_t count, int64_t dtype,
+                             void *stream);
 /* Every rank's `recv` gets rank `root`'s `send`. */
 TSR_API void tsrt_broadcast(int64_t id, int64_t axis, const void *send,
                             void *recv, int64_t count, int64_t dtype,
-                            int64_t root);
+                            int64_t root, void *stream);
 
 /*===----------------------------------------------------------------------===*
  * Bootstrap

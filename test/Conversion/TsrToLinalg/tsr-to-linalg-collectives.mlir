@@ -1,16 +1,17 @@
 // RUN: tessera-opt %s --tsr-to-linalg | FileCheck %s
 
 // Collectives become calls of the runtime's C ABI on the addresses of a
-// read-only operand buffer and a fresh result buffer; the group of ranks is
+// read-only operand buffer and a fresh result buffer, with a null stream
+// last (the CPU target has no streams); the group of ranks is
 // the bit mask of its mesh axes (dp is axis 0: 1, tp axis 1: 2, both: 3),
 // the dtype a tsr_dtype_t (float32 = 1, int64 = 7), the reduction a
 // tsr_reduce_op_t (sum 0, mean 1), and the collective's number its `id` (-1
 // when unnumbered).
 module attributes {tsr.mesh = #tsr.mesh<["dp"=4, "tp"=2]>} {
-  // CHECK-DAG: func.func private @tsrt_all_reduce(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
-  // CHECK-DAG: func.func private @tsrt_reduce_scatter(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
-  // CHECK-DAG: func.func private @tsrt_all_gather(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64)
-  // CHECK-DAG: func.func private @tsrt_broadcast(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+  // CHECK-DAG: func.func private @tsrt_all_reduce(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr)
+  // CHECK-DAG: func.func private @tsrt_reduce_scatter(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr)
+  // CHECK-DAG: func.func private @tsrt_all_gather(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
+  // CHECK-DAG: func.func private @tsrt_broadcast(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr)
   // CHECK-DAG: func.func private @tsrt_axis_rank(i64) -> i64
   // CHECK-LABEL: func.func @collectives(
   // CHECK-SAME: %[[X:arg[0-9]+]]: tensor<8x3xf32>
@@ -23,7 +24,8 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=4, "tp"=2]>} {
     // CHECK-DAG: %[[PIN:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
     // CHECK-DAG: %[[POUT:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
     // CHECK-DAG: %[[COUNT:.*]] = arith.constant 24 : i64
-    // CHECK: call @tsrt_all_reduce(%[[ID]], %[[GROUP]], %[[PIN]], %[[POUT]], %[[COUNT]], %{{.*}}, %{{.*}})
+    // CHECK-DAG: %[[STREAM:.*]] = llvm.mlir.zero : !llvm.ptr
+    // CHECK: call @tsrt_all_reduce(%[[ID]], %[[GROUP]], %[[PIN]], %[[POUT]], %[[COUNT]], %{{.*}}, %{{.*}}, %[[STREAM]])
     // CHECK: %[[A:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<8x3xf32> to tensor<8x3xf32>
     %a = tsr.all_reduce %x {mesh_axes = ["tp"], reduction = #tsr.reduction<mean>, serves = ["w"], id = 7 : i64} : (tensor<8x3xf32>) -> tensor<8x3xf32>
     // Reduce-scatter counts the elements of one block (6), all-gather those
@@ -36,7 +38,7 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=4, "tp"=2]>} {
     // CHECK: call @tsrt_all_gather(
     %g = tsr.all_gather %s {mesh_axes = ["dp"], serves = ["w"]} : (tensor<2x3xf32>) -> tensor<8x3xf32>
     // CHECK: %[[ROOT:.*]] = arith.constant 3 : i64
-    // CHECK: call @tsrt_broadcast(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ROOT]])
+    // CHECK: call @tsrt_broadcast(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ROOT]], %{{.*}})
     %b = tsr.broadcast_from %i {mesh_axes = ["dp"], root = 3 : i64} : (tensor<5xi64>) -> tensor<5xi64>
     // The local shard is a slice at the rank's offset: no communication.
     // CHECK: %[[RANK:.*]] = call @tsrt_axis_rank(%{{.*}}) : (i64) -> i64
@@ -65,7 +67,7 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
     %e = tsr.exp %g : tensor<6xf32>
     // CHECK: bufferization.to_buffer %[[P]] read_only
     // CHECK-NOT: bufferization.to_buffer
-    // CHECK: call @tsrt_wait(%{{.*}}) : (!llvm.ptr) -> ()
+    // CHECK: call @tsrt_wait(%{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr) -> ()
     // CHECK: linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<3xf32>, tensor<1xf32>)
     %r = tsr.wait %p : (tensor<3xf32>) -> tensor<3xf32>
     %s = tsr.reduce_sum %e {axes = array<i64: 0>, keepdims = true} : (tensor<6xf32>) -> tensor<1xf32>
@@ -86,7 +88,7 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2, "pp"=3]>} {
     // CHECK: %[[OUT:.*]] = memref.alloc() : memref<8x3xf32>
     // CHECK-DAG: %[[GROUP:.*]] = arith.constant 3 : i64
     // CHECK-DAG: %[[COUNT:.*]] = arith.constant 6 : i64
-    // CHECK: call @tsrt_all_gather(%{{.*}}, %[[GROUP]], %{{.*}}, %{{.*}}, %[[COUNT]], %{{.*}})
+    // CHECK: call @tsrt_all_gather(%{{.*}}, %[[GROUP]], %{{.*}}, %{{.*}}, %[[COUNT]], %{{.*}}, %{{.*}})
     // CHECK: %[[G:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<8x3xf32> to tensor<8x3xf32>
     // CHECK: linalg.transpose ins(%[[G]] : tensor<8x3xf32>) outs(%{{.*}} : tensor<3x8xf32>) permutation = [1, 0]
     %g = tsr.all_gather %s {dim = 1 : i64, mesh_axes = ["dp", "tp"]} : (tensor<3x2xf32>) -> tensor<3x8xf32>

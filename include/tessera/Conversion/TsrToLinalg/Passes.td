@@ -49,4 +49,44 @@ def TsrToLinalg : Pass<"tsr-to-linalg", "ModuleOp"> {
     "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"];
 }
 
+def TsrUnshareInits : Pass<"tsr-unshare-inits", "func::FuncOp"> {
+  let summary = "Give every op that writes into a tensor.empty (or a fill of one) an init of its own";
+  let description = [{
+    Runs on tensors, after CSE and before one-shot bufferization. CSE merges
+    identical `tensor.empty` ops, and the identical `linalg.fill`s that zero
+    the accumulators of matmuls and reductions, across the whole step
+    (forward and backward). Bufferization then allocates the shared init
+    once, where it first appears, keeps it alive until its last user, and
+    gives every other user a fresh buffer (plus a copy of the zeros for a
+    fill): buffers allocated long before they are written, and one extra
+    copy per matmul. This pass clones a shared `tensor.empty`, or a shared
+    fill together with its `tensor.empty`, right before every use but the
+    first, so each op's output is allocated where it is written. (An
+    unfused elementwise chain that wrote in place over a shared empty now
+    gets a buffer per op; targets fuse such chains first.)
+
+    Before:
+
+    ```mlir
+    %e = tensor.empty() : tensor<512x64xf32>
+    %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<512x64xf32>) -> tensor<512x64xf32>
+    %a = linalg.matmul ins(%x, %w : ...) outs(%z : tensor<512x64xf32>) -> tensor<512x64xf32>
+    %b = linalg.matmul ins(%y, %v : ...) outs(%z : tensor<512x64xf32>) -> tensor<512x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %e = tensor.empty() : tensor<512x64xf32>
+    %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<512x64xf32>) -> tensor<512x64xf32>
+    %a = linalg.matmul ins(%x, %w : ...) outs(%z : tensor<512x64xf32>) -> tensor<512x64xf32>
+    %e1 = tensor.empty() : tensor<512x64xf32>
+    %z1 = linalg.fill ins(%c0 : f32) outs(%e1 : tensor<512x64xf32>) -> tensor<512x64xf32>
+    %b = linalg.matmul ins(%y, %v : ...) outs(%z1 : tensor<512x64xf32>) -> tensor<512x64xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 #endif // TESSERA_CONVERSION_TSRTOLINALG_PASSES_TD

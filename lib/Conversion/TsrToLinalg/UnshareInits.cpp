@@ -1,13 +1,13 @@
 //===- UnshareInits.cpp - An init of its own for every output -------------===//
-#include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/TsrToLinalg/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::tessera {
-#define GEN_PASS_DEF_TSRCPUUNSHAREINITS
-#include "tessera/Conversion/CPU/Passes.h.inc"
+#define GEN_PASS_DEF_TSRUNSHAREINITS
+#include "tessera/Conversion/TsrToLinalg/Passes.h.inc"
 } // namespace mlir::tessera
 
 using namespace mlir;
@@ -32,7 +32,8 @@ SmallVector<OpOperand *> usesInOrder(Value v) {
 void unshare(ArrayRef<Operation *> ops) {
   SmallVector<OpOperand *> uses = usesInOrder(ops.back()->getResult(0));
   for (OpOperand *use : llvm::drop_begin(uses)) {
-    OpBuilder b(use->getOwner());
+    Operation *owner = use->getOwner();
+    OpBuilder b(owner);
     IRMapping map;
     Operation *copy = nullptr;
     for (Operation *op : ops)
@@ -41,8 +42,8 @@ void unshare(ArrayRef<Operation *> ops) {
   }
 }
 
-struct TsrCpuUnshareInitsPass
-    : tessera::impl::TsrCpuUnshareInitsBase<TsrCpuUnshareInitsPass> {
+struct TsrUnshareInitsPass
+    : tessera::impl::TsrUnshareInitsBase<TsrUnshareInitsPass> {
   void runOnOperation() override {
     // Fills first (each with an empty of its own), then the empties left.
     SmallVector<std::pair<tensor::EmptyOp, linalg::FillOp>> fills;

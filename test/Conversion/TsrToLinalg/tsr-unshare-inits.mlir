@@ -1,4 +1,4 @@
-// RUN: tessera-opt %s --pass-pipeline='builtin.module(func.func(tsr-cpu-unshare-inits))' | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(func.func(tsr-unshare-inits))' | FileCheck %s
 
 // Two matmuls of one shape share the fill CSE left them: the second gets a
 // fill (and an empty tensor) of its own, right before it. A shared
