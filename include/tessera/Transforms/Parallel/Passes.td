@@ -81,6 +81,9 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t",
            /*default=*/"25 * 1024 * 1024",
            "Most gradient bytes per bucket (one collective each)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 
