@@ -78,23 +78,25 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
   return t;
 }
 
-FailureOr<ArtifactSignature>
-mlir::tessera::getArtifactSignature(func::FuncOp model) {
-  ArtifactSignature sig;
-  FunctionType type = model.getFunctionType();
+FailureOr<ArtifactProgram>
+mlir::tessera::getArtifactProgram(func::FuncOp function) {
+  ArtifactProgram program;
+  program.name = function.getSymName().str();
+  program.entry = "tessera_entry_" + program.name;
+  FunctionType type = function.getFunctionType();
   for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-    auto d = describe(model, t, model.getArgAttrDict(i), "input", i);
+    auto d = describe(function, t, function.getArgAttrDict(i), "input", i);
     if (failed(d))
       return failure();
-    sig.inputs.push_back(*d);
+    program.inputs.push_back(*d);
   }
   for (auto [i, t] : llvm::enumerate(type.getResults())) {
-    auto d = describe(model, t, model.getResultAttrDict(i), "output", i);
+    auto d = describe(function, t, function.getResultAttrDict(i), "output", i);
     if (failed(d))
       return failure();
-    sig.outputs.push_back(*d);
+    program.outputs.push_back(*d);
   }
-  return sig;
+  return program;
 }
 
 static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
@@ -133,48 +135,70 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   for (auto f : module.getOps<func::FuncOp>())
     if (f.isPublic() && !f.isExternal())
       publicFuncs.push_back(f);
-  if (publicFuncs.size() != 1)
-    return module.emitError("expected exactly one public function to compile, "
-                            "found ")
-           << publicFuncs.size();
-  func::FuncOp model = publicFuncs.front();
-  FailureOr<ArtifactSignature> sig = getArtifactSignature(model);
-  if (failed(sig) || failed(verifyElementTypes(model, target)))
-    return failure();
-  for (const ArtifactTensor &t : sig->outputs) {
-    if (t.gradOf)
-      sig->mode = "grad";
-    if (t.updates) {
-      sig->mode = "train";
-      break;
+  if (publicFuncs.empty())
+    return module.emitError("no public function to compile");
+  ArtifactSignature sig;
+  for (func::FuncOp f : publicFuncs) {
+    FailureOr<ArtifactProgram> program = getArtifactProgram(f);
+    if (failed(program) || failed(verifyElementTypes(f, target)))
+      return failure();
+    program->predictedPeakBytes = predictPeakMemory(f).peakBytes;
+    // MLIR's bare-pointer calling convention has no strided layout for a
+    // zero-sized dimension after the first (its strides fold to 0).
+    for (const ArtifactTensor &t :
+         llvm::concat<const ArtifactTensor>(program->inputs, program->outputs))
+      if (t.shape.size() > 1 &&
+          llvm::is_contained(ArrayRef<int64_t>(t.shape).drop_front(), 0))
+        return f.emitError("unsupported: tensor '")
+               << t.name << "' at the model boundary has a zero-sized "
+               << "dimension after the first (shape "
+               << llvm::interleaved(t.shape, "x") << ")";
+    for (const ArtifactTensor &t : program->outputs) {
+      if (t.gradOf && sig.mode == "infer")
+        sig.mode = "grad";
+      if (t.updates)
+        sig.mode = "train";
     }
+    sig.programs.push_back(std::move(*program));
   }
-  // MLIR's bare-pointer calling convention has no strided layout for a
-  // zero-sized dimension after the first (its strides fold to 0).
-  for (const ArtifactTensor &t :
-       llvm::concat<const ArtifactTensor>(sig->inputs, sig->outputs))
-    if (t.shape.size() > 1 &&
-        llvm::is_contained(ArrayRef<int64_t>(t.shape).drop_front(), 0))
-      return model.emitError("unsupported: tensor '")
-             << t.name << "' at the model boundary has a zero-sized dimension "
-             << "after the first (shape " << llvm::interleaved(t.shape, "x")
-             << ")";
+  if (auto schedule = module->getAttrOfType<ArrayAttr>(tsr::attr::kSchedule)) {
+    // The dialect verified that every entry names a function of the module.
+    for (Attribute call : schedule) {
+      StringRef name = cast<FlatSymbolRefAttr>(call).getValue();
+      if (!llvm::any_of(sig.programs, [&](const ArtifactProgram &p) {
+            return p.name == name;
+          }))
+        return module.emitError("tsr.schedule calls @")
+               << name << ", which is not a public function";
+      sig.schedule.push_back(name.str());
+    }
+    module->removeAttr(tsr::attr::kSchedule);
+  } else if (sig.programs.size() == 1) {
+    sig.schedule.push_back(sig.programs.front().name);
+  } else {
+    return module.emitError("the module has ")
+           << sig.programs.size()
+           << " public functions but no tsr.schedule attribute naming the "
+              "calls of a step";
+  }
   // The mesh, the ZeRO stage and every collective, numbered in program
   // order: the lowering passes the number to the runtime, whose messages
   // then name the collective's parameters.
   auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
   if (mesh)
     for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
-      sig->mesh.push_back({name.str(), size});
-  if (auto frozen = model->getAttrOfType<DictionaryAttr>(tsr::attr::kFrozen)) {
-    for (NamedAttribute entry : frozen)
-      sig->frozen.push_back(
-          {entry.getName().str(), cast<StringAttr>(entry.getValue()).str()});
-    model->removeAttr(tsr::attr::kFrozen);
-  }
-  if (auto zero = model->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero)) {
-    sig->zero = zero.getStage();
-    model->removeAttr(tsr::attr::kZero);
+      sig.mesh.push_back({name.str(), size});
+  for (func::FuncOp f : publicFuncs) {
+    if (auto frozen = f->getAttrOfType<DictionaryAttr>(tsr::attr::kFrozen)) {
+      for (NamedAttribute entry : frozen)
+        sig.frozen.push_back(
+            {entry.getName().str(), cast<StringAttr>(entry.getValue()).str()});
+      f->removeAttr(tsr::attr::kFrozen);
+    }
+    if (auto zero = f->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero)) {
+      sig.zero = zero.getStage();
+      f->removeAttr(tsr::attr::kZero);
+    }
   }
   module.walk([&](Operation *op) {
     if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
@@ -189,32 +213,38 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
     if (auto bucket = op->getAttrOfType<IntegerAttr>("bucket"))
       c.bucket = bucket.getInt();
     op->setAttr("id", IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                       sig->collectives.size()));
-    sig->collectives.push_back(std::move(c));
+                                       sig.collectives.size()));
+    sig.collectives.push_back(std::move(c));
   });
-  sig->predictedPeakBytes = predictPeakMemory(model).peakBytes;
-  SymbolTable::setSymbolName(model, "tessera_model");
   // The names now live in the signature (the manifest); LLVM IR has no place
   // for them and would warn about every one.
-  for (StringRef attr :
-       {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kUpdates,
-        tsr::attr::kGradOf, tsr::attr::kInit, tsr::attr::kStatistics,
-        tsr::attr::kShards, tsr::attr::kGlobalShape}) {
-    StringAttr name = StringAttr::get(module.getContext(), attr);
-    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
-      model.removeArgAttr(i, name);
-    for (unsigned i = 0, e = model.getNumResults(); i < e; ++i)
-      model.removeResultAttr(i, name);
-  }
+  for (func::FuncOp f : publicFuncs)
+    for (StringRef attr :
+         {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kUpdates,
+          tsr::attr::kGradOf, tsr::attr::kInit, tsr::attr::kStatistics,
+          tsr::attr::kShards, tsr::attr::kGlobalShape}) {
+      StringAttr name = StringAttr::get(module.getContext(), attr);
+      for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+        f.removeArgAttr(i, name);
+      for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+        f.removeResultAttr(i, name);
+    }
 
   PassManager pm(module.getContext());
   buildLoweringPipeline(pm, target);
   if (failed(pm.run(module)))
     return failure();
-  if (auto peak =
-          module->getAttrOfType<IntegerAttr>(tsr::attr::kPeakAllocBytes)) {
-    sig->peakAllocBytes = peak.getInt();
-    module->removeAttr(tsr::attr::kPeakAllocBytes);
+  // tsr-cpu-memory-plan put each function's peak on it; it is kept on the
+  // lowered function.
+  for (ArtifactProgram &program : sig.programs) {
+    Operation *lowered = SymbolTable::lookupSymbolIn(module, program.name);
+    if (!lowered)
+      continue;
+    if (auto peak =
+            lowered->getAttrOfType<IntegerAttr>(tsr::attr::kPeakAllocBytes)) {
+      program.peakAllocBytes = peak.getInt();
+      lowered->removeAttr(tsr::attr::kPeakAllocBytes);
+    }
   }
   return sig;
 }
@@ -235,14 +265,26 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
   if (failed(target.emitLibrary(module, dir)))
     return failure();
 
+  llvm::json::Array programs, schedule;
+  for (const ArtifactProgram &program : sig->programs) {
+    llvm::json::Object entry{{"name", program.name},
+                             {"entry", program.entry},
+                             {"inputs", toJson(program.inputs)},
+                             {"outputs", toJson(program.outputs)}};
+    if (program.peakAllocBytes)
+      entry["peak_alloc_bytes"] = *program.peakAllocBytes;
+    entry["predicted_peak_alloc_bytes"] = program.predictedPeakBytes;
+    programs.push_back(std::move(entry));
+  }
+  for (const std::string &call : sig->schedule)
+    schedule.push_back(llvm::json::Object{{"program", call}});
   llvm::json::Object manifest{{"format", "tessera-artifact"},
-                              {"version", 1},
+                              {"version", 2},
                               {"mode", sig->mode},
                               {"target", target.getName()},
                               {"library", "model.so"},
-                              {"entry", "tessera_entry"},
-                              {"inputs", toJson(sig->inputs)},
-                              {"outputs", toJson(sig->outputs)}};
+                              {"programs", std::move(programs)},
+                              {"schedule", std::move(schedule)}};
   if (!sig->mesh.empty()) {
     llvm::json::Array mesh, collectives;
     for (auto &[name, size] : sig->mesh)
@@ -266,7 +308,6 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     }
     manifest["collectives"] = std::move(collectives);
   }
-  manifest["predicted_peak_alloc_bytes"] = sig->predictedPeakBytes;
   if (!sig->frozen.empty()) {
     llvm::json::Object frozen;
     for (auto &[name, reason] : sig->frozen)

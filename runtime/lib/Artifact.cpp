@@ -1,9 +1,10 @@
 //===- Artifact.cpp - Loading and invoking artifacts ----------------------===//
 //
 // An artifact is a directory with `manifest.json` (parsed by
-// ArtifactManifest.cpp) and the shared object it names. The entry has the
-// signature `void entry(void **args)` where args holds the input buffers
-// followed by the output buffers.
+// ArtifactManifest.cpp) and the shared object it names. Each program's entry
+// has the signature `void entry(void **args)` where args holds the input
+// buffers followed by the output buffers; invoking the artifact runs the
+// schedule's calls on the step's buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,12 +86,15 @@ tsr_status_t loadArtifact(const std::string &dir,
     return fail(TSR_ERROR_LOAD, libraryPath + ": cannot load library: " +
                                     (reason ? reason : "unknown error"));
   }
-  dlerror();
-  void *symbol = dlsym(artifact->handle, artifact->manifest.entry.c_str());
-  if (!symbol)
-    return fail(TSR_ERROR_LOAD, libraryPath + ": entry symbol '" +
-                                    artifact->manifest.entry + "' not found");
-  artifact->entry = reinterpret_cast<void (*)(void **)>(symbol);
+  for (const ProgramSpec &program : artifact->manifest.programs) {
+    dlerror();
+    void *symbol = dlsym(artifact->handle, program.entry.c_str());
+    if (!symbol)
+      return fail(TSR_ERROR_LOAD, libraryPath + ": entry symbol '" +
+                                      program.entry + "' of program '" +
+                                      program.name + "' not found");
+    artifact->entries.push_back(reinterpret_cast<void (*)(void **)>(symbol));
+  }
   return TSR_OK;
 }
 
@@ -228,22 +232,29 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
                       " inputs and " + std::to_string(manifest.outputs.size()) +
                       " outputs, got " + std::to_string(num_inputs) + " and " +
                       std::to_string(num_outputs));
-    std::vector<void *> args;
-    for (size_t i = 0; i < num_inputs; ++i) {
+    for (size_t i = 0; i < num_inputs; ++i)
       if (tsr_status_t s =
               checkTensor("input", i, manifest.inputs[i], inputs[i]))
         return s;
-      args.push_back(inputs[i]->data);
-    }
-    for (size_t i = 0; i < num_outputs; ++i) {
+    for (size_t i = 0; i < num_outputs; ++i)
       if (tsr_status_t s =
               checkTensor("output", i, manifest.outputs[i], outputs[i]))
         return s;
-      args.push_back(outputs[i]->data);
+    // The schedule's calls in order, each on the buffers its inputs bind
+    // to and on its own outputs.
+    std::vector<void *> args;
+    for (const CallSpec &call : manifest.schedule) {
+      args.clear();
+      for (const Binding &binding : call.inputs)
+        args.push_back(binding.fromOutput ? outputs[binding.index]->data
+                                          : inputs[binding.index]->data);
+      size_t count = manifest.programs[call.program].outputs.size();
+      for (size_t k = 0; k < count; ++k)
+        args.push_back(outputs[call.firstOutput + k]->data);
+      // Keep args.data() non-null even for a program without tensors.
+      args.push_back(nullptr);
+      artifact->entries[call.program](args.data());
     }
-    // Keep args.data() non-null even for an artifact without tensors.
-    args.push_back(nullptr);
-    artifact->entry(args.data());
     return TSR_OK;
   });
 }
@@ -309,4 +320,19 @@ const char *tsr_artifact_collective_description(const tsr_artifact_t *artifact,
   if (!artifact || index >= artifact->manifest.collectives.size())
     return "";
   return artifact->manifest.collectives[index].description.c_str();
+}
+
+size_t tsr_artifact_num_programs(const tsr_artifact_t *artifact) {
+  return artifact ? artifact->manifest.programs.size() : 0;
+}
+
+const char *tsr_artifact_program_name(const tsr_artifact_t *artifact,
+                                      size_t index) {
+  if (!artifact || index >= artifact->manifest.programs.size())
+    return "";
+  return artifact->manifest.programs[index].name.c_str();
+}
+
+size_t tsr_artifact_num_calls(const tsr_artifact_t *artifact) {
+  return artifact ? artifact->manifest.schedule.size() : 0;
 }

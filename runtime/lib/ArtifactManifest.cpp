@@ -21,6 +21,9 @@ namespace {
 // Manifest
 //===----------------------------------------------------------------------===//
 
+/// The manifest format this runtime reads (docs/runtime.md).
+constexpr int64_t kManifestVersion = 2;
+
 struct RoleName {
   tsr_role_t role;
   const char *name;
@@ -293,16 +296,20 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
   return TSR_OK;
 }
 
-tsr_status_t parseSpecs(const Json &root, const char *key, bool isInput,
+/// Parses the list `key` of `program`, whose path is `at` ("programs[0]").
+tsr_status_t parseSpecs(const Json &program, const std::string &owner,
+                        const char *key, bool isInput,
                         std::vector<TensorSpec> &out) {
-  const Json *list = findMember(root, key);
+  const Json *list = findMember(program, key);
   if (!list)
-    return fail(TSR_ERROR_PARSE, "missing \"" + std::string(key) + "\"");
+    return fail(TSR_ERROR_PARSE,
+                "missing \"" + std::string(key) + "\" in " + owner);
+  std::string path = owner + "." + key;
   if (!list->is_array())
-    return fail(TSR_ERROR_PARSE, std::string(key) + " must be an array");
+    return fail(TSR_ERROR_PARSE, path + " must be an array");
   for (size_t i = 0; i < list->size(); ++i) {
     const Json &entry = (*list)[i];
-    std::string at = where(key, i);
+    std::string at = where(path.c_str(), i);
     if (!entry.is_object())
       return fail(TSR_ERROR_PARSE, at + " must be an object");
     TensorSpec spec;
@@ -346,16 +353,19 @@ std::string typeOf(const TensorSpec &spec) {
   return tsr_dtype_name(spec.dtype) + formatShape(spec.shape);
 }
 
-/// Checks "updates" and "of" against the inputs they name.
-tsr_status_t checkOutputLinks(const Manifest &manifest) {
-  const std::vector<TensorSpec> &inputs = manifest.inputs;
+/// Checks "updates" and "of" of a program's outputs against the inputs they
+/// name.
+tsr_status_t checkOutputLinks(const ProgramSpec &program,
+                              const std::string &owner) {
+  const std::vector<TensorSpec> &inputs = program.inputs;
+  std::string outputsPath = owner + ".outputs";
   std::vector<int64_t> updatedBy(inputs.size(), -1);
-  for (size_t i = 0; i < manifest.outputs.size(); ++i) {
-    const TensorSpec &output = manifest.outputs[i];
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const TensorSpec &output = program.outputs[i];
     int64_t target = output.updates >= 0 ? output.updates : output.of;
     if (target < 0)
       continue;
-    std::string at = where("outputs", i);
+    std::string at = where(outputsPath.c_str(), i);
     const char *member = output.updates >= 0 ? "updates" : "of";
     if (static_cast<size_t>(target) >= inputs.size())
       return fail(TSR_ERROR_PARSE,
@@ -378,10 +388,172 @@ tsr_status_t checkOutputLinks(const Manifest &manifest) {
                       "\" but updates " + inputName + " of role \"" +
                       tsr_role_name(input.role) + "\"");
     if (updatedBy[target] >= 0)
-      return fail(TSR_ERROR_PARSE, at + " updates " + inputName + ", which " +
-                                       where("outputs", updatedBy[target]) +
-                                       " already updates");
+      return fail(TSR_ERROR_PARSE,
+                  at + " updates " + inputName + ", which " +
+                      where(outputsPath.c_str(), updatedBy[target]) +
+                      " already updates");
     updatedBy[target] = static_cast<int64_t>(i);
+  }
+  return TSR_OK;
+}
+
+/// The manifest path of step output `index`: "programs[1].outputs[0]".
+std::string outputPath(const Manifest &manifest, size_t index) {
+  for (const CallSpec &call : manifest.schedule) {
+    size_t count = manifest.programs[call.program].outputs.size();
+    if (index >= call.firstOutput && index < call.firstOutput + count)
+      return where("programs", call.program) + "." +
+             where("outputs", index - call.firstOutput);
+  }
+  return where("outputs", index);
+}
+
+/// Parses "programs": each a name, an entry symbol, inputs and outputs.
+tsr_status_t parsePrograms(const Json &root, Manifest &out) {
+  const Json *list = findMember(root, "programs");
+  if (!list)
+    return fail(TSR_ERROR_PARSE, "missing \"programs\"");
+  if (!list->is_array() || list->empty())
+    return fail(TSR_ERROR_PARSE, "programs must be a non-empty array");
+  for (size_t p = 0; p < list->size(); ++p) {
+    const Json &entry = (*list)[p];
+    std::string at = where("programs", p);
+    if (!entry.is_object())
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
+    ProgramSpec program;
+    if (tsr_status_t s = requireString(entry, "name", at, program.name))
+      return s;
+    if (tsr_status_t s = requireString(entry, "entry", at, program.entry))
+      return s;
+    if (program.name.empty() || program.entry.empty())
+      return fail(TSR_ERROR_PARSE, at + ": name and entry must not be empty");
+    for (size_t q = 0; q < out.programs.size(); ++q)
+      if (out.programs[q].name == program.name)
+        return fail(TSR_ERROR_PARSE, at + ": name '" + program.name +
+                                         "' is also " + where("programs", q) +
+                                         "'s");
+    if (tsr_status_t s = parseSpecs(entry, at, "inputs", true, program.inputs))
+      return s;
+    if (tsr_status_t s =
+            parseSpecs(entry, at, "outputs", false, program.outputs))
+      return s;
+    if (tsr_status_t s = checkOutputLinks(program, at))
+      return s;
+    for (size_t i = 0; i < program.inputs.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (program.inputs[j].name == program.inputs[i].name)
+          return fail(TSR_ERROR_PARSE, at + "." + where("inputs", i) +
+                                           ": name '" + program.inputs[i].name +
+                                           "' is also " + at + "." +
+                                           where("inputs", j) + "'s");
+    out.programs.push_back(std::move(program));
+  }
+  return TSR_OK;
+}
+
+/// Checks that program input `spec` (at `at`) can bind to `bound`, the
+/// value of the same name it takes in the step: the same dtype and shape,
+/// and for a step input the same role.
+tsr_status_t checkBinding(const TensorSpec &spec, const std::string &at,
+                          const TensorSpec &bound, const std::string &boundAt,
+                          bool toOutput) {
+  if (spec.dtype == bound.dtype && spec.shape == bound.shape &&
+      (toOutput || spec.role == bound.role))
+    return TSR_OK;
+  return fail(TSR_ERROR_PARSE, at + " '" + spec.name + "' is " + typeOf(spec) +
+                                   " (" + tsr_role_name(spec.role) +
+                                   ") but binds by name to " + boundAt +
+                                   ", which is " + typeOf(bound) + " (" +
+                                   tsr_role_name(bound.role) + ")");
+}
+
+/// Parses "schedule" and derives the step's inputs and outputs: a program
+/// input binds by name to an output of an earlier call of the step, else
+/// to the step input of that name (added on first use).
+tsr_status_t parseSchedule(const Json &root, Manifest &out) {
+  const Json *list = findMember(root, "schedule");
+  if (!list)
+    return fail(TSR_ERROR_PARSE, "missing \"schedule\"");
+  if (!list->is_array() || list->empty())
+    return fail(TSR_ERROR_PARSE, "schedule must be a non-empty array");
+  std::vector<std::string> inputPaths;
+  std::vector<int64_t> updatedBy;
+  for (size_t c = 0; c < list->size(); ++c) {
+    const Json &entry = (*list)[c];
+    std::string at = where("schedule", c), name;
+    if (!entry.is_object())
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
+    if (tsr_status_t s = requireString(entry, "program", at, name))
+      return s;
+    CallSpec call;
+    while (call.program < out.programs.size() &&
+           out.programs[call.program].name != name)
+      ++call.program;
+    if (call.program == out.programs.size())
+      return fail(TSR_ERROR_PARSE,
+                  at + ".program: no program is named '" + name + "'");
+    const ProgramSpec &program = out.programs[call.program];
+    std::string owner = where("programs", call.program);
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      const TensorSpec &spec = program.inputs[i];
+      std::string specAt = owner + "." + where("inputs", i);
+      Binding binding;
+      bool found = false;
+      for (size_t k = out.outputs.size(); k-- > 0 && !found;)
+        if (out.outputs[k].name == spec.name) {
+          binding = {true, k};
+          found = true;
+        }
+      for (size_t k = 0; k < out.inputs.size() && !found; ++k)
+        if (out.inputs[k].name == spec.name) {
+          binding = {false, k};
+          found = true;
+        }
+      if (!found) {
+        binding = {false, out.inputs.size()};
+        out.inputs.push_back(spec);
+        inputPaths.push_back(specAt);
+        updatedBy.push_back(-1);
+      } else if (tsr_status_t s = checkBinding(
+                     spec, specAt,
+                     binding.fromOutput ? out.outputs[binding.index]
+                                        : out.inputs[binding.index],
+                     binding.fromOutput ? outputPath(out, binding.index)
+                                        : inputPaths[binding.index],
+                     binding.fromOutput)) {
+        return s;
+      }
+      call.inputs.push_back(binding);
+    }
+    call.firstOutput = out.outputs.size();
+    out.schedule.push_back(call);
+    for (size_t k = 0; k < program.outputs.size(); ++k) {
+      TensorSpec spec = program.outputs[k];
+      size_t index = out.outputs.size();
+      for (int64_t *link : {&spec.updates, &spec.of}) {
+        if (*link < 0)
+          continue;
+        const Binding &source = out.schedule.back().inputs[*link];
+        if (source.fromOutput)
+          return fail(TSR_ERROR_PARSE,
+                      outputPath(out, index) + " '" + spec.name +
+                          "' refers to an input that an earlier call "
+                          "computes; only step inputs can be updated or "
+                          "differentiated");
+        *link = static_cast<int64_t>(source.index);
+      }
+      if (spec.updates >= 0) {
+        int64_t &by = updatedBy[spec.updates];
+        if (by >= 0)
+          return fail(TSR_ERROR_PARSE, outputPath(out, index) + " updates " +
+                                           inputPaths[spec.updates] + " '" +
+                                           spec.name + "', which " +
+                                           outputPath(out, by) +
+                                           " already updates");
+        by = static_cast<int64_t>(index);
+      }
+      out.outputs.push_back(std::move(spec));
+    }
   }
   return TSR_OK;
 }
@@ -480,11 +652,6 @@ tsr_status_t checkTrain(Manifest &manifest) {
   bool hasParams = false;
   for (size_t i = 0; i < manifest.inputs.size(); ++i) {
     const TensorSpec &input = manifest.inputs[i];
-    for (size_t j = 0; j < i; ++j)
-      if (manifest.inputs[j].name == input.name)
-        return fail(TSR_ERROR_PARSE, where("inputs", i) + ": name '" +
-                                         input.name + "' is also " +
-                                         where("inputs", j) + "'s");
     hasParams |= input.role == TSR_ROLE_PARAM;
     bool batched = input.role == TSR_ROLE_DATA || input.role == TSR_ROLE_LABEL;
     if (batched && (input.shape.empty() || input.shape[0] != train.batchSize))
@@ -517,16 +684,16 @@ tsr_status_t checkTrain(Manifest &manifest) {
     if (output.role != TSR_ROLE_LOSS)
       continue;
     if (loss >= 0)
-      return fail(TSR_ERROR_PARSE, where("outputs", i) +
+      return fail(TSR_ERROR_PARSE, outputPath(manifest, i) +
                                        ": a second output with role "
                                        "\"loss\" (" +
-                                       where("outputs", loss) + " is one)");
+                                       outputPath(manifest, loss) + " is one)");
     if ((output.dtype != TSR_DTYPE_FLOAT32 &&
          output.dtype != TSR_DTYPE_FLOAT64) ||
         !output.shape.empty())
       return fail(TSR_ERROR_PARSE,
-                  where("outputs", i) + " (loss '" + output.name + "') is " +
-                      typeOf(output) +
+                  outputPath(manifest, i) + " (loss '" + output.name +
+                      "') is " + typeOf(output) +
                       ", expected a float32 or float64 scalar");
     loss = static_cast<int64_t>(i);
   }
@@ -555,26 +722,31 @@ tsr_status_t tsr::parseManifest(const std::string &text, Manifest &out) {
   if (!version)
     return fail(TSR_ERROR_PARSE, "missing \"version\"");
   int64_t versionNumber;
-  if (!getInteger(*version, versionNumber) || versionNumber != 1)
+  if (getInteger(*version, versionNumber) && versionNumber >= 0 &&
+      versionNumber < kManifestVersion)
     return fail(TSR_ERROR_UNSUPPORTED,
-                "unsupported manifest version (this runtime reads version 1)");
+                "manifest version " + std::to_string(versionNumber) +
+                    " was written by an older tessera-compile; this runtime "
+                    "reads version " +
+                    std::to_string(kManifestVersion) +
+                    " (recompile the model with this tessera-compile)");
+  if (!getInteger(*version, versionNumber) || versionNumber != kManifestVersion)
+    return fail(TSR_ERROR_UNSUPPORTED,
+                "unsupported manifest version (this runtime reads version " +
+                    std::to_string(kManifestVersion) + ")");
   if (tsr_status_t s = requireString(root, "mode", "", out.mode, true))
     return s;
   if (tsr_status_t s = requireString(root, "target", "", out.target, true))
     return s;
   if (tsr_status_t s = requireString(root, "library", "", out.library))
     return s;
-  if (tsr_status_t s = requireString(root, "entry", "", out.entry))
-    return s;
-  if (out.library.empty() || out.entry.empty())
-    return fail(TSR_ERROR_PARSE, "library and entry must not be empty");
+  if (out.library.empty())
+    return fail(TSR_ERROR_PARSE, "library must not be empty");
   if (tsr_status_t s = requireString(root, "onnx", "", out.onnx, true))
     return s;
-  if (tsr_status_t s = parseSpecs(root, "inputs", true, out.inputs))
+  if (tsr_status_t s = parsePrograms(root, out))
     return s;
-  if (tsr_status_t s = parseSpecs(root, "outputs", false, out.outputs))
-    return s;
-  if (tsr_status_t s = checkOutputLinks(out))
+  if (tsr_status_t s = parseSchedule(root, out))
     return s;
   if (tsr_status_t s = parseParallel(root, out))
     return s;

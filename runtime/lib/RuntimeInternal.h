@@ -71,8 +71,35 @@ struct TrainSpec {
   size_t lossOutput = 0;
 };
 
+/// One program of the artifact: an entry symbol and its calling convention.
+struct ProgramSpec {
+  std::string name, entry;
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+/// Where a program's input comes from in a step: a step input (persistent
+/// values, the batch, the rng) or an output of an earlier call.
+struct Binding {
+  bool fromOutput = false;
+  size_t index = 0;
+};
+
+/// One call of the schedule: which program, where each of its inputs comes
+/// from, and the step output its first output is.
+struct CallSpec {
+  size_t program = 0;
+  std::vector<Binding> inputs;
+  size_t firstOutput = 0;
+};
+
 struct Manifest {
-  std::string mode, target, library, entry, onnx;
+  std::string mode, target, library, onnx;
+  std::vector<ProgramSpec> programs;
+  std::vector<CallSpec> schedule;
+  /// The step's signature, derived from the schedule: its inputs are the
+  /// program inputs no earlier call produces, one per name, in order of
+  /// first use; its outputs those of every call in order. `updates` and
+  /// `of` index step inputs.
   std::vector<TensorSpec> inputs, outputs;
   TrainSpec train;
   /// The device mesh (axis name, size), in the order compiled code numbers
@@ -103,7 +130,8 @@ struct tsr_artifact {
   std::string onnxPath;
   tsr::Manifest manifest;
   void *handle = nullptr;
-  void (*entry)(void **) = nullptr;
+  /// The entry of each program, in manifest order.
+  std::vector<void (*)(void **)> entries;
 
   tsr_artifact() = default;
   tsr_artifact(const tsr_artifact &) = delete;

@@ -138,8 +138,13 @@ TEST(Artifact, RejectsBadManifests) {
                   "manifest.json: 1:67: nesting too deep");
   expectLoadError("[1, 2]", "top level must be a JSON object");
   expectLoadError(replace("tessera-artifact", "other"), "format is \"other\"");
-  expectLoadError(replace("\"version\": 1", "\"version\": 2"),
-                  "unsupported manifest version");
+  expectLoadError(replace("\"version\": 2", "\"version\": 1"),
+                  "manifest version 1 was written by an older "
+                  "tessera-compile; this runtime reads version 2 (recompile "
+                  "the model with this tessera-compile)");
+  expectLoadError(replace("\"version\": 2", "\"version\": 3"),
+                  "unsupported manifest version (this runtime reads version "
+                  "2)");
   expectLoadError(replace("\"float32\", \"shape\": [2, 3]",
                           "\"float8\", \"shape\": [2, 3]"),
                   "inputs[0].dtype: unknown dtype \"float8\"");
@@ -148,12 +153,16 @@ TEST(Artifact, RejectsBadManifests) {
   expectLoadError(replace("[2, 3]", "[2, 3.5]"),
                   "inputs[0].shape must hold non-negative integers");
   expectLoadError(replace("\"name\": \"k\", ", ""),
-                  "missing \"name\" in inputs[1]");
+                  "missing \"name\" in programs[0].inputs[1]");
   expectLoadError(replace("\"entry\": \"tessera_entry\",", ""),
-                  "missing \"entry\"");
+                  "missing \"entry\" in programs[0]");
+  expectLoadError(replace("{\"program\": \"main\"}", "{\"program\": \"x\"}"),
+                  "schedule[0].program: no program is named 'x'");
+  expectLoadError(replace("\"schedule\"", "\"schedule_\""),
+                  "missing \"schedule\"");
   expectLoadError(replace("\"outputs\"", "\"outputz\""), "missing \"outputs\"");
   expectLoadError(replace("tessera_entry", "no_such_entry"),
-                  "entry symbol 'no_such_entry' not found");
+                  "entry symbol 'no_such_entry' of program 'main' not found");
   expectLoadError(replace("model.so", "missing.so"),
                   "missing.so: cannot load library");
 

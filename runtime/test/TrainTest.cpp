@@ -267,56 +267,65 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
   const std::string trainObject =
       R"("train": {"batch_size": 4, "micro_batches": 2})";
 
-  expectLoadError(linearWith(R"("role": "param"})", R"("role": "weights"})"),
-                  "inputs[0].role: unknown input role \"weights\" (expected "
-                  "param, state, data, label or rng)");
+  expectLoadError(
+      linearWith(R"("role": "param"})", R"("role": "weights"})"),
+      "programs[0].inputs[0].role: unknown input role \"weights\" (expected "
+      "param, state, data, label or rng)");
   expectLoadError(
       linearWith(R"("role": "state", "init": 0.125})", R"("role": "rng"})"),
       "input 2 'lr' (rng) is float32[], expected an int64 scalar");
-  expectLoadError(linearWith(R"("role": "metric")", R"("role": "data")"),
-                  "outputs[4].role: unknown output role \"data\" (expected "
-                  "loss, param, state, metric or grad)");
+  expectLoadError(
+      linearWith(R"("role": "metric")", R"("role": "data")"),
+      "programs[0].outputs[4].role: unknown output role \"data\" (expected "
+      "loss, param, state, metric or grad)");
   expectLoadError(linearWith(R"("role": "metric")", R"("role": 3)"),
-                  "outputs[4].role must be a string");
-  expectLoadError(linearWith(R"("updates": 0)", R"("updates": 9)"),
-                  "outputs[1].updates: 9 is not an input index (the artifact "
-                  "has 6 inputs)");
+                  "programs[0].outputs[4].role must be a string");
+  expectLoadError(
+      linearWith(R"("updates": 0)", R"("updates": 9)"),
+      "programs[0].outputs[1].updates: 9 is not an input index (the artifact "
+      "has 6 inputs)");
   expectLoadError(linearWith(R"("updates": 0)", R"("updates": -1)"),
-                  "outputs[1].updates must be an integer >= 0");
-  expectLoadError(linearWith(R"("updates": 1)", R"("updates": 0)"),
-                  "outputs[2] 'b' is float32[] but input 0 'w' that it "
-                  "updates is float32[2]");
-  expectLoadError(linearWith(R"("updates": 1)", R"("updates": 2)"),
-                  "outputs[2] has role \"param\" but updates input 2 'lr' of "
-                  "role \"state\"");
+                  "programs[0].outputs[1].updates must be an integer >= 0");
+  expectLoadError(
+      linearWith(R"("updates": 1)", R"("updates": 0)"),
+      "programs[0].outputs[2] 'b' is float32[] but input 0 'w' that it "
+      "updates is float32[2]");
+  expectLoadError(
+      linearWith(R"("updates": 1)", R"("updates": 2)"),
+      "programs[0].outputs[2] has role \"param\" but updates input 2 'lr' of "
+      "role \"state\"");
   expectLoadError(
       linearWith(metric, R"({"name": "b2", "dtype": "float32", "shape": [], )"
                          R"("role": "param", "updates": 1})"),
-      "outputs[4] updates input 1 'b', which outputs[2] already updates");
-  expectLoadError(linearWith(R"(, "updates": 0})", "}"),
-                  "outputs[1] has role \"param\" but no \"updates\"");
+      "programs[0].outputs[4] updates input 1 'b', which "
+      "programs[0].outputs[2] already updates");
+  expectLoadError(
+      linearWith(R"(, "updates": 0})", "}"),
+      "programs[0].outputs[1] has role \"param\" but no \"updates\"");
   expectLoadError(
       linearWith(R"("role": "metric"})", R"("role": "metric", "updates": 0})"),
-      "outputs[4].updates is only for param and state outputs");
+      "programs[0].outputs[4].updates is only for param and state outputs");
   expectLoadError(linearWith(R"("role": "metric")", R"("role": "grad")"),
-                  "outputs[4] has role \"grad\" but no \"of\"");
+                  "programs[0].outputs[4] has role \"grad\" but no \"of\"");
   expectLoadError(
       linearWith(R"("role": "metric"})", R"("role": "metric", "of": 4})"),
-      "outputs[4].of is only for grad outputs");
+      "programs[0].outputs[4].of is only for grad outputs");
   expectLoadError(
       linearWith(R"("role": "metric"})", R"("role": "grad", "of": 0})"),
-      "outputs[4] 'prediction' is float32[4] but input 0 'w' that it is the "
+      "programs[0].outputs[4] 'prediction' is float32[4] but input 0 'w' that "
+      "it is the "
       "gradient of is float32[2]");
   expectLoadError(linearWith(R"("init": 0.125)", R"("init": "x")"),
-                  "inputs[2].init must be a number");
+                  "programs[0].inputs[2].init must be a number");
   expectLoadError(
       linearWith(R"("role": "state"})", R"("role": "state", "init": 0.5})"),
-      "inputs[3].init: 0.5 is not representable in int64");
-  expectLoadError(linearWith(R"("init": 0.125)", R"("init": 1e40)"),
-                  "inputs[2].init: 1e+40 is not representable in float32");
+      "programs[0].inputs[3].init: 0.5 is not representable in int64");
+  expectLoadError(
+      linearWith(R"("init": 0.125)", R"("init": 1e40)"),
+      "programs[0].inputs[2].init: 1e+40 is not representable in float32");
   expectLoadError(
       linearWith(R"("role": "param"})", R"("role": "param", "init": 1})"),
-      "inputs[0].init is only for state inputs");
+      "programs[0].inputs[0].init is only for state inputs");
   expectLoadError(linearWith(trainObject, R"("trian": {})"),
                   "missing \"train\" (required in mode \"train\")");
   expectLoadError(linearWith(trainObject, R"("train": [4])"),
@@ -368,25 +377,28 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
   expectLoadError(linearWith(R"("role": "loss")", R"("role": "metric")"),
                   "no output has role \"loss\" (mode \"train\" needs exactly "
                   "one)");
+  expectLoadError(linearWith(metric, R"({"name": "other", "dtype": "float32", )"
+                                     R"("shape": [], "role": "loss"})"),
+                  "programs[0].outputs[4]: a second output with role \"loss\" "
+                  "(programs[0].outputs[0] is one)");
   expectLoadError(
-      linearWith(metric, R"({"name": "other", "dtype": "float32", )"
-                         R"("shape": [], "role": "loss"})"),
-      "outputs[4]: a second output with role \"loss\" (outputs[0] is one)");
-  expectLoadError(linearWith(R"("loss", "dtype": "float32", "shape": [])",
-                             R"("loss", "dtype": "float32", "shape": [1])"),
-                  "outputs[0] (loss 'loss') is float32[1], expected a float32 "
-                  "or float64 scalar");
-  expectLoadError(linearWith(R"("loss", "dtype": "float32", "shape": [])",
-                             R"("loss", "dtype": "int64", "shape": [])"),
-                  "outputs[0] (loss 'loss') is int64[], expected a float32 "
-                  "or float64 scalar");
+      linearWith(R"("loss", "dtype": "float32", "shape": [])",
+                 R"("loss", "dtype": "float32", "shape": [1])"),
+      "programs[0].outputs[0] (loss 'loss') is float32[1], expected a float32 "
+      "or float64 scalar");
+  expectLoadError(
+      linearWith(R"("loss", "dtype": "float32", "shape": [])",
+                 R"("loss", "dtype": "int64", "shape": [])"),
+      "programs[0].outputs[0] (loss 'loss') is int64[], expected a float32 "
+      "or float64 scalar");
   expectLoadError(linearWith(R"("onnx": "model.onnx",)", ""),
                   "missing \"onnx\" (param inputs take their initial values "
                   "from its initializers)");
   expectLoadError(linearWith(R"("onnx": "model.onnx")", R"("onnx": 5)"),
                   "onnx must be a string");
-  expectLoadError(linearWith(R"({"name": "lr")", R"({"name": "w")"),
-                  "inputs[2]: name 'w' is also inputs[0]'s");
+  expectLoadError(
+      linearWith(R"({"name": "lr")", R"({"name": "w")"),
+      "programs[0].inputs[2]: name 'w' is also programs[0].inputs[0]'s");
 
   // Mode "grad" needs neither "train" nor a loss.
   std::string grad = replaced(linearWith(trainObject, R"("other": {})"),
@@ -719,15 +731,16 @@ TEST(Trainer, FillsStatesOfEveryDType) {
            R"(", "shape": [2], "role": "state", "init": )" + init + "},";
   };
   std::string manifest =
-      R"({"format": "tessera-artifact", "version": 1, "mode": "train",
-          "library": "model.so", "entry": "tessera_entry", "inputs": [)" +
+      R"({"format": "tessera-artifact", "version": 2, "mode": "train",
+          "library": "model.so", "schedule": [{"program": "main"}],
+          "programs": [{"name": "main", "entry": "tessera_entry", "inputs": [)" +
       state("h", "float16", "1.5") + state("hn", "float16", "-1e-05") +
       state("bf", "bfloat16", "-2") + state("d", "float64", "0.1") +
       state("i8", "int8", "-3") + state("u64", "uint64", "7") +
       state("flag", "bool", "1") +
       R"({"name": "x", "dtype": "float32", "shape": [1], "role": "data"}],
           "outputs": [{"name": "loss", "dtype": "float32", "shape": [],
-                       "role": "loss"}],
+                       "role": "loss"}]}],
           "train": {"batch_size": 1}})";
   std::string art = artifactWithManifest(dir, manifest);
   ArtifactPtr artifact = loadArtifact(art);

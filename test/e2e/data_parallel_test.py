@@ -134,7 +134,8 @@ def checkpoint_tensors(path):
 def state_names(art):
     """The params and optimizer state of an artifact: what a checkpoint holds."""
     with open(os.path.join(art, "manifest.json")) as f:
-        return {i["name"] for i in json.load(f)["inputs"]
+        return {i["name"] for program in json.load(f)["programs"]
+                for i in program["inputs"]
                 if i.get("role") in ("param", "state")}
 
 

@@ -3,7 +3,8 @@
 
 tessera-compile predicts, on tsr before lowering (lib/Analysis/PeakMemory),
 the most bytes one call of the step holds in buffers it allocates itself,
-and records it in the manifest (``predicted_peak_alloc_bytes``).
+and records it in the manifest (``predicted_peak_alloc_bytes`` of the
+program).
 tessera-run measures the same quantity with its allocator (``peak step
 memory: N bytes (artifact allocations)``). For every bundled model, single
 rank and under data parallelism with each ZeRO stage, the prediction must
@@ -109,7 +110,7 @@ def main() -> int:
             art = os.path.join(work, f"art{i}")
             run([compiler, model, "--mode=train", *flags, "-o", art], env=env)
             with open(os.path.join(art, "manifest.json")) as f:
-                predicted = json.load(f)["predicted_peak_alloc_bytes"]
+                predicted = json.load(f)["programs"][0]["predicted_peak_alloc_bytes"]
             cmd = [runner, art, "--train", *data, "--steps", "2", "--threads", "1"]
             if ranks > 1:
                 cmd = ["mpirun", "-np", str(ranks), *cmd]

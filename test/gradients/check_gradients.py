@@ -975,7 +975,8 @@ def check_one(name, m, step, art_dir, result):
     art = Artifact(str(art_dir))
     # Running statistics are parameters that get no gradient.
     manifest = json.loads((pathlib.Path(art_dir) / "manifest.json").read_text())
-    statistics = {k for k, t in enumerate(manifest["inputs"])
+    (program,) = manifest["programs"]
+    statistics = {k for k, t in enumerate(program["inputs"])
                   if t.get("statistics")}
     results, problems = check_artifact(art, m.feeds, step, statistics)
     art.close()

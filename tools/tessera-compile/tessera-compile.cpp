@@ -14,6 +14,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
 #include "tessera/Conversion/CPU/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
@@ -36,8 +37,15 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory compileCat("Compilation");
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model.onnx | module.mlir>"),
                                       cl::Required, cl::cat(compileCat));
+static cl::opt<std::string> onnxModel(
+    "onnx",
+    cl::desc("With a .mlir module whose programs have param inputs: the ONNX "
+             "model their initial values come from (copied into the "
+             "artifact)"),
+    cl::value_desc("model.onnx"), cl::cat(compileCat));
 static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"),
                                       cl::value_desc("dir"),
                                       cl::cat(compileCat));
@@ -201,6 +209,52 @@ static LogicalResult parseMesh(StringRef spec) {
   return success();
 }
 
+/// The data and label arguments of `step`, and the batch size: dimension 0
+/// of the last of them (left unchanged if there is none).
+static void collectBatchInputs(func::FuncOp step, SmallVector<unsigned> &data,
+                               SmallVector<unsigned> &labels,
+                               int64_t &batchSize) {
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    tsr::Role role = tessera::getArgRole(step, i);
+    if (role == tsr::Role::data)
+      data.push_back(i);
+    else if (role == tsr::Role::label)
+      labels.push_back(i);
+  }
+  for (unsigned i : llvm::concat<unsigned>(data, labels)) {
+    auto type = dyn_cast<RankedTensorType>(step.getArgumentTypes()[i]);
+    if (type && type.getRank() >= 1)
+      batchSize = type.getDimSize(0);
+  }
+}
+
+/// Describes the training step of a module already in tsr form (a .mlir
+/// input): the batch from its programs' data and label inputs, the global
+/// batch from its mesh, the params' initial values from --onnx.
+static FailureOr<tessera::TrainingManifest>
+describeTrainingModule(ModuleOp module) {
+  tessera::TrainingManifest train;
+  bool hasParams = false;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (!f.isPublic() || f.isExternal())
+      continue;
+    SmallVector<unsigned> data, labels;
+    collectBatchInputs(f, data, labels, train.batchSize);
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      hasParams |= tessera::getArgRole(f, i) == tsr::Role::param;
+  }
+  if (auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh))
+    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+      if (name == "dp")
+        train.dataParallel = size;
+  if (hasParams && onnxModel.empty())
+    return module.emitError("the module's programs have param inputs: give "
+                            "--onnx=MODEL.onnx, the model their initial "
+                            "values come from");
+  train.onnxPath = onnxModel;
+  return train;
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
@@ -262,18 +316,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
     if (f.isPublic())
       step = f;
   SmallVector<unsigned> data, labels;
-  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
-    tsr::Role role = tessera::getArgRole(step, i);
-    if (role == tsr::Role::data)
-      data.push_back(i);
-    else if (role == tsr::Role::label)
-      labels.push_back(i);
-  }
-  for (unsigned i : llvm::concat<unsigned>(data, labels)) {
-    auto type = cast<RankedTensorType>(step.getArgumentTypes()[i]);
-    if (type.getRank() >= 1)
-      train.batchSize = type.getDimSize(0);
-  }
+  collectBatchInputs(step, data, labels, train.batchSize);
   if (lossKind == "cross_entropy" && labels.size() == 1) {
     // The classes are the last dimension of the logits, which the loss
     // moved to dimension 1; the label's shape drops it.
@@ -311,22 +354,30 @@ static int64_t tensorBytes(const tessera::ArtifactTensor &t) {
   return elements * width;
 }
 
+/// Whether output `t` of `program` is a parameter trained by gradient (or
+/// the gradient itself, in grad mode).
+static bool isTrained(const tessera::ArtifactProgram &program,
+                      const tessera::ArtifactTensor &t) {
+  return t.role == "grad" || (t.role == "param" && t.updates &&
+                              !program.inputs[*t.updates].statistics);
+}
+
 /// The parameters a training step updates by gradient: their count and
 /// their number of values.
 static std::pair<int64_t, int64_t>
 countTrained(const tessera::ArtifactSignature &sig) {
   int64_t count = 0, values = 0;
-  for (const auto &t : sig.outputs) {
-    bool trained = t.role == "grad" || (t.role == "param" && t.updates &&
-                                        !sig.inputs[*t.updates].statistics);
-    if (!trained)
-      continue;
-    ++count;
-    int64_t n = 1;
-    for (int64_t d : t.globalShape.empty() ? ArrayRef<int64_t>(t.shape)
-                                           : ArrayRef<int64_t>(t.globalShape))
-      n *= d;
-    values += n;
+  for (const auto &program : sig.programs) {
+    for (const auto &t : program.outputs) {
+      if (!isTrained(program, t))
+        continue;
+      ++count;
+      int64_t n = 1;
+      for (int64_t d : t.globalShape.empty() ? ArrayRef<int64_t>(t.shape)
+                                             : ArrayRef<int64_t>(t.globalShape))
+        n *= d;
+      values += n;
+    }
   }
   return {count, values};
 }
@@ -353,43 +404,48 @@ static void printTrainedSummary(const tessera::ArtifactSignature &sig,
   llvm::errs() << "\n";
 }
 
-/// The static footprint of one call, from the manifest's roles and the
-/// memory plan of the lowered function.
+/// The static footprint of one call of each program, from the manifest's
+/// roles and the memory plan of the lowered function.
 static void printReport(const tessera::ArtifactSignature &sig) {
-  int64_t params = 0, state = 0, batch = 0, grads = 0, outputs = 0;
-  for (const auto &t : sig.inputs) {
-    if (t.role == "param")
-      params += tensorBytes(t);
-    else if (t.role == "state")
-      state += tensorBytes(t);
-    else
-      batch += tensorBytes(t);
+  for (const auto &program : sig.programs) {
+    int64_t params = 0, state = 0, batch = 0, grads = 0, outputs = 0;
+    for (const auto &t : program.inputs) {
+      if (t.role == "param")
+        params += tensorBytes(t);
+      else if (t.role == "state")
+        state += tensorBytes(t);
+      else
+        batch += tensorBytes(t);
+    }
+    for (const auto &t : program.outputs) {
+      outputs += tensorBytes(t);
+      // Every updated parameter but running statistics had a gradient; grad
+      // mode returns them.
+      if (isTrained(program, t))
+        grads += tensorBytes(t);
+    }
+    int64_t peak = program.peakAllocBytes.value_or(0);
+    auto row = [](const char *what, int64_t bytes, const char *note) {
+      llvm::outs() << llvm::formatv("  {0,-18}{1,14}  {2}\n", what, bytes,
+                                    note);
+    };
+    llvm::outs() << "memory footprint of one call of the " << sig.mode
+                 << " function";
+    if (sig.programs.size() > 1)
+      llvm::outs() << " " << program.name;
+    llvm::outs() << " (bytes):\n";
+    row("parameters", params, "inputs with role param");
+    row("gradients", grads, "one per trained parameter (inside the step)");
+    row("optimizer state", state, "inputs with role state");
+    row("batch", batch, "data and label inputs");
+    row("outputs", outputs, "loss, updated parameters and state");
+    row("peak activations", peak,
+        "most bytes the function itself holds at once (gradients included)");
+    row("predicted peak", program.predictedPeakBytes,
+        "the same, predicted on tsr before lowering (lib/Analysis)");
+    row("total", params + state + batch + outputs + peak,
+        "caller's buffers plus the peak");
   }
-  for (const auto &t : sig.outputs) {
-    outputs += tensorBytes(t);
-    // Every updated parameter but running statistics had a gradient; grad
-    // mode returns them.
-    if (t.role == "grad" ||
-        (t.role == "param" && t.updates && !sig.inputs[*t.updates].statistics))
-      grads += tensorBytes(t);
-  }
-  int64_t peak = sig.peakAllocBytes.value_or(0);
-  auto row = [](const char *what, int64_t bytes, const char *note) {
-    llvm::outs() << llvm::formatv("  {0,-18}{1,14}  {2}\n", what, bytes, note);
-  };
-  llvm::outs() << "memory footprint of one call of the " << sig.mode
-               << " function (bytes):\n";
-  row("parameters", params, "inputs with role param");
-  row("gradients", grads, "one per trained parameter (inside the step)");
-  row("optimizer state", state, "inputs with role state");
-  row("batch", batch, "data and label inputs");
-  row("outputs", outputs, "loss, updated parameters and state");
-  row("peak activations", peak,
-      "most bytes the function itself holds at once (gradients included)");
-  row("predicted peak", sig.predictedPeakBytes,
-      "the same, predicted on tsr before lowering (lib/Analysis)");
-  row("total", params + state + batch + outputs + peak,
-      "caller's buffers plus the peak");
   if (sig.mode == "infer")
     return;
   auto [count, values] = countTrained(sig);
@@ -481,12 +537,33 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
+  // A .mlir module is already in tsr form: compiled as it is, its roles
+  // deciding the mode.
+  bool tsrModule = StringRef(inputFile).ends_with(".mlir");
+  if (tsrModule && mode.getNumOccurrences())
+    return fail("--mode applies to ONNX models; " + inputFile +
+                " is compiled as it is (its roles decide the mode)");
+  if (!tsrModule && !onnxModel.empty())
+    return fail("--onnx applies to .mlir modules only");
   OwningOpRef<ModuleOp> module =
-      tessera::importOnnxModel(context, inputFile, importOptions);
+      tsrModule ? parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context)
+                : tessera::importOnnxModel(context, inputFile, importOptions);
   if (!module)
     return 1;
   std::optional<tessera::TrainingManifest> train;
-  if (training) {
+  bool updates = false;
+  if (tsrModule)
+    module->walk([&](func::FuncOp f) {
+      for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+        updates |= bool(f.getResultAttr(i, tsr::attr::kUpdates));
+    });
+  if (updates) {
+    FailureOr<tessera::TrainingManifest> described =
+        describeTrainingModule(*module);
+    if (failed(described))
+      return 1;
+    train = *described;
+  } else if (training) {
     FailureOr<tessera::TrainingManifest> built = buildTraining(*module);
     if (failed(built))
       return 1;
@@ -506,7 +583,7 @@ int main(int argc, char **argv) {
   if (failed(tessera::compileToArtifact(*module, *target, outputDir,
                                         train ? &*train : nullptr, &sig)))
     return 1;
-  if (training)
+  if (train)
     printTrainedSummary(sig, /*named=*/report ? -1 : 8);
   if (report)
     printReport(sig);

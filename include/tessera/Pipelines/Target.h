@@ -63,14 +63,26 @@ struct TrainingManifest {
   std::string onnxPath;
 };
 
-/// What the manifest records besides the library itself.
-struct ArtifactSignature {
-  std::string mode = "infer";
+/// One program of the artifact: a public function of the module, called
+/// through its C entry symbol.
+struct ArtifactProgram {
+  /// The function's name, and the entry symbol `tessera_entry_<name>`.
+  std::string name, entry;
   SmallVector<ArtifactTensor> inputs, outputs;
-  /// Peak bytes the model function allocates itself (tsr-cpu-memory-plan).
+  /// Peak bytes the function allocates itself (tsr-cpu-memory-plan).
   std::optional<int64_t> peakAllocBytes;
   /// The same peak as predicted on tsr before lowering (lib/Analysis).
   int64_t predictedPeakBytes = 0;
+};
+
+/// What the manifest records besides the library itself.
+struct ArtifactSignature {
+  std::string mode = "infer";
+  /// Every public function of the module, in module order.
+  std::vector<ArtifactProgram> programs;
+  /// The calls of one step, in order, as program names (`tsr.schedule`, or
+  /// the one program).
+  SmallVector<std::string> schedule;
   /// The device mesh (`tsr.mesh`: axis names and sizes in order), the ZeRO
   /// stage, and the collectives.
   SmallVector<std::pair<std::string, int64_t>> mesh;
@@ -141,16 +153,18 @@ createCpuTarget(const CpuTargetOptions &options = {});
 /// The numpy-style name of a tensor element type, or "" if unsupported.
 std::string getDTypeName(Type elementType);
 
-/// Reads the signature of the model function (`tsr.name` attributes).
-FailureOr<ArtifactSignature> getArtifactSignature(func::FuncOp model);
+/// Reads the calling convention of a program (`tsr.name` attributes).
+FailureOr<ArtifactProgram> getArtifactProgram(func::FuncOp function);
 
-/// Lowers the one public function of `module` (tsr ops) with `target`'s
-/// pipeline, renaming it `tessera_model`; returns its signature.
+/// Lowers every public function of `module` (tsr ops) with `target`'s
+/// pipeline; returns their signatures and the schedule of one step: the
+/// module's `tsr.schedule`, or else its one public function.
 FailureOr<ArtifactSignature> lowerModel(ModuleOp module,
                                         const TargetBackend &target);
 
-/// Lowers `module` (tsr ops in one public function) with `target` and writes
-/// the artifact directory `dir`: the library plus manifest.json.
+/// Lowers `module` (tsr ops in public functions) with `target` and writes
+/// the artifact directory `dir`: the library plus manifest.json (format
+/// version 2: programs and a schedule).
 /// With `train`, the manifest's mode is "train" or "grad" (from the
 /// signature's roles), it gains a "train" object and the source model is
 /// copied to `dir`/model.onnx.

@@ -17,27 +17,36 @@ struct TsrCpuEntryPointPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto model = module.lookupSymbol<LLVM::LLVMFuncOp>(modelFunction);
-    if (!model) {
-      module.emitError("no lowered function '") << modelFunction << "'";
+    SmallVector<LLVM::LLVMFuncOp> programs;
+    for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+      if (!f.isExternal() && f.isPublic() &&
+          f.getLinkage() == LLVM::Linkage::External)
+        programs.push_back(f);
+    if (programs.empty()) {
+      module.emitError("no lowered public function to wrap");
       return signalPassFailure();
     }
+    for (LLVM::LLVMFuncOp program : programs)
+      if (failed(addEntry(module, program)))
+        return signalPassFailure();
+  }
+
+  /// Adds `tessera_entry_<name>(void **args)` calling `program`.
+  LogicalResult addEntry(ModuleOp module, LLVM::LLVMFuncOp program) {
     auto ptr = LLVM::LLVMPointerType::get(&getContext());
-    LLVM::LLVMFunctionType type = model.getFunctionType();
+    LLVM::LLVMFunctionType type = program.getFunctionType();
     if (!isa<LLVM::LLVMVoidType>(type.getReturnType()) ||
-        llvm::any_of(type.getParams(), [&](Type t) { return t != ptr; })) {
-      model.emitError("expected the bare-pointer convention: pointer "
-                      "arguments and no results, got ")
-          << type;
-      return signalPassFailure();
-    }
-    model.setLinkage(LLVM::Linkage::Internal);
+        llvm::any_of(type.getParams(), [&](Type t) { return t != ptr; }))
+      return program.emitError("expected the bare-pointer convention: "
+                               "pointer arguments and no results, got ")
+             << type;
+    program.setLinkage(LLVM::Linkage::Internal);
 
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToEnd(module.getBody());
-    Location loc = model.getLoc();
+    Location loc = program.getLoc();
     auto entry = LLVM::LLVMFuncOp::create(
-        b, loc, "tessera_entry",
+        b, loc, ("tessera_entry_" + program.getName()).str(),
         LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
                                     {ptr}));
     Block *body = entry.addEntryBlock(b);
@@ -51,8 +60,9 @@ struct TsrCpuEntryPointPass
                                    ArrayRef<LLVM::GEPArg>{(int32_t)i});
       args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
     }
-    LLVM::CallOp::create(b, loc, model, args);
+    LLVM::CallOp::create(b, loc, program, args);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return success();
   }
 };
 } // namespace

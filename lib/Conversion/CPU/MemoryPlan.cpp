@@ -68,18 +68,16 @@ struct TsrCpuMemoryPlanPass
     : tessera::impl::TsrCpuMemoryPlanBase<TsrCpuMemoryPlanPass> {
   using Base::Base;
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto model = module.lookupSymbol<func::FuncOp>(modelFunction);
-    if (!model) {
-      module.emitError("no function '") << modelFunction << "'";
-      return signalPassFailure();
+    for (auto program : getOperation().getOps<func::FuncOp>()) {
+      if (!program.isPublic() || program.isExternal())
+        continue;
+      Simulator sim;
+      if (failed(sim.run(program.getBody())))
+        return signalPassFailure();
+      program->setAttr(
+          tsr::attr::kPeakAllocBytes,
+          IntegerAttr::get(IntegerType::get(&getContext(), 64), sim.peak));
     }
-    Simulator sim;
-    if (failed(sim.run(model.getBody())))
-      return signalPassFailure();
-    module->setAttr(
-        tsr::attr::kPeakAllocBytes,
-        IntegerAttr::get(IntegerType::get(&getContext(), 64), sim.peak));
   }
 };
 

@@ -45,7 +45,7 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
-        getTrainingFunction(getOperation(), getArgument());
+        getTrainingFunction(getOperation(), getArgument(), function);
     if (failed(f) || failed(run(*f)))
       signalPassFailure();
   }

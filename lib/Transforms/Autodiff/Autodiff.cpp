@@ -39,7 +39,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
-        getTrainingFunction(getOperation(), getArgument());
+        getTrainingFunction(getOperation(), getArgument(), function);
     if (failed(f) || failed(differentiate(*f)))
       signalPassFailure();
   }
@@ -236,7 +236,16 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
 } // namespace
 
 FailureOr<func::FuncOp> mlir::tessera::getTrainingFunction(ModuleOp module,
-                                                           StringRef pass) {
+                                                           StringRef pass,
+                                                           StringRef function) {
+  if (!function.empty()) {
+    auto f = module.lookupSymbol<func::FuncOp>(function);
+    if (!f || f.isExternal())
+      return module.emitError()
+             << pass << ": the module has no function @" << function
+             << " with a body to rewrite (option function=" << function << ")";
+    return f;
+  }
   SmallVector<func::FuncOp> funcs;
   for (auto f : module.getOps<func::FuncOp>())
     if (f.isPublic() && !f.isExternal())
@@ -244,7 +253,7 @@ FailureOr<func::FuncOp> mlir::tessera::getTrainingFunction(ModuleOp module,
   if (funcs.size() != 1)
     return module.emitError()
            << pass << " expects exactly one public function, found "
-           << funcs.size();
+           << funcs.size() << " (name one with the option function=NAME)";
   return funcs.front();
 }
 

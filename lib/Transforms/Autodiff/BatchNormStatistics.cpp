@@ -32,7 +32,7 @@ struct TsrBatchNormStatisticsPass
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
-        getTrainingFunction(getOperation(), getArgument());
+        getTrainingFunction(getOperation(), getArgument(), function);
     if (failed(f) || failed(run(*f)))
       signalPassFailure();
   }

@@ -22,7 +22,7 @@ struct TsrSeedDropoutPass
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
-        getTrainingFunction(getOperation(), getArgument());
+        getTrainingFunction(getOperation(), getArgument(), function);
     if (failed(f))
       return signalPassFailure();
     SmallVector<tsr::DropoutOp> unseeded;

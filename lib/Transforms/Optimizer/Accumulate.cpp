@@ -32,7 +32,8 @@ struct TsrAccumulateGradientsPass
     if (microBatches == 1)
       return;
     ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> f = getTrainingFunction(module, getArgument());
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(module, getArgument(), function);
     if (failed(f))
       return signalPassFailure();
     if (microBatches < 1) {

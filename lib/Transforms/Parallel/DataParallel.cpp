@@ -45,7 +45,7 @@ struct TsrDataParallelPass
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
-        getTrainingFunction(getOperation(), getArgument());
+        getTrainingFunction(getOperation(), getArgument(), function);
     if (failed(f))
       return signalPassFailure();
     func = *f;

@@ -28,7 +28,7 @@ struct TsrDataParallelPlanPass
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
-        getTrainingFunction(getOperation(), getArgument());
+        getTrainingFunction(getOperation(), getArgument(), function);
     if (failed(f) || failed(plan(*f)))
       signalPassFailure();
   }

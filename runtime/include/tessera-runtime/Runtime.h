@@ -197,8 +197,9 @@ typedef struct tsr_tensor_info_t {
   const int64_t *global_shape;
 } tsr_tensor_info_t;
 
-/* Parses `dir`/manifest.json, then dlopens the library it names and looks up
- * its entry symbol. */
+/* Parses `dir`/manifest.json (format version 2; an older version is refused
+ * with a message asking to recompile), then dlopens the library it names and
+ * looks up the entry symbol of every program. */
 TSR_API tsr_status_t tsr_artifact_load(const char *dir,
                                        tsr_artifact_t **out_artifact);
 
@@ -243,14 +244,25 @@ TSR_API tsr_status_t tsr_artifact_train_info(const tsr_artifact_t *artifact,
  * such as "reduce_scatter #31 (bucket 0 on dp: w, b)" ("" out of range). */
 TSR_API size_t tsr_artifact_num_mesh_axes(const tsr_artifact_t *artifact);
 TSR_API tsr_status_t tsr_artifact_mesh_axis(const tsr_artifact_t *artifact,
-                                            size_t index,
-                                            const char **out_name,
+                                            size_t index, const char **out_name,
                                             int64_t *out_size);
 TSR_API int64_t tsr_artifact_zero_stage(const tsr_artifact_t *artifact);
 TSR_API size_t tsr_artifact_num_collectives(const tsr_artifact_t *artifact);
 TSR_API const char *
 tsr_artifact_collective_description(const tsr_artifact_t *artifact,
                                     size_t index);
+
+/* The programs of the artifact ("programs": one entry symbol each) and the
+ * number of calls of one step ("schedule"). The inputs and outputs below
+ * are the step's: its inputs are the program inputs that no earlier call of
+ * the step computes, one per name in order of first use (params, state, the
+ * batch, rng); its outputs are every call's outputs in schedule order.
+ * tsr_artifact_invoke runs the calls in order. The name is "" out of
+ * range. */
+TSR_API size_t tsr_artifact_num_programs(const tsr_artifact_t *artifact);
+TSR_API const char *tsr_artifact_program_name(const tsr_artifact_t *artifact,
+                                              size_t index);
+TSR_API size_t tsr_artifact_num_calls(const tsr_artifact_t *artifact);
 
 TSR_API size_t tsr_artifact_num_inputs(const tsr_artifact_t *artifact);
 TSR_API size_t tsr_artifact_num_outputs(const tsr_artifact_t *artifact);
@@ -272,8 +284,10 @@ TSR_API tsr_status_t tsr_artifact_create_output(const tsr_artifact_t *artifact,
                                                 size_t index,
                                                 tsr_tensor_t **out_tensor);
 
-/* Checks every input and output against the manifest, then calls the entry
- * with args = {inputs..., outputs...}. */
+/* Checks every input and output of the step against the manifest, then
+ * makes the schedule's calls in order: each program's entry gets args =
+ * {its inputs..., its outputs...}, an input being the step input of its
+ * name or the output of that name of an earlier call. */
 TSR_API tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
                                          const tsr_tensor_t *const *inputs,
                                          size_t num_inputs,
@@ -403,8 +417,7 @@ TSR_API tsr_status_t tsr_trainer_save_onnx(const tsr_trainer_t *trainer,
  * mesh every rank must call it: each writes its shard, rank 0 commits the
  * directory atomically once all have. */
 TSR_API tsr_status_t tsr_trainer_save_checkpoint(const tsr_trainer_t *trainer,
-                                                 const char *dir,
-                                                 int64_t step);
+                                                 const char *dir, int64_t step);
 
 /* Restores the params and state from a checkpoint written by any dp size
  * and ZeRO stage of the same model and optimizer, and returns the number of

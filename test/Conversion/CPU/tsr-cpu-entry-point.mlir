@@ -1,28 +1,51 @@
 // RUN: tessera-opt %s -split-input-file -tsr-cpu-entry-point -verify-diagnostics | FileCheck %s
 
-// CHECK-LABEL: llvm.func internal @tessera_model
-// CHECK: llvm.func @tessera_entry(%[[ARGV:.*]]: !llvm.ptr)
+// CHECK-LABEL: llvm.func internal @step
+// CHECK: llvm.func @tessera_entry_step(%[[ARGV:.*]]: !llvm.ptr)
 // CHECK:   %[[P0:.*]] = llvm.load %[[ARGV]] : !llvm.ptr -> !llvm.ptr
 // CHECK:   %[[S1:.*]] = llvm.getelementptr %[[ARGV]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK:   %[[P1:.*]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
-// CHECK:   llvm.call @tessera_model(%[[P0]], %[[P1]]) : (!llvm.ptr, !llvm.ptr) -> ()
+// CHECK:   llvm.call @step(%[[P0]], %[[P1]]) : (!llvm.ptr, !llvm.ptr) -> ()
 // CHECK:   llvm.return
-llvm.func @tessera_model(%x: !llvm.ptr, %y: !llvm.ptr) {
+llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr) {
   llvm.return
 }
 
 // -----
 
-// expected-error @+1 {{no lowered function 'tessera_model'}}
+// Every public function is a program with its own entry; internal helpers
+// and declarations are not.
+// CHECK-LABEL: llvm.func internal @helper
+// CHECK: llvm.func internal @forward
+// CHECK: llvm.func internal @backward
+// CHECK: llvm.func @tessera_entry_forward(
+// CHECK:   llvm.call @forward(
+// CHECK: llvm.func @tessera_entry_backward(
+// CHECK:   llvm.call @backward(
+// CHECK-NOT: tessera_entry_helper
+// CHECK-NOT: tessera_entry_cblas
+llvm.func internal @helper() {
+  llvm.return
+}
+llvm.func @cblas_sgemm(!llvm.ptr)
+llvm.func @forward(%x: !llvm.ptr) {
+  llvm.call @helper() : () -> ()
+  llvm.return
+}
+llvm.func @backward(%x: !llvm.ptr, %y: !llvm.ptr) {
+  llvm.return
+}
+
+// -----
+
+// expected-error @+1 {{no lowered public function to wrap}}
 module {
-  llvm.func @other(%x: !llvm.ptr) {
-    llvm.return
-  }
+  llvm.func @other(!llvm.ptr)
 }
 
 // -----
 
 // expected-error @+1 {{expected the bare-pointer convention}}
-llvm.func @tessera_model(%x: i64) {
+llvm.func @step(%x: i64) {
   llvm.return
 }

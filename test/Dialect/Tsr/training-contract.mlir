@@ -81,6 +81,37 @@ func.func @zero_stage() attributes {tsr.zero = #tsr.zero<stage = 4, axes = ["dp"
 
 // -----
 
-// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.peak_alloc_bytes)}}
+// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.peak_alloc_bytes, tsr.schedule)}}
 module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'tsr.schedule' must be a non-empty array of function symbols on a module, such as [@forward, @backward], got ["forward"]}}
+module attributes {tsr.schedule = ["forward"]} {
+  func.func @forward() {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'tsr.schedule' calls @backward, which is not a function of the module}}
+module attributes {tsr.schedule = [@forward, @backward]} {
+  func.func @forward() {
+    return
+  }
+}
+
+// -----
+
+// A schedule of two calls per step.
+// CHECK: module attributes {tsr.schedule = [@forward, @backward]}
+module attributes {tsr.schedule = [@forward, @backward]} {
+  func.func @forward() {
+    return
+  }
+  func.func @backward() {
+    return
+  }
 }

@@ -186,21 +186,22 @@ def TsrCpuEarlyDealloc : Pass<"tsr-cpu-early-dealloc", "func::FuncOp"> {
 }
 
 def TsrCpuMemoryPlan : Pass<"tsr-cpu-memory-plan", "ModuleOp"> {
-  let summary = "Record the peak bytes of the buffers the model function allocates";
+  let summary = "Record the peak bytes of the buffers each program allocates";
   let description = [{
-    Runs on buffers, after deallocation was made explicit: walks the model
-    function in program order, adding the size of every `memref.alloc` and
-    subtracting it at its `memref.dealloc`, descending into loops (one
-    iteration) and into calls (whose own peak adds to the caller's live
-    bytes), and records the largest total as the module attribute
-    `tsr.peak_alloc_bytes`. This is what the running step requests from the
-    runtime's allocator at its worst moment (the caller's input and output
-    buffers are not included); `tessera-compile --report` prints it.
+    Runs on buffers, after deallocation was made explicit: walks every public
+    function (each a program of the artifact) in program order, adding the
+    size of every `memref.alloc` and subtracting it at its `memref.dealloc`,
+    descending into loops (one iteration) and into calls (whose own peak adds
+    to the caller's live bytes), and records the largest total as the
+    function's attribute `tsr.peak_alloc_bytes`. This is what one call
+    requests from the runtime's allocator at its worst moment (the caller's
+    input and output buffers are not included); `tessera-compile --report`
+    prints it and the manifest records it per program.
 
     Before:
 
     ```mlir
-    func.func @tessera_model(%x: memref<4xf32>, %y: memref<4xf32>) {
+    func.func @step(%x: memref<4xf32>, %y: memref<4xf32>) {
       %a = memref.alloc() : memref<4xf32>
       %b = memref.alloc() : memref<8xf32>
       memref.dealloc %a : memref<4xf32>
@@ -209,46 +210,40 @@ def TsrCpuMemoryPlan : Pass<"tsr-cpu-memory-plan", "ModuleOp"> {
     }
     ```
 
-    After: the same module with `attributes {tsr.peak_alloc_bytes = 48 : i64}`.
+    After: the same function with `attributes {tsr.peak_alloc_bytes = 48 :
+    i64}`.
   }];
-  let options = [
-    Option<"modelFunction", "model-function", "std::string",
-           /*default=*/"\"tessera_model\"", "Name of the model function">,
-  ];
 }
 
 def TsrCpuEntryPoint : Pass<"tsr-cpu-entry-point", "ModuleOp"> {
-  let summary = "Add the artifact's `tessera_entry(void **args)` wrapper";
+  let summary = "Add a `tessera_entry_<name>(void **args)` wrapper per program";
   let description = [{
-    Runs on the LLVM dialect, after the model function was lowered with the
-    bare-pointer calling convention. Adds `tessera_entry`, which takes one
-    array of buffer pointers (inputs, then outputs), loads each and calls the
-    model function; the model function becomes internal so LLVM can inline it.
-    This is the one C symbol `tessera-run` looks up in `model.so`.
+    Runs on the LLVM dialect, after the programs (the public functions) were
+    lowered with the bare-pointer calling convention. For each program `NAME`
+    adds `tessera_entry_NAME`, which takes one array of buffer pointers
+    (inputs, then outputs), loads each and calls the program; the program
+    becomes internal so LLVM can inline it. These are the C symbols the
+    manifest names and the runtime looks up in `model.so`.
 
     Before:
 
     ```mlir
-    llvm.func @tessera_model(%x: !llvm.ptr, %y: !llvm.ptr)
+    llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr)
     ```
 
     After:
 
     ```mlir
-    llvm.func internal @tessera_model(%x: !llvm.ptr, %y: !llvm.ptr)
-    llvm.func @tessera_entry(%args: !llvm.ptr) {
+    llvm.func internal @step(%x: !llvm.ptr, %y: !llvm.ptr)
+    llvm.func @tessera_entry_step(%args: !llvm.ptr) {
       %p0 = llvm.load %args : !llvm.ptr -> !llvm.ptr
       %a1 = llvm.getelementptr %args[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
       %p1 = llvm.load %a1 : !llvm.ptr -> !llvm.ptr
-      llvm.call @tessera_model(%p0, %p1) : (!llvm.ptr, !llvm.ptr) -> ()
+      llvm.call @step(%p0, %p1) : (!llvm.ptr, !llvm.ptr) -> ()
       llvm.return
     }
     ```
   }];
-  let options = [
-    Option<"modelFunction", "model-function", "std::string",
-           /*default=*/"\"tessera_model\"", "Name of the lowered model function">,
-  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 

@@ -60,6 +60,9 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
            /*default=*/"std::numeric_limits<int64_t>::min()",
            "cross_entropy: label value that adds nothing to the loss and does "
            "not count in the mean (padding); unset by default">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 
@@ -112,6 +115,9 @@ def TsrBatchNormStatistics : Pass<"tsr-batch-norm-statistics", "ModuleOp"> {
   let options = [
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
            "Weight of the old running statistic in its update">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 
@@ -146,6 +152,11 @@ def TsrSeedDropout : Pass<"tsr-seed-dropout", "ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
+  ];
 }
 
 def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
@@ -218,6 +229,9 @@ def TsrAutodiff : Pass<"tsr-autodiff", "ModuleOp"> {
                "all)">,
     Option<"wrtInputs", "wrt-inputs", "bool", /*default=*/"false",
            "Also differentiate with respect to floating-point data inputs">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 

@@ -2,7 +2,8 @@
 //-*-===//
 //
 // Every training pass (tsr-append-loss, tsr-autodiff, tsr-accumulate-gradients,
-// tsr-optimizer) rewrites the module's one public function, whose arguments
+// tsr-optimizer, ...) rewrites one function of the module, named by its
+// option `function` or else the module's one public function; its arguments
 // and results carry `tsr.name` and `tsr.role` attributes.
 //
 //===----------------------------------------------------------------------===//
@@ -15,9 +16,11 @@
 
 namespace mlir::tessera {
 
-/// The module's one public function with a body; otherwise emits an error
-/// naming `pass` and fails.
-FailureOr<func::FuncOp> getTrainingFunction(ModuleOp module, StringRef pass);
+/// The function named `function` (which must have a body), or with an empty
+/// name the module's one public function with a body; otherwise emits an
+/// error naming `pass` and fails.
+FailureOr<func::FuncOp> getTrainingFunction(ModuleOp module, StringRef pass,
+                                            StringRef function);
 
 /// The string attribute `attr` of argument `i` ("" if absent).
 StringRef getArgString(func::FuncOp f, unsigned i, StringRef attr);

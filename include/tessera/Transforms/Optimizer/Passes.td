@@ -45,6 +45,9 @@ def TsrAccumulateGradients : Pass<"tsr-accumulate-gradients", "ModuleOp"> {
   let options = [
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Number k of micro-batches per step">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 
@@ -142,6 +145,9 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
            "Linear scaling rule: the batch size lr was tuned for">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Global-norm gradient clipping threshold (0: off)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 

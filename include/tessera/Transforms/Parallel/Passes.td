@@ -58,6 +58,9 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t",
            /*default=*/"25 * 1024 * 1024",
            "Most gradient bytes per bucket (one collective each)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
   ];
 }
 
@@ -116,6 +119,11 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
+  ];
 }
 
 #endif // TESSERA_TRANSFORMS_PARALLEL_PASSES_TD

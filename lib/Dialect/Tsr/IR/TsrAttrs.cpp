@@ -267,8 +267,26 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a byte count, got " << value;
     return success();
   }
+  if (name == attr::kSchedule) {
+    auto calls = dyn_cast<ArrayAttr>(value);
+    auto module = dyn_cast<ModuleOp>(op);
+    if (!module || !calls || calls.empty() ||
+        !llvm::all_of(calls, llvm::IsaPred<FlatSymbolRefAttr>))
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be a non-empty array of function symbols on a "
+                "module, such as [@forward, @backward], got "
+             << value;
+    for (Attribute call : calls)
+      if (!module.lookupSymbol<FunctionOpInterface>(
+              cast<FlatSymbolRefAttr>(call)))
+        return op->emitOpError("attribute '")
+               << name << "' calls " << call
+               << ", which is not a function of the module";
+    return success();
+  }
   return op->emitOpError("has unknown attribute '")
          << name << "' (known on ops: " << attr::kMesh << ", " << attr::kZero
          << ", " << attr::kFrozen << ", " << attr::kBackward << ", "
-         << attr::kPeakAllocBytes << ")";
+         << attr::kPeakAllocBytes << ", " << attr::kSchedule << ")";
 }

@@ -48,6 +48,11 @@ inline constexpr llvm::StringLiteral kZero = "tsr.zero";
 // On a module.
 /// The device mesh (#tsr.mesh<...>).
 inline constexpr llvm::StringLiteral kMesh = "tsr.mesh";
+/// The calls of one step, in order: an array of symbol references to the
+/// module's functions (the artifact's schedule).
+inline constexpr llvm::StringLiteral kSchedule = "tsr.schedule";
+
+// On a public function.
 /// The peak bytes allocated by one call, from tsr-cpu-memory-plan.
 inline constexpr llvm::StringLiteral kPeakAllocBytes = "tsr.peak_alloc_bytes";
 
