@@ -1,9 +1,11 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-print-cost=peak-flops=1e9 bandwidth=1e9 links=pp:1e-5:1e-9,dp:1e-6:1e-9,tp:1e-6:1e-10" -verify-diagnostics -o /dev/null
 // RUN: not tessera-opt %s -split-input-file "--tsr-print-cost=links=dp:1e-6:1e-9,tp:1e-6" 2>&1 | FileCheck %s --check-prefix=MALFORMED
 // RUN: not tessera-opt %s -split-input-file "--tsr-print-cost=links=dp:-1:1e-9" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not tessera-opt %s -split-input-file "--tsr-print-cost=bandwidth=0" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
 // MALFORMED: error: tsr-print-cost: malformed link 'tp:1e-6' in links: expected AXIS:ALPHA:BETA
 // NEGATIVE: error: tsr-print-cost: malformed link 'dp:-1:1e-9' in links: expected AXIS:ALPHA:BETA
+// DEVICE: error: tsr-print-cost: peak-flops and bandwidth must be positive
 
 // Compute ops take the roofline time max(flops / 1e9, bytes / 1e9).
 // exp of 1024 f32: 1024 flops (one per element), 8192 bytes (read and
