@@ -2,6 +2,7 @@
 #include "tessera/Pipelines/Lowering.h"
 #include "tessera/Pipelines/Target.h"
 
+#include "tessera/Analysis/CostModel.h"
 #include "tessera/Analysis/PeakMemory.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -137,12 +138,24 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
       publicFuncs.push_back(f);
   if (publicFuncs.empty())
     return module.emitError("no public function to compile");
+  // The cost model with the target's figures and a link per mesh axis.
+  auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+  llvm::StringMap<LinkCost> links;
+  if (mesh)
+    for (auto [axis, name] : llvm::enumerate(mesh.getNames()))
+      links[name] = target.getDefaultLinkCost(mesh.getSizes(), axis);
+  CostModel costModel(target.getCostParameters(), std::move(links));
   ArtifactSignature sig;
   for (func::FuncOp f : publicFuncs) {
     FailureOr<ArtifactProgram> program = getArtifactProgram(f);
     if (failed(program) || failed(verifyElementTypes(f, target)))
       return failure();
     program->predictedPeakBytes = predictPeakMemory(f).peakBytes;
+    FailureOr<FunctionCost> cost = costModel.getFunctionCost(f);
+    if (failed(cost))
+      return failure();
+    program->computeSeconds = cost->compute.seconds;
+    program->communicationSeconds = cost->communication.seconds;
     // MLIR's bare-pointer calling convention has no strided layout for a
     // zero-sized dimension after the first (its strides fold to 0).
     for (const ArtifactTensor &t :
@@ -184,7 +197,6 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
   // The mesh, the ZeRO stage and every collective, numbered in program
   // order: the lowering passes the number to the runtime, whose messages
   // then name the collective's parameters.
-  auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
   if (mesh)
     for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
       sig.mesh.push_back({name.str(), size});

@@ -74,7 +74,7 @@ public:
   // docs/pipeline.md): f32 GEMM through OpenBLAS on 2 threads, a 512 MiB
   // copy, and a 4 MB all-reduce on 4 MPI ranks over shared memory (~6 ms
   // for the 6 MB each rank moves). alpha is an estimate, not a measurement.
-  TargetCostParameters getCostParameters() const override {
+  CostParameters getCostParameters() const override {
     return {/*peakFlops=*/185e9, /*memoryBandwidth=*/25e9};
   }
 

@@ -190,7 +190,8 @@ static cl::opt<bool>
     report("report",
            cl::desc("Print the static memory footprint of the compiled "
                     "function: parameters, gradients, optimizer state, batch "
-                    "and peak activations, in bytes"),
+                    "and peak activations, in bytes; and the estimated time "
+                    "of one step, compute and communication"),
            cl::cat(compileCat));
 
 static int fail(const Twine &message) {
@@ -446,6 +447,19 @@ static void printReport(const tessera::ArtifactSignature &sig) {
     row("total", params + state + batch + outputs + peak,
         "caller's buffers plus the peak");
   }
+  // One step calls the programs of the schedule in order.
+  double compute = 0, communication = 0;
+  for (const std::string &call : sig.schedule)
+    for (const auto &program : sig.programs)
+      if (program.name == call) {
+        compute += program.computeSeconds;
+        communication += program.communicationSeconds;
+      }
+  llvm::outs() << llvm::formatv(
+      "estimated time of one step: {0:e3} s (compute {1:e3} s, "
+      "communication {2:e3} s; the tsr cost model with the target's "
+      "figures)\n",
+      compute + communication, compute, communication);
   if (sig.mode == "infer")
     return;
   auto [count, values] = countTrained(sig);

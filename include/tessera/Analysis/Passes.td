@@ -4,6 +4,54 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TsrPrintCost : Pass<"tsr-print-cost", "ModuleOp"> {
+  let summary = "Report the estimated time of every function, split into "
+                "compute and communication, with a note per collective";
+  let description = [{
+    Runs the cost model (`CostModel`, include/tessera/Analysis/CostModel.h)
+    on every function with a body and reports, as a remark on the function,
+    its estimated time for one call: the sum of the roofline times of its
+    compute ops (max of FLOPs at `peak-flops` and bytes at `bandwidth`) and
+    the alpha-beta times of its collectives (ring algorithms after Thakur,
+    Rabenseifner and Gropp 2005; the link of each mesh axis from `links`),
+    with the FLOPs and bytes of each part, and a note per collective: its
+    kind, its mesh axes, the bytes one rank sends and its time. Changes
+    nothing. Every mesh axis a collective of more than one rank spans needs
+    a link cost; a malformed `links` entry is an error.
+
+    Example (`tessera-opt --tsr-print-cost='links=dp:5e-6:1e-9' f.mlir`)
+    on
+
+    ```mlir
+    module attributes {tsr.mesh = #tsr.mesh<["dp"=4]>} {
+      func.func @step(%x: tensor<64x256xf32>, %w: tensor<256x256xf32>) -> tensor<64x256xf32> {
+        %y = tsr.matmul %x, %w : tensor<64x256xf32>, tensor<256x256xf32> -> tensor<64x256xf32>
+        %r = tsr.all_reduce %y {mesh_axes = ["dp"], reduction = #tsr.reduction<sum>} : (tensor<64x256xf32>) -> tensor<64x256xf32>
+        return %r : tensor<64x256xf32>
+      }
+    }
+    ```
+
+    prints
+
+    ```
+    f.mlir:2:3: remark: estimated 0.0001736 s: compute 4.534e-05 s (8388608 flops, 393216 bytes), communication 0.0001283 s (98304 bytes)
+    f.mlir:4:10: note: all_reduce over ["dp"]: 98304 bytes, 0.0001283 s
+    ```
+  }];
+  let options = [
+    Option<"peakFlops", "peak-flops", "double", "185e9",
+           "Peak FLOP/s of one device (default: the CPU target's)">,
+    Option<"bandwidth", "bandwidth", "double", "25e9",
+           "Memory bandwidth of one device in bytes/s (default: the CPU "
+           "target's)">,
+    ListOption<"links", "links", "std::string",
+               "The link cost of each mesh axis as AXIS:ALPHA:BETA (seconds "
+               "per message, seconds per byte), comma-separated: "
+               "dp:5e-6:1e-9,tp:1e-6:2e-10">,
+  ];
+}
+
 def TsrPrintPeakMemory : Pass<"tsr-print-peak-memory", "ModuleOp"> {
   let summary = "Report the predicted peak memory of every function, with "
                 "the buffers live at the peak";

@@ -8,6 +8,8 @@
 #ifndef TESSERA_PIPELINES_TARGET_H
 #define TESSERA_PIPELINES_TARGET_H
 
+#include "tessera/Analysis/CostModel.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -73,6 +75,9 @@ struct ArtifactProgram {
   std::optional<int64_t> peakAllocBytes;
   /// The same peak as predicted on tsr before lowering (lib/Analysis).
   int64_t predictedPeakBytes = 0;
+  /// Estimated seconds of one call by the cost model (lib/Analysis) with
+  /// the target's figures: compute ops and collectives.
+  double computeSeconds = 0, communicationSeconds = 0;
 };
 
 /// What the manifest records besides the library itself.
@@ -101,18 +106,6 @@ struct TargetMemorySpace {
   Attribute attribute;
 };
 
-/// The cost of one message over a link: alpha + beta * bytes seconds.
-struct LinkCost {
-  double alpha; // seconds per message (latency)
-  double beta;  // seconds per byte (inverse bandwidth)
-};
-
-/// Figures a cost model reads for one device of the target.
-struct TargetCostParameters {
-  double peakFlops;       // FLOP/s, f32
-  double memoryBandwidth; // bytes/s
-};
-
 /// What a target contributes to the lowering; the target-independent steps
 /// around it are `buildLoweringPipeline` (Lowering.h).
 class TargetBackend {
@@ -124,7 +117,8 @@ public:
   getMemorySpaces(MLIRContext *ctx) const = 0;
   /// Whether tensors of `elementType` can be compiled for the target.
   virtual bool isSupportedElementType(Type elementType) const = 0;
-  virtual TargetCostParameters getCostParameters() const = 0;
+  /// The figures of one device for the cost model (CostModel.h).
+  virtual CostParameters getCostParameters() const = 0;
   /// The default cost of a collective's messages along mesh axis `axis` of
   /// a mesh of `meshSizes` (ranks are numbered row-major over the axes, so
   /// the last axis joins neighbouring ranks).
