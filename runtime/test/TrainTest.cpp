@@ -969,15 +969,28 @@ struct RunEvents {
   }
 };
 
+/// The linear artifact, a trainer for it, and the dataset of features `x`
+/// (written to DIR/data.npz).
+struct LinearTraining {
+  ArtifactPtr artifact;
+  DatasetPtr dataset;
+  TrainerPtr trainer;
+
+  LinearTraining(const std::string &dir, const std::vector<float> &x) {
+    std::string data = dir + "/data.npz";
+    writeBytes(data, linearNpz(false, x));
+    artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+    dataset = openNpz(artifact.get(), data);
+    trainer = createTrainer(artifact.get());
+  }
+};
+
 } // namespace
 
 TEST(TrainerRun, TrainsSavesAndResumes) {
   std::string dir = scratchDir();
-  std::string data = dir + "/data.npz";
-  writeBytes(data, linearNpz(false));
-  ArtifactPtr artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
-  DatasetPtr dataset = openNpz(artifact.get(), data);
-  TrainerPtr trainer = createTrainer(artifact.get());
+  LinearTraining linear(dir, kLinearX);
+  auto &[artifact, dataset, trainer] = linear;
   ASSERT_TRUE(trainer && dataset);
   RunEvents run;
   tsr_train_options_t options = run.options(5);
@@ -1052,11 +1065,8 @@ TEST(TrainerRun, StopsAtErrors) {
   std::string dir = scratchDir();
   std::vector<float> x = kLinearX;
   x[8] = NAN; // Sample 4, first used by step 2.
-  std::string data = dir + "/data.npz";
-  writeBytes(data, linearNpz(false, x));
-  ArtifactPtr artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
-  DatasetPtr dataset = openNpz(artifact.get(), data);
-  TrainerPtr trainer = createTrainer(artifact.get());
+  LinearTraining linear(dir, x);
+  auto &[artifact, dataset, trainer] = linear;
   ASSERT_TRUE(trainer && dataset);
   RunEvents run;
   tsr_train_options_t options = run.options(5);
