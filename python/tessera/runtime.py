@@ -9,6 +9,12 @@ of times this way::
     print([(i.name, i.dtype, i.shape, i.role) for i in art.inputs])
     loss, *updates = art(*arrays)
 
+A "train" artifact also trains in-process through the runtime's training
+loop (tsr_trainer_run), as ``tessera-run --train`` does::
+
+    records = art.train("data.npz", steps=100, checkpoint_dir="ckpt",
+                        on_step=lambda r: print(r.step, r.loss))
+
 The library is ``$TESSERA_RUNTIME_LIB`` if set, else
 ``build/lib/libtessera_runtime.so`` under the repository root. It is loaded
 with ``RTLD_GLOBAL`` so that compiled code resolves the runtime's
@@ -24,6 +30,7 @@ import numpy as np
 
 __all__ = [
     "Artifact",
+    "StepRecord",
     "TensorInfo",
     "TesseraError",
     "memory_stats",
@@ -60,6 +67,15 @@ it replaces, else None), of (a grad output: the index of its input, else
 None), init (a state input: its initial value, else None)."""
 
 
+StepRecord = collections.namedtuple(
+    "StepRecord",
+    ["step", "steps", "loss", "seconds", "items_per_second", "unit"])
+StepRecord.__doc__ = """One completed training step (tsr_step_record_t).
+
+step (counted from 1) of steps, loss (may be nan or inf), seconds (the time
+of the step), items_per_second and unit ("tokens" or "samples")."""
+
+
 class TesseraError(RuntimeError):
     """A failing runtime call; the message is the runtime's one-line error."""
 
@@ -77,6 +93,39 @@ class _TensorInfoStruct(ctypes.Structure):
         ("shards", ctypes.c_int64),
         ("global_rank", ctypes.c_size_t),
         ("global_shape", ctypes.POINTER(ctypes.c_int64)),
+    ]
+
+
+class _StepRecordStruct(ctypes.Structure):
+    _fields_ = [
+        ("step", ctypes.c_int64),
+        ("steps", ctypes.c_int64),
+        ("loss", ctypes.c_float),
+        ("seconds", ctypes.c_double),
+        ("items_per_second", ctypes.c_double),
+        ("unit", ctypes.c_char_p),
+    ]
+
+
+_ON_STEP = ctypes.CFUNCTYPE(None, ctypes.c_void_p,
+                            ctypes.POINTER(_StepRecordStruct))
+_ON_WRITE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
+                             ctypes.c_char_p)
+# tsr_train_write_t.
+_WRITES = {0: "onnx", 1: "checkpoint"}
+
+
+class _TrainOptionsStruct(ctypes.Structure):
+    _fields_ = [
+        ("steps", ctypes.c_int64),
+        ("first_step", ctypes.c_int64),
+        ("save_onnx", ctypes.c_char_p),
+        ("save_every", ctypes.c_int64),
+        ("checkpoint_dir", ctypes.c_char_p),
+        ("checkpoint_every", ctypes.c_int64),
+        ("on_step", _ON_STEP),
+        ("on_write", _ON_WRITE),
+        ("user", ctypes.c_void_p),
     ]
 
 
@@ -118,6 +167,17 @@ def _declare(lib):
         "tsr_tensor_memory_stats":
             (None, [ctypes.POINTER(size), ctypes.POINTER(size)]),
         "tsr_memory_reset_peak": (None, []),
+        "tsr_dataset_open_npz":
+            (status, [p, ctypes.c_char_p, ctypes.POINTER(p)]),
+        "tsr_dataset_open_tokens":
+            (status, [p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(p)]),
+        "tsr_dataset_destroy": (None, [p]),
+        "tsr_trainer_create": (status, [p, ctypes.POINTER(p)]),
+        "tsr_trainer_destroy": (None, [p]),
+        "tsr_trainer_load_checkpoint":
+            (status, [p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
+        "tsr_trainer_run":
+            (status, [p, p, ctypes.POINTER(_TrainOptionsStruct)]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -250,6 +310,84 @@ class Artifact:
         finally:
             for tensor in tensors:
                 lib.tsr_tensor_destroy(tensor)
+
+    def train(self, data, steps, *, token_dtype="uint16", resume=None,
+              save_onnx=None, save_every=0, checkpoint_dir=None,
+              checkpoint_every=0, on_step=None, on_write=None):
+        """Trains a "train" artifact with the runtime's training loop.
+
+        data is an .npz file, or else a token stream of token_dtype
+        ("uint16" or "uint32"). Training starts from the ONNX model's params,
+        or from the checkpoint directory `resume`, and runs until `steps`
+        steps have completed. save_onnx, save_every, checkpoint_dir and
+        checkpoint_every write as tessera-run's options of the same names.
+        on_step(StepRecord) is called after every step, on_write(kind, path)
+        after every file written (kind "onnx" or "checkpoint"); an exception
+        they raise stops nothing but is re-raised once training returns.
+        Returns the
+        StepRecords of the steps run; a failure (a nan loss, a missing
+        file) raises TesseraError.
+        """
+        if not self._handle:
+            raise TesseraError(f"{self.path}: the artifact is closed")
+        lib = _lib()
+        records, raised = [], []
+
+        def step_callback(_, raw):
+            r = raw.contents
+            record = StepRecord(r.step, r.steps, r.loss, r.seconds,
+                                r.items_per_second, r.unit.decode())
+            records.append(record)
+            if on_step and not raised:
+                try:
+                    on_step(record)
+                except BaseException as error:
+                    raised.append(error)
+
+        def write_callback(_, kind, path):
+            if on_write and not raised:
+                try:
+                    on_write(_WRITES[kind], os.fsdecode(path))
+                except BaseException as error:
+                    raised.append(error)
+
+        def encode(path):
+            return None if path is None else os.fsencode(path)
+
+        dataset, trainer = ctypes.c_void_p(), ctypes.c_void_p()
+        try:
+            if str(data).endswith(".npz"):
+                _check(lib.tsr_dataset_open_npz(
+                    self._handle, os.fsencode(data), ctypes.byref(dataset)))
+            else:
+                code = {"uint16": 4, "uint32": 12}.get(token_dtype)
+                if code is None:
+                    raise ValueError(f"token_dtype {token_dtype!r}: expected "
+                                     "'uint16' or 'uint32'")
+                _check(lib.tsr_dataset_open_tokens(
+                    self._handle, os.fsencode(data), code,
+                    ctypes.byref(dataset)))
+            _check(lib.tsr_trainer_create(self._handle, ctypes.byref(trainer)))
+            done = ctypes.c_int64(0)
+            if resume is not None:
+                _check(lib.tsr_trainer_load_checkpoint(
+                    trainer, os.fsencode(resume), ctypes.byref(done)))
+            options = _TrainOptionsStruct(
+                steps=steps, first_step=done.value,
+                save_onnx=encode(save_onnx), save_every=save_every,
+                checkpoint_dir=encode(checkpoint_dir),
+                checkpoint_every=checkpoint_every,
+                on_step=_ON_STEP(step_callback),
+                on_write=_ON_WRITE(write_callback))
+            status = lib.tsr_trainer_run(trainer, dataset,
+                                         ctypes.byref(options))
+            if raised:
+                raise raised[0]
+            _check(status)
+        finally:
+            lib.tsr_trainer_destroy(trainer)
+            lib.tsr_dataset_destroy(dataset)
+        return records
 
 
 def _stats(function):

@@ -189,6 +189,8 @@ const char *tsr_status_name(tsr_status_t status) {
     return "TSR_ERROR_LOAD";
   case TSR_ERROR_OUT_OF_MEMORY:
     return "TSR_ERROR_OUT_OF_MEMORY";
+  case TSR_ERROR_NOT_FINITE:
+    return "TSR_ERROR_NOT_FINITE";
   }
   return "TSR_ERROR_UNKNOWN";
 }

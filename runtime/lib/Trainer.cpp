@@ -7,6 +7,10 @@
 // the next step reads the new values without a copy. The ONNX model is kept
 // (with the params' payloads dropped) to write the trained model back out.
 //
+// tsr_trainer_run is the training loop that drivers share (tessera-run
+// --train, the Python binding): steps, progress callbacks, periodic and
+// final saves of the ONNX model and of checkpoints.
+//
 // On a data-parallel mesh every rank runs a trainer: ZeRO-3 params hold the
 // rank's flat shard of their initializer, and saving the ONNX model or a
 // checkpoint is collective over the dp axis (rank 0 writes the model; every
@@ -24,6 +28,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -476,6 +482,106 @@ tsr_status_t loadCheckpoint(tsr_trainer &trainer, const std::string &dir,
   return TSR_OK;
 }
 
+/// The directory of the checkpoint after `step` steps: DIR/step-00000010.
+std::string checkpointName(const std::string &dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "/step-%08lld",
+                static_cast<long long>(step));
+  return dir + name;
+}
+
+/// The file save_every writes after step `step`: PATH without its .onnx
+/// suffix, then ".step<step>.onnx".
+std::string periodicOnnxName(const std::string &path, int64_t step) {
+  size_t size = path.size();
+  bool onnx = size >= 5 && path.compare(size - 5, 5, ".onnx") == 0;
+  return (onnx ? path.substr(0, size - 5) : path) + ".step" +
+         std::to_string(step) + ".onnx";
+}
+
+tsr_status_t checkRunOptions(const tsr_train_options_t &options) {
+  auto invalid = [](const std::string &message) {
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "training options: " + message);
+  };
+  if (options.first_step < 0 || options.first_step > options.steps)
+    return invalid("first_step " + std::to_string(options.first_step) +
+                   " is not in [0, steps " + std::to_string(options.steps) +
+                   "]");
+  if (options.save_every < 0 || options.checkpoint_every < 0)
+    return invalid("save_every and checkpoint_every must not be negative");
+  if (options.save_every > 0 && !options.save_onnx)
+    return invalid("save_every needs save_onnx");
+  if (options.checkpoint_every > 0 && !options.checkpoint_dir)
+    return invalid("checkpoint_every needs checkpoint_dir");
+  return TSR_OK;
+}
+
+tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
+                     const tsr_train_options_t &options) {
+  if (tsr_status_t s = checkRunOptions(options))
+    return s;
+  const Manifest &manifest = trainer.artifact->manifest;
+  // Token artifacts count tokens, B * T per step.
+  int64_t tokenInput = manifest.train.tokenInput;
+  int64_t window = tokenInput >= 0 ? manifest.inputs[tokenInput].shape[1] : 1;
+  double perStep = static_cast<double>(manifest.train.globalBatchSize * window);
+  auto wrote = [&](tsr_train_write_t what, const std::string &path) {
+    if (options.on_write)
+      options.on_write(options.user, what, path.c_str());
+  };
+  auto checkpoint = [&](int64_t step) {
+    std::string dir = checkpointName(options.checkpoint_dir, step);
+    if (tsr_status_t s = saveCheckpoint(trainer, dir, step))
+      return s;
+    wrote(TSR_TRAIN_WROTE_CHECKPOINT, dir);
+    return TSR_OK;
+  };
+  auto saveOnnx = [&](const std::string &path) {
+    if (tsr_status_t s = save(trainer, path))
+      return s;
+    wrote(TSR_TRAIN_WROTE_ONNX, path);
+    return TSR_OK;
+  };
+  using Clock = std::chrono::steady_clock;
+  for (int64_t step = options.first_step + 1; step <= options.steps; ++step) {
+    std::string where = "step " + std::to_string(step);
+    float loss = 0;
+    auto start = Clock::now();
+    if (tsr_status_t s = runStep(trainer, dataset, step - 1, loss))
+      return withContext(s, where);
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (options.on_step) {
+      tsr_step_record_t record{step,
+                               options.steps,
+                               loss,
+                               seconds,
+                               seconds > 0 ? perStep / seconds : 0,
+                               tokenInput >= 0 ? "tokens" : "samples"};
+      options.on_step(options.user, &record);
+    }
+    // The loss is the mean over all ranks: they stop together.
+    if (!std::isfinite(loss))
+      return fail(TSR_ERROR_NOT_FINITE,
+                  where + ": the loss is " +
+                      (std::isnan(loss) ? "nan" : "infinite") +
+                      "; training stopped");
+    if (options.save_every > 0 && step % options.save_every == 0)
+      if (tsr_status_t s = saveOnnx(periodicOnnxName(options.save_onnx, step)))
+        return s;
+    if (options.checkpoint_every > 0 && step % options.checkpoint_every == 0)
+      if (tsr_status_t s = checkpoint(step))
+        return s;
+  }
+  if (options.checkpoint_dir && (options.checkpoint_every == 0 ||
+                                 options.steps % options.checkpoint_every != 0))
+    if (tsr_status_t s = checkpoint(options.steps))
+      return s;
+  if (options.save_onnx)
+    return saveOnnx(options.save_onnx);
+  return TSR_OK;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -549,6 +655,16 @@ tsr_status_t tsr_trainer_load_checkpoint(tsr_trainer_t *trainer,
     if (!trainer || !dir || !out_step)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
     return loadCheckpoint(*trainer, dir, *out_step);
+  });
+}
+
+tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
+                             const tsr_dataset_t *dataset,
+                             const tsr_train_options_t *options) {
+  return guard([&] {
+    if (!trainer || !dataset || !options)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    return runLoop(*trainer, *dataset, *options);
   });
 }
 

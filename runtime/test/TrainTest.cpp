@@ -937,6 +937,186 @@ TEST(Trainer, TrainsWithoutAnOnnxModel) {
 }
 
 //===----------------------------------------------------------------------===//
+// tsr_trainer_run: the training loop behind the C API
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// What tsr_trainer_run reported: every step and every write, in order.
+struct RunEvents {
+  std::vector<tsr_step_record_t> steps;
+  std::vector<std::string> events;
+
+  static void onStep(void *user, const tsr_step_record_t *record) {
+    auto &self = *static_cast<RunEvents *>(user);
+    self.steps.push_back(*record);
+    self.events.push_back("step " + std::to_string(record->step) + " " +
+                          record->unit);
+  }
+  static void onWrite(void *user, tsr_train_write_t what, const char *path) {
+    static_cast<RunEvents *>(user)->events.push_back(
+        (what == TSR_TRAIN_WROTE_CHECKPOINT ? "checkpoint " : "onnx ") +
+        std::string(path));
+  }
+
+  tsr_train_options_t options(int64_t steps) {
+    tsr_train_options_t options{};
+    options.steps = steps;
+    options.on_step = onStep;
+    options.on_write = onWrite;
+    options.user = this;
+    return options;
+  }
+};
+
+/// The linear artifact, a trainer for it, and the dataset of features `x`
+/// (written to DIR/data.npz).
+struct LinearTraining {
+  ArtifactPtr artifact;
+  DatasetPtr dataset;
+  TrainerPtr trainer;
+
+  LinearTraining(const std::string &dir, const std::vector<float> &x) {
+    std::string data = dir + "/data.npz";
+    writeBytes(data, linearNpz(false, x));
+    artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+    dataset = openNpz(artifact.get(), data);
+    trainer = createTrainer(artifact.get());
+  }
+};
+
+} // namespace
+
+TEST(TrainerRun, TrainsSavesAndResumes) {
+  std::string dir = scratchDir();
+  LinearTraining linear(dir, kLinearX);
+  auto &[artifact, dataset, trainer] = linear;
+  ASSERT_TRUE(trainer && dataset);
+  RunEvents run;
+  tsr_train_options_t options = run.options(5);
+  std::string model = dir + "/model.onnx", checkpoints = dir + "/ckpt";
+  options.save_onnx = model.c_str();
+  options.save_every = 3;
+  options.checkpoint_dir = checkpoints.c_str();
+  options.checkpoint_every = 2;
+  ASSERT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), &options), TSR_OK)
+      << tsr_last_error();
+
+  std::vector<float> losses = referenceLosses(5);
+  ASSERT_EQ(run.steps.size(), 5u);
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_EQ(run.steps[k].step, k + 1);
+    EXPECT_EQ(run.steps[k].steps, 5);
+    EXPECT_EQ(run.steps[k].loss, losses[k]) << "step " << k + 1;
+    EXPECT_GE(run.steps[k].seconds, 0);
+    EXPECT_GE(run.steps[k].items_per_second, 0);
+  }
+  EXPECT_EQ(
+      run.events,
+      (std::vector<std::string>{
+          "step 1 samples", "step 2 samples",
+          "checkpoint " + checkpoints + "/step-00000002", "step 3 samples",
+          "onnx " + dir + "/model.step3.onnx", "step 4 samples",
+          "checkpoint " + checkpoints + "/step-00000004", "step 5 samples",
+          "checkpoint " + checkpoints + "/step-00000005", "onnx " + model}));
+  EXPECT_TRUE(fs::exists(checkpoints + "/step-00000005/manifest.json"));
+  EXPECT_TRUE(fs::exists(dir + "/model.step3.onnx"));
+  LinearParams trained;
+  referenceLosses(5, &trained);
+  EXPECT_EQ(elements<float>(tsr_trainer_input(trainer.get(), 0)), trained.w);
+
+  // Resuming after step 4 runs step 5 alone, to the same result; no
+  // callbacks and no saves are needed.
+  TrainerPtr resumed = createTrainer(artifact.get());
+  int64_t done = 0;
+  ASSERT_EQ(tsr_trainer_load_checkpoint(
+                resumed.get(), (checkpoints + "/step-00000004").c_str(), &done),
+            TSR_OK)
+      << tsr_last_error();
+  ASSERT_EQ(done, 4);
+  tsr_train_options_t plain{};
+  plain.steps = 5;
+  plain.first_step = done;
+  ASSERT_EQ(tsr_trainer_run(resumed.get(), dataset.get(), &plain), TSR_OK)
+      << tsr_last_error();
+  EXPECT_EQ(elements<float>(tsr_trainer_input(resumed.get(), 0)), trained.w);
+  EXPECT_EQ(elements<float>(tsr_trainer_input(resumed.get(), 1)),
+            (std::vector<float>{trained.b}));
+}
+
+TEST(TrainerRun, CountsTokens) {
+  std::string dir = scratchDir();
+  std::string path = dir + "/tokens.bin";
+  writeStream<uint16_t>(path, streamTokens());
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_TOKEN_ARTIFACT);
+  DatasetPtr dataset = openTokens(artifact.get(), path);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer && dataset);
+  RunEvents run;
+  tsr_train_options_t options = run.options(2);
+  ASSERT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), &options), TSR_OK)
+      << tsr_last_error();
+  ASSERT_EQ(run.steps.size(), 2u);
+  EXPECT_EQ(run.steps[1].loss, referenceTokenLoss(streamTokens(), 1));
+  EXPECT_STREQ(run.steps[1].unit, "tokens");
+}
+
+TEST(TrainerRun, StopsAtErrors) {
+  std::string dir = scratchDir();
+  std::vector<float> x = kLinearX;
+  x[8] = NAN; // Sample 4, first used by step 2.
+  LinearTraining linear(dir, x);
+  auto &[artifact, dataset, trainer] = linear;
+  ASSERT_TRUE(trainer && dataset);
+  RunEvents run;
+  tsr_train_options_t options = run.options(5);
+  std::string model = dir + "/model.onnx";
+  options.save_onnx = model.c_str();
+  EXPECT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), &options),
+            TSR_ERROR_NOT_FINITE);
+  EXPECT_STREQ(tsr_last_error(), "step 2: the loss is nan; training stopped");
+  EXPECT_EQ(run.events,
+            (std::vector<std::string>{"step 1 samples", "step 2 samples"}));
+  EXPECT_FALSE(fs::exists(model));
+  EXPECT_STREQ(tsr_status_name(TSR_ERROR_NOT_FINITE), "TSR_ERROR_NOT_FINITE");
+
+  auto expectInvalid = [&](const tsr_train_options_t &bad,
+                           const std::string &message) {
+    EXPECT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), &bad),
+              TSR_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(tsr_last_error(), message);
+  };
+  tsr_train_options_t bad{};
+  bad.steps = 3;
+  bad.first_step = 4;
+  expectInvalid(bad, "training options: first_step 4 is not in [0, steps 3]");
+  bad.first_step = 0;
+  bad.save_every = 2;
+  expectInvalid(bad, "training options: save_every needs save_onnx");
+  bad.save_every = -1;
+  expectInvalid(bad, "training options: save_every and checkpoint_every must "
+                     "not be negative");
+  bad.save_every = 0;
+  bad.checkpoint_every = 2;
+  expectInvalid(bad, "training options: checkpoint_every needs "
+                     "checkpoint_dir");
+  EXPECT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), nullptr),
+            TSR_ERROR_INVALID_ARGUMENT);
+  expectLastError("null argument");
+
+  // A failing write stops the loop with the write's error.
+  tsr_train_options_t unwritable{};
+  unwritable.steps = 1;
+  std::string missing = dir + "/missing/model.onnx";
+  unwritable.save_onnx = missing.c_str();
+  TrainerPtr fresh = createTrainer(artifact.get());
+  EXPECT_EQ(tsr_trainer_run(fresh.get(), dataset.get(), &unwritable),
+            TSR_ERROR_IO);
+  expectLastError(missing + ": cannot create a temporary file in " + dir +
+                  "/missing: No such file or directory");
+}
+
+//===----------------------------------------------------------------------===//
 // tessera-run --train
 //===----------------------------------------------------------------------===//
 

@@ -132,6 +132,58 @@ class TrainArtifactTest(unittest.TestCase):
             art(*linear_inputs())
 
 
+    def test_trains_through_the_runtime_loop(self):
+        scratch = SCRATCH / "loop"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        data = scratch / "data.npz"
+        np.savez(data, x=X, y=Y)
+        art = runtime.Artifact(LINEAR)
+        steps, writes = [], []
+        records = art.train(
+            data, 4, save_onnx=scratch / "model.onnx",
+            checkpoint_dir=scratch / "ckpt", checkpoint_every=2,
+            on_step=steps.append,
+            on_write=lambda kind, path: writes.append((kind, path)))
+        self.assertEqual(steps, records)
+        self.assertEqual([(r.step, r.steps, r.unit) for r in records],
+                         [(k, 4, "samples") for k in range(1, 5)])
+        # The first step matches one call of the artifact.
+        loss = art(*linear_inputs())[0]
+        self.assertEqual(records[0].loss, float(loss))
+        self.assertEqual(writes, [
+            ("checkpoint", str(scratch / "ckpt" / "step-00000002")),
+            ("checkpoint", str(scratch / "ckpt" / "step-00000004")),
+            ("onnx", str(scratch / "model.onnx"))])
+        # Resuming after step 2 runs steps 3 and 4 to the same losses.
+        resumed = art.train(data, 4, resume=scratch / "ckpt" / "step-00000002")
+        self.assertEqual([(r.step, r.loss) for r in resumed],
+                         [(r.step, r.loss) for r in records[2:]])
+
+    def test_training_errors(self):
+        scratch = SCRATCH / "loop-errors"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        x = X.copy()
+        x[4, 0] = np.nan  # Sample 4, first used by step 2.
+        np.savez(scratch / "nan.npz", x=x, y=Y)
+        art = runtime.Artifact(LINEAR)
+        with self.assertRaisesRegex(
+                runtime.TesseraError,
+                r"^step 2: the loss is nan; training stopped$"):
+            art.train(scratch / "nan.npz", 3)
+        with self.assertRaisesRegex(runtime.TesseraError,
+                                    "save_every needs save_onnx"):
+            art.train(scratch / "nan.npz", 3, save_every=1)
+
+        def stop(record):
+            raise KeyError(record.step)
+
+        np.savez(scratch / "data.npz", x=X, y=Y)
+        with self.assertRaises(KeyError):
+            art.train(scratch / "data.npz", 2, on_step=stop)
+
+
 class NumpyFilesTest(unittest.TestCase):
     def test_trains_on_savez_and_savez_compressed(self):
         shutil.rmtree(SCRATCH, ignore_errors=True)

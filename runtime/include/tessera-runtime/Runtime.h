@@ -48,6 +48,8 @@ typedef enum tsr_status_t {
   TSR_ERROR_LOAD = 6,
   /* An allocation failed. */
   TSR_ERROR_OUT_OF_MEMORY = 7,
+  /* Training stopped: the loss of a step was nan or infinite. */
+  TSR_ERROR_NOT_FINITE = 8,
 } tsr_status_t;
 
 /* Returns the message of the last failing call on this thread ("" if none).
@@ -435,6 +437,68 @@ TSR_API tsr_status_t tsr_trainer_load_checkpoint(tsr_trainer_t *trainer,
 TSR_API tsr_status_t tsr_trainer_state_bytes(const tsr_trainer_t *trainer,
                                              size_t *out_params,
                                              size_t *out_state);
+
+/* One completed step, as tsr_trainer_run reports it. */
+typedef struct tsr_step_record_t {
+  /* The step, counted from 1, and the step training stops after. */
+  int64_t step;
+  int64_t steps;
+  /* The loss of the step (the mean over the dp ranks); may be nan or inf. */
+  float loss;
+  /* The wall time of tsr_trainer_step, and the items of one global batch
+   * processed per second of it (0 when no time was measured). */
+  double seconds;
+  double items_per_second;
+  /* What an item is: "tokens" for an artifact with train.tokens (a batch of
+   * B windows of T tokens is B * T of them), else "samples". */
+  const char *unit;
+} tsr_step_record_t;
+
+/* What tsr_trainer_run did besides steps: wrote the ONNX model or a
+ * checkpoint. */
+typedef enum tsr_train_write_t {
+  TSR_TRAIN_WROTE_ONNX = 0,
+  TSR_TRAIN_WROTE_CHECKPOINT = 1,
+} tsr_train_write_t;
+
+/* The training loop of tsr_trainer_run. Zero-initialize it and set what is
+ * needed; only `steps` is required. */
+typedef struct tsr_train_options_t {
+  /* Train until `steps` steps have completed, starting after `first_step`
+   * completed ones (0, or the step tsr_trainer_load_checkpoint returned);
+   * 0 <= first_step <= steps. */
+  int64_t steps;
+  int64_t first_step;
+  /* Non-null: write the trained ONNX model there after the last step, and
+   * with save_every K > 0 also to PATH.step<k>.onnx (PATH without its
+   * ".onnx" suffix) after every step k that is a multiple of K. */
+  const char *save_onnx;
+  int64_t save_every;
+  /* Non-null: write a checkpoint DIR/step-<k> (k in 8 digits) after every
+   * step k that is a multiple of checkpoint_every (when > 0), and after
+   * the last step unless that one just was. */
+  const char *checkpoint_dir;
+  int64_t checkpoint_every;
+  /* Called, when non-null, after every step (before that step's writes),
+   * and after every file or checkpoint written, with `user`. The record
+   * and the path are valid during the call only. */
+  void (*on_step)(void *user, const tsr_step_record_t *record);
+  void (*on_write)(void *user, tsr_train_write_t what, const char *path);
+  void *user;
+} tsr_train_options_t;
+
+/* Runs the training loop: for step k = first_step + 1 ... steps, runs
+ * tsr_trainer_step on the batch of step k - 1 of `dataset`, reports it to
+ * on_step, stops with TSR_ERROR_NOT_FINITE ("step k: the loss is nan;
+ * training stopped") when its loss is not finite, then writes the ONNX model
+ * and the checkpoint that are due. Then writes the final checkpoint and
+ * model. A failing step fails with its error prefixed by "step k: "; a
+ * failing write with the write's error. On a dp mesh every rank calls it
+ * with the same options (steps, saves and checkpoints are collective); the
+ * callbacks run on every rank. */
+TSR_API tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
+                                     const tsr_dataset_t *dataset,
+                                     const tsr_train_options_t *options);
 
 /*===----------------------------------------------------------------------===*
  * Memory accounting

@@ -1,9 +1,10 @@
 //===- Train.cpp - Training "train" artifacts -----------------------------===//
 //
-// Runs N steps over an .npz file or a token stream, printing the loss of
-// each step (and logging it as JSON), writes checkpoints and the trained
-// ONNX model, and resumes from a checkpoint. On a mesh every rank runs this,
-// and the ranks agree on every setup error before the first step.
+// Sets up training on an .npz file or a token stream (resuming from a
+// checkpoint), then runs the runtime's training loop (tsr_trainer_run),
+// printing the loss of each step (and logging it as JSON) and the files it
+// writes. On a mesh every rank runs this, and the ranks agree on every setup
+// error before the first step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +16,6 @@
 #include <sys/stat.h>
 
 #include <charconv>
-#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdlib>
@@ -42,21 +42,6 @@ using DatasetPtr = std::unique_ptr<tsr_dataset_t, DatasetDeleter>;
 bool endsWith(const std::string &text, const std::string &suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// The directory of the checkpoint after `step` steps: step-00000010.
-std::string checkpointName(long step) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "step-%08ld", step);
-  return name;
-}
-
-/// The file --save-every writes after step `step`: PATH without its .onnx
-/// suffix, then ".step<step>.onnx".
-std::string checkpointPath(const std::string &path, long step) {
-  std::string stem =
-      endsWith(path, ".onnx") ? path.substr(0, path.size() - 5) : path;
-  return stem + ".step" + std::to_string(step) + ".onnx";
 }
 
 /// Checks that the directory a file will be written into exists.
@@ -136,6 +121,39 @@ std::string resolveResume(const std::string &path, std::string &out) {
   return "";
 }
 
+/// Where tsr_trainer_run's callbacks print: the progress lines, and with
+/// --log-json (rank 0) one JSON record per step.
+struct Progress {
+  Process &process;
+  std::FILE *log;
+};
+
+void printStep(void *user, const tsr_step_record_t *record) {
+  auto &progress = *static_cast<Progress *>(user);
+  progress.process.print(
+      "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms\n",
+      record->step, record->steps, formatLoss(record->loss).c_str(),
+      record->items_per_second, record->unit, record->seconds * 1000);
+  if (!progress.log)
+    return;
+  // Non-finite numbers are written as null.
+  nlohmann::ordered_json line = {
+      {"step", record->step},
+      {"loss", shortestDecimal(record->loss)},
+      {"seconds", record->seconds},
+      {std::string(record->unit) + "_per_second", record->items_per_second}};
+  std::fprintf(progress.log, "%s\n", line.dump().c_str());
+  std::fflush(progress.log);
+}
+
+void printWrite(void *user, tsr_train_write_t what, const char *path) {
+  auto &progress = *static_cast<Progress *>(user);
+  progress.process.print(what == TSR_TRAIN_WROTE_CHECKPOINT
+                             ? "wrote checkpoint %s\n"
+                             : "wrote %s\n",
+                         path);
+}
+
 } // namespace
 
 int tessera_run::agreeOn(Process &process, const std::string &problem) {
@@ -200,10 +218,9 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                   resumeFrom.c_str(), done);
   }
 
-  // Token artifacts report tokens per second, B * T per step.
-  bool tokens = train.token_input >= 0;
+  // A token stream is cut into windows of T tokens.
   int64_t windowTokens = 1;
-  if (tokens) {
+  if (train.token_input >= 0) {
     tsr_tensor_info_t info;
     tsr_artifact_input_info(artifact, train.token_input, &info);
     windowTokens = info.shape[1];
@@ -227,68 +244,24 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 options.artifact.c_str(), train.global_batch_size, mesh.c_str(),
                 train.micro_batches, options.data.c_str(), source.c_str());
 
-  double perStep = static_cast<double>(train.global_batch_size * windowTokens);
-  const char *unit = tokens ? "tokens" : "samples";
   tsr_memory_reset_peak();
-  using Clock = std::chrono::steady_clock;
-  auto checkpoint = [&](long step) -> int {
-    std::string dir = options.checkpointDir + "/" + checkpointName(step);
-    if (tsr_trainer_save_checkpoint(trainer.get(), dir.c_str(), step) != TSR_OK)
-      return process.fail(tsr_last_error());
-    process.print("wrote checkpoint %s\n", dir.c_str());
-    return 0;
-  };
-  for (long step = done + 1; step <= options.steps; ++step) {
-    float loss = 0;
-    auto start = Clock::now();
-    if (tsr_trainer_step(trainer.get(), dataset.get(), step - 1, &loss) !=
-        TSR_OK)
-      return process.fail("step " + std::to_string(step) + ": " +
-                          tsr_last_error());
-    double seconds =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    double rate = seconds > 0 ? perStep / seconds : 0;
-    process.print("step %ld/%ld  loss %s  %.1f %s/s  %.2f ms\n", step,
-                  options.steps, formatLoss(loss).c_str(), rate, unit,
-                  seconds * 1000);
-    if (log) {
-      // Non-finite numbers are written as null.
-      nlohmann::ordered_json record = {
-          {"step", step},
-          {"loss", shortestDecimal(loss)},
-          {"seconds", seconds},
-          {std::string(unit) + "_per_second", rate}};
-      std::fprintf(log.get(), "%s\n", record.dump().c_str());
-      std::fflush(log.get());
-    }
-    // The loss is the mean over all ranks: they stop together.
-    if (!std::isfinite(loss))
-      return process.fail("step " + std::to_string(step) + ": the loss is " +
-                          (std::isnan(loss) ? "nan" : "infinite") +
-                          "; training stopped");
-    if (options.saveEvery > 0 && step % options.saveEvery == 0) {
-      std::string path = checkpointPath(options.saveOnnx, step);
-      if (tsr_trainer_save_onnx(trainer.get(), path.c_str()) != TSR_OK)
-        return process.fail(tsr_last_error());
-      process.print("wrote %s\n", path.c_str());
-    }
-    if (options.checkpointEvery > 0 && step % options.checkpointEvery == 0)
-      if (int status = checkpoint(step))
-        return status;
-  }
+  Progress progress{process, log.get()};
+  tsr_train_options_t run{};
+  run.steps = options.steps;
+  run.first_step = done;
+  run.save_every = options.saveEvery;
+  run.checkpoint_every = options.checkpointEvery;
+  if (!options.saveOnnx.empty())
+    run.save_onnx = options.saveOnnx.c_str();
+  if (!options.checkpointDir.empty())
+    run.checkpoint_dir = options.checkpointDir.c_str();
+  run.on_step = printStep;
+  run.on_write = printWrite;
+  run.user = &progress;
+  if (tsr_trainer_run(trainer.get(), dataset.get(), &run) != TSR_OK)
+    return process.fail(tsr_last_error());
   if (log && std::ferror(log.get()))
     return process.fail(options.logJson + ": write error");
-  if (!options.checkpointDir.empty() &&
-      (options.checkpointEvery == 0 ||
-       options.steps % options.checkpointEvery != 0))
-    if (int status = checkpoint(options.steps))
-      return status;
-  if (!options.saveOnnx.empty()) {
-    if (tsr_trainer_save_onnx(trainer.get(), options.saveOnnx.c_str()) !=
-        TSR_OK)
-      return process.fail(tsr_last_error());
-    process.print("wrote %s\n", options.saveOnnx.c_str());
-  }
   size_t peak = 0, held = 0;
   tsr_memory_stats(nullptr, &peak);
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
