@@ -9,14 +9,6 @@
 using namespace mlir;
 using namespace mlir::tessera;
 
-static double bytesOf(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return 0;
-  int64_t bits = tensor.getElementTypeBitWidth();
-  return tensor.getNumElements() * ((bits + 7) / 8);
-}
-
 bool CostModel::isCollective(Operation *op) {
   return isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
              tsr::AllToAllOp, tsr::BroadcastFromOp>(op);
@@ -47,8 +39,9 @@ FailureOr<OpCost> CostModel::getCollectiveCost(Operation *op) const {
   if (n == 1)
     return cost;
 
-  double b = std::max(bytesOf(op->getOperand(0).getType()),
-                      bytesOf(op->getResult(0).getType()));
+  double b =
+      std::max(double(tsr::getStaticTensorBytes(op->getOperand(0).getType())),
+               double(tsr::getStaticTensorBytes(op->getResult(0).getType())));
   // Messages on the critical path (alpha's coefficient) and bytes one rank
   // sends (beta's).
   double messages, bytes;

@@ -10,18 +10,10 @@ using namespace mlir::tessera;
 
 namespace {
 
-int64_t bytesOf(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return 0;
-  int64_t bits = tensor.getElementTypeBitWidth();
-  return tensor.getNumElements() * ((bits + 7) / 8);
-}
-
 /// Ops whose result is a view of (or the same buffer as) operand 0.
 bool isAlias(Operation *op) {
-  return isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::IdentityOp,
-             tsr::WaitOp>(op);
+  return isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp>(
+      op);
 }
 
 /// Ops that lower to one all-parallel loop nest reading their operands
@@ -110,7 +102,7 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f) {
                    acceptsFusion(*r.getUsers().begin());
       if (fused)
         continue;
-      buffers[r] = {bytesOf(r.getType()), at, at};
+      buffers[r] = {tsr::getStaticTensorBytes(r.getType()), at, at};
     }
   }
 

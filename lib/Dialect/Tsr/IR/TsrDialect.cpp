@@ -24,7 +24,7 @@ Operation *TsrDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return ConstantOp::create(builder, loc, elements);
 }
 
-static int64_t numBytes(Type type) {
+int64_t mlir::tsr::getStaticTensorBytes(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   if (!shaped || !shaped.hasStaticShape())
     return 0;
@@ -44,8 +44,8 @@ int64_t mlir::tsr::detail::defaultFlops(Operation *op) {
 int64_t mlir::tsr::detail::defaultBytesAccessed(Operation *op) {
   int64_t bytes = 0;
   for (Type t : op->getOperandTypes())
-    bytes += numBytes(t);
+    bytes += getStaticTensorBytes(t);
   for (Type t : op->getResultTypes())
-    bytes += numBytes(t);
+    bytes += getStaticTensorBytes(t);
   return bytes;
 }

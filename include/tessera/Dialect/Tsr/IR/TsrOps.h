@@ -30,6 +30,9 @@ struct EinsumSpec {
   std::string output;
 };
 FailureOr<EinsumSpec> parseEinsum(StringRef equation, unsigned numInputs);
+/// The bytes of a statically shaped tensor (elements times the element
+/// width rounded up to whole bytes); 0 for anything else.
+int64_t getStaticTensorBytes(Type type);
 /// The mesh declared by the nearest enclosing `tsr.mesh` attribute; emits an
 /// error on `op` and fails if there is none.
 FailureOr<MeshAttr> getEnclosingMesh(Operation *op);
