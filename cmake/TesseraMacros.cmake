@@ -1,5 +1,9 @@
 # Libraries link the shared libMLIR/libLLVM so that every tool shares one copy
-# of each registry (never static archives mixed with the dylib).
+# of each registry (never static archives mixed with the dylib). LINK names
+# Tessera libraries only: an MLIR component target there (MLIRMemRefDialect
+# ...) is a static archive, and once it precedes the dylib on the link line
+# the tools get a second, static copy of MLIR's core (an ASan round caught
+# it as use-after-poison in MLIRContext's constructor).
 function(tessera_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;LINK" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
