@@ -4,6 +4,7 @@
 #include "tessera/Analysis/CostModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
 
 namespace mlir::tessera {
@@ -65,7 +66,7 @@ struct TsrPrintCostPass : tessera::impl::TsrPrintCostBase<TsrPrintCostPass> {
       if (failed(cost))
         return WalkResult::interrupt();
       InFlightDiagnostic remark =
-          f.emitRemark("estimated ")
+          mlir::emitRemark(f.getLoc(), "estimated ")
           << fmt(cost->getSeconds()) << " s: compute "
           << fmt(cost->compute.seconds) << " s (" << count(cost->compute.flops)
           << " flops, " << count(cost->compute.bytes)

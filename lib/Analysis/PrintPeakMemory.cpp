@@ -4,6 +4,7 @@
 #include "tessera/Analysis/PeakMemory.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRPRINTPEAKMEMORY
@@ -20,7 +21,7 @@ struct TsrPrintPeakMemoryPass
       if (f.isExternal())
         return;
       tessera::PeakMemory peak = tessera::predictPeakMemory(f);
-      InFlightDiagnostic remark = f.emitRemark("predicted peak ")
+      InFlightDiagnostic remark = emitRemark(f.getLoc(), "predicted peak ")
                                   << peak.peakBytes << " bytes";
       if (!peak.peakOp)
         return;

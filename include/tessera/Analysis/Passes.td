@@ -64,12 +64,25 @@ def TsrPrintPeakMemory : Pass<"tsr-print-peak-memory", "ModuleOp"> {
     artifact writer runs the same analysis and records the prediction in
     the manifest (`predicted_peak_alloc_bytes`) beside the allocator's plan.
 
-    Example (`tessera-opt --tsr-print-peak-memory f.mlir`):
+    Example: a matmul whose result a reshape views and a neg reads (the
+    exp's 128 bytes died at the matmul):
+
+    ```mlir
+    func.func @views(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<64xf32> {
+      %e = tsr.exp %x : tensor<4x8xf32>
+      %m = tsr.matmul %e, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+      %r = tsr.reshape %m : tensor<4x16xf32> to tensor<64xf32>
+      %n = tsr.neg %r : tensor<64xf32>
+      return %n : tensor<64xf32>
+    }
+    ```
+
+    prints
 
     ```
-    f.mlir:3:3: remark: predicted peak 96 bytes at 'tsr.matmul' (2 buffers live)
-    f.mlir:4:8: note: 64 bytes: tsr.exp
-    f.mlir:5:8: note: 32 bytes: tsr.matmul
+    pk.mlir:1:1: remark: predicted peak 512 bytes at 'tsr.neg' (2 buffers live)
+    pk.mlir:3:8: note: 256 bytes: tsr.matmul
+    pk.mlir:5:8: note: 256 bytes: tsr.neg
     ```
   }];
 }
