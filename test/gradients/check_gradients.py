@@ -478,6 +478,16 @@ def _(m):
                m.input(normal(m.rng, (c,))), m.input(normal(m.rng, (c,))),
                m.input(positive(m.rng, (c,)))]
         m.loss(m.node("BatchNormalization", ins, epsilon=1e-3))
+    # training_mode = 1: normalized with the batch's statistics, so the
+    # gradient with respect to x flows through its mean and variance too;
+    # the updated running statistics (outputs 1 and 2) are in the loss too.
+    for x, c in [((4, 3, 2, 2), 3), ((5, 2), 2), ((3, 2, 4), 2)]:
+        ins = [m.input(normal(m.rng, x)), m.input(normal(m.rng, (c,))),
+               m.input(normal(m.rng, (c,))), m.input(normal(m.rng, (c,))),
+               m.input(positive(m.rng, (c,)))]
+        for out in m.node("BatchNormalization", ins, outputs=3,
+                          epsilon=1e-3, momentum=0.8, training_mode=1):
+            m.loss(out)
 
 
 @op("LayerNormalization")

@@ -155,24 +155,62 @@ static LogicalResult globalPool(NodeContext &n,
   return success();
 }
 
+/// Inference mode normalizes with the running statistics (inputs 3 and 4).
+/// training_mode = 1 normalizes with the batch's mean and population variance
+/// over every dimension but 1, so gradients flow through them, and outputs 1
+/// and 2 are the updated running statistics, momentum·running + (1 −
+/// momentum)·batch.
 static LogicalResult batchNorm(NodeContext &n,
                                SmallVectorImpl<Value> &results) {
-  if (n.getInt("training_mode", 0) != 0)
-    return n.unsupported("training_mode = 1");
-  for (unsigned i = 1; i < n.numOutputs(); ++i)
-    if (n.outputUsed(i))
-      return n.unsupported("running statistics outputs are not supported");
+  bool training = n.getInt("training_mode", 0) != 0;
+  if (!training)
+    for (unsigned i = 1; i < n.numOutputs(); ++i)
+      if (n.outputUsed(i))
+        return n.unsupported(
+            "running statistics outputs need training_mode = 1");
   TRY(x, n.requireInput(0));
-  Type elem = tensorType(x).getElementType();
+  auto xt = tensorType(x);
+  if (xt.getRank() < 2)
+    return n.error("input must have rank at least 2");
+  Type elem = xt.getElementType();
   SmallVector<Value> operands = {x};
   for (unsigned i = 1; i <= 4; ++i) {
     TRY(v, n.requireInput(i));
     TRY(c, n.castTo(v, elem));
     operands.push_back(c);
   }
-  TRY(y, n.create<tsr::BatchNormOp>(
-             operands, {n.f64("epsilon", n.getFloat("epsilon", 1e-5))}));
+  double epsilon = n.getFloat("epsilon", 1e-5);
+  if (!training) {
+    TRY(y, n.create<tsr::BatchNormOp>(operands, {n.f64("epsilon", epsilon)}));
+    results.push_back(y);
+    return success();
+  }
+  auto axes = llvm::to_vector(llvm::seq<int64_t>(2, xt.getRank()));
+  axes.insert(axes.begin(), 0);
+  auto reduceAttrs = [&] {
+    return SmallVector<NamedAttribute>{n.i64s("axes", axes),
+                                       n.boolean("keepdims", false)};
+  };
+  SmallVector<int64_t> channelShape(xt.getRank(), 1);
+  channelShape[1] = xt.getDimSize(1);
+  TRY(mean, n.create<tsr::ReduceMeanOp>({x}, reduceAttrs()));
+  TRY(meanC, n.reshape(mean, channelShape));
+  TRY(centered, n.create<tsr::SubOp>({x, meanC}));
+  TRY(sq, n.create<tsr::MulOp>({centered, centered}));
+  TRY(var, n.create<tsr::ReduceMeanOp>({sq}, reduceAttrs()));
+  TRY(y, n.create<tsr::BatchNormOp>({x, operands[1], operands[2], mean, var},
+                                    {n.f64("epsilon", epsilon)}));
   results.push_back(y);
+  if (!n.outputUsed(1) && !n.outputUsed(2))
+    return success();
+  double momentum = n.getFloat("momentum", 0.9);
+  for (auto [running, batch] :
+       {std::pair<Value, Value>{operands[3], mean}, {operands[4], var}}) {
+    TRY(old, n.create<tsr::MulOp>({running, scalarLike(n, x, momentum)}));
+    TRY(now, n.create<tsr::MulOp>({batch, scalarLike(n, x, 1.0 - momentum)}));
+    TRY(next, n.create<tsr::AddOp>({old, now}));
+    results.push_back(next);
+  }
   return success();
 }
 
