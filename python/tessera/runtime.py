@@ -9,6 +9,14 @@ of times this way::
     print([(i.name, i.dtype, i.shape, i.role) for i in art.inputs])
     loss, *updates = art(*arrays)
 
+Under ``mpirun`` a per-rank program's collectives need a communicator bound
+to each group of mesh axes they use (Comm.h)::
+
+    world = Communicator.world()      # MPI; rank and size from mpirun
+    world.bind_axis(1)                # the group of mesh axis 0
+    outputs = art(*arrays)
+    total = world.all_reduce_sum(np.array([outputs[0]]))
+
 A "train" artifact also trains in-process through the runtime's training
 loop (tsr_trainer_run), as ``tessera-run --train`` does::
 
@@ -178,6 +186,13 @@ def _declare(lib):
             (status, [p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
         "tsr_trainer_run":
             (status, [p, p, ctypes.POINTER(_TrainOptionsStruct)]),
+        "tsr_comm_init": (status, [ctypes.c_int, p, ctypes.POINTER(p)]),
+        "tsr_comm_destroy": (None, [p]),
+        "tsr_comm_rank": (ctypes.c_int, [p]),
+        "tsr_comm_size": (ctypes.c_int, [p]),
+        "tsr_comm_bind_axis": (status, [ctypes.c_int64, p]),
+        "tsr_comm_all_reduce": (status, [p, p, p, size, ctypes.c_int,
+                                         ctypes.c_int, p]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -410,3 +425,48 @@ def tensor_memory_stats():
 def reset_memory_peak():
     """Sets both peaks to the current values."""
     _lib().tsr_memory_reset_peak()
+
+
+class Communicator:
+    """An MPI communicator of the runtime (tsr_comm_t): the world of the
+    processes mpirun or srun started."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    @classmethod
+    def world(cls):
+        handle = ctypes.c_void_p()
+        _check(_lib().tsr_comm_init(1, None, ctypes.byref(handle)))  # MPI
+        return cls(handle)
+
+    @property
+    def rank(self):
+        return _lib().tsr_comm_rank(self._handle)
+
+    @property
+    def size(self):
+        return _lib().tsr_comm_size(self._handle)
+
+    def bind_axis(self, mask):
+        """Runs the compiled collectives of the group of mesh axes `mask`
+        (bit i for axis i of the manifest's mesh) on this communicator."""
+        _check(_lib().tsr_comm_bind_axis(mask, self._handle))
+
+    def all_reduce_sum(self, array):
+        """The elementwise sum of `array` over the ranks (a new array)."""
+        array = np.ascontiguousarray(array)
+        code = _CODES.get(array.dtype)
+        if code is None:
+            raise TypeError(f"NumPy dtype {array.dtype} has no runtime dtype")
+        out = np.empty_like(array)
+        _check(_lib().tsr_comm_all_reduce(
+            self._handle, array.ctypes.data, out.ctypes.data, array.size,
+            code, 0, None))  # TSR_REDUCE_SUM
+        return out
+
+    def close(self):
+        """Destroys the communicator (the world one last: MPI finalizes)."""
+        if self._handle:
+            _lib().tsr_comm_destroy(self._handle)
+            self._handle = None

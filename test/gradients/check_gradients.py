@@ -86,7 +86,9 @@ UNSUPPORTED = [
      "(float32 constants); it imports to reductions checked here"),
 ]
 
-# Every tsr op, by whether it carries a gradient. A new op must be added to
+# Every tsr op of TsrOps.td and TsrGradOps.td, by whether it carries a
+# gradient (the collectives of TsrCommOps.td are checked over MPI by
+# check_collective_gradients.py). A new op must be added to
 # one of the two sets (the check fails otherwise), and every differentiable
 # op must be exercised by some checked model.
 DIFFERENTIABLE_TSR_OPS = {

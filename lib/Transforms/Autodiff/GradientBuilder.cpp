@@ -12,6 +12,7 @@ void mlir::tessera::registerGradientRules(DialectRegistry &registry) {
   registerElementwiseGradientRules(registry);
   registerStructuredGradientRules(registry);
   registerNNGradientRules(registry);
+  registerCollectiveGradientRules(registry);
 }
 
 static Attribute splatValue(Type elementType, double value) {

@@ -98,3 +98,15 @@ func.func @reflect_past_crop(%f: tensor<f32> {tsr.name = "frozen.w", tsr.role = 
   %l = tsr.reduce_sum %y {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @extremum_across_ranks(%f: tensor<f32> {tsr.name = "frozen.w", tsr.role = #tsr.role<param>},
+                                   %x: tensor<4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>}) -> tensor<f32> {
+    // expected-error @+1 {{'tsr.all_reduce' op has no gradient rule for reduction 'max' (only sum and mean are differentiable across ranks)}}
+    %y = tsr.all_reduce %x {mesh_axes = ["tp"], reduction = #tsr.reduction<max>} : (tensor<4xf32>) -> tensor<4xf32>
+    %l = tsr.reduce_sum %y {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -34,6 +34,7 @@ void registerGradientRules(DialectRegistry &registry);
 void registerElementwiseGradientRules(DialectRegistry &registry);
 void registerStructuredGradientRules(DialectRegistry &registry);
 void registerNNGradientRules(DialectRegistry &registry);
+void registerCollectiveGradientRules(DialectRegistry &registry);
 
 /// Creates the tsr ops gradient rules are made of at a fixed location.
 class GradientBuilder {
