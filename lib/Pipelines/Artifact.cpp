@@ -68,6 +68,12 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
     if (auto init = attrs.getAs<FloatAttr>(tsr::attr::kInit))
       t.init = init.getValueAsDouble();
     t.statistics = bool(attrs.get(tsr::attr::kStatistics));
+    if (auto sharding = attrs.getAs<tsr::ShardingAttr>(tsr::attr::kSharding))
+      for (Attribute dim : sharding.getDims()) {
+        t.sharding.emplace_back();
+        for (Attribute axis : cast<ArrayAttr>(dim))
+          t.sharding.back().push_back(cast<StringAttr>(axis).str());
+      }
     if (auto shards = attrs.getAs<IntegerAttr>(tsr::attr::kShards)) {
       t.shards = shards.getInt();
       t.globalShape.assign(t.shape.begin(), t.shape.end());
@@ -118,6 +124,16 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
       entry["init"] = *t.init;
     if (t.statistics)
       entry["statistics"] = true;
+    if (!t.sharding.empty()) {
+      llvm::json::Array dims;
+      for (const std::vector<std::string> &axes : t.sharding) {
+        llvm::json::Array names;
+        for (const std::string &axis : axes)
+          names.push_back(axis);
+        dims.push_back(std::move(names));
+      }
+      entry["sharding"] = std::move(dims);
+    }
     if (t.shards) {
       entry["shards"] = *t.shards;
       llvm::json::Array global;
@@ -234,7 +250,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
     for (StringRef attr :
          {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kUpdates,
           tsr::attr::kGradOf, tsr::attr::kInit, tsr::attr::kStatistics,
-          tsr::attr::kShards, tsr::attr::kGlobalShape}) {
+          tsr::attr::kShards, tsr::attr::kGlobalShape, tsr::attr::kSharding}) {
       StringAttr name = StringAttr::get(module.getContext(), attr);
       for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
         f.removeArgAttr(i, name);

@@ -15,6 +15,12 @@ void mlir::tessera::buildTrainingPipeline(
   if (options.optimizer)
     pm.addPass(createTsrSeedDropout());
   pm.addPass(createTsrAppendLoss(options.loss));
+  // Tensor parallelism partitions the loss function; autodiff then derives
+  // the backward communication from the collectives' gradient rules.
+  if (options.tensorParallel) {
+    pm.addPass(createTsrShardingPropagation(*options.tensorParallel));
+    pm.addPass(createTsrShardingPartition());
+  }
   pm.addPass(createTsrAutodiff(options.autodiff));
   // Drop what does not reach the loss and fold the seed before the
   // micro-step is outlined.

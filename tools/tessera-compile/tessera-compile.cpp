@@ -25,6 +25,7 @@
 #include "tessera/Pipelines/Training.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/ShardingRules.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -123,8 +124,11 @@ static cl::opt<int64_t>
                  cl::init(1), cl::cat(trainCat));
 static cl::opt<std::string>
     meshSpec("mesh",
-             cl::desc("Device mesh of the step, e.g. dp=4: one program per "
-                      "rank, the global batch split across the dp ranks"),
+             cl::desc("Device mesh of the step, e.g. dp=4 or dp=2,tp=2 (the "
+                      "rank layout: row-major, the last axis innermost): one "
+                      "program per rank, the global batch split across the "
+                      "dp ranks, the model split across the tp ranks "
+                      "(--mode=grad so far)"),
              cl::cat(trainCat));
 static cl::opt<int64_t>
     zeroStage("zero",
@@ -199,14 +203,30 @@ static int fail(const Twine &message) {
   return 1;
 }
 
-/// The dp size of --mesh (0 without it).
+/// The axes of --mesh in the order given (the rank layout: row-major, the
+/// last axis innermost), and the sizes of dp and tp (0 without them).
+static SmallVector<std::pair<std::string, int64_t>> meshAxes;
 static int64_t dataParallel = 0;
+static int64_t tensorParallel = 0;
 
-/// Parses --mesh: `dp=N` is the one axis so far.
+/// Parses --mesh: comma-separated AXIS=N with AXIS dp (data parallelism)
+/// or tp (tensor parallelism), each at most once.
 static LogicalResult parseMesh(StringRef spec) {
-  auto [axis, size] = spec.split('=');
-  if (axis != "dp" || size.getAsInteger(10, dataParallel) || dataParallel < 1)
-    return failure();
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',');
+  for (StringRef part : parts) {
+    auto [axis, sizeText] = part.split('=');
+    int64_t size;
+    if (sizeText.getAsInteger(10, size) || size < 1)
+      return failure();
+    int64_t *slot = axis == "dp"   ? &dataParallel
+                    : axis == "tp" ? &tensorParallel
+                                   : nullptr;
+    if (!slot || *slot != 0)
+      return failure();
+    *slot = size;
+    meshAxes.emplace_back(axis.str(), size);
+  }
   return success();
 }
 
@@ -269,6 +289,8 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.trainable.assign(trainable.begin(), trainable.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
+  if (tensorParallel > 1)
+    options.tensorParallel = tessera::TsrShardingPropagationOptions{"tp"};
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
         "dp", dataParallel, zeroStage,
@@ -495,13 +517,18 @@ int main(int argc, char **argv) {
   if (!meshSpec.empty()) {
     if (failed(parseMesh(meshSpec)))
       return fail("malformed --mesh '" + meshSpec +
-                  "' (expected dp=N with N >= 1; dp is the only axis so far)");
-    if (mode != "train")
-      return fail("--mesh needs --mode=train");
-    if (batchSize == 0)
+                  "' (expected AXIS=N[,AXIS=N] with AXIS dp or tp, each at "
+                  "most once, N >= 1; e.g. dp=2,tp=2)");
+    if (tensorParallel > 1 && mode != "grad")
+      return fail("--mesh tp=" + Twine(tensorParallel) +
+                  " needs --mode=grad: the runtime does not hold "
+                  "tensor-parallel parameter blocks for training yet");
+    if (dataParallel > 0 && mode != "train")
+      return fail("--mesh dp=" + Twine(dataParallel) + " needs --mode=train");
+    if (dataParallel > 0 && batchSize == 0)
       return fail("--mesh needs --batch-size (the global batch, split "
                   "across the dp ranks)");
-    if (batchSize % (dataParallel * microBatches) != 0)
+    if (dataParallel > 0 && batchSize % (dataParallel * microBatches) != 0)
       return fail("--batch-size=" + Twine(batchSize.getValue()) +
                   " is not divisible by dp (" + Twine(dataParallel) +
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
@@ -510,7 +537,7 @@ int main(int argc, char **argv) {
   if (zeroStage < 0 || zeroStage > 3)
     return fail("--zero=" + Twine(zeroStage.getValue()) +
                 " is not a ZeRO stage (0, 1, 2 or 3)");
-  if (zeroStage > 0 && meshSpec.empty())
+  if (zeroStage > 0 && dataParallel == 0)
     return fail("--zero needs --mesh dp=N");
   if (!(bucketMiB > 0))
     return fail("--bucket-mb must be positive");
@@ -543,6 +570,7 @@ int main(int argc, char **argv) {
   registerAllExtensions(registry);
   registry.insert<tsr::TsrDialect, onnx_generic::OnnxDialect>();
   tessera::registerGradientRules(registry);
+  mlir::tessera::registerShardingRules(registry);
   MLIRContext context(registry);
   // Diagnostics name the model and the node; a dump of the IR is noise.
   context.printOpOnDiagnostic(false);
@@ -564,6 +592,16 @@ int main(int argc, char **argv) {
                 : tessera::importOnnxModel(context, inputFile, importOptions);
   if (!module)
     return 1;
+  if (!meshAxes.empty() && !tsrModule) {
+    SmallVector<StringAttr> names;
+    SmallVector<int64_t> sizes;
+    for (const auto &[name, size] : meshAxes) {
+      names.push_back(StringAttr::get(&context, name));
+      sizes.push_back(size);
+    }
+    (*module)->setAttr(tsr::attr::kMesh,
+                       tsr::MeshAttr::get(&context, names, sizes));
+  }
   std::optional<tessera::TrainingManifest> train;
   bool updates = false;
   if (tsrModule)

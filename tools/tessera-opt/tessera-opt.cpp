@@ -19,6 +19,7 @@
 #include "tessera/Transforms/Autodiff/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
+#include "tessera/Transforms/Parallel/ShardingRules.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraParallelPasses();
   mlir::tessera::registerTesseraAnalysisPasses();
   mlir::tessera::registerGradientRules(registry);
+  mlir::tessera::registerShardingRules(registry);
   registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

@@ -41,6 +41,9 @@ struct ArtifactTensor {
   /// (`tsr.global_shape`, else `shape`) split `shards` ways.
   std::optional<int64_t> shards;
   std::vector<int64_t> globalShape;
+  /// A block of a tensor-parallel value (`tsr.sharding`): per dimension,
+  /// the mesh axes it is split over; empty when the value is whole.
+  std::vector<std::vector<std::string>> sharding;
 };
 
 /// One collective of the per-rank program, numbered in program order.
@@ -70,7 +73,7 @@ struct TrainingManifest {
 struct ArtifactProgram {
   /// The function's name, and the entry symbol `tessera_entry_<name>`.
   std::string name, entry;
-  SmallVector<ArtifactTensor> inputs, outputs;
+  std::vector<ArtifactTensor> inputs, outputs;
   /// Peak bytes the function allocates itself (tsr-cpu-memory-plan).
   std::optional<int64_t> peakAllocBytes;
   /// The same peak as predicted on tsr before lowering (lib/Analysis).

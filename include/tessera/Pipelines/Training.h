@@ -19,6 +19,9 @@ struct TrainingPipelineOptions {
   TsrAppendLossOptions loss;
   TsrAutodiffOptions autodiff;
   int64_t microBatches = 1;
+  /// Split the loss function over a tensor-parallel mesh axis before
+  /// autodiff (absent: no tensor parallelism).
+  std::optional<TsrShardingPropagationOptions> tensorParallel;
   /// One rank's part of a data-parallel step (absent: a single device).
   std::optional<TsrDataParallelPlanOptions> dataParallel;
   /// Train batch normalization with batch statistics (absent: keep the

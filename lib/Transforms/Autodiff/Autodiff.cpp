@@ -139,9 +139,25 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
     llvm::DenseMap<Value, Value> adjoints;
     OpBuilder b(f.getContext());
     b.setInsertionPoint(ret);
+    // A function partitioned over mesh axes (tsr-sharding-partition) has
+    // the same loss on each of their N ranks. Its gradients are those of
+    // the sum of every rank's loss (the collectives' rules), so the seed is
+    // 1/N, and an argument that is not split over those axes gets the sum
+    // of every rank's share of its gradient.
+    SmallVector<StringRef> partitioned;
+    if (auto axes = f->getAttrOfType<ArrayAttr>(tsr::attr::kPartitioned))
+      for (Attribute a : axes)
+        partitioned.push_back(cast<StringAttr>(a).getValue());
+    int64_t replicas = 1;
+    if (!partitioned.empty()) {
+      FailureOr<int64_t> n = tsr::getMeshGroupSize(f, partitioned);
+      if (failed(n))
+        return failure();
+      replicas = *n;
+    }
     {
       GradientBuilder seed(b, loss.getLoc());
-      adjoints[loss] = seed.scalarLike(loss, 1.0);
+      adjoints[loss] = seed.scalarLike(loss, 1.0 / double(replicas));
     }
 
     SmallVector<Operation *> forward;
@@ -200,6 +216,23 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
         // The parameter does not reach the loss: its gradient is zero.
         GradientBuilder zeros(b, arg.getLoc());
         grad = zeros.splat(cast<RankedTensorType>(arg.getType()), 0.0);
+      } else if (!partitioned.empty()) {
+        SmallVector<StringRef> whole(partitioned);
+        if (auto sharding =
+                f.getArgAttrOfType<tsr::ShardingAttr>(i, tsr::attr::kSharding))
+          for (Attribute dim : sharding.getDims())
+            for (Attribute a : cast<ArrayAttr>(dim))
+              llvm::erase(whole, cast<StringAttr>(a).getValue());
+        if (!whole.empty()) {
+          auto sum = tsr::CollectiveReductionAttr::get(
+              b.getContext(), tsr::CollectiveReduction::sum);
+          grad = tsr::AllReduceOp::create(
+              b, arg.getLoc(), grad.getType(), grad, sum,
+              b.getStrArrayAttr(whole),
+              b.getStrArrayAttr({getArgString(f, i, tsr::attr::kName)}),
+              IntegerAttr(), IntegerAttr(), UnitAttr());
+          grad.getDefiningOp()->setAttr(tsr::attr::kBackward, b.getUnitAttr());
+        }
       }
       results.push_back(grad);
     }

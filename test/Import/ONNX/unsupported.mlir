@@ -54,10 +54,10 @@ func.func @maxpool_indices(%x: tensor<1x1x4x4xf32>) -> tensor<*xi64> {
 
 // -----
 
-func.func @batchnorm_training(%x: tensor<2x3xf32>, %s: tensor<3xf32>) -> tensor<*xf32> {
-  // expected-error @+1 {{unsupported ONNX op 'BatchNormalization' (domain '', opset 15, since_version 15) at node 'bn': training_mode = 1}}
-  %y = onnx.node "BatchNormalization"(%x, %s, %s, %s, %s) {attrs = {training_mode = 1 : i64}, domain = "", name = "bn", opset = 15 : i64, since_version = 15 : i64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<*xf32>
-  return %y : tensor<*xf32>
+func.func @batchnorm_statistics_outputs(%x: tensor<2x3xf32>, %s: tensor<3xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{unsupported ONNX op 'BatchNormalization' (domain '', opset 15, since_version 15) at node 'bn': running statistics outputs need training_mode = 1}}
+  %y, %m, %v = onnx.node "BatchNormalization"(%x, %s, %s, %s, %s) {attrs = {}, domain = "", name = "bn", opset = 15 : i64, since_version = 15 : i64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %m : tensor<*xf32>
 }
 
 // -----

@@ -126,4 +126,105 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
   ];
 }
 
+def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
+  let summary = "Decide how every value of a loss function is split over a "
+                "tensor-parallel mesh axis";
+  let description = [{
+    The decision half of tensor parallelism; it writes attributes only, and
+    `tsr-sharding-partition` applies them. Runs on the loss function
+    (after `tsr-append-loss`, before `tsr-autodiff`) of a module whose
+    `tsr.mesh` has the axis `axis` (default `tp`).
+
+    Walking the ops in program order, it gives each op with a sharding rule
+    (ShardingRuleOpInterface; the elementwise rule for elementwise ops) the
+    candidate layout whose operand reshards move the fewest bytes over the
+    axis (the α-β model's β coefficient; ties: fewer messages, a result that
+    is not a pending sum, splitting over not splitting). A weight (a
+    parameter of rank >= 2 that a matmul, einsum, convolution or gather
+    reads) is split by its first use; an activation is
+    split only along a factor a weight operand has or an operand arrives
+    split along (biases and norm scales follow the activations). A row-parallel matmul's result is a pending sum (`partial`)
+    until an op that is not linear in it needs it whole. An op without a
+    rule runs on whole values, and is named in a warning when that gathers a
+    split or pending operand.
+
+    The decisions, on every op that splits, sums or reshards something:
+    `tsr.operand_shardings` (the layout each operand is brought to) and
+    `tsr.sharding` (each result's layout); on split parameters, the argument
+    attribute `tsr.sharding`.
+
+    Before (`axis=tp`, mesh `["tp"=2]`):
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
+                    %w1: tensor<8x16xf32> {tsr.name = "w1", tsr.role = #tsr.role<param>},
+                    %w2: tensor<16x8xf32> {tsr.name = "w2", tsr.role = #tsr.role<param>}) -> tensor<f32> {
+      %h = tsr.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+      %a = tsr.relu %h : tensor<4x16xf32>
+      %y = tsr.matmul %a, %w2 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+      ...
+    ```
+
+    After (w1 split by columns, w2 by rows, y a pending sum):
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
+                    %w1: tensor<8x16xf32> {..., tsr.sharding = #tsr.sharding<[[], ["tp"]]>},
+                    %w2: tensor<16x8xf32> {..., tsr.sharding = #tsr.sharding<[["tp"], []]>}) -> tensor<f32> {
+      %h = tsr.matmul %x, %w1 {tsr.operand_shardings = [#tsr.sharding<[[], []]>, #tsr.sharding<[[], ["tp"]]>],
+                               tsr.sharding = [#tsr.sharding<[[], ["tp"]]>]} : ...
+      %a = tsr.relu %h {tsr.operand_shardings = [#tsr.sharding<[[], ["tp"]]>],
+                        tsr.sharding = [#tsr.sharding<[[], ["tp"]]>]} : tensor<4x16xf32>
+      %y = tsr.matmul %a, %w2 {tsr.operand_shardings = [#tsr.sharding<[[], ["tp"]]>, #tsr.sharding<[["tp"], []]>],
+                               tsr.sharding = [#tsr.sharding<[[], []], partial = ["tp"]>]} : ...
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "The mesh axis that carries tensor parallelism">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to plan (default: the module's one public "
+           "function)">,
+  ];
+}
+
+def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
+  let summary = "Rewrite a function to one rank's blocks with explicit "
+                "collectives, as tsr-sharding-propagation decided";
+  let description = [{
+    The rewrite half of tensor parallelism. Every value takes the shape of
+    its block; before each op its operands are brought to the layouts of
+    its `tsr.operand_shardings` (pending sum to split: `tsr.reduce_scatter`;
+    pending sum to whole: `tsr.all_reduce`; split to whole:
+    `tsr.all_gather`; whole to split: `tsr.local_shard`, no communication),
+    one reshard per value and layout; the results are brought to whole
+    values. A split parameter's argument becomes this rank's block, with
+    `tsr.global_shape` (and its `tsr.sharding`); the function gets
+    `tsr.partitioned` naming the axes, which `tsr-autodiff` reads: the loss
+    is the same on every rank of them, so it seeds the backward pass with
+    1/N of it, and sums over those axes the gradients of arguments that
+    are not split over them. A function without sharding decisions is left
+    as it is.
+
+    Before: the output of `tsr-sharding-propagation` above. After:
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
+                    %w1: tensor<8x8xf32> {tsr.global_shape = array<i64: 8, 16>, ...},
+                    %w2: tensor<8x8xf32> {tsr.global_shape = array<i64: 16, 8>, ...}) -> tensor<f32>
+        attributes {tsr.partitioned = ["tp"]} {
+      %h = tsr.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+      %a = tsr.relu %h : tensor<4x8xf32>
+      %y = tsr.matmul %a, %w2 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+      %s = tsr.all_reduce %y {mesh_axes = ["tp"]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      ...
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
+  ];
+}
+
 #endif // TESSERA_TRANSFORMS_PARALLEL_PASSES_TD

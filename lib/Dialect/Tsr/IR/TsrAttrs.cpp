@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -103,6 +104,66 @@ int64_t MeshAttr::getNumDevices() const {
   return n;
 }
 
+//===----------------------------------------------------------------------===//
+// ShardingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayAttr dims, ArrayAttr partial) {
+  llvm::SmallDenseSet<StringRef> seen;
+  auto checkAxes = [&](Attribute axes, StringRef what) -> LogicalResult {
+    auto list = dyn_cast<ArrayAttr>(axes);
+    if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
+      return emitError() << what << " must be a list of mesh axis names, got "
+                         << axes;
+    for (Attribute axis : list) {
+      StringRef name = cast<StringAttr>(axis).getValue();
+      if (!seen.insert(name).second)
+        return emitError() << "mesh axis '" << name
+                           << "' appears more than once in a sharding";
+    }
+    return success();
+  };
+  for (auto [i, dim] : llvm::enumerate(dims))
+    if (failed(checkAxes(dim, ("dimension " + Twine(i)).str())))
+      return failure();
+  if (partial && failed(checkAxes(partial, "partial")))
+    return failure();
+  return success();
+}
+
+ShardingAttr ShardingAttr::getReplicated(MLIRContext *ctx, unsigned rank) {
+  Builder b(ctx);
+  SmallVector<Attribute> dims(rank, b.getArrayAttr({}));
+  return get(ctx, b.getArrayAttr(dims), ArrayAttr());
+}
+
+ArrayAttr ShardingAttr::getDimAxes(unsigned dim) const {
+  return cast<ArrayAttr>(getDims()[dim]);
+}
+
+SmallVector<StringRef> ShardingAttr::getPartialAxes() const {
+  SmallVector<StringRef> axes;
+  if (getPartial())
+    for (Attribute a : getPartial())
+      axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+bool ShardingAttr::isReplicated() const {
+  return getPartialAxes().empty() && llvm::all_of(getDims(), [](Attribute dim) {
+           return cast<ArrayAttr>(dim).empty();
+         });
+}
+
+std::optional<unsigned> ShardingAttr::getDimOf(StringRef axis) const {
+  for (auto [i, dim] : llvm::enumerate(getDims()))
+    for (Attribute a : cast<ArrayAttr>(dim))
+      if (cast<StringAttr>(a).getValue() == axis)
+        return i;
+  return std::nullopt;
+}
+
 LogicalResult ZeroAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t stage, ArrayAttr axes) {
   if (stage < 0 || stage > 3)
@@ -149,6 +210,47 @@ FailureOr<int64_t> mlir::tsr::getMeshGroupSize(Operation *op,
 //===----------------------------------------------------------------------===//
 // The training contract: tsr.* attributes of arguments and results
 //===----------------------------------------------------------------------===//
+
+LogicalResult mlir::tsr::verifySharding(Operation *op, Type type,
+                                        ShardingAttr sharding,
+                                        const Twine &what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return op->emitOpError() << what << " is sharded but is not a tensor";
+  if (sharding.getDims().size() != size_t(tensor.getRank()))
+    return op->emitOpError()
+           << what << " has rank " << tensor.getRank() << " but its sharding "
+           << sharding << " has " << sharding.getDims().size() << " dimensions";
+  FailureOr<MeshAttr> mesh = getEnclosingMesh(op);
+  if (failed(mesh))
+    return failure();
+  auto groupSize = [&](ArrayAttr axes) -> FailureOr<int64_t> {
+    int64_t n = 1;
+    for (Attribute a : axes) {
+      std::optional<int64_t> size =
+          mesh->getAxisSize(cast<StringAttr>(a).getValue());
+      if (!size)
+        return op->emitOpError()
+               << what << ": mesh axis " << a << " of sharding " << sharding
+               << " is not declared by " << *mesh;
+      n *= *size;
+    }
+    return n;
+  };
+  for (auto [i, dim] : llvm::enumerate(sharding.getDims())) {
+    FailureOr<int64_t> n = groupSize(cast<ArrayAttr>(dim));
+    if (failed(n))
+      return failure();
+    if (tensor.getDimSize(i) % *n != 0)
+      return op->emitOpError()
+             << what << ": dimension " << i << " (size " << tensor.getDimSize(i)
+             << ") cannot be split into " << *n << " equal blocks by "
+             << sharding;
+  }
+  if (sharding.getPartial() && failed(groupSize(sharding.getPartial())))
+    return failure();
+  return success();
+}
 
 namespace {
 /// Checks one `tsr.*` attribute of argument or result `index` of `op`.
@@ -199,6 +301,25 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
   }
   if (name == attr::kGlobalShape)
     return isa<DenseI64ArrayAttr>(value) ? success() : fail("array<i64: ...>");
+  if (name == attr::kSharding) {
+    auto sharding = dyn_cast<ShardingAttr>(value);
+    if (!sharding)
+      return fail("a sharding such as #tsr.sharding<[[], [\"tp\"]]>");
+    if (!function)
+      return success();
+    Type type = isResult ? function.getResultTypes()[index]
+                         : function.getArgumentTypes()[index];
+    // A partitioned function's argument is one block of the value whose
+    // shape tsr.global_shape gives.
+    DictionaryAttr attrs = isResult ? function.getResultAttrDict(index)
+                                    : function.getArgAttrDict(index);
+    if (auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>(attr::kGlobalShape)
+                            : DenseI64ArrayAttr())
+      type = RankedTensorType::get(global.asArrayRef(),
+                                   getElementTypeOrSelf(type));
+    return verifySharding(op, type, sharding,
+                          (isResult ? "result " : "argument ") + Twine(index));
+  }
   return op->emitOpError() << (isResult ? "result " : "argument ") << index
                            << " has unknown attribute '" << name << "' (known: "
                            << llvm::join(
@@ -206,7 +327,7 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
                                       attr::kName, attr::kRole, attr::kUpdates,
                                       attr::kGradOf, attr::kBucket, attr::kInit,
                                       attr::kStatistics, attr::kShards,
-                                      attr::kGlobalShape},
+                                      attr::kGlobalShape, attr::kSharding},
                                   ", ")
                            << ")";
 }
@@ -250,6 +371,44 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a unit attribute, got " << value;
     return success();
   }
+  if (name == attr::kSharding) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (!list || list.size() != op->getNumResults() ||
+        !llvm::all_of(list, llvm::IsaPred<ShardingAttr>))
+      return op->emitOpError("attribute '")
+             << name << "' must list one #tsr.sharding per result ("
+             << op->getNumResults() << "), got " << value;
+    for (auto [i, sharding] : llvm::enumerate(list))
+      if (failed(verifySharding(op, op->getResult(i).getType(),
+                                cast<ShardingAttr>(sharding),
+                                "result " + Twine(i))))
+        return failure();
+    return success();
+  }
+  if (name == attr::kOperandShardings) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (!list || list.size() != op->getNumOperands() ||
+        !llvm::all_of(list, llvm::IsaPred<ShardingAttr>))
+      return op->emitOpError("attribute '")
+             << name << "' must list one #tsr.sharding per operand ("
+             << op->getNumOperands() << "), got " << value;
+    for (auto [i, sharding] : llvm::enumerate(list))
+      if (failed(verifySharding(op, op->getOperand(i).getType(),
+                                cast<ShardingAttr>(sharding),
+                                "operand " + Twine(i))))
+        return failure();
+    return success();
+  }
+  if (name == attr::kPartitioned) {
+    auto axes = dyn_cast<ArrayAttr>(value);
+    if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+      return op->emitOpError("attribute '")
+             << name << "' must be a list of mesh axis names, got " << value;
+    SmallVector<StringRef> names;
+    for (Attribute a : axes)
+      names.push_back(cast<StringAttr>(a).getValue());
+    return success(succeeded(getMeshGroupSize(op, names)));
+  }
   if (name == attr::kFrozen) {
     auto dict = dyn_cast<DictionaryAttr>(value);
     if (!dict || !llvm::all_of(dict, [](NamedAttribute entry) {
@@ -288,5 +447,7 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
   return op->emitOpError("has unknown attribute '")
          << name << "' (known on ops: " << attr::kMesh << ", " << attr::kZero
          << ", " << attr::kFrozen << ", " << attr::kBackward << ", "
-         << attr::kPeakAllocBytes << ", " << attr::kSchedule << ")";
+         << attr::kPeakAllocBytes << ", " << attr::kSchedule << ", "
+         << attr::kSharding << ", " << attr::kOperandShardings << ", "
+         << attr::kPartitioned << ")";
 }

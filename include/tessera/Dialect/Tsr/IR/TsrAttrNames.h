@@ -33,8 +33,17 @@ inline constexpr llvm::StringLiteral kStatistics = "tsr.statistics";
 inline constexpr llvm::StringLiteral kShards = "tsr.shards";
 /// On a sharded value: the shape of the whole tensor.
 inline constexpr llvm::StringLiteral kGlobalShape = "tsr.global_shape";
+/// How a value is split over the mesh (#tsr.sharding<...>): on arguments
+/// and results; on an op, an array with one per result. From
+/// tsr-sharding-propagation.
+inline constexpr llvm::StringLiteral kSharding = "tsr.sharding";
 
 // On an op.
+/// The layout each operand must be brought to before the op runs (one
+/// #tsr.sharding per operand), from tsr-sharding-propagation; the op's
+/// results have the layouts of its `tsr.sharding`.
+inline constexpr llvm::StringLiteral kOperandShardings =
+    "tsr.operand_shardings";
 /// Built by tsr-autodiff: part of the backward pass (a unit attribute).
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 
@@ -44,6 +53,10 @@ inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 inline constexpr llvm::StringLiteral kFrozen = "tsr.frozen";
 /// The ZeRO layout of a data-parallel training function (#tsr.zero<...>).
 inline constexpr llvm::StringLiteral kZero = "tsr.zero";
+/// The mesh axes a function was partitioned over by
+/// tsr-sharding-partition (a list of axis names): its loss is the same on
+/// every rank of those axes.
+inline constexpr llvm::StringLiteral kPartitioned = "tsr.partitioned";
 
 // On a module.
 /// The device mesh (#tsr.mesh<...>).

@@ -171,4 +171,48 @@ def Tsr_ZeroAttr : AttrDef<Tsr_Dialect, "Zero"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Sharding of a value over the mesh
+//===----------------------------------------------------------------------===//
+
+def Tsr_ShardingAttr : AttrDef<Tsr_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "how a value is split over the mesh, and what is pending on it";
+  let description = [{
+    One entry per tensor dimension: the mesh axes the dimension is split
+    over (empty: every rank of those axes holds all of it). Over axes
+    `["dp", "tp"]` the dimension is cut into size(dp)·size(tp) equal blocks
+    and the rank at coordinates (d, t) holds block d·size(tp) + t (the
+    mesh's row-major rule restricted to the listed axes, as for the
+    collectives). `partial` lists axes over which each rank holds only a
+    summand: the value is the sum over the ranks of those axes (a
+    row-parallel matmul's result before its all-reduce). An axis appears at
+    most once. The vocabulary of upstream `shard` (split and partial axes)
+    and of Shardy's `sdy.sharding`.
+
+    Set by `tsr-sharding-propagation` on ops (`tsr.sharding`, one per
+    result) and on function arguments and results; read by
+    `tsr-sharding-partition`.
+
+    Examples: `#tsr.sharding<[[], ["tp"]]>` (columns split over tp),
+    `#tsr.sharding<[[], []], partial = ["tp"]>` (a pending sum over tp).
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$dims,
+                        OptionalParameter<"::mlir::ArrayAttr">:$partial);
+  let assemblyFormat = "`<` $dims (`,` `partial` `=` $partial^)? `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// A sharding of `rank` dimensions, none split, nothing pending.
+    static ShardingAttr getReplicated(::mlir::MLIRContext *ctx, unsigned rank);
+    /// The axes dimension `dim` is split over.
+    ::mlir::ArrayAttr getDimAxes(unsigned dim) const;
+    /// The axes of a pending sum (empty if none).
+    ::llvm::SmallVector<::llvm::StringRef> getPartialAxes() const;
+    /// Whether no dimension is split and nothing is pending.
+    bool isReplicated() const;
+    /// The dimension split over `axis`, if one is.
+    std::optional<unsigned> getDimOf(::llvm::StringRef axis) const;
+  }];
+}
+
 #endif // TESSERA_DIALECT_TSR_TSRATTRS_TD

@@ -51,15 +51,27 @@ def Tsr_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
 def Tsr_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   let cppNamespace = "::mlir::tsr";
   let description = [{
-    The sharding rule of an op as data: an einsum-like mapping from named
-    factors to tensor dimensions (`ij,jk->ik` for matmul, with `j` a
-    reduction factor), from which sharding propagation derives which shardings
-    are legal, which need a collective and which leave a partial sum.
+    The sharding rule of an op as data (`ShardingRule`, TsrInterfaces.h):
+    every operand and result dimension as a product of factors, each factor
+    parallel (it indexes the result: split it and every rank computes its
+    block), reduction (summed over: split it and every rank holds a partial
+    sum) or replicated (it cannot be split: a softmax's axis, a normalized
+    dimension). Matmul [m, k] x [k, n] -> [m, n] has factors m, n parallel
+    and k reduction; a reshape [b, 768] -> [b, 12, 64] has factors b, 12, 64
+    with operand dimension 1 the compound 12·64. Sharding propagation
+    derives from it which shardings are legal, which need a collective and
+    which leave a partial sum; the partition rewrites an op whose rule holds
+    as the same op on its blocks. Ops without the interface that are
+    `Elementwise` get the elementwise rule (numpy broadcasting); any other
+    op is replicated. The upstream `shard` dialect's `ShardingInterface`
+    says the same with loop iterator types and indexing maps, which cannot
+    express a reshape's compound dimensions (Shardy's factor form can).
   }];
   let methods = [
-    InterfaceMethod<"The factor mapping, e.g. `ij,jk->ik`; empty if the op "
-                    "must be replicated.",
-      "std::string", "getShardingRule", (ins)>,
+    InterfaceMethod<"The rule; fails (with an error) if the op's types do "
+                    "not allow one.",
+      "::mlir::FailureOr<::mlir::tsr::ShardingRule>", "getShardingRule",
+      (ins)>,
   ];
 }
 

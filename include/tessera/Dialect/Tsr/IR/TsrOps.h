@@ -40,6 +40,11 @@ FailureOr<MeshAttr> getEnclosingMesh(Operation *op);
 /// their sizes); emits an error on `op` and fails unless every axis is
 /// declared by the enclosing mesh, once, in the mesh's order.
 FailureOr<int64_t> getMeshGroupSize(Operation *op, ArrayRef<StringRef> axes);
+/// Checks `sharding` against a value of `type` inside `op` (`what` names the
+/// value in errors): one entry per dimension, axes of the enclosing mesh,
+/// every split dimension divisible into equal blocks.
+LogicalResult verifySharding(Operation *op, Type type, ShardingAttr sharding,
+                             const Twine &what);
 } // namespace mlir::tsr
 
 #endif // TESSERA_DIALECT_TSR_IR_TSROPS_H

@@ -1,0 +1,340 @@
+//===- ShardingPropagation.cpp - Decide the shardings of a forward graph --===//
+//
+// The decision half of tensor parallelism over one mesh axis (attributes
+// only; tsr-sharding-partition applies them). The walk follows the program
+// order of the loss function. At every op with a sharding rule it weighs
+// the candidates (split none of the op's factors, or one factor whose size
+// the axis divides, or run on partial operands where the op is linear in
+// them) by the bytes the reshards of their operands would move (the
+// coefficient of beta in the alpha-beta model of lib/Analysis/CostModel.h:
+// every candidate communicates over the same axis, so bytes decide, then
+// the number of messages), under two policies:
+//
+// - a weight (a parameter of rank 2 or more that a matmul, einsum,
+//   convolution or gather reads) that is not decided yet is split along
+//   one of its dimensions by the first op that uses it: tensor parallelism
+//   exists to split the model;
+// - an activation is split only along a factor that a weight operand of
+//   the op has, or that an operand arrives split along: activations follow
+//   the weights (biases and norm scales follow the activations).
+//
+// Ties go to a result that is not a pending sum, then to splitting over
+// not splitting (less work per rank), then to the lower factor. A matmul
+// whose input is whole thus splits its weight's columns (no communication,
+// the result split along them); one whose input arrives split along its
+// contracted dimension splits its weight's rows (no communication, the
+// result a pending sum, resolved by the first op that cannot take one):
+// Megatron's layout, found from the costs rather than named.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Transforms/Parallel/Passes.h"
+
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/ShardingRules.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRSHARDINGPROPAGATION
+#include "tessera/Transforms/Parallel/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+using tsr::ShardingRule;
+
+namespace {
+
+/// A value's layout over the planning axis: the dimension split over it
+/// (-1: none) or a pending sum over it.
+struct Layout {
+  int dim = -1;
+  bool partial = false;
+  bool operator==(const Layout &o) const {
+    return dim == o.dim && partial == o.partial;
+  }
+};
+
+/// What a candidate costs: bytes the reshards move per rank and messages.
+struct Cost {
+  double bytes = 0;
+  int messages = 0;
+  Cost &operator+=(const Cost &o) {
+    bytes += o.bytes;
+    messages += o.messages;
+    return *this;
+  }
+};
+
+struct Candidate {
+  /// The split factor, or none (and `keepPartial`: run on partial operands).
+  std::optional<unsigned> factor;
+  bool keepPartial = false;
+  SmallVector<Layout> operands, results;
+  Cost cost;
+};
+
+struct TsrShardingPropagationPass
+    : tessera::impl::TsrShardingPropagationBase<TsrShardingPropagationPass> {
+  using Base::Base;
+
+  int64_t n = 1;
+  DenseMap<Value, Layout> layouts;
+  /// Parameters whose layout the first use decides.
+  DenseSet<Value> undecided;
+  DenseSet<Value> params;
+
+  void runOnOperation() override {
+    FailureOr<func::FuncOp> f =
+        getTrainingFunction(getOperation(), getArgument(), function);
+    if (failed(f) || failed(run(*f)))
+      signalPassFailure();
+  }
+
+  static int64_t bytesOf(Value v) {
+    return tsr::getStaticTensorBytes(v.getType());
+  }
+
+  /// The cost of bringing `v` from `from` to `to` (α-β coefficients of
+  /// the ring algorithms, lib/Analysis/CostModel.h).
+  Cost reshardCost(Value v, Layout from, Layout to) const {
+    if (from == to || undecided.contains(v))
+      return {};
+    double b = double(bytesOf(v)), share = double(n - 1) / double(n);
+    Cost c;
+    if (from.partial) {
+      if (to.dim >= 0) // reduce_scatter
+        return {share * b, int(n - 1)};
+      c = {2 * share * b, int(2 * (n - 1))}; // all_reduce
+      from = Layout();
+    }
+    if (from.dim >= 0 && from.dim != to.dim) // all_gather
+      c += {share * b, int(n - 1)};
+    // Splitting a whole value is a local slice.
+    return c;
+  }
+
+  /// Whether factor `f` of `rule` may be split over an axis of size n.
+  bool splittable(const ShardingRule &rule, unsigned f) const {
+    const ShardingRule::Factor &factor = rule.factors[f];
+    if (factor.kind == ShardingRule::Kind::Replicated || factor.size % n != 0)
+      return false;
+    auto majorWherever = [&](ArrayRef<SmallVector<SmallVector<unsigned>>> vs) {
+      for (const auto &dims : vs)
+        for (const auto &dim : dims)
+          if (llvm::is_contained(dim, f) && dim.front() != f)
+            return false;
+      return true;
+    };
+    return majorWherever(rule.operands) && majorWherever(rule.results);
+  }
+
+  static int dimOf(ArrayRef<SmallVector<unsigned>> dims, unsigned f) {
+    for (auto [d, factors] : llvm::enumerate(dims))
+      if (!factors.empty() && factors.front() == f)
+        return d;
+    return -1;
+  }
+
+  /// Whether `v` is a weight: a parameter of rank 2 or more that a
+  /// contraction or a lookup reads (biases, norm scales and masks follow
+  /// the activations instead).
+  bool isWeight(Value v) const {
+    return params.contains(v) &&
+           cast<RankedTensorType>(v.getType()).getRank() >= 2 &&
+           llvm::any_of(v.getUsers(), [](Operation *user) {
+             return isa<tsr::MatMulOp, tsr::EinsumOp, tsr::ConvOp,
+                        tsr::GatherOp>(user);
+           });
+  }
+
+  /// Whether the operand is a weight still to be split.
+  bool isUndecidedWeight(Value v) const {
+    return isWeight(v) && undecided.contains(v);
+  }
+
+  SmallVector<Candidate> candidates(Operation *op, const ShardingRule &rule) {
+    SmallVector<Layout> current;
+    for (Value v : op->getOperands())
+      current.push_back(layouts.lookup(v));
+    auto build = [&](std::optional<unsigned> f, bool keepPartial) {
+      Candidate c;
+      c.factor = f;
+      c.keepPartial = keepPartial;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        Layout need;
+        if (f)
+          need.dim = dimOf(rule.operands[i], *f);
+        if (keepPartial && current[i].partial)
+          need.partial = true;
+        c.operands.push_back(need);
+        c.cost += reshardCost(v, current[i], need);
+      }
+      for (unsigned r = 0; r < op->getNumResults(); ++r) {
+        Layout out;
+        if (f && rule.factors[*f].kind == ShardingRule::Kind::Reduction)
+          out.partial = true;
+        else if (f)
+          out.dim = dimOf(rule.results[r], *f);
+        if (keepPartial)
+          out.partial = true;
+        c.results.push_back(out);
+      }
+      return c;
+    };
+    SmallVector<Candidate> all{build(std::nullopt, false)};
+    SmallVector<bool> partial;
+    for (const Layout &l : current)
+      partial.push_back(l.partial);
+    if (llvm::is_contained(partial, true) && acceptsPartial(op, partial))
+      all.push_back(build(std::nullopt, true));
+    for (unsigned f = 0; f < rule.factors.size(); ++f) {
+      if (!splittable(rule, f))
+        continue;
+      // Activations follow the weights: a factor some weight operand has,
+      // or one an operand arrives split along.
+      bool allowed = false;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        int d = dimOf(rule.operands[i], f);
+        if (d < 0)
+          continue;
+        if (isWeight(v) || current[i].dim == d)
+          allowed = true;
+      }
+      if (allowed)
+        all.push_back(build(f, false));
+    }
+    // An undecided weight is split by its first use, if any candidate can.
+    auto splitsWeights = [&](const Candidate &c) {
+      for (auto [i, v] : llvm::enumerate(op->getOperands()))
+        if (isUndecidedWeight(v) && c.operands[i].dim < 0)
+          return false;
+      return true;
+    };
+    if (llvm::any_of(all, splitsWeights))
+      llvm::erase_if(all,
+                     [&](const Candidate &c) { return !splitsWeights(c); });
+    return all;
+  }
+
+  static bool better(const Candidate &a, const Candidate &b) {
+    if (a.cost.bytes != b.cost.bytes)
+      return a.cost.bytes < b.cost.bytes;
+    if (a.cost.messages != b.cost.messages)
+      return a.cost.messages < b.cost.messages;
+    bool ap = llvm::any_of(a.results, [](Layout l) { return l.partial; });
+    bool bp = llvm::any_of(b.results, [](Layout l) { return l.partial; });
+    if (ap != bp)
+      return !ap;
+    if (a.factor.has_value() != b.factor.has_value())
+      return a.factor.has_value();
+    return a.factor.value_or(0) < b.factor.value_or(0);
+  }
+
+  tsr::ShardingAttr toAttr(Value v, Layout l) const {
+    MLIRContext *ctx = v.getContext();
+    Builder b(ctx);
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    SmallVector<Attribute> dims(rank, b.getArrayAttr({}));
+    if (l.dim >= 0)
+      dims[l.dim] = b.getStrArrayAttr({axis});
+    return tsr::ShardingAttr::get(ctx, b.getArrayAttr(dims),
+                                  l.partial ? b.getStrArrayAttr({axis})
+                                            : ArrayAttr());
+  }
+
+  LogicalResult run(func::FuncOp f) {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+    if (!mesh)
+      return f.emitError("tsr-sharding-propagation needs the module's "
+                         "tsr.mesh (e.g. #tsr.mesh<[\"tp\"=2]>)");
+    std::optional<int64_t> size = mesh.getAxisSize(axis);
+    if (!size)
+      return f.emitError("the tensor-parallel axis '")
+             << axis << "' is not an axis of the module's mesh " << mesh;
+    n = *size;
+    if (n == 1)
+      return success();
+
+    for (BlockArgument arg : f.getArguments()) {
+      if (!isa<RankedTensorType>(arg.getType()))
+        continue;
+      if (getArgRole(f, arg.getArgNumber()) == tsr::Role::param) {
+        params.insert(arg);
+        undecided.insert(arg);
+      }
+    }
+
+    WalkResult walk = f.getBody().front().walk([&](Operation *op) {
+      if (isa<func::ReturnOp>(op))
+        return WalkResult::advance();
+      if (failed(decide(op)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+
+    // The params, split or whole, as their first use decided.
+    for (Value p : params) {
+      auto arg = cast<BlockArgument>(p);
+      Layout l = layouts.lookup(p);
+      if (l.dim >= 0)
+        f.setArgAttr(arg.getArgNumber(), tsr::attr::kSharding, toAttr(p, l));
+    }
+    return success();
+  }
+
+  LogicalResult decide(Operation *op) {
+    std::optional<ShardingRule> rule;
+    if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
+             tsr::AllToAllOp, tsr::BroadcastFromOp, tsr::WaitOp,
+             tsr::LocalShardOp>(op))
+      rule = getShardingRule(op);
+    Candidate chosen;
+    if (rule) {
+      SmallVector<Candidate> all = candidates(op, *rule);
+      chosen = all.front();
+      for (const Candidate &c : llvm::drop_begin(all))
+        if (better(c, chosen))
+          chosen = c;
+    } else {
+      // No rule: the op runs on whole values.
+      bool gathers = false;
+      for (Value v : op->getOperands()) {
+        chosen.operands.push_back(Layout());
+        Layout l = layouts.lookup(v);
+        gathers |= (l.dim >= 0 || l.partial) && !undecided.contains(v);
+      }
+      chosen.results.assign(op->getNumResults(), Layout());
+      if (gathers)
+        op->emitWarning("has no sharding rule: it runs replicated, on "
+                        "operands gathered over '")
+            << axis << "'";
+    }
+    for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands))
+      if (undecided.erase(v))
+        layouts[v] = need;
+    for (auto [r, l] : llvm::zip(op->getResults(), chosen.results))
+      layouts[r] = l;
+
+    bool interesting = false;
+    for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands))
+      interesting |= !(need == Layout()) || !(layouts.lookup(v) == Layout());
+    for (const Layout &l : chosen.results)
+      interesting |= !(l == Layout());
+    if (!interesting)
+      return success();
+    Builder b(op->getContext());
+    SmallVector<Attribute> operands, results;
+    for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands))
+      operands.push_back(toAttr(v, need));
+    for (auto [r, l] : llvm::zip(op->getResults(), chosen.results))
+      results.push_back(toAttr(r, l));
+    op->setAttr(tsr::attr::kOperandShardings, b.getArrayAttr(operands));
+    op->setAttr(tsr::attr::kSharding, b.getArrayAttr(results));
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,67 @@
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// #tsr.sharding round-trips on arguments and ops; a block of a partitioned
+// function is checked against its tsr.global_shape.
+// CHECK-LABEL: func.func @layouts(
+// CHECK-SAME: tsr.sharding = #tsr.sharding<{{\[\[\], \["dp", "tp"\]\]}}>
+// CHECK-SAME: tsr.global_shape = array<i64: 8, 8>, tsr.sharding = #tsr.sharding<{{\[\["tp"\], \[\]\]}}>
+// CHECK: tsr.sharding = [#tsr.sharding<{{\[\[\], \[\]\]}}, partial = ["tp"]>]
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2]>} {
+  func.func @layouts(%x: tensor<4x8xf32> {tsr.sharding = #tsr.sharding<[[], ["dp", "tp"]]>},
+                     %w: tensor<4x8xf32> {tsr.global_shape = array<i64: 8, 8>, tsr.sharding = #tsr.sharding<[["tp"], []]>}) -> tensor<4x8xf32> {
+    %y = tsr.add %x, %w {tsr.operand_shardings = [#tsr.sharding<[[], []]>, #tsr.sharding<[[], []]>], tsr.sharding = [#tsr.sharding<[[], []], partial = ["tp"]>]} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{mesh axis 'tp' appears more than once in a sharding}}
+func.func private @twice() attributes {x.s = #tsr.sharding<[["tp"], ["tp"]]>}
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  // expected-error @+1 {{argument 0 has rank 2 but its sharding #tsr.sharding<[["tp"]]> has 1 dimensions}}
+  func.func @rank(%x: tensor<4x8xf32> {tsr.sharding = #tsr.sharding<[["tp"]]>}) {
+    return
+  }
+}
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["tp"=4]>} {
+  // expected-error @+1 {{argument 0: dimension 0 (size 6) cannot be split into 4 equal blocks by #tsr.sharding<[["tp"]]>}}
+  func.func @blocks(%x: tensor<6xf32> {tsr.sharding = #tsr.sharding<[["tp"]]>}) {
+    return
+  }
+}
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
+  // expected-error @+1 {{argument 0: mesh axis "tp" of sharding #tsr.sharding<[["tp"]]> is not declared by #tsr.mesh<["dp"=2]>}}
+  func.func @axis(%x: tensor<4xf32> {tsr.sharding = #tsr.sharding<[["tp"]]>}) {
+    return
+  }
+}
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @per_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{attribute 'tsr.sharding' must list one #tsr.sharding per result (1), got []}}
+    %y = tsr.relu %x {tsr.sharding = []} : tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @per_operand(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{attribute 'tsr.operand_shardings' must list one #tsr.sharding per operand (1), got [#tsr.sharding<[["tp"]]>, #tsr.sharding<[["tp"]]>]}}
+    %y = tsr.relu %x {tsr.operand_shardings = [#tsr.sharding<[["tp"]]>, #tsr.sharding<[["tp"]]>]} : tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}
