@@ -1,7 +1,8 @@
 //===- PrintCost.cpp - Report the estimated time of every function --------===//
 #include "tessera/Analysis/Passes.h"
 
-#include "tessera/Analysis/CostModel.h"
+#include "tessera/Analysis/ClusterSpec.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -15,19 +16,6 @@ namespace mlir::tessera {
 using namespace mlir;
 
 namespace {
-/// Parses `AXIS:ALPHA:BETA`, both numbers non-negative.
-std::optional<std::pair<StringRef, tessera::LinkCost>>
-parseLink(StringRef spec) {
-  SmallVector<StringRef> parts;
-  spec.split(parts, ':');
-  tessera::LinkCost link;
-  if (parts.size() != 3 || parts[0].empty() ||
-      parts[1].getAsDouble(link.alpha) || parts[2].getAsDouble(link.beta) ||
-      link.alpha < 0 || link.beta < 0)
-    return std::nullopt;
-  return std::make_pair(parts[0], link);
-}
-
 struct TsrPrintCostPass : tessera::impl::TsrPrintCostBase<TsrPrintCostPass> {
   using Base::Base;
 
@@ -38,19 +26,43 @@ struct TsrPrintCostPass : tessera::impl::TsrPrintCostBase<TsrPrintCostPass> {
                        "positive");
       return signalPassFailure();
     }
-    llvm::StringMap<tessera::LinkCost> linkCosts;
-    for (const std::string &spec : links) {
-      auto link = parseLink(spec);
-      if (!link) {
-        module.emitError("tsr-print-cost: malformed link '")
-            << spec
-            << "' in links: expected AXIS:ALPHA:BETA (seconds per "
-               "message, seconds per byte; both non-negative numbers)";
+    tessera::ClusterSpec spec;
+    if (!cluster.empty()) {
+      llvm::Expected<tessera::ClusterSpec> read =
+          tessera::readClusterSpec(cluster);
+      if (!read) {
+        module.emitError("tsr-print-cost: ")
+            << llvm::toString(read.takeError());
         return signalPassFailure();
       }
-      linkCosts[link->first] = link->second;
+      spec = std::move(*read);
     }
-    tessera::CostModel model({peakFlops, bandwidth}, std::move(linkCosts));
+    // The link of every axis of every mesh that the cluster file gives one
+    // (there is no default link): both figures, or neither.
+    llvm::StringMap<tessera::LinkCost> linkCosts;
+    WalkResult meshes = module->walk([&](Operation *op) {
+      auto mesh = op->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+      if (!mesh)
+        return WalkResult::advance();
+      for (StringAttr axis : mesh.getNames()) {
+        tessera::LinkSpec link = spec.getLink(axis);
+        if (link.alpha && link.beta) {
+          linkCosts[axis] = {*link.alpha, *link.beta};
+        } else if (link.alpha || link.beta) {
+          StringRef missing = link.alpha ? "bandwidth_gb_per_s" : "latency_us";
+          op->emitError("tsr-print-cost: ")
+              << cluster << " gives mesh axis '" << axis.getValue() << "' no "
+              << missing << " (in links." << axis.getValue()
+              << " or default_link)";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (meshes.wasInterrupted())
+      return signalPassFailure();
+    tessera::CostModel model(spec.getCostParameters({peakFlops, bandwidth}),
+                             std::move(linkCosts));
 
     auto print = [](const char *format, double x) {
       std::string text;

@@ -147,20 +147,24 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
 }
 
 FailureOr<ArtifactSignature>
-mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target) {
+mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
+                          const ClusterSpec &cluster) {
   SmallVector<func::FuncOp> publicFuncs;
   for (auto f : module.getOps<func::FuncOp>())
     if (f.isPublic() && !f.isExternal())
       publicFuncs.push_back(f);
   if (publicFuncs.empty())
     return module.emitError("no public function to compile");
-  // The cost model with the target's figures and a link per mesh axis.
+  // The cost model with the target's figures and a link per mesh axis,
+  // each figure the cluster file gives replacing the target's.
   auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
   llvm::StringMap<LinkCost> links;
   if (mesh)
     for (auto [axis, name] : llvm::enumerate(mesh.getNames()))
-      links[name] = target.getDefaultLinkCost(mesh.getSizes(), axis);
-  CostModel costModel(target.getCostParameters(), std::move(links));
+      links[name] = cluster.getLink(name).resolve(
+          target.getDefaultLinkCost(mesh.getSizes(), axis));
+  CostModel costModel(cluster.getCostParameters(target.getCostParameters()),
+                      std::move(links));
   ArtifactSignature sig;
   for (func::FuncOp f : publicFuncs) {
     FailureOr<ArtifactProgram> program = getArtifactProgram(f);
@@ -281,8 +285,9 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                                                const TargetBackend &target,
                                                StringRef dir,
                                                const TrainingManifest *train,
-                                               ArtifactSignature *outSig) {
-  FailureOr<ArtifactSignature> sig = lowerModel(module, target);
+                                               ArtifactSignature *outSig,
+                                               const ClusterSpec &cluster) {
+  FailureOr<ArtifactSignature> sig = lowerModel(module, target, cluster);
   if (failed(sig))
     return failure();
   if (outSig)

@@ -71,14 +71,17 @@ public:
   }
 
   // Defaults measured on the development machine (2 cores, see
-  // docs/pipeline.md): f32 GEMM through OpenBLAS on 2 threads, a 512 MiB
-  // copy, and a 4 MB all-reduce on 4 MPI ranks over shared memory (~6 ms
-  // for the 6 MB each rank moves). alpha is an estimate, not a measurement.
+  // docs/pipeline.md and docs/analysis.md), which a cluster file replaces:
+  // f32 GEMM through OpenBLAS on 2 threads (0.185 TFLOP/s) and a 512 MiB
+  // copy (25 GB/s).
   CostParameters getCostParameters() const override {
     return {/*peakFlops=*/185e9, /*memoryBandwidth=*/25e9};
   }
 
-  /// Every axis is MPI over shared memory on one machine.
+  /// Every axis is MPI over shared memory on one host, whatever the mesh:
+  /// beta from a 4 MB all-reduce on 4 ranks (~6 ms for the 6 MB each rank
+  /// moves: 1 GB/s); alpha (5 microseconds) an estimate of one MPI message
+  /// over shared memory, not a measurement.
   LinkCost getDefaultLinkCost(ArrayRef<int64_t>, unsigned) const override {
     return {/*alpha=*/5e-6, /*beta=*/1e-9};
   }

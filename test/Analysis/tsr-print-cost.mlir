@@ -1,11 +1,11 @@
-// RUN: tessera-opt %s -split-input-file "--tsr-print-cost=peak-flops=1e9 bandwidth=1e9 links=pp:1e-5:1e-9,dp:1e-6:1e-9,tp:1e-6:1e-10" -verify-diagnostics -o /dev/null
-// RUN: not tessera-opt %s -split-input-file "--tsr-print-cost=links=dp:1e-6:1e-9,tp:1e-6" 2>&1 | FileCheck %s --check-prefix=MALFORMED
-// RUN: not tessera-opt %s -split-input-file "--tsr-print-cost=links=dp:-1:1e-9" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// RUN: not tessera-opt %s -split-input-file "--tsr-print-cost=bandwidth=0" 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: tessera-opt %s -split-input-file "--tsr-print-cost=bandwidth=1e9 cluster=%S/Inputs/cluster.json" -verify-diagnostics -o /dev/null
 
-// MALFORMED: error: tsr-print-cost: malformed link 'tp:1e-6' in links: expected AXIS:ALPHA:BETA
-// NEGATIVE: error: tsr-print-cost: malformed link 'dp:-1:1e-9' in links: expected AXIS:ALPHA:BETA
-// DEVICE: error: tsr-print-cost: peak-flops and bandwidth must be positive
+// Inputs/cluster.json gives the peak (0.001 TFLOP/s = 1e9 FLOP/s); the
+// memory bandwidth, which it leaves out, is the option's (1e9 bytes/s).
+// Links (alpha s per message, beta s per byte): default_link 1 us and
+// 1 GB/s (1e-6, 1e-9) for every axis not listed (dp, ep); pp gives only a
+// latency (1e-5, 1e-9), tp only a bandwidth (1e-6, 1e-10); sp 20 us and
+// 100 GB/s (2e-5, 1e-11). Errors: tsr-print-cost-invalid.mlir.
 
 // Compute ops take the roofline time max(flops / 1e9, bytes / 1e9).
 // exp of 1024 f32: 1024 flops (one per element), 8192 bytes (read and
@@ -60,7 +60,8 @@ module attributes {tsr.mesh = #tsr.mesh<["pp"=2, "dp"=2, "tp"=4]>} {
 // over dp's link: 3 * (1e-6 + 1.024e-6) = 6.072e-6 s. A group of one rank
 // costs nothing (and needs no link). A call costs what its callee does:
 // the caller adds 1.024e-6 s for its exp of 128 f32 (128 flops, 1024
-// bytes: memory-bound) to the callee's 6.072e-6.
+// bytes: memory-bound) to the callee's 6.072e-6. ep takes default_link,
+// though its group of one never uses it.
 module attributes {tsr.mesh = #tsr.mesh<["ep"=1, "dp"=8]>} {
   // expected-remark @+1 {{estimated 6.072e-06 s: compute 0 s (0 flops, 0 bytes), communication 6.072e-06 s (3072 bytes)}}
   func.func @callee(%x: tensor<256xf32>) -> tensor<256xf32> {
@@ -80,11 +81,29 @@ module attributes {tsr.mesh = #tsr.mesh<["ep"=1, "dp"=8]>} {
 
 // -----
 
-// Every axis a collective of more than one rank spans needs a link.
-module attributes {tsr.mesh = #tsr.mesh<["ep"=2]>} {
-  func.func @unlinked(%x: tensor<4xf32>) -> tensor<4xf32> {
-    // expected-error @+1 {{'tsr.all_reduce' op has no link cost for mesh axis 'ep'}}
-    %r = tsr.all_reduce %x {mesh_axes = ["ep"], reduction = #tsr.reduction<sum>} : (tensor<4xf32>) -> tensor<4xf32>
-    return %r : tensor<4xf32>
+// Two axes of one mesh with different links: dp (1e-6 s + 1e-9 s/byte)
+// and sp (2e-5 + 1e-11), a high-latency, high-bandwidth link. A group over
+// both goes at the pace of whichever is slower for its B: sp for small
+// messages, dp for large ones.
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "sp"=2]>} {
+  // Communication: 3.024e-6 + 4.001e-5 + 1.2e-4 + 1.043e-4 = 2.674e-4 s,
+  // 1024 + 1024 + 1536 + 98304 = 101888 bytes.
+  // expected-remark @+1 {{estimated 0.0002674 s: compute 0 s (0 flops, 0 bytes), communication 0.0002674 s (101888 bytes)}}
+  func.func @two_axes(%x: tensor<256xf32>, %y: tensor<16384xf32>) -> (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<16384xf32>) {
+    // N = 2, B = 1024: 2 messages, 1024 bytes. Over dp: 2e-6 + 1.024e-6 =
+    // 3.024e-6 s; over sp: 4e-5 + 1.024e-8 = 4.001e-5 s.
+    // expected-note @+1 {{all_reduce over ["dp"]: 1024 bytes, 3.024e-06 s}}
+    %a = tsr.all_reduce %x {mesh_axes = ["dp"], reduction = #tsr.reduction<sum>} : (tensor<256xf32>) -> tensor<256xf32>
+    // expected-note @+1 {{all_reduce over ["sp"]: 1024 bytes, 4.001e-05 s}}
+    %b = tsr.all_reduce %x {mesh_axes = ["sp"], reduction = #tsr.reduction<sum>} : (tensor<256xf32>) -> tensor<256xf32>
+    // N = 4, B = 1024: sp is the slower (2e-5 + 1.024e-8 against dp's 1e-6
+    // + 1.024e-6): 6 messages, 1536 bytes: 1.2e-4 + 1.536e-8 s.
+    // expected-note @+1 {{all_reduce over ["dp", "sp"]: 1536 bytes, 0.00012 s}}
+    %c = tsr.all_reduce %x {mesh_axes = ["dp", "sp"], reduction = #tsr.reduction<sum>} : (tensor<256xf32>) -> tensor<256xf32>
+    // N = 4, B = 65536: dp is the slower (1e-6 + 6.554e-5 against sp's 2e-5
+    // + 6.554e-7): 6 messages, 98304 bytes: 6e-6 + 9.83e-5 = 1.043e-4 s.
+    // expected-note @+1 {{all_reduce over ["dp", "sp"]: 98304 bytes, 0.0001043 s}}
+    %d = tsr.all_reduce %y {mesh_axes = ["dp", "sp"], reduction = #tsr.reduction<sum>} : (tensor<16384xf32>) -> tensor<16384xf32>
+    return %a, %b, %c, %d : tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<16384xf32>
   }
 }

@@ -198,6 +198,20 @@ static cl::opt<bool>
                     "of one step, compute and communication"),
            cl::cat(compileCat));
 
+static cl::opt<std::string> clusterFile(
+    "cluster",
+    cl::desc("Cluster file (JSON): the figures of a device and of the link "
+             "of each mesh axis that --report's estimated time uses, in "
+             "place of the target's (docs/analysis.md)"),
+    cl::value_desc("cluster.json"), cl::cat(compileCat));
+
+/// The figures of --cluster; none (all the target's) without it.
+static llvm::Expected<tessera::ClusterSpec> readCluster() {
+  if (clusterFile.empty())
+    return tessera::ClusterSpec();
+  return tessera::readClusterSpec(clusterFile);
+}
+
 static int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tessera-compile") << message << "\n";
   return 1;
@@ -479,9 +493,11 @@ static void printReport(const tessera::ArtifactSignature &sig) {
       }
   llvm::outs() << llvm::formatv(
       "estimated time of one step: {0:e3} s (compute {1:e3} s, "
-      "communication {2:e3} s; the tsr cost model with the target's "
-      "figures)\n",
-      compute + communication, compute, communication);
+      "communication {2:e3} s; the tsr cost model with {3})\n",
+      compute + communication, compute, communication,
+      clusterFile.empty() ? "the target's figures"
+                          : "the figures of " + clusterFile +
+                                ", the target's where it gives none");
   if (sig.mode == "infer")
     return;
   auto [count, values] = countTrained(sig);
@@ -554,6 +570,9 @@ int main(int argc, char **argv) {
     return fail("--emit=" + emit + " is not one of: tsr, llvm-dialect");
   if (emit.empty() && outputDir.empty())
     return fail("no output directory: give -o ART");
+  llvm::Expected<tessera::ClusterSpec> cluster = readCluster();
+  if (!cluster)
+    return fail(llvm::toString(cluster.takeError()));
 
   tessera::OnnxImportOptions importOptions;
   importOptions.initializersAsParams = training;
@@ -626,14 +645,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (emit == "llvm-dialect") {
-    if (failed(tessera::lowerModel(*module, *target)))
+    if (failed(tessera::lowerModel(*module, *target, *cluster)))
       return 1;
     module->print(llvm::outs());
     return 0;
   }
   tessera::ArtifactSignature sig;
   if (failed(tessera::compileToArtifact(*module, *target, outputDir,
-                                        train ? &*train : nullptr, &sig)))
+                                        train ? &*train : nullptr, &sig,
+                                        *cluster)))
     return 1;
   if (train)
     printTrainedSummary(sig, /*named=*/report ? -1 : 8);

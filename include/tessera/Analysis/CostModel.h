@@ -2,7 +2,8 @@
 //
 // The cost model the planning passes read (sharding, rematerialization,
 // pipeline split): the estimated time of one execution of an op, and of one
-// call of a function, from a device's figures and the links of the mesh.
+// call of a function, from a device's figures and the links of the mesh
+// (a target's defaults, or those of a cluster file: ClusterSpec.h).
 //
 // Compute ops (every op with `CostOpInterface` that is not a collective) take
 // the roofline time: the slower of doing their FLOPs at peak and moving their

@@ -11,15 +11,23 @@ def TsrPrintCost : Pass<"tsr-print-cost", "ModuleOp"> {
     Runs the cost model (`CostModel`, include/tessera/Analysis/CostModel.h)
     on every function with a body and reports, as a remark on the function,
     its estimated time for one call: the sum of the roofline times of its
-    compute ops (max of FLOPs at `peak-flops` and bytes at `bandwidth`) and
-    the alpha-beta times of its collectives (ring algorithms after Thakur,
-    Rabenseifner and Gropp 2005; the link of each mesh axis from `links`),
-    with the FLOPs and bytes of each part, and a note per collective: its
-    kind, its mesh axes, the bytes one rank sends and its time. Changes
-    nothing. Every mesh axis a collective of more than one rank spans needs
-    a link cost; a malformed `links` entry is an error.
+    compute ops (max of FLOPs at the peak and bytes at the memory bandwidth)
+    and the alpha-beta times of its collectives (ring algorithms after
+    Thakur, Rabenseifner and Gropp 2005), with the FLOPs and bytes of each
+    part, and a note per collective: its kind, its mesh axes, the bytes one
+    rank sends and its time. Changes nothing.
 
-    Example (`tessera-opt --tsr-print-cost='links=dp:5e-6:1e-9' f.mlir`)
+    The figures come from the cluster file `cluster` (JSON, see
+    include/tessera/Analysis/ClusterSpec.h and docs/analysis.md): the
+    device's where it gives them, else `peak-flops` and `bandwidth`; the
+    link of each mesh axis from its entry in `links`, field by field, else
+    from `default_link`. There is no other default link: every mesh axis a
+    collective of more than one rank spans needs one from the file. A file
+    that cannot be read or parsed, or that gives an axis a latency but no
+    bandwidth (or the reverse), is an error.
+
+    Example (`tessera-opt --tsr-print-cost=cluster=c.json f.mlir`, c.json
+    being `{"default_link": {"latency_us": 5, "bandwidth_gb_per_s": 1}}`)
     on
 
     ```mlir
@@ -41,14 +49,14 @@ def TsrPrintCost : Pass<"tsr-print-cost", "ModuleOp"> {
   }];
   let options = [
     Option<"peakFlops", "peak-flops", "double", "185e9",
-           "Peak FLOP/s of one device (default: the CPU target's)">,
+           "Peak FLOP/s of one device where the cluster file gives none "
+           "(default: the CPU target's)">,
     Option<"bandwidth", "bandwidth", "double", "25e9",
-           "Memory bandwidth of one device in bytes/s (default: the CPU "
-           "target's)">,
-    ListOption<"links", "links", "std::string",
-               "The link cost of each mesh axis as AXIS:ALPHA:BETA (seconds "
-               "per message, seconds per byte), comma-separated: "
-               "dp:5e-6:1e-9,tp:1e-6:2e-10">,
+           "Memory bandwidth of one device in bytes/s where the cluster "
+           "file gives none (default: the CPU target's)">,
+    Option<"cluster", "cluster", "std::string", "\"\"",
+           "A cluster file (JSON): the device's figures and the link of each "
+           "mesh axis">,
   ];
 }
 

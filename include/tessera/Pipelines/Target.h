@@ -8,7 +8,7 @@
 #ifndef TESSERA_PIPELINES_TARGET_H
 #define TESSERA_PIPELINES_TARGET_H
 
-#include "tessera/Analysis/CostModel.h"
+#include "tessera/Analysis/ClusterSpec.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -120,11 +120,13 @@ public:
   getMemorySpaces(MLIRContext *ctx) const = 0;
   /// Whether tensors of `elementType` can be compiled for the target.
   virtual bool isSupportedElementType(Type elementType) const = 0;
-  /// The figures of one device for the cost model (CostModel.h).
+  /// The default figures of one device for the cost model (CostModel.h):
+  /// those a cluster file (ClusterSpec.h) does not give.
   virtual CostParameters getCostParameters() const = 0;
   /// The default cost of a collective's messages along mesh axis `axis` of
   /// a mesh of `meshSizes` (ranks are numbered row-major over the axes, so
-  /// the last axis joins neighbouring ranks).
+  /// the last axis joins neighbouring ranks), where a cluster file gives
+  /// none.
   virtual LinkCost getDefaultLinkCost(ArrayRef<int64_t> meshSizes,
                                       unsigned axis) const = 0;
   /// Adds the target's passes on linalg over tensors (fusion), run on every
@@ -154,21 +156,25 @@ std::string getDTypeName(Type elementType);
 FailureOr<ArtifactProgram> getArtifactProgram(func::FuncOp function);
 
 /// Lowers every public function of `module` (tsr ops) with `target`'s
-/// pipeline; returns their signatures and the schedule of one step: the
-/// module's `tsr.schedule`, or else its one public function.
+/// pipeline; returns their signatures, with the cost model's estimates from
+/// `target`'s figures and those of `cluster` that it gives, and the schedule
+/// of one step: the module's `tsr.schedule`, or else its one public
+/// function.
 FailureOr<ArtifactSignature> lowerModel(ModuleOp module,
-                                        const TargetBackend &target);
+                                        const TargetBackend &target,
+                                        const ClusterSpec &cluster = {});
 
 /// Lowers `module` (tsr ops in public functions) with `target` and writes
 /// the artifact directory `dir`: the library plus manifest.json (format
 /// version 2: programs and a schedule).
 /// With `train`, the manifest's mode is "train" or "grad" (from the
 /// signature's roles), it gains a "train" object and the source model is
-/// copied to `dir`/model.onnx.
+/// copied to `dir`/model.onnx. `cluster` is lowerModel's.
 LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
                                 StringRef dir,
                                 const TrainingManifest *train = nullptr,
-                                ArtifactSignature *outSig = nullptr);
+                                ArtifactSignature *outSig = nullptr,
+                                const ClusterSpec &cluster = {});
 
 } // namespace mlir::tessera
 
