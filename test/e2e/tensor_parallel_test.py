@@ -1,33 +1,45 @@
 #!/usr/bin/env python3
-"""Tensor parallelism found on an unannotated model, against one process.
+"""Tensor parallelism found on unannotated models, against one process.
 
-The GPT block of make_models.py (attention with MatMul+Add projections and
-heads by Reshape/Transpose, a GELU MLP, two LayerNorms, residuals) is
-compiled with ``tessera-compile --mode=grad --loss=mse`` once for one process
-and once with ``--mesh tp=N`` (N = 2 and 4), where tsr-sharding-propagation
-decides the layout and tsr-sharding-partition rewrites the loss function per
-rank before autodiff. Checked:
+Two models, each compiled with ``tessera-compile --mode=grad`` once for one
+process and once with ``--mesh tp=N`` (N = 2 and 4), where
+tsr-sharding-propagation decides the layout and tsr-sharding-partition
+rewrites the loss function per rank before autodiff:
+
+* the GPT block of make_models.py (MSE on its output): attention with
+  MatMul+Add projections and heads by Reshape/Transpose, a GELU MLP, two
+  LayerNorms, residuals;
+* a 2-layer GPT exported by PyTorch (make_torch_gpt.py: nn.Linear, heads by
+  view/transpose, an additive causal mask buffer of -inf, token and
+  position embeddings, an untied LM head; cross-entropy on its logits).
+
+Checked:
 
 * the layout is Megatron's: the Q, K, V and FC1 weights split by columns
   (with their biases), the attention output and FC2 weights by rows, the
-  norms and the row-parallel biases whole (manifest ``sharding``);
-* the communication is Megatron's: in the forward pass exactly two
-  all-reduces of the [batch, seq, d_model] activations and nothing else; in
-  the backward pass two all-reduces of activations (their transposes) plus
-  one all-reduce per gradient of a whole (replicated) parameter or input,
-  and no all-gather or reduce-scatter;
+  norms and the row-parallel biases whole; the token embedding split by
+  vocabulary rows and the LM head by vocabulary columns (manifest
+  ``sharding``);
+* the communication is Megatron's: forward, two all-reduces of the [batch,
+  seq, d_model] activations per layer, one after the vocabulary-parallel
+  embedding, and for the vocabulary-parallel loss the all-reduced maximum
+  and sum of exponentials over [batch, seq] plus the scalar loss, never an
+  all-gather (the logits are never gathered); backward, the transposes of
+  the activation all-reduces plus one all-reduce per gradient of a whole
+  (replicated) parameter, and no all-gather or reduce-scatter;
 * numbers: under ``mpirun -np N`` (the runtime's Python binding binds the
   tp group), every rank's loss equals the single process's, and every
   gradient (this rank's block of a split parameter, all of a whole one)
   equals the matching part of the single process's gradient.
 
 Tolerance: float32, rtol 2e-5 and atol 1e-6 relative to the largest
-element of any gradient (the key projection's bias has an analytically zero
-gradient, softmax being shift-invariant: float32 noise of 1e-10 there is
-no error). Splitting a contraction over N ranks sums the same
-products in another order (N partial sums added by the all-reduce): the
-difference is a few float32 ulps (2^-24 ≈ 6e-8) of the summed magnitudes,
-measured 3.0e-7 of the largest gradient element; a wrong layout or a missing reduction errs by
+element of any gradient of the model (the key projection's bias has an
+analytically zero gradient, softmax being shift-invariant: float32 noise of
+1e-10 there is no error). Splitting a contraction or the log-sum-exp over N
+ranks sums the same terms in another order: the difference is a few float32
+ulps (2^-24 ≈ 6e-8) of the summed magnitudes, measured 3.0e-7 (GPT block) and
+4.0e-6 (PyTorch GPT, on its loss of 4.6) of the largest
+gradient element; a wrong layout or a missing reduction errs by
 O(1).
 
 Usage: tensor_parallel_test.py BUILD_DIR REPO_ROOT
@@ -46,9 +58,40 @@ import tempfile
 import numpy as np
 
 RTOL, ATOL = 2e-5, 1e-6
+TORCH_PYTHON = "/usr/bin/python3"
 
-COLUMN = ["attn.q", "attn.k", "attn.v", "mlp.fc1"]
-ROW = ["attn.out", "mlp.fc2"]
+# name, make command (run with the python given), file, compile flags, the
+# per-layer parameter names (role -> initializer name or None when the
+# exporter renames it), layers, the activation type, extra forward
+# collectives besides the per-layer all-reduces.
+MODELS = {
+    "gpt_block": dict(
+        make=["python/tessera_examples/make_models.py", "--only", "gpt_block",
+              "--no-verify"],
+        python=sys.executable, file="gpt_block.onnx",
+        flags=["--loss=mse", "--logits=y"], layers=1,
+        activation="tensor<2x16x64xf32>", extra=[],
+        column=["attn.q", "attn.k", "attn.v", "mlp.fc1"],
+        row=["attn.out", "mlp.fc2"], whole=["ln1.weight", "ln2.bias", "x"],
+        vocab_rows=None, vocab=None),
+    "torch_gpt": dict(
+        make=["python/tessera_examples/make_torch_gpt.py"],
+        python=TORCH_PYTHON, file="torch_gpt.onnx",
+        flags=["--loss=cross_entropy", "--logits=logits", "--batch-size=2"],
+        layers=2, activation="tensor<2x16x64xf32>",
+        # the vocabulary-parallel embedding's sum, then the loss: maximum,
+        # sum of exponentials, the loss itself
+        extra=[("all_reduce", "tensor<2x16x64xf32>"),
+               ("all_reduce", "tensor<2x1x16xf32>"),
+               ("all_reduce", "tensor<2x16xf32>"),
+               ("all_reduce", "tensor<f32>")],
+        # nn.Linear weights are exported transposed as onnx::MatMul_*: the
+        # layout is checked through the biases' names
+        column=None, row=None,
+        whole=["blocks.0.ln1.weight", "blocks.1.ln2.bias", "ln_f.weight",
+               "blocks.0.proj.bias", "blocks.1.fc2.bias"],
+        vocab_rows="embed.weight", vocab=96),
+}
 
 
 def fail(msg, code=1):
@@ -94,9 +137,10 @@ def worker(artifact, inputs, out):
     return 0
 
 
-def check_ir(ir, n):
+def check_ir(ir, n, model):
     """Megatron's collectives in the per-rank program of --emit=tsr."""
-    activation = "tensor<2x16x64xf32>"
+    spec = MODELS[model]
+    activation = spec["activation"]
     forward, backward = [], []
     for line in ir.splitlines():
         m = re.search(r"tsr\.(all_reduce|all_gather|reduce_scatter|all_to_all"
@@ -105,21 +149,144 @@ def check_ir(ir, n):
             (backward if "tsr.backward" in line else forward).append(
                 (m.group(1), m.group(2), m.group(3)))
     problems = []
-    if [(k, t) for k, _, t in forward] != [("all_reduce", activation)] * 2:
-        problems.append(f"forward collectives {forward}, expected two "
-                        f"all-reduces of {activation}")
+    expected = sorted([("all_reduce", activation)] * (2 * spec["layers"]) +
+                      spec["extra"])
+    if sorted((k, t) for k, _, t in forward) != expected:
+        problems.append(f"{model} tp={n}: forward collectives {forward}, "
+                        f"expected {expected}")
     if any(k != "all_reduce" for k, _, _ in backward):
-        problems.append(f"backward has a collective other than all_reduce: "
-                        f"{backward}")
+        problems.append(f"{model} tp={n}: backward has a collective other "
+                        f"than all_reduce: {backward}")
     transposes = [c for c in backward if "serves = [" not in c[1]]
-    if [(k, t) for k, _, t in transposes] != [("all_reduce", activation)] * 2:
-        problems.append(f"backward activation collectives {transposes}, "
-                        f"expected the two transposed all-reduces")
-    print(f"tp={n}: forward {len(forward)} collectives "
-          f"({', '.join(k + ' ' + t for k, _, t in forward)}); backward "
-          f"{len(transposes)} activation all-reduces + "
+    expected_back = sorted(
+        [("all_reduce", activation)] * (2 * spec["layers"]) +
+        [e for e in spec["extra"] if e[1] != "tensor<2x1x16xf32>"])
+    if sorted((k, t) for k, _, t in transposes) != expected_back:
+        problems.append(f"{model} tp={n}: backward activation collectives "
+                        f"{transposes}, expected {expected_back}")
+    print(f"{model} tp={n}: forward {len(forward)} collectives; backward "
+          f"{len(transposes)} transposed all-reduces + "
           f"{len(backward) - len(transposes)} gradient all-reduces of whole "
           f"values")
+    return problems
+
+
+def check_layout(specs, n, model):
+    spec = MODELS[model]
+    problems = []
+    if spec["column"]:
+        for prefix in spec["column"]:
+            if specs[prefix + ".weight"] != [[], ["tp"]] or \
+                    specs[prefix + ".bias"] != [["tp"]]:
+                problems.append(f"{model} tp={n}: {prefix} is not column-"
+                                f"parallel: {specs[prefix + '.weight']}, "
+                                f"{specs[prefix + '.bias']}")
+        for prefix in spec["row"]:
+            if specs[prefix + ".weight"] != [["tp"], []] or \
+                    specs[prefix + ".bias"]:
+                problems.append(f"{model} tp={n}: {prefix} is not row-"
+                                f"parallel: {specs[prefix + '.weight']}, "
+                                f"{specs[prefix + '.bias']}")
+    else:
+        # The exported nn.Linear weights are transposed initializers with
+        # generated names: every block's column-parallel biases are split,
+        # and exactly 4 weights per layer are split by columns and 2 by
+        # rows, plus the LM head by columns.
+        for layer in range(spec["layers"]):
+            for name in ("q", "k", "v", "fc1"):
+                bias = f"blocks.{layer}.{name}.bias"
+                if specs[bias] != [["tp"]]:
+                    problems.append(f"{model} tp={n}: {bias} is not split: "
+                                    f"{specs[bias]}")
+        columns = sum(1 for v in specs.values() if v == [[], ["tp"]])
+        rows = sum(1 for v in specs.values() if v == [["tp"], []])
+        want_rows = 2 * spec["layers"] + (1 if spec["vocab_rows"] else 0)
+        if columns != 4 * spec["layers"] + 1 or rows != want_rows:
+            problems.append(f"{model} tp={n}: {columns} weights split by "
+                            f"columns and {rows} by rows, expected "
+                            f"{4 * spec['layers'] + 1} and {want_rows}")
+    if spec["vocab_rows"] and specs[spec["vocab_rows"]] != [["tp"], []]:
+        problems.append(f"{model} tp={n}: the embedding is not split by "
+                        f"vocabulary rows: {specs[spec['vocab_rows']]}")
+    for other in spec["whole"]:
+        if specs[other]:
+            problems.append(f"{model} tp={n}: {other} is split: "
+                            f"{specs[other]}")
+    return problems
+
+
+def run_model(tmp, model_name, spec, bin_dir, repo, tools_env, forward,
+              onnx, numpy_helper, Artifact):
+    problems = []
+    out = tmp / model_name
+    out.mkdir()
+    run([spec["python"], repo / spec["make"][0], "--out", out] +
+        spec["make"][1:])
+    model = out / spec["file"]
+    compile_args = [bin_dir / "tessera-compile", model, "--mode=grad"] + \
+        spec["flags"]
+    run(compile_args + ["-o", out / "single"], env=tools_env)
+    single = Artifact(str(out / "single"))
+    rng = np.random.default_rng(7)
+    init = {i.name: numpy_helper.to_array(i)
+            for i in onnx.load(model).graph.initializer}
+    arrays = {}
+    for info in single.inputs:
+        if info.name in init:
+            arrays[info.name] = init[info.name]
+        elif info.dtype == "int64":  # tokens and labels
+            arrays[info.name] = rng.integers(0, spec["vocab"], info.shape)
+        else:
+            arrays[info.name] = rng.standard_normal(info.shape).astype(
+                np.float32)
+    np.savez(out / "inputs.npz", **arrays)
+    reference = single(*[arrays[i.name] for i in single.inputs])
+    names = [o.name for o in single.outputs]
+    single.close()
+    scale = max(float(np.abs(r).max()) for r in reference[1:])
+
+    for n in (2, 4):
+        art = out / f"tp{n}"
+        run(compile_args + [f"--mesh=tp={n}", "-o", art], env=tools_env)
+        ir = run(compile_args + [f"--mesh=tp={n}", "--emit=tsr"],
+                 env=tools_env).stdout
+        problems += check_ir(ir, n, model_name)
+        manifest = json.loads((art / "manifest.json").read_text())
+        input_specs = manifest["programs"][0]["inputs"]
+        problems += check_layout({s["name"]: s.get("sharding", [])
+                                  for s in input_specs}, n, model_name)
+        done = subprocess.run(
+            ["mpirun", "-np", str(n)] + forward +
+            [sys.executable, __file__, "--worker", str(art),
+             str(out / "inputs.npz"), str(out / f"tp{n}.RANK.npz")],
+            capture_output=True, text=True, env=tools_env, timeout=600)
+        if done.returncode != 0:
+            fail(f"mpirun -np {n} exited {done.returncode}:\n"
+                 f"{done.stdout}{done.stderr}")
+        worst, worst_name = 0.0, ""
+        grad_specs = manifest["programs"][0]["outputs"]
+        for rank in range(n):
+            got = np.load(out / f"tp{n}.{rank}.npz")
+            for i, name in enumerate(names):
+                value = got[f"out{i}"]
+                sharding = []
+                if "of" in grad_specs[i]:
+                    sharding = input_specs[grad_specs[i]["of"]].get(
+                        "sharding", [])
+                want = block(reference[i], sharding, rank, n)
+                diff = float(np.max(np.abs(value - want)))
+                if diff / scale > worst:
+                    worst, worst_name = diff / scale, name
+                worst = max(worst, diff / scale)
+                if np.any(np.abs(value - want) >
+                          ATOL * scale + RTOL * np.abs(want)):
+                    problems.append(
+                        f"{model_name} tp={n} rank {rank}: {name} differs "
+                        f"from one process by {diff:.3g} (largest gradient "
+                        f"element {scale:.3g})")
+        print(f"{model_name} tp={n}: loss and {len(names) - 1} gradients on "
+              f"{n} ranks match one process; largest difference "
+              f"{worst:.2e} of the largest gradient element ({worst_name})")
     return problems
 
 
@@ -141,86 +308,19 @@ def main():
     for name in ("LD_PRELOAD", "ASAN_OPTIONS"):
         if name in os.environ:
             forward += ["-x", f"{name}={os.environ[name]}"]
+    probe = subprocess.run([TORCH_PYTHON, "-c", "import torch, onnx"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        fail(f"{TORCH_PYTHON} cannot import torch and onnx (Debian "
+             f"python3-torch, python3-onnx; scripts/setup.sh installs them):"
+             f"\n{probe.stderr}", 2)
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        run([sys.executable, repo / "python/tessera_examples/make_models.py",
-             "--out", tmp, "--only", "gpt_block", "--no-verify"])
-        model = tmp / "gpt_block.onnx"
-        compile_args = [bin_dir / "tessera-compile", model, "--mode=grad",
-                        "--loss=mse", "--logits=y"]
-        run(compile_args + ["-o", tmp / "single"], env=tools_env)
-        single = Artifact(str(tmp / "single"))
-        rng = np.random.default_rng(7)
-        init = {i.name: numpy_helper.to_array(i)
-                for i in onnx.load(model).graph.initializer}
-        arrays = {}
-        for info in single.inputs:
-            arrays[info.name] = init[info.name] if info.name in init else \
-                rng.standard_normal(info.shape).astype(np.float32)
-        np.savez(tmp / "inputs.npz", **arrays)
-        reference = single(*[arrays[i.name] for i in single.inputs])
-        names = [o.name for o in single.outputs]
-        single.close()
-
-        for n in (2, 4):
-            art = tmp / f"tp{n}"
-            run(compile_args + [f"--mesh=tp={n}", "-o", art], env=tools_env)
-            ir = run(compile_args + [f"--mesh=tp={n}", "--emit=tsr"],
-                     env=tools_env).stdout
-            problems += check_ir(ir, n)
-            manifest = json.loads((art / "manifest.json").read_text())
-            specs = {s["name"]: s.get("sharding", [])
-                     for s in manifest["programs"][0]["inputs"]}
-            for prefix in COLUMN:
-                if specs[prefix + ".weight"] != [[], ["tp"]] or \
-                        specs[prefix + ".bias"] != [["tp"]]:
-                    problems.append(f"tp={n}: {prefix} is not column-"
-                                    f"parallel: {specs[prefix + '.weight']}, "
-                                    f"{specs[prefix + '.bias']}")
-            for prefix in ROW:
-                if specs[prefix + ".weight"] != [["tp"], []] or \
-                        specs[prefix + ".bias"]:
-                    problems.append(f"tp={n}: {prefix} is not row-parallel: "
-                                    f"{specs[prefix + '.weight']}, "
-                                    f"{specs[prefix + '.bias']}")
-            for other in ("ln1.weight", "ln2.bias", "x", "labels"):
-                if specs[other]:
-                    problems.append(f"tp={n}: {other} is split: {specs[other]}")
-
-            done = subprocess.run(
-                ["mpirun", "-np", str(n)] + forward +
-                [sys.executable, __file__, "--worker", str(art),
-                 str(tmp / "inputs.npz"), str(tmp / f"tp{n}.RANK.npz")],
-                capture_output=True, text=True, env=tools_env, timeout=600)
-            if done.returncode != 0:
-                fail(f"mpirun -np {n} exited {done.returncode}:\n"
-                     f"{done.stdout}{done.stderr}")
-            worst = 0.0
-            scale = max(float(np.abs(r).max()) for r in reference[1:])
-            grad_specs = manifest["programs"][0]["outputs"]
-            input_specs = manifest["programs"][0]["inputs"]
-            for rank in range(n):
-                got = np.load(tmp / f"tp{n}.{rank}.npz")
-                for i, name in enumerate(names):
-                    out = got[f"out{i}"]
-                    spec = grad_specs[i]
-                    sharding = []
-                    if "of" in spec:
-                        sharding = input_specs[spec["of"]].get("sharding", [])
-                    want = block(reference[i], sharding, rank, n)
-                    err = float(np.max(np.abs(out - want) /
-                                       (ATOL * scale + RTOL * np.abs(want))))
-                    worst = max(worst, float(np.max(np.abs(out - want))) /
-                                scale)
-                    if err > 1.0:
-                        problems.append(
-                            f"tp={n} rank {rank}: {name} differs from one "
-                            f"process by {float(np.max(np.abs(out - want))):.3g}"
-                            f" (largest gradient element {scale:.3g})")
-            print(f"tp={n}: loss and {len(names) - 1} gradients on {n} ranks "
-                  f"match one process; largest difference {worst:.2e} of the "
-                  f"largest gradient element")
+        for model_name, spec in MODELS.items():
+            problems += run_model(tmp, model_name, spec, bin_dir, repo,
+                                  tools_env, forward, onnx, numpy_helper,
+                                  Artifact)
     if problems:
         for p in problems:
             print(f"FAIL: {p}", file=sys.stderr)

@@ -10,7 +10,15 @@
 //   split along d -> not split     all_gather along d
 //   not split -> split along d     local_shard along d (no communication)
 //
-// (a change of the split dimension gathers, then cuts). The function's
+// (a change of the split dimension gathers, then cuts). Two ops whose
+// summed-over dimension is split are not the same op on blocks, and are
+// rewritten: a gather from a table split by rows looks up the rows this
+// rank holds and gives zeros for the others (Megatron's
+// vocabulary-parallel embedding); a cross-entropy loss whose classes are
+// split computes the log-sum-exp from an all-reduced maximum and sum and
+// takes the target's score where this rank holds it, each rank's result a
+// share of the loss (vocabulary-parallel cross-entropy: the scores are
+// never gathered). The function's
 // results are brought to whole values. Split parameters become arguments
 // holding this rank's block, with `tsr.global_shape` and `tsr.sharding`
 // saying which; the function records the axes in `tsr.partitioned`, which
@@ -20,6 +28,7 @@
 #include "tessera/Transforms/Parallel/Passes.h"
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 
 #include <algorithm>
@@ -34,6 +43,115 @@ using namespace mlir::tessera;
 using tsr::ShardingAttr;
 
 namespace {
+
+/// The global index of the first element of this rank's block of a
+/// dimension of `size` split into `n` over `axes`: this rank's block of a
+/// constant 0..size-1, its first element.
+Value blockOffset(GradientBuilder &g, Type elementType, int64_t size, int64_t n,
+                  ArrayAttr axes) {
+  OpBuilder &b = g.builder();
+  auto type = RankedTensorType::get({size}, elementType);
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < size; ++i)
+    values.push_back(APInt(elementType.getIntOrFloatBitWidth(), i));
+  Value range = tsr::ConstantOp::create(b, g.getLoc(),
+                                        DenseElementsAttr::get(type, values));
+  Value block = tsr::LocalShardOp::create(
+      b, g.getLoc(), RankedTensorType::get({size / n}, elementType), range,
+      axes, b.getI64IntegerAttr(0));
+  return g.reshape(g.slice(block, {0}, {1}, {1}), {});
+}
+
+/// Where `index` (integers) falls in this rank's block [0, rows) once the
+/// block's offset is taken off: (index - offset, in range).
+std::pair<Value, Value> localIndex(GradientBuilder &g, Value index,
+                                   int64_t rows, int64_t n, ArrayAttr axes) {
+  Type elem = getElementTypeOrSelf(index.getType());
+  Value local = g.sub(index, blockOffset(g, elem, rows * n, n, axes));
+  Value inRange = tsr::AndOp::create(
+      g.builder(), g.getLoc(), g.greater(local, g.scalarLike(local, -1.0)),
+      g.less(local, g.scalarLike(local, double(rows))));
+  return {g.select(inRange, local, g.scalarLike(local, 0.0)), inRange};
+}
+
+/// A gather from a table whose gathered dimension is split: the rows this
+/// rank holds, zeros for the others (a share of the result).
+Value gatherSplitRows(OpBuilder &b, tsr::GatherOp op, ArrayAttr axes,
+                      int64_t n) {
+  GradientBuilder g(b, op.getLoc());
+  int64_t axis = op.getAxis();
+  auto data = cast<RankedTensorType>(op.getData().getType());
+  auto [index, inRange] =
+      localIndex(g, op.getIndices(), data.getDimSize(axis), n, axes);
+  Value rows = tsr::GatherOp::create(b, op.getLoc(), op.getData(), index,
+                                     op.getAxisAttr());
+  SmallVector<int64_t> maskShape(axis, 1);
+  llvm::append_range(
+      maskShape, cast<RankedTensorType>(op.getIndices().getType()).getShape());
+  maskShape.append(data.getRank() - axis - 1, 1);
+  return g.select(g.reshape(inRange, maskShape), rows, g.scalarLike(rows, 0.0));
+}
+
+/// Softmax cross-entropy over classes split across the group: every rank
+/// returns its share of the loss, (log Σ_c e^{s_c})/n minus the target's
+/// score where this rank holds it. The maximum that keeps the exponentials
+/// finite is all-reduced without a gradient (the log-sum-exp does not
+/// depend on it).
+Value crossEntropySplitClasses(OpBuilder &b, tsr::SoftmaxCrossEntropyLossOp op,
+                               ArrayAttr axes, int64_t n) {
+  GradientBuilder g(b, op.getLoc());
+  Location loc = op.getLoc();
+  Value scores = op.getScores(), target = op.getTarget();
+  auto scoresType = cast<RankedTensorType>(scores.getType());
+  auto targetType = cast<RankedTensorType>(target.getType());
+  auto reduction = [&](tsr::CollectiveReduction r) {
+    return tsr::CollectiveReductionAttr::get(b.getContext(), r);
+  };
+  Value localMax = g.reduceMax(scores, {1}, /*keepdims=*/true);
+  Value max = tsr::StopGradientOp::create(
+      b, loc,
+      tsr::AllReduceOp::create(b, loc, localMax.getType(), localMax,
+                               reduction(tsr::CollectiveReduction::max), axes,
+                               b.getArrayAttr({}), IntegerAttr(), IntegerAttr(),
+                               UnitAttr()));
+  Value localSum =
+      g.reduceSum(g.exp(g.sub(scores, max)), {1}, /*keepdims=*/false);
+  Value sum = tsr::AllReduceOp::create(b, loc, localSum.getType(), localSum,
+                                       reduction(tsr::CollectiveReduction::sum),
+                                       axes, b.getArrayAttr({}), IntegerAttr(),
+                                       IntegerAttr(), UnitAttr());
+  Value logSumExp = g.add(g.log(sum), g.reshape(max, targetType.getShape()));
+  auto [index, inRange] =
+      localIndex(g, target, scoresType.getDimSize(1), n, axes);
+  SmallVector<int64_t> pickedShape(targetType.getShape());
+  pickedShape.insert(pickedShape.begin() + 1, 1);
+  Value picked = tsr::GatherElementsOp::create(
+      b, loc, RankedTensorType::get(pickedShape, scoresType.getElementType()),
+      scores, g.reshape(index, pickedShape), b.getI64IntegerAttr(1));
+  Value targetScore =
+      g.select(inRange, g.reshape(picked, targetType.getShape()),
+               g.scalarLike(scores, 0.0));
+  Value share = g.sub(g.mul(logSumExp, g.scalarLike(scores, 1.0 / double(n))),
+                      targetScore);
+  Value counted;
+  if (std::optional<int64_t> ignore = op.getIgnoreIndex()) {
+    Value kept = tsr::NotOp::create(
+        b, loc, g.equal(target, g.scalarLike(target, double(*ignore))));
+    share = g.select(kept, share, g.scalarLike(share, 0.0));
+    counted = g.castTo(kept, scoresType.getElementType());
+  }
+  if (op.getReduction() == tsr::LossReduction::none)
+    return share;
+  SmallVector<int64_t> all =
+      llvm::to_vector(llvm::seq<int64_t>(0, targetType.getRank()));
+  Value total = g.reduceSum(share, all, /*keepdims=*/false);
+  if (op.getReduction() == tsr::LossReduction::sum)
+    return total;
+  Value count = counted
+                    ? g.reduceSum(counted, all, /*keepdims=*/false)
+                    : g.scalarLike(total, double(targetType.getNumElements()));
+  return g.div(total, count);
+}
 
 struct TsrShardingPartitionPass
     : tessera::impl::TsrShardingPartitionBase<TsrShardingPartitionPass> {
@@ -218,6 +336,33 @@ struct TsrShardingPartitionPass
           local = reshard(b, op.getLoc(), v, layouts.lookup(v), want,
                           servesOf(f, v));
         use.set(local);
+      }
+      // Ops that are not the same op on blocks when their summed-over
+      // dimension is split.
+      auto splitAxes = [&](unsigned operand, unsigned dim) -> ArrayAttr {
+        if (!wanted)
+          return ArrayAttr();
+        ArrayAttr axes = cast<ShardingAttr>(wanted[operand]).getDimAxes(dim);
+        return axes.empty() ? ArrayAttr() : meshOrdered(b, names(axes));
+      };
+      Value rewritten;
+      ArrayAttr axes;
+      if (auto gather = dyn_cast<tsr::GatherOp>(op)) {
+        if ((axes = splitAxes(0, gather.getAxis())))
+          rewritten = gatherSplitRows(b, gather, axes, groupSize(names(axes)));
+      } else if (auto loss = dyn_cast<tsr::SoftmaxCrossEntropyLossOp>(op)) {
+        if ((axes = splitAxes(0, 1)))
+          rewritten =
+              crossEntropySplitClasses(b, loss, axes, groupSize(names(axes)));
+      }
+      if (rewritten) {
+        auto layout = cast<ShardingAttr>(produced[0]);
+        layouts[rewritten] = layout;
+        for (StringRef a : layout.getPartialAxes())
+          usedAxes.insert(a);
+        op.getResult(0).replaceAllUsesWith(rewritten);
+        op.erase();
+        continue;
       }
       for (auto [i, result] : llvm::enumerate(op.getResults())) {
         ShardingAttr layout =

@@ -18,6 +18,8 @@
 //   the op has, or that an operand arrives split along: activations follow
 //   the weights (biases and norm scales follow the activations).
 //
+// A lookup table (a gather's data) splits by its rows, the vocabulary: each
+// rank looks up what it holds (Megatron's vocabulary-parallel embedding).
 // Ties go to a result that is not a pending sum, then to splitting over
 // not splitting (less work per rank), then to the lower factor. A matmul
 // whose input is whole thus splits its weight's columns (no communication,
@@ -210,6 +212,16 @@ struct TsrShardingPropagationPass
           return false;
       return true;
     };
+    // A lookup table splits by its rows (an embedding's vocabulary), the
+    // split that a vocabulary-parallel output layer and loss share. Decided
+    // before the weights are marked split below.
+    if (auto gather = dyn_cast<tsr::GatherOp>(op)) {
+      auto byRows = [&](const Candidate &c) {
+        return c.operands[0].dim == int(gather.getAxis());
+      };
+      if (isUndecidedWeight(gather.getData()) && llvm::any_of(all, byRows))
+        llvm::erase_if(all, [&](const Candidate &c) { return !byRows(c); });
+    }
     if (llvm::any_of(all, splitsWeights))
       llvm::erase_if(all,
                      [&](const Candidate &c) { return !splitsWeights(c); });

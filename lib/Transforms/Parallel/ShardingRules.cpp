@@ -231,7 +231,10 @@ template <typename OpT> FailureOr<ShardingRule> reduceRule(OpT op) {
   return rule;
 }
 
-/// data[:axis] + indices + data[axis+1:]; the gathered dimension is whole.
+/// data[:axis] + indices + data[axis+1:]. The gathered dimension (an
+/// embedding table's vocabulary) is summed over: split, each rank looks up
+/// the rows it holds, zero elsewhere, and the ranks' results add up
+/// (tsr-sharding-partition writes that masked lookup).
 FailureOr<ShardingRule> gatherRule(tsr::GatherOp op) {
   ShardingRule rule;
   ArrayRef<int64_t> data = shapeOf(op.getData()),
@@ -240,7 +243,7 @@ FailureOr<ShardingRule> gatherRule(tsr::GatherOp op) {
   Dims dataDims, indexDims, result;
   for (auto [d, size] : llvm::enumerate(data)) {
     if (int64_t(d) == axis) {
-      dataDims.push_back({rule.addFactor(size, Kind::Replicated)});
+      dataDims.push_back({rule.addFactor(size, Kind::Reduction)});
       for (int64_t isize : indices) {
         indexDims.push_back({rule.addFactor(isize, Kind::Parallel)});
         result.push_back(indexDims.back());
@@ -293,6 +296,34 @@ FailureOr<ShardingRule> concatRule(tsr::ConcatOp op) {
   return rule;
 }
 
+/// Scores [N, C, d...], target [N, d...]: the classes are summed over (the
+/// log-sum-exp): split, each rank holds its share of every sample's loss
+/// (tsr-sharding-partition writes the vocabulary-parallel loss, which never
+/// gathers the scores). Samples stay whole here, and so do the classes
+/// when they carry weights.
+FailureOr<ShardingRule> crossEntropyRule(tsr::SoftmaxCrossEntropyLossOp op) {
+  ShardingRule rule;
+  ArrayRef<int64_t> scores = shapeOf(op.getScores());
+  Dims scoreDims, targetDims;
+  for (auto [d, size] : llvm::enumerate(scores)) {
+    Kind kind = d != 1            ? Kind::Replicated
+                : op.getWeights() ? Kind::Replicated
+                                  : Kind::Reduction;
+    scoreDims.push_back({rule.addFactor(size, kind)});
+    if (d != 1)
+      targetDims.push_back(scoreDims.back());
+  }
+  rule.operands.push_back(scoreDims);
+  rule.operands.push_back(targetDims);
+  if (op.getWeights())
+    rule.operands.push_back({scoreDims[1]});
+  Dims result;
+  if (op.getReduction() == tsr::LossReduction::none)
+    result = targetDims;
+  rule.results.push_back(result);
+  return rule;
+}
+
 template <typename OpT, FailureOr<ShardingRule> (*Fn)(OpT)>
 struct RuleModel
     : tsr::ShardingRuleOpInterface::ExternalModel<RuleModel<OpT, Fn>, OpT> {
@@ -326,6 +357,7 @@ void mlir::tessera::registerShardingRules(DialectRegistry &registry) {
     attach<GatherOp, gatherRule>(ctx);
     attach<SliceOp, sliceRule>(ctx);
     attach<ConcatOp, concatRule>(ctx);
+    attach<SoftmaxCrossEntropyLossOp, crossEntropyRule>(ctx);
   });
 }
 

@@ -51,3 +51,43 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
     return %r : tensor<4xf32>
   }
 }
+
+// -----
+
+// A gather from a table split by rows looks up the rows this rank holds
+// (this rank's first row from its block of a constant 0..7) and zeros the
+// others; the loss over split classes all-reduces the maximum (without a
+// gradient) and the sum of exponentials, and takes the target's score where
+// this rank holds it: each rank's result is its share of the loss.
+// CHECK-LABEL: func.func @vocabulary(
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<2x3xi64>
+// CHECK-SAME: %[[EMB:[^:]*]]: tensor<4x4xf32> {tsr.global_shape = array<i64: 8, 4>
+// CHECK: %[[RANGE:.*]] = tsr.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi64>
+// CHECK: %[[MINE:.*]] = tsr.local_shard %[[RANGE]] {mesh_axes = ["tp"]} : (tensor<8xi64>) -> tensor<4xi64>
+// CHECK: %[[LOCAL:.*]] = tsr.sub %[[TOK]], %{{.*}} : tensor<2x3xi64>, tensor<i64> -> tensor<2x3xi64>
+// CHECK: %[[HELD:.*]] = tsr.and
+// CHECK: %[[IDX:.*]] = tsr.where %[[HELD]], %[[LOCAL]]
+// CHECK: %[[ROWS:.*]] = tsr.gather %[[EMB]], %[[IDX]] {axis = 0 : i64} : (tensor<4x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+// CHECK: %[[MASK:.*]] = tsr.reshape %[[HELD]] : tensor<2x3xi1> to tensor<2x3x1xi1>
+// CHECK: %[[SHARE:.*]] = tsr.where %[[MASK]], %[[ROWS]]
+// CHECK: tsr.all_reduce %[[SHARE]] {mesh_axes = ["tp"]} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK: %[[LMAX:.*]] = tsr.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims = true} : (tensor<2x4x3xf32>) -> tensor<2x1x3xf32>
+// CHECK: %[[GMAX:.*]] = tsr.all_reduce %[[LMAX]] {mesh_axes = ["tp"], reduction = #tsr.reduction<max>}
+// CHECK: tsr.stop_gradient %[[GMAX]]
+// CHECK: %[[LSUM:.*]] = tsr.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = false} : (tensor<2x4x3xf32>) -> tensor<2x3xf32>
+// CHECK: tsr.all_reduce %[[LSUM]] {mesh_axes = ["tp"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: tsr.gather_elements %{{.*}} {axis = 1 : i64} : (tensor<2x4x3xf32>, tensor<2x1x3xi64>) -> tensor<2x1x3xf32>
+// CHECK: tsr.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[LOSS:.*]] = tsr.div
+// CHECK: %[[TOTAL:.*]] = tsr.all_reduce %[[LOSS]] {mesh_axes = ["tp"]} : (tensor<f32>) -> tensor<f32>
+// CHECK: return %[[TOTAL]]
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @vocabulary(%tok: tensor<2x3xi64> {tsr.name = "tokens"}, %emb: tensor<8x4xf32> {tsr.name = "embed", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[["tp"], []]>}, %head: tensor<4x8xf32> {tsr.name = "head", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[[], ["tp"]]>}, %t: tensor<2x3xi64> {tsr.name = "labels", tsr.role = #tsr.role<label>}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
+    %0 = tsr.gather %emb, %tok {axis = 0 : i64, tsr.operand_shardings = [#tsr.sharding<[["tp"], []]>, #tsr.sharding<[[], []]>], tsr.sharding = [#tsr.sharding<[[], [], []], partial = ["tp"]>]} : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %1 = tsr.tanh %0 {tsr.operand_shardings = [#tsr.sharding<[[], [], []]>], tsr.sharding = [#tsr.sharding<[[], [], []]>]} : tensor<2x3x4xf32>
+    %2 = tsr.matmul %1, %head {tsr.operand_shardings = [#tsr.sharding<[[], [], []]>, #tsr.sharding<[[], ["tp"]]>], tsr.sharding = [#tsr.sharding<[[], [], ["tp"]]>]} : tensor<2x3x4xf32>, tensor<4x8xf32> -> tensor<2x3x8xf32>
+    %3 = tsr.transpose %2 {perm = array<i64: 0, 2, 1>, tsr.operand_shardings = [#tsr.sharding<[[], [], ["tp"]]>], tsr.sharding = [#tsr.sharding<[[], ["tp"], []]>]} : (tensor<2x3x8xf32>) -> tensor<2x8x3xf32>
+    %4 = tsr.softmax_cross_entropy_loss %3, %t {ignore_index = -1 : i64, tsr.operand_shardings = [#tsr.sharding<[[], ["tp"], []]>, #tsr.sharding<[[], []]>], tsr.sharding = [#tsr.sharding<[], partial = ["tp"]>]} : (tensor<2x8x3xf32>, tensor<2x3xi64>) -> tensor<f32>
+    return %4 : tensor<f32>
+  }
+}

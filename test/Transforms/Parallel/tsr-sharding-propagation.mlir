@@ -87,3 +87,28 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A lookup table splits by its rows, the vocabulary (its result a pending
+// sum); the LM head splits by vocabulary columns, and the loss takes its
+// classes split (its result a share of the loss): the logits are never
+// gathered.
+// CHECK-LABEL: func.func @vocabulary(
+// CHECK-SAME: {tsr.name = "embed", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\["tp"\], \[\]\]}}>}
+// CHECK-SAME: {tsr.name = "head", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>}
+// CHECK: tsr.gather %{{.*}} tsr.sharding = [#tsr.sharding<{{\[\[\], \[\], \[\]\]}}, partial = ["tp"]>]
+// CHECK: tsr.softmax_cross_entropy_loss %{{.*}} {ignore_index = -1 : i64, tsr.operand_shardings = [#tsr.sharding<{{\[\[\], \["tp"\], \[\]\]}}>, #tsr.sharding<{{\[\[\], \[\]\]}}>], tsr.sharding = [#tsr.sharding<[], partial = ["tp"]>]}
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @vocabulary(%tok: tensor<2x3xi64> {tsr.name = "tokens"},
+                        %emb: tensor<8x4xf32> {tsr.name = "embed", tsr.role = #tsr.role<param>},
+                        %head: tensor<4x8xf32> {tsr.name = "head", tsr.role = #tsr.role<param>},
+                        %t: tensor<2x3xi64> {tsr.name = "labels", tsr.role = #tsr.role<label>}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
+    %h = tsr.gather %emb, %tok {axis = 0 : i64} : (tensor<8x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %a = tsr.tanh %h : tensor<2x3x4xf32>
+    %z = tsr.matmul %a, %head : tensor<2x3x4xf32>, tensor<4x8xf32> -> tensor<2x3x8xf32>
+    %zt = tsr.transpose %z {perm = array<i64: 0, 2, 1>} : (tensor<2x3x8xf32>) -> tensor<2x8x3xf32>
+    %l = tsr.softmax_cross_entropy_loss %zt, %t {ignore_index = -1 : i64, reduction = #tsr.loss_reduction<mean>} : (tensor<2x8x3xf32>, tensor<2x3xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -198,7 +198,15 @@ def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
     pending sum to whole: `tsr.all_reduce`; split to whole:
     `tsr.all_gather`; whole to split: `tsr.local_shard`, no communication),
     one reshard per value and layout; the results are brought to whole
-    values. A split parameter's argument becomes this rank's block, with
+    values. Two ops are not the same op on blocks when their summed-over
+    dimension is split, and are rewritten: a `tsr.gather` from a table split
+    by rows looks up the rows this rank holds and gives zeros for the
+    others (Megatron's vocabulary-parallel embedding); a
+    `tsr.softmax_cross_entropy_loss` whose classes are split all-reduces the
+    maximum (under `tsr.stop_gradient`) and the sum of exponentials and
+    takes the target's score where this rank holds it, each rank's result a
+    share of the loss (vocabulary-parallel cross-entropy: the scores are
+    never gathered). A split parameter's argument becomes this rank's block, with
     `tsr.global_shape` (and its `tsr.sharding`); the function gets
     `tsr.partitioned` naming the axes, which `tsr-autodiff` reads: the loss
     is the same on every rank of them, so it seeds the backward pass with
