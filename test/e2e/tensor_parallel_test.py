@@ -2,7 +2,8 @@
 """Tensor parallelism found on unannotated models, against one process.
 
 Two models, each compiled with ``tessera-compile --mode=grad`` once for one
-process and once with ``--mesh tp=N`` (N = 2 and 4), where
+process and with ``--mesh tp=N`` (N = 2 and 4), with and without
+``--sequence-parallel``, where
 tsr-sharding-propagation decides the layout and tsr-sharding-partition
 rewrites the loss function per rank before autodiff:
 
@@ -24,9 +25,14 @@ Checked:
   seq, d_model] activations per layer, one after the vocabulary-parallel
   embedding, and for the vocabulary-parallel loss the all-reduced maximum
   and sum of exponentials over [batch, seq] plus the scalar loss, never an
-  all-gather (the logits are never gathered); backward, the transposes of
-  the activation all-reduces plus one all-reduce per gradient of a whole
-  (replicated) parameter, and no all-gather or reduce-scatter;
+  all-gather (the logits are never gathered); with sequence parallelism
+  (Korthikanti et al. 2022) each activation all-reduce becomes a
+  reduce-scatter along the sequence, the norms and residuals run on
+  sequence blocks, and an all-gather along the sequence precedes every
+  column-parallel block and the LM head (the position embedding then
+  splits by sequence positions); backward, exactly the transposes of the
+  forward collectives (all-gather and reduce-scatter swapped) plus one
+  all-reduce per gradient of a whole (replicated) parameter;
 * numbers: under ``mpirun -np N`` (the runtime's Python binding binds the
   tp group), every rank's loss equals the single process's, and every
   gradient (this rank's block of a split parameter, all of a whole one)
@@ -37,9 +43,9 @@ element of any gradient of the model (the key projection's bias has an
 analytically zero gradient, softmax being shift-invariant: float32 noise of
 1e-10 there is no error). Splitting a contraction or the log-sum-exp over N
 ranks sums the same terms in another order: the difference is a few float32
-ulps (2^-24 ≈ 6e-8) of the summed magnitudes, measured 3.0e-7 (GPT block) and
-4.0e-6 (PyTorch GPT, on its loss of 4.6) of the largest
-gradient element; a wrong layout or a missing reduction errs by
+ulps (2^-24 ≈ 6e-8) of the summed magnitudes, measured at most 4.0e-7 (GPT block)
+and 7.9e-6 (PyTorch GPT, on its loss of 4.6) of the largest gradient
+element; a wrong layout or a missing reduction errs by
 O(1).
 
 Usage: tensor_parallel_test.py BUILD_DIR REPO_ROOT
@@ -60,37 +66,79 @@ import numpy as np
 RTOL, ATOL = 2e-5, 1e-6
 TORCH_PYTHON = "/usr/bin/python3"
 
-# name, make command (run with the python given), file, compile flags, the
-# per-layer parameter names (role -> initializer name or None when the
-# exporter renames it), layers, the activation type, extra forward
-# collectives besides the per-layer all-reduces.
+ACT = "tensor<2x16x64xf32>"  # [batch, seq, d_model] of both models
+
+
+def blk(n):
+    """This rank's sequence block of an activation."""
+    return f"tensor<2x{16 // n}x64xf32>"
+
+
+# The vocabulary-parallel loss: the maximum (no gradient, so no transpose),
+# the sum of exponentials and the loss itself.
+LOSS_MAX = ("all_reduce", "tensor<2x1x16xf32>")
+LOSS = [LOSS_MAX, ("all_reduce", "tensor<2x16xf32>"),
+        ("all_reduce", "tensor<f32>")]
+
+
+def gpt_block_forward(n, sp):
+    if not sp:  # two all-reduces
+        return [("all_reduce", ACT)] * 2
+    # gathered before the column-parallel matmuls, scattered after the
+    # row-parallel ones; the MSE's sum over sequence blocks
+    return [("all_gather", blk(n)), ("reduce_scatter", ACT)] * 2 + \
+        [("all_reduce", "tensor<f32>")]
+
+
+def torch_gpt_forward(n, sp, layers=2):
+    if not sp:  # the embedding's sum, two per layer, the loss
+        return [("all_reduce", ACT)] * (2 * layers + 1) + LOSS
+    # the embedding's sum scattered over the sequence, per layer gathered
+    # and scattered twice, gathered before the LM head, the loss
+    return [("reduce_scatter", ACT)] * (2 * layers + 1) + \
+        [("all_gather", blk(n))] * (2 * layers + 1) + LOSS
+
+
+def transposes(forward, n):
+    """The backward collectives the forward ones imply."""
+    out = []
+    for kind, operand in forward:
+        if (kind, operand) == LOSS_MAX:
+            continue
+        if kind == "all_gather":
+            out.append(("reduce_scatter", ACT))
+        elif kind == "reduce_scatter":
+            out.append(("all_gather", blk(n)))
+        else:
+            out.append((kind, operand))
+    return out
+
+
+# Per model: how to make it (with which Python), the compile flags, its
+# forward collectives by tp size and sequence parallelism, and the expected
+# layout: column- and row-parallel layers by name (None: checked by count,
+# the exporter renaming the weights), parameters that stay whole, the
+# embedding split by vocabulary rows.
 MODELS = {
     "gpt_block": dict(
         make=["python/tessera_examples/make_models.py", "--only", "gpt_block",
               "--no-verify"],
         python=sys.executable, file="gpt_block.onnx",
-        flags=["--loss=mse", "--logits=y"], layers=1,
-        activation="tensor<2x16x64xf32>", extra=[],
+        flags=["--loss=mse", "--logits=y"], forward=gpt_block_forward,
         column=["attn.q", "attn.k", "attn.v", "mlp.fc1"],
         row=["attn.out", "mlp.fc2"], whole=["ln1.weight", "ln2.bias", "x"],
-        vocab_rows=None, vocab=None),
+        layers=1, vocab_rows=None, vocab=None),
     "torch_gpt": dict(
         make=["python/tessera_examples/make_torch_gpt.py"],
         python=TORCH_PYTHON, file="torch_gpt.onnx",
         flags=["--loss=cross_entropy", "--logits=logits", "--batch-size=2"],
-        layers=2, activation="tensor<2x16x64xf32>",
-        # the vocabulary-parallel embedding's sum, then the loss: maximum,
-        # sum of exponentials, the loss itself
-        extra=[("all_reduce", "tensor<2x16x64xf32>"),
-               ("all_reduce", "tensor<2x1x16xf32>"),
-               ("all_reduce", "tensor<2x16xf32>"),
-               ("all_reduce", "tensor<f32>")],
+        forward=torch_gpt_forward,
         # nn.Linear weights are exported transposed as onnx::MatMul_*: the
-        # layout is checked through the biases' names
+        # layout is checked through the biases' names and counts
         column=None, row=None,
         whole=["blocks.0.ln1.weight", "blocks.1.ln2.bias", "ln_f.weight",
                "blocks.0.proj.bias", "blocks.1.fc2.bias"],
-        vocab_rows="embed.weight", vocab=96),
+        layers=2, vocab_rows="embed.weight", vocab=96),
 }
 
 
@@ -137,10 +185,9 @@ def worker(artifact, inputs, out):
     return 0
 
 
-def check_ir(ir, n, model):
+def check_ir(ir, n, sp, model):
     """Megatron's collectives in the per-rank program of --emit=tsr."""
     spec = MODELS[model]
-    activation = spec["activation"]
     forward, backward = [], []
     for line in ir.splitlines():
         m = re.search(r"tsr\.(all_reduce|all_gather|reduce_scatter|all_to_all"
@@ -149,42 +196,41 @@ def check_ir(ir, n, model):
             (backward if "tsr.backward" in line else forward).append(
                 (m.group(1), m.group(2), m.group(3)))
     problems = []
-    expected = sorted([("all_reduce", activation)] * (2 * spec["layers"]) +
-                      spec["extra"])
-    if sorted((k, t) for k, _, t in forward) != expected:
-        problems.append(f"{model} tp={n}: forward collectives {forward}, "
-                        f"expected {expected}")
-    if any(k != "all_reduce" for k, _, _ in backward):
-        problems.append(f"{model} tp={n}: backward has a collective other "
-                        f"than all_reduce: {backward}")
-    transposes = [c for c in backward if "serves = [" not in c[1]]
-    expected_back = sorted(
-        [("all_reduce", activation)] * (2 * spec["layers"]) +
-        [e for e in spec["extra"] if e[1] != "tensor<2x1x16xf32>"])
-    if sorted((k, t) for k, _, t in transposes) != expected_back:
-        problems.append(f"{model} tp={n}: backward activation collectives "
-                        f"{transposes}, expected {expected_back}")
-    print(f"{model} tp={n}: forward {len(forward)} collectives; backward "
-          f"{len(transposes)} transposed all-reduces + "
-          f"{len(backward) - len(transposes)} gradient all-reduces of whole "
-          f"values")
+    label = f"{model} tp={n}{' sp' if sp else ''}"
+    expected = spec["forward"](n, sp)
+    if sorted((k, t) for k, _, t in forward) != sorted(expected):
+        problems.append(f"{label}: forward collectives "
+                        f"{[(k, t) for k, _, t in forward]}, expected "
+                        f"{expected}")
+    if any(k != "all_reduce" for k, a, _ in backward if "serves = [" in a):
+        problems.append(f"{label}: a gradient is reduced by other than an "
+                        f"all_reduce: {backward}")
+    back = [(k, t) for k, a, t in backward if "serves = [" not in a]
+    if sorted(back) != sorted(transposes(expected, n)):
+        problems.append(f"{label}: backward activation collectives {back}, "
+                        f"expected {transposes(expected, n)}")
+    print(f"{label}: forward {len(forward)} collectives "
+          f"({', '.join(sorted(set(k for k, _, _ in forward)))}); backward "
+          f"{len(back)} transposes + {len(backward) - len(back)} gradient "
+          f"all-reduces of whole values")
     return problems
 
 
-def check_layout(specs, n, model):
+def check_layout(specs, n, sp, model):
     spec = MODELS[model]
+    label = f"{model} tp={n}{' sp' if sp else ''}"
     problems = []
     if spec["column"]:
         for prefix in spec["column"]:
             if specs[prefix + ".weight"] != [[], ["tp"]] or \
                     specs[prefix + ".bias"] != [["tp"]]:
-                problems.append(f"{model} tp={n}: {prefix} is not column-"
+                problems.append(f"{label}: {prefix} is not column-"
                                 f"parallel: {specs[prefix + '.weight']}, "
                                 f"{specs[prefix + '.bias']}")
         for prefix in spec["row"]:
             if specs[prefix + ".weight"] != [["tp"], []] or \
                     specs[prefix + ".bias"]:
-                problems.append(f"{model} tp={n}: {prefix} is not row-"
+                problems.append(f"{label}: {prefix} is not row-"
                                 f"parallel: {specs[prefix + '.weight']}, "
                                 f"{specs[prefix + '.bias']}")
     else:
@@ -196,21 +242,28 @@ def check_layout(specs, n, model):
             for name in ("q", "k", "v", "fc1"):
                 bias = f"blocks.{layer}.{name}.bias"
                 if specs[bias] != [["tp"]]:
-                    problems.append(f"{model} tp={n}: {bias} is not split: "
+                    problems.append(f"{label}: {bias} is not split: "
                                     f"{specs[bias]}")
         columns = sum(1 for v in specs.values() if v == [[], ["tp"]])
         rows = sum(1 for v in specs.values() if v == [["tp"], []])
-        want_rows = 2 * spec["layers"] + (1 if spec["vocab_rows"] else 0)
+        # the embedding by vocabulary rows; with sequence parallelism the
+        # position embedding follows the activations it is added to, split
+        # by sequence positions
+        want_rows = 2 * spec["layers"] + (1 if spec["vocab_rows"] else 0) + \
+            (1 if sp else 0)
+        if specs["pos"] != ([["tp"], []] if sp else []):
+            problems.append(f"{label}: the position embedding is "
+                            f"{specs['pos']}")
         if columns != 4 * spec["layers"] + 1 or rows != want_rows:
-            problems.append(f"{model} tp={n}: {columns} weights split by "
+            problems.append(f"{label}: {columns} weights split by "
                             f"columns and {rows} by rows, expected "
                             f"{4 * spec['layers'] + 1} and {want_rows}")
     if spec["vocab_rows"] and specs[spec["vocab_rows"]] != [["tp"], []]:
-        problems.append(f"{model} tp={n}: the embedding is not split by "
+        problems.append(f"{label}: the embedding is not split by "
                         f"vocabulary rows: {specs[spec['vocab_rows']]}")
     for other in spec["whole"]:
         if specs[other]:
-            problems.append(f"{model} tp={n}: {other} is split: "
+            problems.append(f"{label}: {other} is split: "
                             f"{specs[other]}")
     return problems
 
@@ -245,28 +298,29 @@ def run_model(tmp, model_name, spec, bin_dir, repo, tools_env, forward,
     single.close()
     scale = max(float(np.abs(r).max()) for r in reference[1:])
 
-    for n in (2, 4):
-        art = out / f"tp{n}"
-        run(compile_args + [f"--mesh=tp={n}", "-o", art], env=tools_env)
-        ir = run(compile_args + [f"--mesh=tp={n}", "--emit=tsr"],
-                 env=tools_env).stdout
-        problems += check_ir(ir, n, model_name)
+    for n, sp in ((2, False), (4, False), (2, True), (4, True)):
+        label = f"{model_name} tp={n}{' sp' if sp else ''}"
+        art = out / f"tp{n}{'sp' if sp else ''}"
+        mesh = [f"--mesh=tp={n}"] + (["--sequence-parallel"] if sp else [])
+        run(compile_args + mesh + ["-o", art], env=tools_env)
+        ir = run(compile_args + mesh + ["--emit=tsr"], env=tools_env).stdout
+        problems += check_ir(ir, n, sp, model_name)
         manifest = json.loads((art / "manifest.json").read_text())
         input_specs = manifest["programs"][0]["inputs"]
         problems += check_layout({s["name"]: s.get("sharding", [])
-                                  for s in input_specs}, n, model_name)
+                                  for s in input_specs}, n, sp, model_name)
         done = subprocess.run(
             ["mpirun", "-np", str(n)] + forward +
             [sys.executable, __file__, "--worker", str(art),
-             str(out / "inputs.npz"), str(out / f"tp{n}.RANK.npz")],
+             str(out / "inputs.npz"), str(art) + ".RANK.npz"],
             capture_output=True, text=True, env=tools_env, timeout=600)
         if done.returncode != 0:
-            fail(f"mpirun -np {n} exited {done.returncode}:\n"
+            fail(f"{label}: mpirun -np {n} exited {done.returncode}:\n"
                  f"{done.stdout}{done.stderr}")
         worst, worst_name = 0.0, ""
         grad_specs = manifest["programs"][0]["outputs"]
         for rank in range(n):
-            got = np.load(out / f"tp{n}.{rank}.npz")
+            got = np.load(str(art) + f".{rank}.npz")
             for i, name in enumerate(names):
                 value = got[f"out{i}"]
                 sharding = []
@@ -281,10 +335,10 @@ def run_model(tmp, model_name, spec, bin_dir, repo, tools_env, forward,
                 if np.any(np.abs(value - want) >
                           ATOL * scale + RTOL * np.abs(want)):
                     problems.append(
-                        f"{model_name} tp={n} rank {rank}: {name} differs "
+                        f"{label} rank {rank}: {name} differs "
                         f"from one process by {diff:.3g} (largest gradient "
                         f"element {scale:.3g})")
-        print(f"{model_name} tp={n}: loss and {len(names) - 1} gradients on "
+        print(f"{label}: loss and {len(names) - 1} gradients on "
               f"{n} ranks match one process; largest difference "
               f"{worst:.2e} of the largest gradient element ({worst_name})")
     return problems

@@ -130,6 +130,12 @@ static cl::opt<std::string>
                       "dp ranks, the model split across the tp ranks "
                       "(--mode=grad so far)"),
              cl::cat(trainCat));
+static cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("With --mesh tp=N: also split the activations between the "
+             "tensor-parallel blocks along the sequence (dimension 1 of the "
+             "data and label inputs)"),
+    cl::init(false), cl::cat(trainCat));
 static cl::opt<int64_t>
     zeroStage("zero",
               cl::desc("ZeRO stage with --mesh dp=N: 0 replicates, 1 shards "
@@ -303,8 +309,12 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.trainable.assign(trainable.begin(), trainable.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
-  if (tensorParallel > 1)
-    options.tensorParallel = tessera::TsrShardingPropagationOptions{"tp"};
+  if (tensorParallel > 1) {
+    tessera::TsrShardingPropagationOptions tp;
+    tp.axis = "tp";
+    tp.sequenceParallel = sequenceParallel;
+    options.tensorParallel = tp;
+  }
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
         "dp", dataParallel, zeroStage,
@@ -550,6 +560,8 @@ int main(int argc, char **argv) {
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
                   ")");
   }
+  if (sequenceParallel && tensorParallel < 2)
+    return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
   if (zeroStage < 0 || zeroStage > 3)
     return fail("--zero=" + Twine(zeroStage.getValue()) +
                 " is not a ZeRO stage (0, 1, 2 or 3)");

@@ -16,7 +16,11 @@
 //   exists to split the model;
 // - an activation is split only along a factor that a weight operand of
 //   the op has, or that an operand arrives split along: activations follow
-//   the weights (biases and norm scales follow the activations).
+//   the weights (biases and norm scales follow the activations). With
+//   sequence-parallel, also along the sequence: the dimension of the data
+//   and label inputs that `sequence-dim` names, followed through the rules
+//   (Korthikanti et al., "Reducing Activation Recomputation in Large
+//   Transformer Models", 2022).
 //
 // A lookup table (a gather's data) splits by its rows, the vocabulary: each
 // rank looks up what it holds (Megatron's vocabulary-parallel embedding).
@@ -84,6 +88,9 @@ struct TsrShardingPropagationPass
   /// Parameters whose layout the first use decides.
   DenseSet<Value> undecided;
   DenseSet<Value> params;
+  /// The dimensions of each value that follow the inputs' sequence
+  /// dimension (with sequence-parallel).
+  DenseMap<Value, SmallVector<bool>> sequenceDims;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -149,6 +156,29 @@ struct TsrShardingPropagationPass
            });
   }
 
+  bool isSequenceDim(Value v, int d) const {
+    auto it = sequenceDims.find(v);
+    return it != sequenceDims.end() && it->second[d];
+  }
+
+  /// Marks the result dimensions of `op` whose major factor is an operand's
+  /// sequence dimension.
+  void followSequence(Operation *op, const ShardingRule &rule) {
+    llvm::SmallDenseSet<unsigned> factors;
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      for (auto [d, dims] : llvm::enumerate(rule.operands[i]))
+        if (!dims.empty() && isSequenceDim(v, d))
+          factors.insert(dims.front());
+    if (factors.empty())
+      return;
+    for (auto [r, result] : llvm::enumerate(op->getResults())) {
+      SmallVector<bool> marks;
+      for (const auto &dims : rule.results[r])
+        marks.push_back(!dims.empty() && factors.contains(dims.front()));
+      sequenceDims[result] = marks;
+    }
+  }
+
   /// Whether the operand is a weight still to be split.
   bool isUndecidedWeight(Value v) const {
     return isWeight(v) && undecided.contains(v);
@@ -199,7 +229,8 @@ struct TsrShardingPropagationPass
         int d = dimOf(rule.operands[i], f);
         if (d < 0)
           continue;
-        if (isWeight(v) || current[i].dim == d)
+        if (isWeight(v) || current[i].dim == d ||
+            (sequenceParallel && isSequenceDim(v, d)))
           allowed = true;
       }
       if (allowed)
@@ -271,9 +302,17 @@ struct TsrShardingPropagationPass
     for (BlockArgument arg : f.getArguments()) {
       if (!isa<RankedTensorType>(arg.getType()))
         continue;
-      if (getArgRole(f, arg.getArgNumber()) == tsr::Role::param) {
+      tsr::Role role = getArgRole(f, arg.getArgNumber());
+      if (role == tsr::Role::param) {
         params.insert(arg);
         undecided.insert(arg);
+      }
+      int64_t rank = cast<RankedTensorType>(arg.getType()).getRank();
+      if ((role == tsr::Role::data || role == tsr::Role::label) &&
+          sequenceDim >= 0 && sequenceDim < rank) {
+        SmallVector<bool> marks(rank, false);
+        marks[sequenceDim] = true;
+        sequenceDims[arg] = marks;
       }
     }
 
@@ -305,6 +344,7 @@ struct TsrShardingPropagationPass
       rule = getShardingRule(op);
     Candidate chosen;
     if (rule) {
+      followSequence(op, *rule);
       SmallVector<Candidate> all = candidates(op, *rule);
       chosen = all.front();
       for (const Candidate &c : llvm::drop_begin(all))

@@ -143,7 +143,13 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
     parameter of rank >= 2 that a matmul, einsum, convolution or gather
     reads) is split by its first use; an activation is
     split only along a factor a weight operand has or an operand arrives
-    split along (biases and norm scales follow the activations). A row-parallel matmul's result is a pending sum (`partial`)
+    split along (biases and norm scales follow the activations). With
+    `sequence-parallel`, an activation may also be split along its sequence
+    dimension (dimension `sequence-dim` of the data and label inputs,
+    followed through every op's rule), so that a pending sum meets the
+    residual stream as a reduce-scatter along the sequence and the norms
+    and residual adds run on sequence blocks, gathered before the
+    column-parallel matmuls (Megatron's sequence parallelism). A row-parallel matmul's result is a pending sum (`partial`)
     until an op that is not linear in it needs it whole. An op without a
     rule runs on whole values, and is named in a warning when that gathers a
     split or pending operand.
@@ -182,6 +188,13 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
            "The mesh axis that carries tensor parallelism">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Also split activations along the sequence (Korthikanti et al. "
+           "2022): the dimension `sequence-dim` of the data and label "
+           "inputs, followed through the ops">,
+    Option<"sequenceDim", "sequence-dim", "int64_t", /*default=*/"1",
+           "The sequence dimension of the data and label inputs">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to plan (default: the module's one public "
            "function)">,
