@@ -244,6 +244,13 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       c.serves.push_back(cast<StringAttr>(s).str());
     if (auto bucket = op->getAttrOfType<IntegerAttr>("bucket"))
       c.bucket = bucket.getInt();
+    if (auto reason = op->getAttrOfType<StringAttr>(tsr::attr::kReason))
+      c.reason = reason.str();
+    c.node = tsr::getNodeName(op->getLoc());
+    c.backward = op->hasAttr(tsr::attr::kBackward);
+    if (FailureOr<OpCost> cost = costModel.getCollectiveCost(op);
+        succeeded(cost))
+      c.bytes = cost->bytes;
     op->setAttr("id", IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                        sig.collectives.size()));
     sig.collectives.push_back(std::move(c));

@@ -26,6 +26,7 @@
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -136,6 +137,19 @@ static cl::opt<bool> sequenceParallel(
              "tensor-parallel blocks along the sequence (dimension 1 of the "
              "data and label inputs)"),
     cl::init(false), cl::cat(trainCat));
+static cl::opt<bool>
+    explain("explain",
+            cl::desc("Print every collective of the compiled step: its "
+                     "group, the bytes one rank sends, the model node and "
+                     "why it is there"),
+            cl::init(false), cl::cat(compileCat));
+static cl::list<std::string> shardPins(
+    "shard",
+    cl::desc("With --mesh tp=N: GLOB=SPEC pins the layout of the parameters "
+             "whose name matches GLOB: one entry per dimension separated by "
+             "':', '-' for whole or tp (e.g. 'blocks.*.fc1.weight=-:tp'); "
+             "repeatable"),
+    cl::cat(trainCat));
 static cl::opt<int64_t>
     zeroStage("zero",
               cl::desc("ZeRO stage with --mesh dp=N: 0 replicates, 1 shards "
@@ -313,6 +327,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
     tessera::TsrShardingPropagationOptions tp;
     tp.axis = "tp";
     tp.sequenceParallel = sequenceParallel;
+    tp.shard.assign(shardPins.begin(), shardPins.end());
     options.tensorParallel = tp;
   }
   if (dataParallel > 0)
@@ -451,6 +466,30 @@ static void printTrainedSummary(const tessera::ArtifactSignature &sig,
   llvm::errs() << "\n";
 }
 
+/// Every collective of the step, in program order, with why it is there.
+static void printExplanation(const tessera::ArtifactSignature &sig) {
+  llvm::outs() << "collectives of one step, in program order ("
+               << sig.collectives.size() << "):\n";
+  for (auto [i, c] : llvm::enumerate(sig.collectives)) {
+    llvm::outs() << llvm::formatv("  #{0} {1} over {2}, {3} bytes per rank, "
+                                  "{4}",
+                                  i, c.kind, llvm::join(c.axes, ","),
+                                  int64_t(c.bytes),
+                                  c.backward ? "backward" : "forward");
+    if (!c.node.empty())
+      llvm::outs() << ", node '" << c.node << "'";
+    llvm::outs() << ": ";
+    if (!c.reason.empty())
+      llvm::outs() << c.reason;
+    else if (c.bucket)
+      llvm::outs() << "data-parallel gradient bucket " << *c.bucket << " ("
+                   << llvm::join(c.serves, ", ") << ")";
+    else
+      llvm::outs() << "serves " << llvm::join(c.serves, ", ");
+    llvm::outs() << "\n";
+  }
+}
+
 /// The static footprint of one call of each program, from the manifest's
 /// roles and the memory plan of the lowered function.
 static void printReport(const tessera::ArtifactSignature &sig) {
@@ -562,6 +601,8 @@ int main(int argc, char **argv) {
   }
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
+  if (!shardPins.empty() && tensorParallel < 2)
+    return fail("--shard needs --mesh tp=N with N >= 2");
   if (zeroStage < 0 || zeroStage > 3)
     return fail("--zero=" + Twine(zeroStage.getValue()) +
                 " is not a ZeRO stage (0, 1, 2 or 3)");
@@ -671,5 +712,7 @@ int main(int argc, char **argv) {
     printTrainedSummary(sig, /*named=*/report ? -1 : 8);
   if (report)
     printReport(sig);
+  if (explain)
+    printExplanation(sig);
   return 0;
 }

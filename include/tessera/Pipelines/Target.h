@@ -53,6 +53,12 @@ struct ArtifactCollective {
   SmallVector<std::string> axes;
   SmallVector<std::string> serves;
   std::optional<int64_t> bucket;
+  /// Why a pass inserted it (`tsr.reason`), the model node it serves (its
+  /// location's name), whether it is part of the backward pass, and the
+  /// bytes one rank sends (the cost model's β coefficient).
+  std::string reason, node;
+  bool backward = false;
+  double bytes = 0;
 };
 
 /// What `tessera-run --train` needs beyond the signature.

@@ -7,6 +7,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
 
 namespace mlir::tessera {
@@ -232,6 +233,13 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
               b.getStrArrayAttr({getArgString(f, i, tsr::attr::kName)}),
               IntegerAttr(), IntegerAttr(), UnitAttr());
           grad.getDefiningOp()->setAttr(tsr::attr::kBackward, b.getUnitAttr());
+          grad.getDefiningOp()->setAttr(
+              tsr::attr::kReason,
+              b.getStringAttr(("'" + getArgString(f, i, tsr::attr::kName) +
+                               "' is whole on every rank of " +
+                               llvm::join(whole, ", ") +
+                               ": its gradient is the sum of their shares")
+                                  .str()));
         }
       }
       results.push_back(grad);

@@ -42,6 +42,19 @@ FailureOr<int64_t> groupSize(Operation *op, ArrayAttr axes) {
   return tsr::getMeshGroupSize(op, names);
 }
 
+/// Records on `backward`, a collective a rule built, which forward
+/// collective it is the gradient of (for tessera-compile --explain).
+Value transposeOf(Operation *forward, Value backward) {
+  std::string node = tsr::getNodeName(forward->getLoc());
+  backward.getDefiningOp()->setAttr(
+      tsr::attr::kReason,
+      StringAttr::get(forward->getContext(),
+                      "the gradient of the " +
+                          forward->getName().stripDialect() +
+                          (node.empty() ? "" : " at '" + node + "'")));
+  return backward;
+}
+
 tsr::CollectiveReductionAttr sumAttr(OpBuilder &b) {
   return tsr::CollectiveReductionAttr::get(b.getContext(),
                                            CollectiveReduction::sum);
@@ -83,9 +96,11 @@ LogicalResult allReduceRule(tsr::AllReduceOp op, GradientBuilder &g,
       reduction != CollectiveReduction::mean)
     return noExtremumRule(op, reduction);
   OpBuilder &b = g.builder();
-  operandGrads[0] = tsr::AllReduceOp::create(
-      b, g.getLoc(), dy.getType(), dy, op.getReductionAttr(), op.getMeshAxes(),
-      op.getServes(), IntegerAttr(), IntegerAttr(), UnitAttr());
+  operandGrads[0] = transposeOf(
+      op, tsr::AllReduceOp::create(b, g.getLoc(), dy.getType(), dy,
+                                   op.getReductionAttr(), op.getMeshAxes(),
+                                   op.getServes(), IntegerAttr(), IntegerAttr(),
+                                   UnitAttr()));
   return success();
 }
 
@@ -100,9 +115,11 @@ LogicalResult reduceScatterRule(tsr::ReduceScatterOp op, GradientBuilder &g,
       reduction != CollectiveReduction::mean)
     return noExtremumRule(op, reduction);
   OpBuilder &b = g.builder();
-  Value dx = tsr::AllGatherOp::create(
-      b, g.getLoc(), op.getX().getType(), dy, op.getDimAttr(), op.getMeshAxes(),
-      op.getServes(), IntegerAttr(), IntegerAttr(), UnitAttr());
+  Value dx =
+      transposeOf(op, tsr::AllGatherOp::create(
+                          b, g.getLoc(), op.getX().getType(), dy,
+                          op.getDimAttr(), op.getMeshAxes(), op.getServes(),
+                          IntegerAttr(), IntegerAttr(), UnitAttr()));
   if (reduction == CollectiveReduction::mean) {
     FailureOr<int64_t> n = groupSize(op, op.getMeshAxes());
     if (failed(n))
@@ -120,10 +137,11 @@ LogicalResult allGatherRule(tsr::AllGatherOp op, GradientBuilder &g,
   if (!dy || !hasFloatElements(op.getX()))
     return success();
   OpBuilder &b = g.builder();
-  operandGrads[0] = tsr::ReduceScatterOp::create(
-      b, g.getLoc(), op.getX().getType(), dy, sumAttr(b), op.getDimAttr(),
-      op.getMeshAxes(), op.getServes(), IntegerAttr(), IntegerAttr(),
-      UnitAttr());
+  operandGrads[0] =
+      transposeOf(op, tsr::ReduceScatterOp::create(
+                          b, g.getLoc(), op.getX().getType(), dy, sumAttr(b),
+                          op.getDimAttr(), op.getMeshAxes(), op.getServes(),
+                          IntegerAttr(), IntegerAttr(), UnitAttr()));
   return success();
 }
 
@@ -134,9 +152,11 @@ LogicalResult allToAllRule(tsr::AllToAllOp op, GradientBuilder &g,
   if (!dy || !hasFloatElements(op.getX()))
     return success();
   OpBuilder &b = g.builder();
-  operandGrads[0] = tsr::AllToAllOp::create(
-      b, g.getLoc(), op.getX().getType(), dy, op.getDimAttr(), op.getMeshAxes(),
-      op.getServes(), IntegerAttr(), IntegerAttr(), UnitAttr());
+  operandGrads[0] = transposeOf(
+      op,
+      tsr::AllToAllOp::create(b, g.getLoc(), op.getX().getType(), dy,
+                              op.getDimAttr(), op.getMeshAxes(), op.getServes(),
+                              IntegerAttr(), IntegerAttr(), UnitAttr()));
   return success();
 }
 
@@ -150,9 +170,10 @@ LogicalResult broadcastFromRule(tsr::BroadcastFromOp op, GradientBuilder &g,
   if (failed(n))
     return failure();
   OpBuilder &b = g.builder();
-  Value total = tsr::AllReduceOp::create(
-      b, g.getLoc(), dy.getType(), dy, sumAttr(b), op.getMeshAxes(),
-      op.getServes(), IntegerAttr(), IntegerAttr(), UnitAttr());
+  Value total = transposeOf(
+      op, tsr::AllReduceOp::create(b, g.getLoc(), dy.getType(), dy, sumAttr(b),
+                                   op.getMeshAxes(), op.getServes(),
+                                   IntegerAttr(), IntegerAttr(), UnitAttr()));
   int64_t root = op.getRoot();
   Value isRoot =
       rankMask(g, getTensorType(dy).getElementType(), op.getMeshAxes(), *n,

@@ -108,18 +108,29 @@ Value crossEntropySplitClasses(OpBuilder &b, tsr::SoftmaxCrossEntropyLossOp op,
     return tsr::CollectiveReductionAttr::get(b.getContext(), r);
   };
   Value localMax = g.reduceMax(scores, {1}, /*keepdims=*/true);
+  auto explain = [&](Value collective, StringRef why) {
+    collective.getDefiningOp()->setAttr(
+        tsr::attr::kReason,
+        b.getStringAttr("vocabulary-parallel cross-entropy: " + why));
+    return collective;
+  };
   Value max = tsr::StopGradientOp::create(
       b, loc,
-      tsr::AllReduceOp::create(b, loc, localMax.getType(), localMax,
-                               reduction(tsr::CollectiveReduction::max), axes,
-                               b.getArrayAttr({}), IntegerAttr(), IntegerAttr(),
-                               UnitAttr()));
+      explain(tsr::AllReduceOp::create(b, loc, localMax.getType(), localMax,
+                                       reduction(tsr::CollectiveReduction::max),
+                                       axes, b.getArrayAttr({}), IntegerAttr(),
+                                       IntegerAttr(), UnitAttr()),
+              "each sample's largest score, over the classes every rank "
+              "holds a block of"));
   Value localSum =
       g.reduceSum(g.exp(g.sub(scores, max)), {1}, /*keepdims=*/false);
-  Value sum = tsr::AllReduceOp::create(b, loc, localSum.getType(), localSum,
-                                       reduction(tsr::CollectiveReduction::sum),
-                                       axes, b.getArrayAttr({}), IntegerAttr(),
-                                       IntegerAttr(), UnitAttr());
+  Value sum = explain(
+      tsr::AllReduceOp::create(b, loc, localSum.getType(), localSum,
+                               reduction(tsr::CollectiveReduction::sum), axes,
+                               b.getArrayAttr({}), IntegerAttr(), IntegerAttr(),
+                               UnitAttr()),
+      "each sample's sum of exponentials, over the classes every rank holds "
+      "a block of");
   Value logSumExp = g.add(g.log(sum), g.reshape(max, targetType.getShape()));
   auto [index, inRange] =
       localIndex(g, target, scoresType.getDimSize(1), n, axes);
@@ -212,9 +223,16 @@ struct TsrShardingPartitionPass
         v.getContext(), cast<RankedTensorType>(v.getType()).getRank());
   }
 
-  /// Brings `v` (laid out as `from`) to `to`; `serves` names what it carries.
+  /// Brings `v` (laid out as `from`) to `to`; `serves` names what it
+  /// carries, `user` what needs it (for the collectives' tsr.reason).
   Value reshard(OpBuilder &b, Location loc, Value v, ShardingAttr from,
-                ShardingAttr to, ArrayAttr serves) {
+                ShardingAttr to, ArrayAttr serves, StringRef user) {
+    std::string what = describe(v);
+    auto explain = [&](Value collective, const Twine &why) {
+      collective.getDefiningOp()->setAttr(tsr::attr::kReason,
+                                          b.getStringAttr(why.str()));
+      return collective;
+    };
     if (!from)
       from = replicated(v);
     if (!to)
@@ -249,24 +267,30 @@ struct TsrShardingPartitionPass
           scatter = d;
       ArrayAttr axes = meshOrdered(b, pending);
       if (scatter) {
-        v = tsr::ReduceScatterOp::create(
-            b, loc, shapeWith(*scatter, groupSize(pending), true), v, sum,
-            b.getI64IntegerAttr(*scatter), axes, serves, IntegerAttr(),
-            IntegerAttr(), UnitAttr());
+        v = explain(tsr::ReduceScatterOp::create(
+                        b, loc, shapeWith(*scatter, groupSize(pending), true),
+                        v, sum, b.getI64IntegerAttr(*scatter), axes, serves,
+                        IntegerAttr(), IntegerAttr(), UnitAttr()),
+                    user + " takes the pending sum of " + what +
+                        " split along dimension " + Twine(*scatter));
         have[*scatter] = want[*scatter];
       } else {
-        v = tsr::AllReduceOp::create(b, loc, v.getType(), v, sum, axes, serves,
-                                     IntegerAttr(), IntegerAttr(), UnitAttr());
+        v = explain(tsr::AllReduceOp::create(b, loc, v.getType(), v, sum, axes,
+                                             serves, IntegerAttr(),
+                                             IntegerAttr(), UnitAttr()),
+                    user + " needs the pending sum of " + what + " whole");
       }
     }
     for (unsigned d = 0; d < rank; ++d) {
       if (have[d] == want[d])
         continue;
       if (!have[d].empty()) {
-        v = tsr::AllGatherOp::create(
-            b, loc, shapeWith(d, groupSize(have[d]), false), v,
-            b.getI64IntegerAttr(d), meshOrdered(b, have[d]), serves,
-            IntegerAttr(), IntegerAttr(), UnitAttr());
+        v = explain(tsr::AllGatherOp::create(
+                        b, loc, shapeWith(d, groupSize(have[d]), false), v,
+                        b.getI64IntegerAttr(d), meshOrdered(b, have[d]), serves,
+                        IntegerAttr(), IntegerAttr(), UnitAttr()),
+                    user + " needs dimension " + Twine(d) + " of " + what +
+                        " whole");
       }
       if (!want[d].empty()) {
         v = tsr::LocalShardOp::create(
@@ -275,6 +299,26 @@ struct TsrShardingPartitionPass
       }
     }
     return v;
+  }
+
+  /// `v` in a reason: the parameter or input it is, or the op and node
+  /// that make it.
+  std::string describe(Value v) const {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto f = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      bool param = getArgRole(f, arg.getArgNumber()) == tsr::Role::param;
+      return ((param ? "parameter '" : "input '") +
+              getArgString(f, arg.getArgNumber(), tsr::attr::kName) + "'")
+          .str();
+    }
+    return ("'" + v.getDefiningOp()->getName().getStringRef() + "'" +
+            at(v.getLoc()))
+        .str();
+  }
+
+  static std::string at(Location loc) {
+    std::string node = tsr::getNodeName(loc);
+    return node.empty() ? "" : " at '" + node + "'";
   }
 
   /// What a reshard of `v` carries: the parameter's name, if it is one.
@@ -333,8 +377,10 @@ struct TsrShardingPartitionPass
                    : ShardingAttr();
         Value &local = reshards[{v, want ? Attribute(want) : replicated(v)}];
         if (!local)
-          local = reshard(b, op.getLoc(), v, layouts.lookup(v), want,
-                          servesOf(f, v));
+          local = reshard(
+              b, op.getLoc(), v, layouts.lookup(v), want, servesOf(f, v),
+              ("'" + op.getName().getStringRef() + "'" + at(op.getLoc()))
+                  .str());
         use.set(local);
       }
       // Ops that are not the same op on blocks when their summed-over
@@ -395,8 +441,11 @@ struct TsrShardingPartitionPass
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder b(ret);
     for (OpOperand &use : ret->getOpOperands())
-      use.set(reshard(b, ret.getLoc(), use.get(), layouts.lookup(use.get()),
-                      ShardingAttr(), b.getArrayAttr({})));
+      use.set(reshard(
+          b, ret.getLoc(), use.get(), layouts.lookup(use.get()), ShardingAttr(),
+          b.getArrayAttr({}),
+          ("result " + Twine(use.getOperandNumber()) + " of the function")
+              .str()));
     f.setType(FunctionType::get(f.getContext(), inputs, ret.getOperandTypes()));
     if (usedAxes.empty())
       return success();

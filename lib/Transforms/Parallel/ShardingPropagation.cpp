@@ -38,6 +38,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
+#include "llvm/Support/GlobPattern.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRSHARDINGPROPAGATION
@@ -88,6 +89,8 @@ struct TsrShardingPropagationPass
   /// Parameters whose layout the first use decides.
   DenseSet<Value> undecided;
   DenseSet<Value> params;
+  /// Parameters whose layout `shard` pins.
+  DenseSet<Value> pinned;
   /// The dimensions of each value that follow the inputs' sequence
   /// dimension (with sequence-parallel).
   DenseMap<Value, SmallVector<bool>> sequenceDims;
@@ -316,6 +319,9 @@ struct TsrShardingPropagationPass
       }
     }
 
+    if (failed(pin(f)))
+      return failure();
+
     WalkResult walk = f.getBody().front().walk([&](Operation *op) {
       if (isa<func::ReturnOp>(op))
         return WalkResult::advance();
@@ -332,6 +338,58 @@ struct TsrShardingPropagationPass
       Layout l = layouts.lookup(p);
       if (l.dim >= 0)
         f.setArgAttr(arg.getArgNumber(), tsr::attr::kSharding, toAttr(p, l));
+    }
+    return success();
+  }
+
+  /// Applies the `shard` pins to the parameters they match.
+  LogicalResult pin(func::FuncOp f) {
+    for (const std::string &spec : shard) {
+      auto [glob, layout] = StringRef(spec).split('=');
+      llvm::Expected<llvm::GlobPattern> pattern =
+          llvm::GlobPattern::create(glob);
+      if (!pattern || layout.empty()) {
+        if (!pattern)
+          llvm::consumeError(pattern.takeError());
+        return f.emitError("malformed shard pin '")
+               << spec << "' (expected GLOB=SPEC, e.g. fc1.weight=-:" << axis
+               << ")";
+      }
+      SmallVector<StringRef> dims;
+      layout.split(dims, ':');
+      bool matched = false;
+      for (Value p : params) {
+        auto arg = cast<BlockArgument>(p);
+        StringRef name = getArgString(f, arg.getArgNumber(), tsr::attr::kName);
+        if (!pattern->match(name))
+          continue;
+        matched = true;
+        auto type = cast<RankedTensorType>(p.getType());
+        if (int64_t(dims.size()) != type.getRank())
+          return f.emitError("shard pin '")
+                 << spec << "' gives " << dims.size() << " dimensions to '"
+                 << name << "' of rank " << type.getRank();
+        Layout l;
+        for (auto [d, entry] : llvm::enumerate(dims)) {
+          if (entry == "-")
+            continue;
+          if (entry != StringRef(axis) || l.dim >= 0)
+            return f.emitError("shard pin '")
+                   << spec << "': each entry is '-' or the tensor-parallel "
+                   << "axis '" << axis << "', once";
+          if (type.getDimSize(d) % n != 0)
+            return f.emitError("shard pin '")
+                   << spec << "': dimension " << d << " of '" << name
+                   << "' (size " << type.getDimSize(d)
+                   << ") does not split into " << n << " equal blocks";
+          l.dim = d;
+        }
+        layouts[p] = l;
+        undecided.erase(p);
+        pinned.insert(p);
+      }
+      if (!matched)
+        return f.emitError("shard pin '") << spec << "' matches no parameter";
     }
     return success();
   }
@@ -364,9 +422,18 @@ struct TsrShardingPropagationPass
                         "operands gathered over '")
             << axis << "'";
     }
-    for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands))
+    for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands)) {
       if (undecided.erase(v))
         layouts[v] = need;
+      if (pinned.contains(v) && !(layouts.lookup(v) == need)) {
+        auto arg = cast<BlockArgument>(v);
+        auto f = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+        op->emitWarning("uses '")
+            << getArgString(f, arg.getArgNumber(), tsr::attr::kName) << "' as "
+            << toAttr(v, need) << " but it is pinned to "
+            << toAttr(v, layouts.lookup(v)) << ": it is resharded here";
+      }
+    }
     for (auto [r, l] : llvm::zip(op->getResults(), chosen.results))
       layouts[r] = l;
 

@@ -12,17 +12,17 @@
 // CHECK-SAME: attributes {tsr.partitioned = ["dp", "tp"]}
 // CHECK: %[[H:.*]] = tsr.matmul %[[X]], %[[W]] : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
 // CHECK: %[[P:.*]] = tsr.matmul %[[H]], %[[V]] : tensor<4x4xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
-// CHECK: %[[RS:.*]] = tsr.reduce_scatter %[[P]] {dim = 1 : i64, mesh_axes = ["tp"]} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+// CHECK: %[[RS:.*]] = tsr.reduce_scatter %[[P]] {dim = 1 : i64, mesh_axes = ["tp"], tsr.reason = "'tsr.relu' takes the pending sum of 'tsr.matmul' split along dimension 1"} : (tensor<4x8xf32>) -> tensor<4x4xf32>
 // CHECK: %[[R:.*]] = tsr.relu %[[RS]] : tensor<4x4xf32>
-// CHECK: %[[AR:.*]] = tsr.all_reduce %[[P]] {mesh_axes = ["tp"]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[AR:.*]] = tsr.all_reduce %[[P]] {mesh_axes = ["tp"]{{.*}}} : (tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK: %[[E:.*]] = tsr.exp %[[AR]] : tensor<4x8xf32>
-// CHECK: %[[G:.*]] = tsr.all_gather %[[R]] {dim = 1 : i64, mesh_axes = ["tp"]} : (tensor<4x4xf32>) -> tensor<4x8xf32>
+// CHECK: %[[G:.*]] = tsr.all_gather %[[R]] {dim = 1 : i64, mesh_axes = ["tp"]{{.*}}} : (tensor<4x4xf32>) -> tensor<4x8xf32>
 // CHECK: %[[S:.*]] = tsr.add %[[G]], %[[E]] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
 // CHECK: %[[C:.*]] = tsr.local_shard %[[S]] {mesh_axes = ["dp", "tp"]} : (tensor<4x8xf32>) -> tensor<1x8xf32>
 // CHECK: %[[T:.*]] = tsr.tanh %[[C]] : tensor<1x8xf32>
 // CHECK: %[[U:.*]] = tsr.sigmoid %[[C]] : tensor<1x8xf32>
-// CHECK: %[[TG:.*]] = tsr.all_gather %[[T]] {mesh_axes = ["dp", "tp"]} : (tensor<1x8xf32>) -> tensor<4x8xf32>
-// CHECK: %[[UG:.*]] = tsr.all_gather %[[U]] {mesh_axes = ["dp", "tp"]} : (tensor<1x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[TG:.*]] = tsr.all_gather %[[T]] {mesh_axes = ["dp", "tp"]{{.*}}} : (tensor<1x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[UG:.*]] = tsr.all_gather %[[U]] {mesh_axes = ["dp", "tp"]{{.*}}} : (tensor<1x8xf32>) -> tensor<4x8xf32>
 // CHECK: return %[[TG]], %[[UG]] : tensor<4x8xf32>, tensor<4x8xf32>
 module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2]>} {
   func.func @reshards(%x: tensor<4x8xf32> {tsr.name = "x"},
@@ -70,16 +70,16 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
 // CHECK: %[[ROWS:.*]] = tsr.gather %[[EMB]], %[[IDX]] {axis = 0 : i64} : (tensor<4x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
 // CHECK: %[[MASK:.*]] = tsr.reshape %[[HELD]] : tensor<2x3xi1> to tensor<2x3x1xi1>
 // CHECK: %[[SHARE:.*]] = tsr.where %[[MASK]], %[[ROWS]]
-// CHECK: tsr.all_reduce %[[SHARE]] {mesh_axes = ["tp"]} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK: tsr.all_reduce %[[SHARE]] {mesh_axes = ["tp"]{{.*}}} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 // CHECK: %[[LMAX:.*]] = tsr.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims = true} : (tensor<2x4x3xf32>) -> tensor<2x1x3xf32>
-// CHECK: %[[GMAX:.*]] = tsr.all_reduce %[[LMAX]] {mesh_axes = ["tp"], reduction = #tsr.reduction<max>}
+// CHECK: %[[GMAX:.*]] = tsr.all_reduce %[[LMAX]] {mesh_axes = ["tp"], reduction = #tsr.reduction<max>, tsr.reason = "vocabulary-parallel cross-entropy: each sample's largest score, over the classes every rank holds a block of"}
 // CHECK: tsr.stop_gradient %[[GMAX]]
 // CHECK: %[[LSUM:.*]] = tsr.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = false} : (tensor<2x4x3xf32>) -> tensor<2x3xf32>
-// CHECK: tsr.all_reduce %[[LSUM]] {mesh_axes = ["tp"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: tsr.all_reduce %[[LSUM]] {mesh_axes = ["tp"]{{.*}}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK: tsr.gather_elements %{{.*}} {axis = 1 : i64} : (tensor<2x4x3xf32>, tensor<2x1x3xi64>) -> tensor<2x1x3xf32>
 // CHECK: tsr.constant dense<5.000000e-01> : tensor<f32>
 // CHECK: %[[LOSS:.*]] = tsr.div
-// CHECK: %[[TOTAL:.*]] = tsr.all_reduce %[[LOSS]] {mesh_axes = ["tp"]} : (tensor<f32>) -> tensor<f32>
+// CHECK: %[[TOTAL:.*]] = tsr.all_reduce %[[LOSS]] {mesh_axes = ["tp"]{{.*}}} : (tensor<f32>) -> tensor<f32>
 // CHECK: return %[[TOTAL]]
 module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
   func.func @vocabulary(%tok: tensor<2x3xi64> {tsr.name = "tokens"}, %emb: tensor<8x4xf32> {tsr.name = "embed", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[["tp"], []]>}, %head: tensor<4x8xf32> {tsr.name = "head", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[[], ["tp"]]>}, %t: tensor<2x3xi64> {tsr.name = "labels", tsr.role = #tsr.role<label>}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {

@@ -143,7 +143,10 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
     parameter of rank >= 2 that a matmul, einsum, convolution or gather
     reads) is split by its first use; an activation is
     split only along a factor a weight operand has or an operand arrives
-    split along (biases and norm scales follow the activations). With
+    split along (biases and norm scales follow the activations). A
+    parameter pinned with `shard` keeps its layout; an op that wants it
+    otherwise gets an explicit reshard, reported as a warning naming the
+    parameter, its pinned layout and the one the op uses. With
     `sequence-parallel`, an activation may also be split along its sequence
     dimension (dimension `sequence-dim` of the data and label inputs,
     followed through every op's rule), so that a pending sum meets the
@@ -195,6 +198,10 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
            "inputs, followed through the ops">,
     Option<"sequenceDim", "sequence-dim", "int64_t", /*default=*/"1",
            "The sequence dimension of the data and label inputs">,
+    ListOption<"shard", "shard", "std::string",
+               "Pinned layouts, GLOB=SPEC: the parameters whose name matches "
+               "the glob get SPEC, one entry per dimension separated by ':', "
+               "'-' for whole or the axis (e.g. blocks.*.fc1.weight=-:tp)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to plan (default: the module's one public "
            "function)">,
@@ -211,7 +218,9 @@ def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
     pending sum to whole: `tsr.all_reduce`; split to whole:
     `tsr.all_gather`; whole to split: `tsr.local_shard`, no communication),
     one reshard per value and layout; the results are brought to whole
-    values. Two ops are not the same op on blocks when their summed-over
+    values. Every collective it inserts says why in `tsr.reason` (the op
+    and model node that needs the value, and the layout it needs), which
+    `tessera-compile --explain` prints. Two ops are not the same op on blocks when their summed-over
     dimension is split, and are rewritten: a `tsr.gather` from a table split
     by rows looks up the rows this rank holds and gives zeros for the
     others (Megatron's vocabulary-parallel embedding); a

@@ -211,6 +211,18 @@ FailureOr<int64_t> mlir::tsr::getMeshGroupSize(Operation *op,
 // The training contract: tsr.* attributes of arguments and results
 //===----------------------------------------------------------------------===//
 
+std::string mlir::tsr::getNodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string name = getNodeName(inner); !name.empty())
+        return name;
+  if (auto site = dyn_cast<CallSiteLoc>(loc))
+    return getNodeName(site.getCallee());
+  return "";
+}
+
 LogicalResult mlir::tsr::verifySharding(Operation *op, Type type,
                                         ShardingAttr sharding,
                                         const Twine &what) {
@@ -399,6 +411,13 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
         return failure();
     return success();
   }
+  if (name == attr::kReason) {
+    auto reason = dyn_cast<StringAttr>(value);
+    if (!reason || reason.getValue().empty())
+      return op->emitOpError("attribute '")
+             << name << "' must be a non-empty string, got " << value;
+    return success();
+  }
   if (name == attr::kPartitioned) {
     auto axes = dyn_cast<ArrayAttr>(value);
     if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
@@ -449,5 +468,5 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << ", " << attr::kFrozen << ", " << attr::kBackward << ", "
          << attr::kPeakAllocBytes << ", " << attr::kSchedule << ", "
          << attr::kSharding << ", " << attr::kOperandShardings << ", "
-         << attr::kPartitioned << ")";
+         << attr::kPartitioned << ", " << attr::kReason << ")";
 }

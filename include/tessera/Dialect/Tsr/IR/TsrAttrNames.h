@@ -44,6 +44,9 @@ inline constexpr llvm::StringLiteral kSharding = "tsr.sharding";
 /// results have the layouts of its `tsr.sharding`.
 inline constexpr llvm::StringLiteral kOperandShardings =
     "tsr.operand_shardings";
+/// On a collective a pass inserted: why (a string), for
+/// `tessera-compile --explain`.
+inline constexpr llvm::StringLiteral kReason = "tsr.reason";
 /// Built by tsr-autodiff: part of the backward pass (a unit attribute).
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 

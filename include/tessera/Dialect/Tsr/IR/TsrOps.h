@@ -40,6 +40,10 @@ FailureOr<MeshAttr> getEnclosingMesh(Operation *op);
 /// their sizes); emits an error on `op` and fails unless every axis is
 /// declared by the enclosing mesh, once, in the mesh's order.
 FailureOr<int64_t> getMeshGroupSize(Operation *op, ArrayRef<StringRef> axes);
+/// The name of the model node an op comes from: the name of its location
+/// (the importer's NameLoc), looking inside fused and call-site locations;
+/// empty if it has none.
+std::string getNodeName(Location loc);
 /// Checks `sharding` against a value of `type` inside `op` (`what` names the
 /// value in errors): one entry per dimension, axes of the enclosing mesh,
 /// every split dimension divisible into equal blocks.
