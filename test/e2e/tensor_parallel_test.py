@@ -33,6 +33,8 @@ Checked:
   splits by sequence positions); backward, exactly the transposes of the
   forward collectives (all-gather and reduce-scatter swapped) plus one
   all-reduce per gradient of a whole (replicated) parameter;
+* per-rank parameter bytes: the ONNX initializers' sizes, divided by N for
+  the split ones, equal what each rank's program takes;
 * numbers: under ``mpirun -np N`` (the runtime's Python binding binds the
   tp group), every rank's loss equals the single process's, and every
   gradient (this rank's block of a split parameter, all of a whole one)
@@ -309,6 +311,19 @@ def run_model(tmp, model_name, spec, bin_dir, repo, tools_env, forward,
         input_specs = manifest["programs"][0]["inputs"]
         problems += check_layout({s["name"]: s.get("sharding", [])
                                   for s in input_specs}, n, sp, model_name)
+        # Per-rank parameter bytes: every initializer's bytes, divided by n
+        # where it is split, against the shapes this rank's program takes.
+        expected = sum(init[s["name"]].nbytes // (n if s.get("sharding") else 1)
+                       for s in input_specs if s.get("role") == "param")
+        held = sum(4 * int(np.prod(s["shape"])) for s in input_specs
+                   if s.get("role") == "param")
+        whole = sum(init[s["name"]].nbytes for s in input_specs
+                    if s.get("role") == "param")
+        if held != expected:
+            problems.append(f"{label}: the program takes {held} parameter "
+                            f"bytes per rank, the initializers split as the "
+                            f"manifest says give {expected}")
+        print(f"{label}: parameters {held} bytes per rank of {whole}")
         done = subprocess.run(
             ["mpirun", "-np", str(n)] + forward +
             [sys.executable, __file__, "--worker", str(art),
