@@ -35,6 +35,9 @@ Checked:
   all-reduce per gradient of a whole (replicated) parameter;
 * per-rank parameter bytes: the ONNX initializers' sizes, divided by N for
   the split ones, equal what each rank's program takes;
+* bytes: ``--explain`` reports 2(N-1)/N·B per rank for every activation
+  all-reduce and (N-1)/N·B for every all-gather and reduce-scatter of
+  activations, B the activation's bytes (Megatron's formulas);
 * numbers: under ``mpirun -np N`` (the runtime's Python binding binds the
   tp group), every rank's loss equals the single process's, and every
   gradient (this rank's block of a split parameter, all of a whole one)
@@ -218,6 +221,30 @@ def check_ir(ir, n, sp, model):
     return problems
 
 
+def check_bytes(explained, n, label):
+    """--explain's bytes per rank against Megatron's formulas for the
+    activations, B = 2·16·64·4 bytes: an all-reduce sends 2(N-1)/N·B, an
+    all-gather or reduce-scatter (N-1)/N·B."""
+    b = 2 * 16 * 64 * 4
+    want = {"all_reduce": 2 * (n - 1) * b // n,
+            "all_gather": (n - 1) * b // n,
+            "reduce_scatter": (n - 1) * b // n}
+    problems, seen = [], 0
+    # The activations' collectives: an op's operand (not the scalar loss,
+    # which the function's result needs).
+    for m in re.finditer(r"#\d+ (\w+) over tp, (\d+) bytes per rank, forward"
+                         r".*: '[a-z_.]+' at .*(needs the pending sum|takes "
+                         r"the pending sum|needs dimension 1 of)", explained):
+        kind, sent = m.group(1), int(m.group(2))
+        seen += 1
+        if sent != want[kind]:
+            problems.append(f"{label}: {kind} sends {sent} bytes per rank, "
+                            f"Megatron's formula gives {want[kind]}")
+    if not seen:
+        problems.append(f"{label}: --explain lists no activation collective")
+    return problems
+
+
 def check_layout(specs, n, sp, model):
     spec = MODELS[model]
     label = f"{model} tp={n}{' sp' if sp else ''}"
@@ -304,7 +331,9 @@ def run_model(tmp, model_name, spec, bin_dir, repo, tools_env, forward,
         label = f"{model_name} tp={n}{' sp' if sp else ''}"
         art = out / f"tp{n}{'sp' if sp else ''}"
         mesh = [f"--mesh=tp={n}"] + (["--sequence-parallel"] if sp else [])
-        run(compile_args + mesh + ["-o", art], env=tools_env)
+        explained = run(compile_args + mesh + ["-o", art, "--explain"],
+                        env=tools_env).stdout
+        problems += check_bytes(explained, n, label)
         ir = run(compile_args + mesh + ["--emit=tsr"], env=tools_env).stdout
         problems += check_ir(ir, n, sp, model_name)
         manifest = json.loads((art / "manifest.json").read_text())
