@@ -13,8 +13,10 @@
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/Sharding.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <map>
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSROPTIMIZER
@@ -44,6 +46,9 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   /// ZeRO >= 1: the update works on this rank's shards; state tensors are
   /// shards too.
   std::optional<ZeroUpdate> zero;
+  /// The mesh axes each parameter (by name) is split over by tensor
+  /// parallelism (its argument's tsr.sharding): its norms sum over them.
+  llvm::StringMap<SmallVector<StringRef>> splitAxes;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -150,8 +155,30 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   Value sumAllShards(GradientBuilder &g, Value v, ArrayRef<StringRef> serves) {
     return zero->sumOverShards(g, sumAll(g, v), serves);
   }
+  /// `v` summed over the ranks that hold the other blocks of the tensors
+  /// in `serves` (the tensor-parallel axes `axes` they are split over).
+  Value sumOverBlocks(GradientBuilder &g, Value v, ArrayRef<StringRef> axes,
+                      ArrayRef<StringRef> serves) {
+    if (axes.empty())
+      return v;
+    OpBuilder &b = g.builder();
+    Value sum = tsr::AllReduceOp::create(
+        b, g.getLoc(), v.getType(), v,
+        tsr::CollectiveReductionAttr::get(b.getContext(),
+                                          tsr::CollectiveReduction::sum),
+        b.getStrArrayAttr(axes), b.getStrArrayAttr(serves), IntegerAttr(),
+        IntegerAttr(), UnitAttr());
+    sum.getDefiningOp()->setAttr(
+        tsr::attr::kReason,
+        b.getStringAttr("a norm over the whole of " + llvm::join(serves, ", ") +
+                        " (split over " + llvm::join(axes, ", ") + ")"));
+    return sum;
+  }
+  /// The norm of the whole parameter `name` (or of a tensor shaped like
+  /// it), from this rank's shard of this rank's block of it.
   Value norm(GradientBuilder &g, Value v, StringRef name) {
-    return g.sqrt(sumAllShards(g, g.mul(v, v), {name}));
+    return g.sqrt(sumOverBlocks(g, sumAllShards(g, g.mul(v, v), {name}),
+                                splitAxes.lookup(name), {name}));
   }
   /// num/den where both are positive, else 1 (the trust-ratio convention).
   Value ratioOrOne(GradientBuilder &g, Value num, Value den, Value guard) {
@@ -320,6 +347,30 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return func.emitError("no trainable parameters: every parameter is "
                             "frozen or the model has none");
     zero.emplace(func);
+    auto mesh = tsr::getEnclosingMesh(func);
+    for (auto &[p, grad] : params) {
+      auto sharding = func.getArgAttrOfType<tsr::ShardingAttr>(
+          p.getArgNumber(), tsr::attr::kSharding);
+      if (!sharding)
+        continue;
+      SmallVector<StringRef> axes;
+      for (Attribute dim : sharding.getDims())
+        for (Attribute a : cast<ArrayAttr>(dim))
+          axes.push_back(cast<StringAttr>(a).getValue());
+      if (axes.empty())
+        continue;
+      if (optimizer == "adafactor")
+        return func.emitError("adafactor's factored second moments are row "
+                              "and column means, which tensor parallelism "
+                              "splits ('")
+               << argName(func, p.getArgNumber())
+               << "' is split): use another optimizer";
+      if (succeeded(mesh))
+        llvm::sort(axes, [&](StringRef x, StringRef y) {
+          return *mesh->getAxisIndex(x) < *mesh->getAxisIndex(y);
+        });
+      splitAxes[argName(func, p.getArgNumber())] = axes;
+    }
     if (zero->isSharded() && optimizer == "adafactor")
       return func.emitError("adafactor's factored second moments are row and "
                             "column means, which ZeRO's flat shards would "
@@ -344,12 +395,29 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     }
 
     if (clipNorm > 0) {
+      // The squares of the blocks of split parameters add up over the
+      // ranks holding the other blocks, one sum per group of axes; whole
+      // parameters are the same on those ranks and count once.
       Value sq;
       SmallVector<StringRef> names;
+      std::map<SmallVector<StringRef>, std::pair<Value, SmallVector<StringRef>>>
+          split;
       for (auto &[p, grad] : params) {
         Value s = sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
+        StringRef name = argName(func, p.getArgNumber());
+        names.push_back(name);
+        SmallVector<StringRef> axes = splitAxes.lookup(name);
+        if (axes.empty()) {
+          sq = sq ? g.add(sq, s) : s;
+          continue;
+        }
+        auto &[sum, serves] = split[axes];
+        sum = sum ? g.add(sum, s) : s;
+        serves.push_back(name);
+      }
+      for (auto &[axes, entry] : split) {
+        Value s = sumOverBlocks(g, entry.first, axes, entry.second);
         sq = sq ? g.add(sq, s) : s;
-        names.push_back(argName(func, p.getArgNumber()));
       }
       sq = zero->sumOverShards(g, sq, names);
       Type f64 = b.getF64Type();

@@ -20,8 +20,9 @@
 // share of the loss (vocabulary-parallel cross-entropy: the scores are
 // never gathered). The function's
 // results are brought to whole values. Split parameters become arguments
-// holding this rank's block, with `tsr.global_shape` and `tsr.sharding`
-// saying which; the function records the axes in `tsr.partitioned`, which
+// holding this rank's block, with `tsr.sharding` saying which; the
+// function records the axes in `tsr.partitioned` (which makes its values
+// blocks: a ZeRO shard of such an argument is a shard of the block), which
 // tsr-autodiff reads (the loss is the same on every rank of them).
 //
 //===----------------------------------------------------------------------===//
@@ -353,10 +354,7 @@ struct TsrShardingPartitionPass
       auto sharding = f.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
                                                        tsr::attr::kSharding);
       if (sharding && !sharding.isReplicated()) {
-        auto global = cast<RankedTensorType>(arg.getType());
-        f.setArgAttr(arg.getArgNumber(), tsr::attr::kGlobalShape,
-                     builder.getDenseI64ArrayAttr(global.getShape()));
-        arg.setType(localType(global, sharding));
+        arg.setType(localType(arg.getType(), sharding));
         layouts[arg] = sharding;
         for (Attribute d : sharding.getDims())
           for (StringRef a : names(cast<ArrayAttr>(d)))

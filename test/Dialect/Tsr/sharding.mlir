@@ -1,16 +1,27 @@
 // RUN: tessera-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 
-// #tsr.sharding round-trips on arguments and ops; a block of a partitioned
-// function is checked against its tsr.global_shape.
+// #tsr.sharding round-trips on arguments and ops.
 // CHECK-LABEL: func.func @layouts(
 // CHECK-SAME: tsr.sharding = #tsr.sharding<{{\[\[\], \["dp", "tp"\]\]}}>
-// CHECK-SAME: tsr.global_shape = array<i64: 8, 8>, tsr.sharding = #tsr.sharding<{{\[\["tp"\], \[\]\]}}>
+// CHECK-SAME: tsr.sharding = #tsr.sharding<{{\[\["tp"\], \[\]\]}}>
 // CHECK: tsr.sharding = [#tsr.sharding<{{\[\[\], \[\]\]}}, partial = ["tp"]>]
 module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2]>} {
   func.func @layouts(%x: tensor<4x8xf32> {tsr.sharding = #tsr.sharding<[[], ["dp", "tp"]]>},
-                     %w: tensor<4x8xf32> {tsr.global_shape = array<i64: 8, 8>, tsr.sharding = #tsr.sharding<[["tp"], []]>}) -> tensor<4x8xf32> {
+                     %w: tensor<4x8xf32> {tsr.sharding = #tsr.sharding<[["tp"], []]>}) -> tensor<4x8xf32> {
     %y = tsr.add %x, %w {tsr.operand_shardings = [#tsr.sharding<[[], []]>, #tsr.sharding<[[], []]>], tsr.sharding = [#tsr.sharding<[[], []], partial = ["tp"]>]} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
     return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// In a partitioned function an argument is its block: 3 rows of the 6 a
+// split over tp=2 makes, which a whole shape of 3 could not be.
+// CHECK-LABEL: func.func @block(
+// CHECK-SAME: attributes {tsr.partitioned = ["tp"]}
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @block(%x: tensor<3xf32> {tsr.sharding = #tsr.sharding<[["tp"]]>}) attributes {tsr.partitioned = ["tp"]} {
+    return
   }
 }
 

@@ -10,7 +10,7 @@
 // CHECK: %[[SB:.*]] = tsr.all_reduce %[[DB]] {mesh_axes = ["tp"], serves = ["b"], tsr.backward{{.*}}} : (tensor<2xf32>) -> tensor<2xf32>
 // CHECK: return %{{.*}}, %[[DW]], %[[SB]]
 module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
-  func.func @main(%w: tensor<2x2xf32> {tsr.global_shape = array<i64: 2, 4>, tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[[], ["tp"]]>},
+  func.func @main(%w: tensor<2x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[[], ["tp"]]>},
                   %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
                   %x: tensor<4x2xf32> {tsr.name = "x"}) -> tensor<f32> attributes {tsr.partitioned = ["tp"]} {
     %h = tsr.matmul %x, %w : tensor<4x2xf32>, tensor<2x2xf32> -> tensor<4x2xf32>

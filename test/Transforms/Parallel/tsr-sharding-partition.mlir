@@ -1,14 +1,14 @@
 // RUN: tessera-opt %s -split-input-file --tsr-sharding-partition | FileCheck %s
 
 // Each reshard the layouts ask for, on blocks of a ["dp"=2, "tp"=2] mesh:
-// a split parameter becomes its block (with its global shape), a pending
+// a split parameter becomes its block (its sharding says which), a pending
 // sum is reduce-scattered where the next op wants it split and all-reduced
 // where it wants it whole, a split value is all-gathered, a whole one cut
 // locally; two uses of one layout share one reshard; the results are whole.
 // CHECK-LABEL: func.func @reshards(
 // CHECK-SAME: %[[X:.*]]: tensor<4x8xf32> {tsr.name = "x"}
-// CHECK-SAME: %[[W:.*]]: tensor<8x4xf32> {tsr.global_shape = array<i64: 8, 8>, tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>}
-// CHECK-SAME: %[[V:.*]]: tensor<4x8xf32> {tsr.global_shape = array<i64: 8, 8>, tsr.name = "v", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\["tp"\], \[\]\]}}>}
+// CHECK-SAME: %[[W:.*]]: tensor<8x4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>}
+// CHECK-SAME: %[[V:.*]]: tensor<4x8xf32> {tsr.name = "v", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\["tp"\], \[\]\]}}>}
 // CHECK-SAME: attributes {tsr.partitioned = ["dp", "tp"]}
 // CHECK: %[[H:.*]] = tsr.matmul %[[X]], %[[W]] : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
 // CHECK: %[[P:.*]] = tsr.matmul %[[H]], %[[V]] : tensor<4x4xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
@@ -61,7 +61,7 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
 // this rank holds it: each rank's result is its share of the loss.
 // CHECK-LABEL: func.func @vocabulary(
 // CHECK-SAME: %[[TOK:[^:]*]]: tensor<2x3xi64>
-// CHECK-SAME: %[[EMB:[^:]*]]: tensor<4x4xf32> {tsr.global_shape = array<i64: 8, 4>
+// CHECK-SAME: %[[EMB:[^:]*]]: tensor<4x4xf32> {tsr.name = "embed"
 // CHECK: %[[RANGE:.*]] = tsr.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi64>
 // CHECK: %[[MINE:.*]] = tsr.local_shard %[[RANGE]] {mesh_axes = ["tp"]} : (tensor<8xi64>) -> tensor<4xi64>
 // CHECK: %[[LOCAL:.*]] = tsr.sub %[[TOK]], %{{.*}} : tensor<2x3xi64>, tensor<i64> -> tensor<2x3xi64>

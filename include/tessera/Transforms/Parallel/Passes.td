@@ -228,9 +228,9 @@ def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
     maximum (under `tsr.stop_gradient`) and the sum of exponentials and
     takes the target's score where this rank holds it, each rank's result a
     share of the loss (vocabulary-parallel cross-entropy: the scores are
-    never gathered). A split parameter's argument becomes this rank's block, with
-    `tsr.global_shape` (and its `tsr.sharding`); the function gets
-    `tsr.partitioned` naming the axes, which `tsr-autodiff` reads: the loss
+    never gathered). A split parameter's argument becomes this rank's block (its
+    `tsr.sharding` says which); the function gets `tsr.partitioned` naming
+    the axes (its values' types are now blocks), which `tsr-autodiff` reads: the loss
     is the same on every rank of them, so it seeds the backward pass with
     1/N of it, and sums over those axes the gradients of arguments that
     are not split over them. A function without sharding decisions is left
@@ -240,8 +240,8 @@ def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
 
     ```mlir
     func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
-                    %w1: tensor<8x8xf32> {tsr.global_shape = array<i64: 8, 16>, ...},
-                    %w2: tensor<8x8xf32> {tsr.global_shape = array<i64: 16, 8>, ...}) -> tensor<f32>
+                    %w1: tensor<8x8xf32> {..., tsr.sharding = #tsr.sharding<[[], ["tp"]]>},
+                    %w2: tensor<8x8xf32> {..., tsr.sharding = #tsr.sharding<[["tp"], []]>}) -> tensor<f32>
         attributes {tsr.partitioned = ["tp"]} {
       %h = tsr.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
       %a = tsr.relu %h : tensor<4x8xf32>

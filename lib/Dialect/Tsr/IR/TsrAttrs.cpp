@@ -321,14 +321,19 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
       return success();
     Type type = isResult ? function.getResultTypes()[index]
                          : function.getArgumentTypes()[index];
-    // A partitioned function's argument is one block of the value whose
-    // shape tsr.global_shape gives.
-    DictionaryAttr attrs = isResult ? function.getResultAttrDict(index)
-                                    : function.getArgAttrDict(index);
-    if (auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>(attr::kGlobalShape)
-                            : DenseI64ArrayAttr())
-      type = RankedTensorType::get(global.asArrayRef(),
-                                   getElementTypeOrSelf(type));
+    // In a partitioned function (tsr-sharding-partition) the value is
+    // this rank's block: the whole one is that many blocks of it.
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    FailureOr<MeshAttr> mesh = getEnclosingMesh(op);
+    if (op->hasAttr(attr::kPartitioned) && tensor && succeeded(mesh) &&
+        sharding.getDims().size() == size_t(tensor.getRank())) {
+      SmallVector<int64_t> shape(tensor.getShape());
+      for (auto [d, axes] : llvm::enumerate(sharding.getDims()))
+        for (Attribute a : cast<ArrayAttr>(axes))
+          shape[d] *=
+              mesh->getAxisSize(cast<StringAttr>(a).getValue()).value_or(1);
+      type = tensor.clone(shape);
+    }
     return verifySharding(op, type, sharding,
                           (isResult ? "result " : "argument ") + Twine(index));
   }
