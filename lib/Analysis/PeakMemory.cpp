@@ -3,21 +3,17 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::tessera;
 
 namespace {
 
-/// Ops whose result is a view of (or the same buffer as) operand 0.
-bool isAlias(Operation *op) {
-  return isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp>(
-      op);
-}
-
 /// Ops that lower to one all-parallel loop nest reading their operands
-/// elementwise (with broadcasting): fusible into a single user.
+/// elementwise (with broadcasting): fusible into their consumer.
 bool isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<tsr::AddOp, tsr::SubOp, tsr::MulOp, tsr::DivOp, tsr::PowOp,
@@ -36,95 +32,776 @@ bool acceptsFusion(Operation *op) {
              tsr::ReduceMinOp, tsr::ReduceProdOp>(op);
 }
 
-} // namespace
-
-PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f) {
-  PeakMemory result;
-  if (f.getBody().empty())
-    return result;
-  Block &body = f.getBody().front();
-  SmallVector<Operation *> ops;
-  DenseMap<Operation *, int64_t> position;
-  for (Operation &op : body) {
-    position[&op] = ops.size();
-    ops.push_back(&op);
+/// The op whose loop nest `op` ends up in after elementwise fusion: `op`
+/// itself, or, for an elementwise op every user of which ends up in one op
+/// (in the same block) that accepts fusion, that op. Fusion takes a
+/// producer with one user; once the users that are themselves fused have
+/// joined their consumer, the producer's uses are that consumer's,
+/// deduplicated into one.
+Operation *fusionTarget(Operation *op,
+                        DenseMap<Operation *, Operation *> &memo) {
+  if (auto it = memo.find(op); it != memo.end())
+    return it->second;
+  Operation *target = nullptr;
+  if (isElementwise(op) && op->getNumResults() == 1) {
+    for (Operation *user : op->getResult(0).getUsers()) {
+      Operation *t = user->getBlock() == op->getBlock()
+                         ? fusionTarget(user, memo)
+                         : nullptr;
+      if (!t || !acceptsFusion(t) || (target && t != target)) {
+        target = nullptr;
+        break;
+      }
+      target = t;
+    }
   }
-  int64_t end = ops.size();
+  return memo[op] = target ? target : op;
+}
 
-  // The buffer a value lives in (itself, or what it aliases).
-  DenseMap<Value, Value> owner;
-  auto ownerOf = [&](Value v) {
-    auto it = owner.find(v);
-    return it == owner.end() ? v : it->second;
-  };
-  // Buffers: defined at `def`, last read at `last`.
+int64_t product(ArrayRef<int64_t> v) {
+  int64_t p = 1;
+  for (int64_t d : v)
+    p *= d;
+  return p;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// Bytes of `count` elements of the element type of `v` (a tensor), as
+/// lowered (i1 takes one byte).
+int64_t bytesOf(Value v, int64_t count) {
+  unsigned bits = cast<ShapedType>(v.getType()).getElementTypeBitWidth();
+  return count * int64_t((bits + 7) / 8);
+}
+
+/// Row-major strides (in elements) of `shape`.
+SmallVector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Whether the dimensions `dims` of a view (of sizes `shape`, `strides`)
+/// are contiguous, the last innermost: one run of elements.
+bool contiguous(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> dims) {
+  int64_t expected = -1;
+  for (int64_t d : llvm::reverse(dims)) {
+    if (shape[d] == 1)
+      continue;
+    if (expected >= 0 && strides[d] != expected)
+      return false;
+    expected = strides[d] * shape[d];
+  }
+  return true;
+}
+
+/// The ops of one function body as the steps of their lowering, and the
+/// buffers those steps write and read.
+class Program {
+public:
   struct Buffer {
     int64_t bytes, def, last;
+    Value value;
+    Operation *op;
+    StringRef scratch;
+    /// Whether the allocator pads it (an aligned allocation).
+    bool padded;
   };
-  llvm::MapVector<Value, Buffer> buffers;
-  // Extra bytes an op holds while it runs (a callee's peak).
-  DenseMap<int64_t, int64_t> transient;
 
-  auto use = [&](Value v, int64_t at) {
-    auto it = buffers.find(ownerOf(v));
-    if (it != buffers.end())
-      it->second.last = std::max(it->second.last, at);
-  };
-  for (Operation *op : ops) {
-    int64_t at = position[op];
-    // A fused producer reads its operands where its user runs.
-    int64_t readAt = at;
-    if (isElementwise(op) && op->getNumResults() == 1 &&
-        op->getResult(0).hasOneUse()) {
-      Operation *user = *op->getResult(0).getUsers().begin();
-      if (acceptsFusion(user) && user->getBlock() == &body)
-        readAt = position[user];
+  /// Starts the next step of `op`. Its first step reads what the producers
+  /// fused into it read.
+  void step(Operation *op) {
+    bool first = steps.empty() || steps.back() != op;
+    steps.push_back(op);
+    if (first)
+      for (Value v : deferred.lookup(op))
+        read(v);
+  }
+
+  /// The buffer of `v`, if it has one, is read at the current step.
+  void read(Value v) {
+    auto it = bufferOf.find(v);
+    if (it != bufferOf.end())
+      read(it->second);
+  }
+  void read(unsigned buffer) {
+    Buffer &b = buffers[buffer];
+    b.last = std::max(b.last, now());
+  }
+
+  /// `v` (a result of the current step's op) gets a buffer of its own,
+  /// aligned (`padded`) unless a collective allocates it.
+  void define(Value v, bool padded = true) {
+    auto type = dyn_cast<ShapedType>(v.getType());
+    if (type && type.hasStaticShape())
+      bufferOf[v] = allocate({tsr::getStaticTensorBytes(type), 0, 0, v,
+                              v.getDefiningOp(), StringRef(), padded});
+  }
+
+  /// A scratch buffer of the current step's op, holding `what`.
+  unsigned scratch(StringRef what, int64_t bytes, bool padded = true) {
+    return allocate({bytes, 0, 0, Value(), steps.back(), what, padded});
+  }
+
+  /// The scratch an earlier op computed from `from` the same way (`how`),
+  /// which CSE shares with the current step's op (which reads it now).
+  std::optional<unsigned> findShared(Value from, StringRef how) {
+    for (auto &[v, key, buffer] : shared)
+      if (v == from && key == how) {
+        read(buffer);
+        return buffer;
+      }
+    return std::nullopt;
+  }
+
+  /// Scratch that ops computing it the same way (`how`) from `from` share
+  /// after CSE: allocated by the first, read by every later one.
+  unsigned sharedScratch(Value from, StringRef how, StringRef what,
+                         int64_t bytes) {
+    if (std::optional<unsigned> buffer = findShared(from, how))
+      return *buffer;
+    unsigned buffer = scratch(what, bytes);
+    shared.push_back({from, how.str(), buffer});
+    return buffer;
+  }
+
+  /// Whether `v` is a view of a buffer in another layout than row-major.
+  bool isStridedView(Value v) const { return viewStrides.count(v); }
+
+  /// Whether `v`'s buffer is row-major from its first element: a function
+  /// boundary or a collective's operand takes it as it is (else a copy).
+  bool hasIdentityLayout(Value v) const {
+    return !isStridedView(v) && offsetOf(v) == 0;
+  }
+
+  /// The strides (in elements) of `v` in its buffer: row-major unless it
+  /// is a strided view.
+  SmallVector<int64_t> stridesOf(Value v) const {
+    auto it = viewStrides.find(v);
+    return it != viewStrides.end() ? it->second : rowMajor(shapeOf(v));
+  }
+
+  /// The offset (in elements) of `v` in its buffer; nothing where it is
+  /// known only at run time.
+  std::optional<int64_t> offsetOf(Value v) const {
+    auto it = viewOffsets.find(v);
+    return it != viewOffsets.end() ? it->second : 0;
+  }
+
+  /// `result` is a view of `of`'s buffer, with `strides` and `offset`.
+  void view(Value result, Value of, ArrayRef<int64_t> strides,
+            std::optional<int64_t> offset) {
+    auto it = bufferOf.find(of);
+    if (it != bufferOf.end())
+      bufferOf[result] = it->second;
+    ArrayRef<int64_t> shape = shapeOf(result);
+    if (!contiguous(shape, strides,
+                    llvm::to_vector(llvm::seq<int64_t>(0, shape.size()))))
+      viewStrides[result] = llvm::to_vector(strides);
+    if (offset != 0)
+      viewOffsets[result] = offset;
+  }
+
+  /// The strides of `v` reshaped to `to` as tsr-to-linalg's reshapeTo does
+  /// it (one collapse_shape or expand_shape where one does, else a collapse
+  /// to 1-D then an expansion), or nothing where a collapse joins
+  /// dimensions that are not contiguous in `v`'s view, which bufferization
+  /// copies.
+  std::optional<SmallVector<int64_t>> reshaped(Value v,
+                                               ArrayRef<int64_t> to) const {
+    if (!isStridedView(v))
+      return rowMajor(to);
+    ArrayRef<int64_t> from = shapeOf(v);
+    SmallVector<int64_t> strides = stridesOf(v);
+    auto collapse = [&](ArrayRef<ReassociationIndices> groups)
+        -> std::optional<SmallVector<int64_t>> {
+      SmallVector<int64_t> result;
+      for (const ReassociationIndices &g : groups) {
+        if (!contiguous(from, strides, g))
+          return std::nullopt;
+        result.push_back(strides[g.back()]);
+      }
+      return result;
+    };
+    if (from.size() > to.size())
+      if (auto groups = getReassociationIndicesForCollapse(from, to))
+        return collapse(*groups);
+    if (from.size() < to.size())
+      if (auto groups = getReassociationIndicesForCollapse(to, from)) {
+        SmallVector<int64_t> result(to.size());
+        for (auto [d, g] : llvm::enumerate(*groups)) {
+          int64_t stride = strides[d];
+          for (int64_t r : llvm::reverse(g)) {
+            result[r] = stride;
+            stride *= to[r];
+          }
+        }
+        return result;
+      }
+    // Through the flat tensor.
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0, e = from.size(); d < e; ++d)
+      all[0].push_back(d);
+    if (!collapse(all))
+      return std::nullopt;
+    return rowMajor(to);
+  }
+
+  /// `target` reads the operands of `producer`, fused into it, where it
+  /// runs (and what producers fused into `producer` read).
+  void defer(Operation *target, Operation *producer) {
+    SmallVector<Value> reads(producer->getOperands());
+    llvm::append_range(reads, deferred.lookup(producer));
+    llvm::append_range(deferred[target], reads);
+  }
+
+  /// The current step also holds `bytes` in a callee.
+  void holdInCallee(int64_t bytes) { callee[now()] += bytes; }
+
+  PeakMemory peak(int64_t padding) const {
+    PeakMemory result;
+    // Bytes allocated and freed at each step; live bytes are their sum.
+    SmallVector<int64_t> change(steps.size() + 1, 0);
+    for (const Buffer &b : buffers) {
+      change[b.def] += b.bytes + (b.padded ? padding : 0);
+      change[b.last + 1] -= b.bytes + (b.padded ? padding : 0);
     }
-    for (Value operand : op->getOperands())
-      use(operand, readAt);
-    if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-              op, call.getCalleeAttr()))
-        transient[at] += predictPeakMemory(callee).peakBytes;
-    if (isa<func::ReturnOp>(op)) {
-      for (Value operand : op->getOperands())
-        use(operand, end);
+    int64_t at = -1, live = 0;
+    for (int64_t s = 0, e = steps.size(); s < e; ++s) {
+      live += change[s];
+      int64_t bytes = live + callee.lookup(s);
+      if (bytes > result.peakBytes) {
+        result.peakBytes = bytes;
+        at = s;
+      }
+    }
+    if (at < 0)
+      return result;
+    result.peakOp = steps[at];
+    result.calleeBytes = callee.lookup(at);
+    for (const Buffer &b : buffers)
+      if (b.def <= at && at <= b.last)
+        result.liveAtPeak.push_back(
+            {b.value, b.op, b.scratch, b.bytes, b.padded ? padding : 0});
+    llvm::stable_sort(result.liveAtPeak,
+                      [](auto &a, auto &b) { return a.bytes > b.bytes; });
+    return result;
+  }
+
+private:
+  int64_t now() const { return steps.size() - 1; }
+
+  unsigned allocate(Buffer b) {
+    b.def = b.last = now();
+    buffers.push_back(b);
+    return buffers.size() - 1;
+  }
+
+  SmallVector<Operation *> steps;
+  SmallVector<Buffer> buffers;
+  DenseMap<Value, unsigned> bufferOf;
+  DenseMap<Operation *, SmallVector<Value>> deferred;
+  SmallVector<std::tuple<Value, std::string, unsigned>> shared;
+  DenseMap<int64_t, int64_t> callee;
+  /// The strides of the values that are views of a buffer in another layout
+  /// than row-major (strided slices and what views them), and the offsets
+  /// of views that do not start at their buffer's first element.
+  DenseMap<Value, SmallVector<int64_t>> viewStrides;
+  DenseMap<Value, std::optional<int64_t>> viewOffsets;
+};
+
+/// One step reading every operand and writing every result.
+void lowerDefault(Program &p, Operation *op) {
+  p.step(op);
+  for (Value v : op->getOperands())
+    p.read(v);
+  for (Value r : op->getResults())
+    p.define(r);
+}
+
+/// The key under which CSE merges a tensor.pad of one input: its pads and
+/// whether it pads with zeros or the lowest value.
+std::string padKey(StringRef value, ArrayRef<int64_t> low,
+                   ArrayRef<int64_t> high) {
+  std::string key = "pad " + value.str();
+  for (int64_t p : llvm::concat<const int64_t>(low, high))
+    key += " " + std::to_string(p);
+  return key;
+}
+
+/// A padded copy of `x` [N, C, D..] (spatial pads `low` and `high`), shared
+/// by the ops that pad `x` alike, written by the current step.
+unsigned padInput(Program &p, Value x, StringRef value, ArrayRef<int64_t> low,
+                  ArrayRef<int64_t> high) {
+  p.read(x);
+  SmallVector<int64_t> shape(shapeOf(x));
+  for (size_t i = 0; i < low.size(); ++i)
+    shape[2 + i] += low[i] + high[i];
+  return p.sharedScratch(x, padKey(value, low, high), "padded input",
+                         bytesOf(x, product(shape)));
+}
+
+/// What makes two im2col gathers of one input the same op for CSE: their
+/// layout (`kind`), groups, kernel, strides, pads and dilations.
+template <typename ConvLikeOp>
+std::string columnsKey(StringRef kind, ConvLikeOp op,
+                       ArrayRef<int64_t> kernel) {
+  std::string key = kind.str() + " " + std::to_string(op.getGroup());
+  for (ArrayRef<int64_t> list :
+       {kernel, op.getStrides(), op.getPads(), op.getDilations()}) {
+    key += " |";
+    for (int64_t v : list)
+      key += " " + std::to_string(v);
+  }
+  return key;
+}
+
+/// tsr-to-linalg's im2col convolution: pad x (if padded), gather the
+/// patches into columns [G, Cg·ΠK, N·ΠO], multiply by the weights into
+/// [G, Mg, N·ΠO], then transpose to [N, M, O..] adding the bias. A second
+/// convolution of the same x and geometry shares the columns (CSE).
+void lowerConv(Program &p, tsr::ConvOp op) {
+  Value x = op.getX();
+  ArrayRef<int64_t> pads = op.getPads();
+  int64_t k = pads.size() / 2;
+  ArrayRef<int64_t> kernel = shapeOf(op.getW()).drop_front(2);
+  std::string key = columnsKey("conv", op, kernel);
+  p.step(op);
+  std::optional<unsigned> columns = p.findShared(x, key);
+  if (!columns) {
+    std::optional<unsigned> padded;
+    if (llvm::any_of(pads, [](int64_t v) { return v != 0; })) {
+      padded = padInput(p, x, "zero", pads.take_front(k), pads.drop_front(k));
+      p.step(op);
+      p.read(*padded);
+    } else {
+      p.read(x);
+    }
+    int64_t patches = shapeOf(x)[1] * product(kernel);
+    int64_t positions = shapeOf(x)[0] * product(shapeOf(op).drop_front(2));
+    columns = p.sharedScratch(x, key, "im2col columns",
+                              bytesOf(x, patches * positions));
+  }
+  p.step(op);
+  p.read(*columns);
+  p.read(op.getW());
+  unsigned product =
+      p.scratch("GEMM result", tsr::getStaticTensorBytes(op.getType()));
+  p.step(op);
+  p.read(product);
+  if (Value bias = op.getBias())
+    p.read(bias);
+  p.define(op);
+}
+
+/// dy [N, G·Mg, O..] transposed to [G, Mg, N·ΠO]: both convolution
+/// gradients of one dy compute it alike, and CSE keeps the first.
+unsigned groupedRows(Program &p, Operation *op, Value dy, int64_t groups) {
+  p.step(op);
+  p.read(dy);
+  return p.sharedScratch(dy, "rows of " + std::to_string(groups) + " groups",
+                         "dy by group",
+                         tsr::getStaticTensorBytes(dy.getType()));
+}
+
+/// dcol = wᵀ · dy, then col2im gathers dx from dcol. A constant w is
+/// transposed at compile time (a global).
+void lowerConvBackwardData(Program &p, tsr::ConvBackwardDataOp op) {
+  Value w = op.getW(), dy = op.getDy();
+  p.step(op);
+  p.read(w);
+  std::optional<unsigned> transposed;
+  if (!w.getDefiningOp<tsr::ConstantOp>())
+    transposed =
+        p.scratch("transposed weights", tsr::getStaticTensorBytes(w.getType()));
+  unsigned rows = groupedRows(p, op, dy, op.getGroup());
+  p.step(op);
+  if (transposed)
+    p.read(*transposed);
+  p.read(rows);
+  int64_t patches = shapeOf(op)[1] * product(shapeOf(w).drop_front(2));
+  int64_t positions = shapeOf(dy)[0] * product(shapeOf(dy).drop_front(2));
+  unsigned columns =
+      p.scratch("column gradients", bytesOf(dy, patches * positions));
+  p.step(op);
+  p.read(columns);
+  p.define(op);
+}
+
+/// dw = dy · colᵀ: the transposed columns gathered from x (shared by the
+/// weight gradients of one x and geometry), then dy by group.
+void lowerConvBackwardFilter(Program &p, tsr::ConvBackwardFilterOp op) {
+  Value x = op.getX(), dy = op.getDy();
+  ArrayRef<int64_t> kernel = shapeOf(op).drop_front(2);
+  p.step(op);
+  p.read(x);
+  int64_t patches = shapeOf(x)[1] * product(kernel);
+  int64_t positions = shapeOf(x)[0] * product(shapeOf(dy).drop_front(2));
+  unsigned columns =
+      p.sharedScratch(x, columnsKey("weight gradient", op, kernel),
+                      "im2col columns", bytesOf(x, patches * positions));
+  unsigned rows = groupedRows(p, op, dy, op.getGroup());
+  p.step(op);
+  p.read(columns);
+  p.read(rows);
+  p.define(op);
+}
+
+/// Each window's maximum and argmax (a two-result reduction whose maxima
+/// nothing reads afterwards), then dx gathers dy by argmax.
+void lowerMaxPoolGrad(Program &p, tsr::MaxPoolGradOp op) {
+  Value dy = op.getDy();
+  int64_t windows = product(shapeOf(dy));
+  p.step(op);
+  p.read(op.getX());
+  p.scratch("window maxima", bytesOf(dy, windows));
+  unsigned argmax = p.scratch("window argmax", 8 * windows);
+  p.step(op);
+  p.read(argmax);
+  p.read(dy);
+  p.define(op);
+}
+
+/// Pooling reads a padded copy of x where its windows reach outside x
+/// (padForPool: the pads, and at the end what ceil_mode windows need); an
+/// average sums each window, then divides.
+template <typename PoolOp>
+void lowerPool(Program &p, PoolOp op, StringRef padValue, bool average) {
+  Value x = op.getX();
+  ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                    dilations = op.getDilations(), pads = op.getPads();
+  int64_t k = kernel.size();
+  ArrayRef<int64_t> in = shapeOf(x).drop_front(2),
+                    out = shapeOf(op).drop_front(2);
+  SmallVector<int64_t> high;
+  bool any = false;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t needed =
+        (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
+    high.push_back(std::max(pads[k + i], needed - in[i] - pads[i]));
+    any |= pads[i] != 0 || high.back() != 0;
+  }
+  p.step(op);
+  if (any) {
+    unsigned padded = padInput(p, x, padValue, pads.take_front(k), high);
+    p.step(op);
+    p.read(padded);
+  } else {
+    p.read(x);
+  }
+  if (!average) {
+    p.define(op);
+    return;
+  }
+  unsigned sums =
+      p.scratch("window sums", tsr::getStaticTensorBytes(op.getType()));
+  p.step(op);
+  p.read(sums);
+  p.define(op);
+}
+
+/// The number of rows a reduction of `x` over `axes` leaves.
+int64_t rowsOf(Value x, ArrayRef<int64_t> axes) {
+  int64_t rows = product(shapeOf(x));
+  for (int64_t a : axes)
+    rows /= shapeOf(x)[a];
+  return rows;
+}
+
+/// buildSoftmax's steps, the last one writing the result (which the
+/// caller defines there): the row maxima, exp(x − max) (fused into the row
+/// sums for a log-softmax, which reads it once), the row sums, then the
+/// result.
+void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
+  int64_t rows = bytesOf(x, rowsOf(x, {axis}));
+  p.step(op);
+  p.read(x);
+  unsigned max = p.scratch("row maxima", rows);
+  p.step(op);
+  p.read(x);
+  p.read(max);
+  std::optional<unsigned> exps;
+  if (!log) {
+    exps = p.scratch("exponentials", tsr::getStaticTensorBytes(x.getType()));
+    p.step(op);
+    p.read(*exps);
+  }
+  unsigned sums = p.scratch("row sums", rows);
+  p.step(op);
+  p.read(sums);
+  if (exps) {
+    p.read(*exps);
+    return;
+  }
+  p.read(x);
+  p.read(max);
+}
+
+/// The log-softmax of the scores, then one reduction of the loss and the
+/// weights of the samples that count (with reduction none, per sample),
+/// then for a mean the division.
+void lowerSoftmaxCrossEntropy(Program &p, tsr::SoftmaxCrossEntropyLossOp op) {
+  softmaxSteps(p, op, op.getScores(), /*axis=*/1, /*log=*/true);
+  unsigned logp = p.scratch(
+      "log-probabilities", tsr::getStaticTensorBytes(op.getScores().getType()));
+  p.step(op);
+  p.read(logp);
+  p.read(op.getTarget());
+  if (Value weights = op.getWeights())
+    p.read(weights);
+  int64_t bytes = tsr::getStaticTensorBytes(op.getType());
+  if (op.getReduction() != tsr::LossReduction::mean) {
+    p.define(op);
+    p.scratch("weight sums", bytes);
+    return;
+  }
+  unsigned loss = p.scratch("loss sum", bytes);
+  unsigned weight = p.scratch("weight sum", bytes);
+  p.step(op);
+  p.read(loss);
+  p.read(weight);
+  p.define(op);
+}
+
+/// The row sums of x, x minus their mean (the division fused in), the row
+/// sums of its squares, then the normalized, scaled result.
+void lowerLayerNorm(Program &p, tsr::LayerNormOp op) {
+  Value x = op.getX();
+  SmallVector<int64_t> axes;
+  for (int64_t d = op.getAxis(), r = shapeOf(x).size(); d < r; ++d)
+    axes.push_back(d);
+  int64_t rows = bytesOf(x, rowsOf(x, axes));
+  p.step(op);
+  p.read(x);
+  unsigned sums = p.scratch("row sums", rows);
+  p.step(op);
+  p.read(x);
+  p.read(sums);
+  unsigned centred =
+      p.scratch("centred input", tsr::getStaticTensorBytes(x.getType()));
+  p.step(op);
+  p.read(centred);
+  unsigned squares = p.scratch("row sums of squares", rows);
+  p.step(op);
+  p.read(centred);
+  p.read(squares);
+  p.read(op.getScale());
+  if (Value bias = op.getBias())
+    p.read(bias);
+  p.define(op);
+}
+
+/// The sum over the axes, then its division by their size.
+void lowerReduceMean(Program &p, tsr::ReduceMeanOp op) {
+  p.step(op);
+  p.read(op.getX());
+  unsigned sums = p.scratch("sums", tsr::getStaticTensorBytes(op.getType()));
+  p.step(op);
+  p.read(sums);
+  p.define(op);
+}
+
+/// numpy.matmul as MatMulPattern lowers it: a 1-D lhs is a row; unless the
+/// rhs is 2-D (or 1-D) or the batch is one matrix, both operands are
+/// brought to the broadcast batch, an operand whose own batch dimensions
+/// differ from it by a copy.
+void lowerMatMul(Program &p, tsr::MatMulOp op) {
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  SmallVector<int64_t> lhsShape(shapeOf(lhs));
+  if (lhsShape.size() == 1)
+    lhsShape.insert(lhsShape.begin(), 1);
+  ArrayRef<int64_t> rhsShape = shapeOf(rhs);
+  p.step(op);
+  p.read(lhs);
+  p.read(rhs);
+  FailureOr<SmallVector<int64_t>> batch = tsr::broadcastShapes(
+      ArrayRef(lhsShape).drop_back(2), rhsShape.drop_back(2));
+  SmallVector<unsigned> copies;
+  if (rhsShape.size() > 2 && succeeded(batch) && product(*batch) != 1) {
+    for (auto [value, shape] : {std::pair(lhs, ArrayRef<int64_t>(lhsShape)),
+                                std::pair(rhs, rhsShape)})
+      if (shape.drop_back(2) != ArrayRef<int64_t>(*batch))
+        copies.push_back(p.scratch(
+            "broadcast operand",
+            bytesOf(value, product(*batch) * product(shape.take_back(2)))));
+  }
+  if (!copies.empty()) {
+    p.step(op);
+    for (unsigned copy : copies)
+      p.read(copy);
+  }
+  p.define(op);
+}
+
+/// A collective (Collectives.cpp): the runtime reads the operand's buffer,
+/// which must be row-major from its first element (a view that is not is
+/// copied), and writes an
+/// unaligned `memref.alloc`; a block dimension other than 0 is first
+/// transposed to the front, and the result transposed back.
+void lowerCollective(Program &p, Operation *op, Value x, int64_t dim) {
+  Value result = op->getResult(0);
+  p.step(op);
+  p.read(x);
+  std::optional<unsigned> in;
+  if (dim != 0)
+    in = p.scratch("operand with the block dimension first",
+                   tsr::getStaticTensorBytes(x.getType()));
+  else if (!p.hasIdentityLayout(x))
+    in = p.scratch("row-major operand", tsr::getStaticTensorBytes(x.getType()));
+  p.step(op);
+  if (in)
+    p.read(*in);
+  if (dim == 0) {
+    p.define(result, /*padded=*/false);
+    return;
+  }
+  unsigned out = p.scratch("result with the block dimension first",
+                           tsr::getStaticTensorBytes(result.getType()),
+                           /*padded=*/false);
+  p.step(op);
+  p.read(out);
+  p.define(result);
+}
+
+/// The operand a transpose reads once linalg's canonicalization folds a
+/// transpose of a transpose into one (of the inner operand, by the composed
+/// permutation), and whether that permutation is the identity (no copy).
+std::pair<Value, bool> composedTranspose(tsr::TransposeOp op) {
+  auto inner = op.getX().getDefiningOp<tsr::TransposeOp>();
+  if (!inner)
+    return {op.getX(), false};
+  ArrayRef<int64_t> outer = op.getPerm(), first = inner.getPerm();
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(outer))
+    identity &= first[p] == int64_t(i);
+  return {inner.getX(), identity};
+}
+
+/// A call of a function bufferized with identity layouts at its boundary
+/// and its results as out-parameters: an argument that is not row-major
+/// from its first element is copied first, and the caller allocates the
+/// results (unaligned) before the call.
+void lowerCall(Program &p, func::CallOp call) {
+  p.step(call);
+  for (Value v : call.getOperands()) {
+    p.read(v);
+    if (isa<ShapedType>(v.getType()) && !p.hasIdentityLayout(v))
+      p.scratch("row-major argument", tsr::getStaticTensorBytes(v.getType()));
+  }
+  for (Value r : call.getResults())
+    p.define(r, /*padded=*/false);
+}
+
+void lower(Program &p, Operation *op) {
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](tsr::ConvOp conv) { lowerConv(p, conv); })
+      .Case([&](tsr::ConvBackwardDataOp g) { lowerConvBackwardData(p, g); })
+      .Case([&](tsr::ConvBackwardFilterOp g) { lowerConvBackwardFilter(p, g); })
+      .Case([&](tsr::MaxPoolGradOp g) { lowerMaxPoolGrad(p, g); })
+      .Case([&](tsr::MaxPoolOp pool) {
+        lowerPool(p, pool, "lowest", /*average=*/false);
+      })
+      .Case([&](tsr::AvgPoolOp pool) {
+        lowerPool(p, pool, "zero", /*average=*/true);
+      })
+      .Case([&](tsr::SoftmaxOp s) {
+        softmaxSteps(p, s, s.getX(), s.getAxis(), /*log=*/false);
+        p.define(s);
+      })
+      .Case([&](tsr::LogSoftmaxOp s) {
+        softmaxSteps(p, s, s.getX(), s.getAxis(), /*log=*/true);
+        p.define(s);
+      })
+      .Case([&](tsr::SoftmaxCrossEntropyLossOp l) {
+        lowerSoftmaxCrossEntropy(p, l);
+      })
+      .Case([&](tsr::LayerNormOp n) { lowerLayerNorm(p, n); })
+      .Case([&](tsr::ReduceMeanOp r) { lowerReduceMean(p, r); })
+      .Case([&](tsr::MatMulOp m) { lowerMatMul(p, m); })
+      .Case([&](tsr::AllReduceOp c) { lowerCollective(p, c, c.getX(), 0); })
+      .Case([&](tsr::BroadcastFromOp c) { lowerCollective(p, c, c.getX(), 0); })
+      .Case([&](tsr::ReduceScatterOp c) {
+        lowerCollective(p, c, c.getX(), c.getDim());
+      })
+      .Case([&](tsr::AllGatherOp c) {
+        lowerCollective(p, c, c.getX(), c.getDim());
+      })
+      .Case([&](tsr::AllToAllOp c) {
+        lowerCollective(p, c, c.getX(), c.getDim());
+      })
+      .Case([&](func::CallOp call) { lowerCall(p, call); })
+      .Case([&](tsr::TransposeOp t) {
+        p.step(t);
+        p.read(composedTranspose(t).first);
+        p.define(t);
+      })
+      .Default([&](Operation *other) { lowerDefault(p, other); });
+}
+
+} // namespace
+
+PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
+                                            const PeakMemoryOptions &options) {
+  if (f.getBody().empty())
+    return {};
+  Program p;
+  DenseMap<Operation *, Operation *> fused;
+  for (Operation &op : f.getBody().front()) {
+    if (isa<tsr::ConstantOp>(op))
+      continue;
+    // Views: reshapes (where bufferization can express them as one),
+    // slices with positive steps (and a rank's block of a tensor), and ops
+    // that forward their operand.
+    if (isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp>(op)) {
+      Value of = op.getOperand(0);
+      p.view(op.getResult(0), of, p.stridesOf(of), p.offsetOf(of));
       continue;
     }
-    for (Value r : op->getResults()) {
-      if (isAlias(op)) {
-        owner[r] = ownerOf(op->getOperand(0));
+    // This rank's block: an offset known only at run time.
+    if (auto shard = dyn_cast<tsr::LocalShardOp>(op)) {
+      p.view(shard, shard.getX(), p.stridesOf(shard.getX()), std::nullopt);
+      continue;
+    }
+    if (auto reshape = dyn_cast<tsr::ReshapeOp>(op)) {
+      if (auto strides = p.reshaped(reshape.getX(), shapeOf(reshape))) {
+        p.view(reshape, reshape.getX(), *strides, p.offsetOf(reshape.getX()));
         continue;
       }
-      if (isa<tsr::ConstantOp>(op))
-        continue;
-      bool fused = isElementwise(op) && r.hasOneUse() &&
-                   acceptsFusion(*r.getUsers().begin());
-      if (fused)
-        continue;
-      buffers[r] = {tsr::getStaticTensorBytes(r.getType()), at, at};
     }
-  }
-
-  SmallVector<int64_t> live(end + 1, 0);
-  for (auto &[value, buffer] : buffers)
-    for (int64_t p = buffer.def; p <= buffer.last && p <= end; ++p)
-      live[p] += buffer.bytes;
-  int64_t at = -1;
-  for (int64_t p = 0; p < end; ++p) {
-    int64_t bytes = live[p] + transient.lookup(p);
-    if (bytes > result.peakBytes) {
-      result.peakBytes = bytes;
-      at = p;
+    if (auto slice = dyn_cast<tsr::SliceOp>(op);
+        slice &&
+        llvm::all_of(slice.getSteps(), [](int64_t s) { return s > 0; })) {
+      SmallVector<int64_t> strides = p.stridesOf(slice.getX());
+      std::optional<int64_t> offset = p.offsetOf(slice.getX());
+      for (auto [stride, start, step] :
+           llvm::zip(strides, slice.getStarts(), slice.getSteps())) {
+        if (offset)
+          *offset += start * stride;
+        stride *= step;
+      }
+      p.view(slice, slice.getX(), strides, offset);
+      continue;
     }
+    if (auto t = dyn_cast<tsr::TransposeOp>(op)) {
+      auto [from, identity] = composedTranspose(t);
+      if (identity) {
+        p.view(t, from, p.stridesOf(from), p.offsetOf(from));
+        continue;
+      }
+    }
+    if (Operation *target = fusionTarget(&op, fused); target != &op) {
+      p.defer(target, &op);
+      continue;
+    }
+    lower(p, &op);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+              call, call.getCalleeAttr()))
+        p.holdInCallee(predictPeakMemory(callee, options).peakBytes);
   }
-  if (at < 0)
-    return result;
-  result.peakOp = ops[at];
-  for (auto &[value, buffer] : buffers)
-    if (buffer.def <= at && at <= buffer.last)
-      result.liveAtPeak.push_back({value, buffer.bytes});
-  llvm::stable_sort(result.liveAtPeak,
-                    [](auto &a, auto &b) { return a.second > b.second; });
-  return result;
+  return p.peak(options.bufferPadding);
 }

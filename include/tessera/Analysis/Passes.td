@@ -67,10 +67,15 @@ def TsrPrintPeakMemory : Pass<"tsr-print-peak-memory", "ModuleOp"> {
     Runs the tsr-level liveness analysis (`predictPeakMemory`,
     include/tessera/Analysis/PeakMemory.h) on every function with a body and
     reports, as a remark on the function, the most bytes it holds in
-    buffers it allocates itself, the op at which that peak is reached, and
-    a note per buffer live there (largest first). Changes nothing; the
-    artifact writer runs the same analysis and records the prediction in
-    the manifest (`predicted_peak_alloc_bytes`) beside the allocator's plan.
+    buffers it allocates itself (each with the `buffer-padding` bytes the
+    allocator adds to it), the op during whose lowering that peak is
+    reached, and a note per buffer live there (largest first): a value, or
+    a scratch buffer of an op's lowering (a convolution's im2col columns
+    and GEMM result, the transposed operands of its gradients, a softmax's
+    exponentials). Changes nothing; the artifact writer runs the same
+    analysis and records the prediction in the manifest
+    (`predicted_peak_alloc_bytes`) beside the allocator's plan. A negative
+    `buffer-padding` is an error.
 
     Example: a matmul whose result a reshape views and a neg reads (the
     exp's 128 bytes died at the matmul):
@@ -88,11 +93,17 @@ def TsrPrintPeakMemory : Pass<"tsr-print-peak-memory", "ModuleOp"> {
     prints
 
     ```
-    pk.mlir:1:1: remark: predicted peak 512 bytes at 'tsr.neg' (2 buffers live)
+    pk.mlir:1:1: remark: predicted peak 640 bytes at 'tsr.neg' (2 buffers live, 128 bytes of allocator padding)
     pk.mlir:3:8: note: 256 bytes: tsr.matmul
     pk.mlir:5:8: note: 256 bytes: tsr.neg
     ```
   }];
+  let options = [
+    Option<"bufferPadding", "buffer-padding", "int64_t", "64",
+           "Bytes the allocator adds to every buffer (default 64: the "
+           "lowering aligns buffers to 64 bytes and finalize-memref-to-llvm "
+           "allocates that much more to align the pointer)">,
+  ];
 }
 
 #endif // TESSERA_ANALYSIS_PASSES_TD

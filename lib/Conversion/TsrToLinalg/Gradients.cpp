@@ -71,9 +71,8 @@ Value reduceOverWindow(
     outExprs.push_back(getAffineDimExpr(d, ctx));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.append(k, utils::IteratorType::reduction);
-  Value window = tensor::EmptyOp::create(b, loc, kernel, b.getI1Type());
   return linalg::GenericOp::create(
-             b, loc, outType, window, init,
+             b, loc, outType, windowShape(b, loc, kernel), init,
              {AffineMap::get(loops, 0, winExprs, ctx),
               AffineMap::get(loops, 0, outExprs, ctx)},
              iters,
@@ -179,8 +178,9 @@ struct ConvBackwardDataPattern : OpConversionPattern<tsr::ConvBackwardDataOp> {
   }
 };
 
-/// dw = dy · colᵀ with colᵀ [G, N, O.., Cg, K..] = xp[n, g·Cg + c,
-/// o_i·s_i + k_i·d_i].
+/// dw = dy · colᵀ with colᵀ [G, N, O.., Cg, K..] = x[n, g·Cg + c,
+/// o_i·s_i + k_i·d_i − p_i] (0 in the padding, read in place rather than
+/// from a padded copy, which CSE would share with the forward convolution's).
 struct ConvBackwardFilterPattern
     : OpConversionPattern<tsr::ConvBackwardFilterOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -200,29 +200,38 @@ struct ConvBackwardFilterPattern
     ArrayRef<int64_t> out = dyType.getShape().drop_front(2);
     int64_t kProd = product(kernel), oProd = product(out);
 
-    Value x =
-        padForPool(rewriter, loc, adaptor.getX(), op.getPads(), kernel, strides,
-                   dilations, out, scalarConstant(rewriter, loc, elem, 0.0));
-    // Loops (g, n, o1..ok, c, k1..kk).
+    // Loops (g, n, o1..ok, c, k1..kk); zeros where the windows reach into
+    // the padding (extractOrPad).
+    Value x = adaptor.getX();
+    ArrayRef<int64_t> pads = op.getPads();
     int64_t colRank = 3 + 2 * k;
     auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     SmallVector<AffineExpr> xExprs = {dim(1), dim(0) * cg + dim(2 + k)};
     for (int64_t i = 0; i < k; ++i)
-      xExprs.push_back(dim(2 + i) * strides[i] + dim(3 + k + i) * dilations[i]);
+      xExprs.push_back(dim(2 + i) * strides[i] + dim(3 + k + i) * dilations[i] -
+                       pads[i]);
+    AffineMap xMap = AffineMap::get(colRank, 0, xExprs, ctx);
+    bool padded = windowsLeaveInput(xType.getShape().drop_front(2), pads,
+                                    kernel, strides, dilations, out);
+    Value zero = scalarConstant(rewriter, loc, elem, 0.0);
     SmallVector<int64_t> colShape = {g, n};
     llvm::append_range(colShape, out);
     colShape.push_back(cg);
     llvm::append_range(colShape, kernel);
     auto colType = tensorOf(colShape, elem);
+    SmallVector<AffineMap> colMaps;
+    if (!padded)
+      colMaps.push_back(xMap);
+    colMaps.push_back(AffineMap::getMultiDimIdentityMap(colRank, ctx));
     Value col =
         linalg::GenericOp::create(
-            rewriter, loc, colType, x, emptyTensor(rewriter, loc, colType),
-            {AffineMap::get(colRank, 0, xExprs, ctx),
-             AffineMap::getMultiDimIdentityMap(colRank, ctx)},
+            rewriter, loc, colType, padded ? ValueRange{} : ValueRange{x},
+            emptyTensor(rewriter, loc, colType), colMaps,
             SmallVector<utils::IteratorType>(colRank,
                                              utils::IteratorType::parallel),
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(b, l, args[0]);
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, l, padded ? extractOrPad(b, l, x, xMap, zero) : args[0]);
             })
             .getResult(0);
     col = reshapeTo(rewriter, loc, col,
@@ -265,13 +274,15 @@ struct MaxPoolGradPattern : OpConversionPattern<tsr::MaxPoolGradOp> {
     };
 
     Value lowest = extremeConstant(rewriter, loc, elem, /*lowest=*/true);
-    Value padded = padForPool(rewriter, loc, adaptor.getX(), pads, kernel,
-                              strides, dilations, out, lowest);
+    Value x = adaptor.getX();
+    bool padded = windowsLeaveInput(xType.getShape().drop_front(2), pads,
+                                    kernel, strides, dilations, out);
     auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     SmallVector<AffineExpr> inExprs = {dim(0), dim(1)}, outExprs = inExprs,
                             winExprs;
     for (int64_t i = 0; i < k; ++i) {
-      inExprs.push_back(dim(2 + i) * strides[i] + dim(rank + i) * dilations[i]);
+      inExprs.push_back(dim(2 + i) * strides[i] + dim(rank + i) * dilations[i] -
+                        pads[i]);
       outExprs.push_back(dim(2 + i));
       winExprs.push_back(dim(rank + i));
     }
@@ -279,26 +290,33 @@ struct MaxPoolGradPattern : OpConversionPattern<tsr::MaxPoolGradOp> {
     iters.append(k, utils::IteratorType::reduction);
     auto maxType = tensorOf(dyType.getShape(), elem);
     auto idxType = tensorOf(dyType.getShape(), i64);
+    AffineMap inMap = AffineMap::get(loops, 0, inExprs, ctx);
     AffineMap outMap = AffineMap::get(loops, 0, outExprs, ctx);
+    // Positions in the padding read −∞ and never win.
+    SmallVector<Value> inputs = {windowShape(rewriter, loc, kernel)};
+    SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, winExprs, ctx),
+                                   outMap, outMap};
+    if (!padded) {
+      inputs.insert(inputs.begin(), x);
+      maps.insert(maps.begin(), inMap);
+    }
     Value argmax =
         linalg::GenericOp::create(
-            rewriter, loc, TypeRange{maxType, idxType},
-            ValueRange{padded, tensor::EmptyOp::create(rewriter, loc, kernel,
-                                                       rewriter.getI1Type())},
+            rewriter, loc, TypeRange{maxType, idxType}, inputs,
             ValueRange{filledTensor(rewriter, loc, maxType, lowest),
                        filledTensor(rewriter, loc, idxType,
                                     scalarConstant(rewriter, loc, i64, -1.0))},
-            {AffineMap::get(loops, 0, inExprs, ctx),
-             AffineMap::get(loops, 0, winExprs, ctx), outMap, outMap},
-            iters,
+            maps, iters,
             [&](OpBuilder &b, Location l, ValueRange a) {
+              Value v = padded ? extractOrPad(b, l, x, inMap, lowest) : a[0];
+              Value max = a[a.size() - 2], index = a.back();
               Value greater = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OGT, a[0], a[2]);
+                  b, l, arith::CmpFPredicate::OGT, v, max);
               linalg::YieldOp::create(
                   b, l,
-                  ValueRange{arith::SelectOp::create(b, l, greater, a[0], a[2]),
+                  ValueRange{arith::SelectOp::create(b, l, greater, v, max),
                              arith::SelectOp::create(
-                                 b, l, greater, windowOffset(b, l), a[3])});
+                                 b, l, greater, windowOffset(b, l), index)});
             })
             .getResult(1);
 

@@ -227,10 +227,10 @@ Value windowReduce(OpBuilder &b, Location loc, OpT op, Value padded,
     winExprs.push_back(getAffineDimExpr(2 + k + i, ctx));
   SmallVector<utils::IteratorType> iters = parallel(2 + k);
   iters.append(k, utils::IteratorType::reduction);
-  Value window = tensor::EmptyOp::create(b, loc, kernel, b.getI1Type());
   Value acc = filledTensor(b, loc, outType, init);
   return linalg::GenericOp::create(
-             b, loc, outType, ValueRange{padded, window}, acc,
+             b, loc, outType, ValueRange{padded, windowShape(b, loc, kernel)},
+             acc,
              {AffineMap::get(loops, 0, inExprs, ctx),
               AffineMap::get(loops, 0, winExprs, ctx),
               AffineMap::get(loops, 0, outExprs, ctx)},

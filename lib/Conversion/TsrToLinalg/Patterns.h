@@ -84,6 +84,28 @@ Value padForPool(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads,
                  ArrayRef<int64_t> dilations, ArrayRef<int64_t> out,
                  Value value);
 
+/// Whether windows of `kernel`, `strides` and `dilations` producing `out`
+/// from spatial sizes `in`, with begin pads `pads` (the first k of them),
+/// reach outside the input: into its padding, or past its end (ceil_mode).
+bool windowsLeaveInput(ArrayRef<int64_t> in, ArrayRef<int64_t> pads,
+                       ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                       ArrayRef<int64_t> dilations, ArrayRef<int64_t> out);
+
+/// Inside the body of a linalg op: the element of `x` [N, C, D1..Dk] at
+/// `position` applied to the op's loop indices (one result per dimension of
+/// `x`, in the coordinates of `x`), or `outside` where a spatial coordinate
+/// (dimensions 2..) lies outside `x`. The gradients of windowed ops read
+/// their padding this way: a padded copy of x (padForPool) would be the
+/// same op as the forward one's, which CSE merges, keeping that copy alive
+/// from the forward pass to the backward one.
+Value extractOrPad(OpBuilder &b, Location loc, Value x, AffineMap position,
+                   Value outside);
+
+/// The i1 tensor of shape `kernel` a windowed generic takes as an input only
+/// for the sizes of its window loops: a constant, so that it is a global
+/// and never a buffer.
+Value windowShape(OpBuilder &b, Location loc, ArrayRef<int64_t> kernel);
+
 /// Reshapes `v` to `type` (same element count, row-major order) with
 /// collapse/expand_shape, through a flat tensor if one step does not do.
 Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type);

@@ -2,6 +2,7 @@
 #include "tessera/Conversion/TsrToLinalg/TsrToLinalg.h"
 #include "Patterns.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -104,8 +105,8 @@ Value tsr_to_linalg::transpose(OpBuilder &b, Location loc, Value v,
   SmallVector<int64_t> shape;
   for (int64_t p : perm)
     shape.push_back(type.getDimSize(p));
-  Value init = emptyTensor(b, loc,
-                           RankedTensorType::get(shape, type.getElementType()));
+  Value init =
+      emptyTensor(b, loc, RankedTensorType::get(shape, type.getElementType()));
   return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
@@ -119,6 +120,59 @@ Value tsr_to_linalg::filledTensor(OpBuilder &b, Location loc,
                                   RankedTensorType type, Value value) {
   Value empty = emptyTensor(b, loc, type);
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+bool tsr_to_linalg::windowsLeaveInput(ArrayRef<int64_t> in,
+                                      ArrayRef<int64_t> pads,
+                                      ArrayRef<int64_t> kernel,
+                                      ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> dilations,
+                                      ArrayRef<int64_t> out) {
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    int64_t last = (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i];
+    if (pads[i] != 0 || last - pads[i] >= in[i])
+      return true;
+  }
+  return false;
+}
+
+Value tsr_to_linalg::extractOrPad(OpBuilder &b, Location loc, Value x,
+                                  AffineMap position, Value outside) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> loops;
+  for (unsigned d = 0; d < position.getNumDims(); ++d)
+    loops.push_back(linalg::IndexOp::create(b, loc, d));
+  Value zero = indexConstant(b, loc, 0);
+  Value inside;
+  SmallVector<Value> at;
+  for (auto [d, expr] : llvm::enumerate(position.getResults())) {
+    if (auto loop = dyn_cast<AffineDimExpr>(expr)) {
+      at.push_back(loops[loop.getPosition()]);
+      continue;
+    }
+    Value i = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(position.getNumDims(), 0, expr), loops);
+    // Batch and channel positions are always inside x.
+    if (d >= 2) {
+      Value ok = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, i, zero),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i,
+                                indexConstant(b, loc, type.getDimSize(d))));
+      i = arith::SelectOp::create(b, loc, ok, i, zero);
+      inside = inside ? arith::AndIOp::create(b, loc, inside, ok) : ok;
+    }
+    at.push_back(i);
+  }
+  Value v = tensor::ExtractOp::create(b, loc, x, at);
+  return inside ? arith::SelectOp::create(b, loc, inside, v, outside) : v;
+}
+
+Value tsr_to_linalg::windowShape(OpBuilder &b, Location loc,
+                                 ArrayRef<int64_t> kernel) {
+  auto type = RankedTensorType::get(kernel, b.getI1Type());
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getBoolAttr(false)));
 }
 
 AffineMap tsr_to_linalg::broadcastMap(ArrayRef<int64_t> operand,

@@ -346,3 +346,39 @@ func.func @empty(%a: tensor<0x4xf32>, %b: tensor<4x5xf32>) -> (tensor<0x5xf32>, 
   %1 = tsr.exp %a : tensor<0x4xf32>
   return %0, %1 : tensor<0x5xf32>, tensor<0x4xf32>
 }
+
+// -----
+
+// The weight gradient of a padded convolution gathers its columns from x
+// itself, reading zeros in the padding: a tensor.pad of x would be the same
+// op as the forward convolution's, which CSE merges, keeping the padded copy
+// alive from the forward pass to this op.
+// CHECK-LABEL: func.func @conv_backward_filter_padded
+// CHECK-SAME: %[[X:[^:]*]]: tensor<1x2x4x4xf32>
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x4x4x2x3x3xf32>)
+// CHECK: %[[V:.*]] = tensor.extract %[[X]]
+// CHECK-NEXT: arith.select %{{.*}}, %[[V]], %{{.*}} : f32
+// CHECK: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<1x3x16xf32>, tensor<1x16x18xf32>)
+func.func @conv_backward_filter_padded(%x: tensor<1x2x4x4xf32>, %dy: tensor<1x3x4x4xf32>) -> tensor<3x2x3x3xf32> {
+  %0 = tsr.conv_backward_filter %x, %dy {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x3x4x4xf32>) -> tensor<3x2x3x3xf32>
+  return %0 : tensor<3x2x3x3xf32>
+}
+
+// -----
+
+// MaxPoolGrad's argmax reads -inf in the padding without a padded copy of x
+// (which CSE would share with the forward max_pool's); constant window
+// tensors give the window loops their sizes.
+// CHECK-LABEL: func.func @max_pool_grad_padded
+// CHECK-SAME: %[[X:[^:]*]]: tensor<1x1x4x4xf32>
+// CHECK-DAG: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[WIN:.*]] = arith.constant dense<false> : tensor<3x3xi1>
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.generic {{.*}} ins(%[[WIN]] : tensor<3x3xi1>) outs(%{{.*}}, %{{.*}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+// CHECK: %[[V:.*]] = tensor.extract %[[X]]
+// CHECK-NEXT: arith.select %{{.*}}, %[[V]], %[[NEG]] : f32
+func.func @max_pool_grad_padded(%x: tensor<1x1x4x4xf32>, %dy: tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = tsr.max_pool_grad %x, %dy {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
