@@ -36,7 +36,8 @@ tsr_status_t fillInfo(const TensorSpec &spec, tsr_tensor_info_t *out) {
 }
 
 tsr_status_t checkTensor(const char *kind, size_t index, const TensorSpec &spec,
-                         const tsr_tensor_t *tensor) {
+                         const tsr_tensor_t *tensor,
+                         const std::string &target) {
   std::string what =
       std::string(kind) + " " + std::to_string(index) + " '" + spec.name + "'";
   if (!tensor)
@@ -49,6 +50,28 @@ tsr_status_t checkTensor(const char *kind, size_t index, const TensorSpec &spec,
     return fail(TSR_ERROR_MISMATCH, what + ": expected shape " +
                                         formatShape(spec.shape) + ", got " +
                                         formatShape(tensor->shape));
+  if (!satisfiesPlacement(tensor->placement, spec.placement))
+    return fail(TSR_ERROR_MISMATCH,
+                what + ": expected a tensor in " +
+                    tsr_placement_name(spec.placement) + " memory (target " +
+                    (target.empty() ? "cpu" : target) + "), got one in " +
+                    tsr_placement_name(tensor->placement) + " memory");
+  return TSR_OK;
+}
+
+/// The placement of input or output `index`, or an error.
+tsr_status_t getPlacement(const tsr_artifact_t *artifact, const char *kind,
+                          size_t index, tsr_placement_t *out) {
+  if (!artifact || !out)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+  bool input = std::string(kind) == "input";
+  const std::vector<TensorSpec> &specs =
+      input ? artifact->manifest.inputs : artifact->manifest.outputs;
+  if (index >= specs.size())
+    return fail(TSR_ERROR_INVALID_ARGUMENT, std::string(kind) + " index " +
+                                                std::to_string(index) +
+                                                " out of range");
+  *out = specs[index].placement;
   return TSR_OK;
 }
 
@@ -182,6 +205,18 @@ tsr_status_t tsr_artifact_output_info(const tsr_artifact_t *artifact,
   return fillInfo(artifact->manifest.outputs[index], out_info);
 }
 
+tsr_status_t tsr_artifact_input_placement(const tsr_artifact_t *artifact,
+                                          size_t index,
+                                          tsr_placement_t *out_placement) {
+  return getPlacement(artifact, "input", index, out_placement);
+}
+
+tsr_status_t tsr_artifact_output_placement(const tsr_artifact_t *artifact,
+                                           size_t index,
+                                           tsr_placement_t *out_placement) {
+  return getPlacement(artifact, "output", index, out_placement);
+}
+
 tsr_status_t tsr_artifact_check_input(const tsr_artifact_t *artifact,
                                       size_t index,
                                       const tsr_tensor_t *tensor) {
@@ -191,8 +226,8 @@ tsr_status_t tsr_artifact_check_input(const tsr_artifact_t *artifact,
     if (index >= artifact->manifest.inputs.size())
       return fail(TSR_ERROR_INVALID_ARGUMENT,
                   "input index " + std::to_string(index) + " out of range");
-    return checkTensor("input", index, artifact->manifest.inputs[index],
-                       tensor);
+    return checkTensor("input", index, artifact->manifest.inputs[index], tensor,
+                       artifact->manifest.target);
   });
 }
 
@@ -207,7 +242,8 @@ tsr_status_t tsr_artifact_create_output(const tsr_artifact_t *artifact,
                   "output index " + std::to_string(index) + " out of range");
     const TensorSpec &spec = artifact->manifest.outputs[index];
     tsr_tensor_t *tensor = nullptr;
-    if (tsr_status_t s = createTensor(spec.dtype, spec.shape, &tensor))
+    if (tsr_status_t s =
+            createTensor(spec.dtype, spec.shape, &tensor, spec.placement))
       return withContext(s, "output " + std::to_string(index) + " '" +
                                 spec.name + "'");
     tensor->name = spec.name;
@@ -233,12 +269,12 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
                       " outputs, got " + std::to_string(num_inputs) + " and " +
                       std::to_string(num_outputs));
     for (size_t i = 0; i < num_inputs; ++i)
-      if (tsr_status_t s =
-              checkTensor("input", i, manifest.inputs[i], inputs[i]))
+      if (tsr_status_t s = checkTensor("input", i, manifest.inputs[i],
+                                       inputs[i], manifest.target))
         return s;
     for (size_t i = 0; i < num_outputs; ++i)
-      if (tsr_status_t s =
-              checkTensor("output", i, manifest.outputs[i], outputs[i]))
+      if (tsr_status_t s = checkTensor("output", i, manifest.outputs[i],
+                                       outputs[i], manifest.target))
         return s;
     // The schedule's calls in order, each on the buffers its inputs bind
     // to and on its own outputs.

@@ -1,7 +1,8 @@
 //===- ArtifactManifest.cpp - Parsing and checking manifest.json ----------===//
 //
 // Turns an artifact's manifest.json into a Manifest: the tensors with their
-// roles and shards, the device mesh and collectives, and for mode "train"
+// roles, shards and placements, the device mesh and collectives, and for
+// mode "train"
 // the train object, with every cross-reference checked. The format is
 // described in docs/runtime.md.
 //
@@ -10,8 +11,10 @@
 #include "Json.h"
 #include "RuntimeInternal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 using namespace tsr;
 
@@ -37,6 +40,27 @@ constexpr RoleName kRoles[] = {
     {TSR_ROLE_LOSS, "loss", false},   {TSR_ROLE_METRIC, "metric", false},
     {TSR_ROLE_GRAD, "grad", false},   {TSR_ROLE_RNG, "rng", true},
 };
+
+/// The targets this runtime knows, with the one placement their buffers
+/// have: every input and output of their artifacts lives there. A manifest
+/// without a target is read as a "cpu" one. An artifact of another target
+/// says where each buffer lives ("placement").
+struct TargetPlacement {
+  const char *target;
+  tsr_placement_t placement;
+};
+
+constexpr TargetPlacement kTargets[] = {{"cpu", TSR_PLACEMENT_HOST}};
+
+const TargetPlacement *findTarget(const std::string &target) {
+  for (const TargetPlacement &known : kTargets)
+    if (target == known.target)
+      return &known;
+  return target.empty() ? &kTargets[0] : nullptr;
+}
+
+constexpr tsr_placement_t kPlacements[] = {
+    TSR_PLACEMENT_HOST, TSR_PLACEMENT_DEVICE, TSR_PLACEMENT_PINNED_HOST};
 
 std::string where(const char *list, size_t index) {
   return std::string(list) + "[" + std::to_string(index) + "]";
@@ -296,9 +320,44 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
   return TSR_OK;
 }
 
+/// Parses "placement": where the buffer lives, which a known target
+/// decides and any other target must state.
+tsr_status_t parsePlacement(const Json &entry, const std::string &at,
+                            const std::string &target, TensorSpec &spec) {
+  std::string name;
+  if (tsr_status_t s = requireString(entry, "placement", at, name, true))
+    return s;
+  const TargetPlacement *known = findTarget(target);
+  if (!findMember(entry, "placement")) {
+    if (!known)
+      return fail(TSR_ERROR_PARSE,
+                  at + " '" + spec.name + "': target \"" + target +
+                      "\" is not one this runtime knows, so the entry must "
+                      "say where its buffer lives (\"placement\": \"host\", "
+                      "\"device\" or \"pinned-host\")");
+    spec.placement = known->placement;
+    return TSR_OK;
+  }
+  const tsr_placement_t *placement = std::find_if(
+      std::begin(kPlacements), std::end(kPlacements),
+      [&](tsr_placement_t p) { return name == tsr_placement_name(p); });
+  if (placement == std::end(kPlacements))
+    return fail(TSR_ERROR_PARSE,
+                at + ".placement: unknown placement \"" + name +
+                    "\" (expected host, device or pinned-host)");
+  if (known && *placement != known->placement)
+    return fail(TSR_ERROR_PARSE,
+                at + ".placement: target \"" + known->target + "\" has no " +
+                    name + " memory (its buffers live in " +
+                    tsr_placement_name(known->placement) + " memory)");
+  spec.placement = *placement;
+  return TSR_OK;
+}
+
 /// Parses the list `key` of `program`, whose path is `at` ("programs[0]").
 tsr_status_t parseSpecs(const Json &program, const std::string &owner,
                         const char *key, bool isInput,
+                        const std::string &target,
                         std::vector<TensorSpec> &out) {
   const Json *list = findMember(program, key);
   if (!list)
@@ -344,6 +403,8 @@ tsr_status_t parseSpecs(const Json &program, const std::string &owner,
       return s;
     if (tsr_status_t s = parseShards(entry, at, isInput, spec))
       return s;
+    if (tsr_status_t s = parsePlacement(entry, at, target, spec))
+      return s;
     out.push_back(std::move(spec));
   }
   return TSR_OK;
@@ -382,6 +443,12 @@ tsr_status_t checkOutputLinks(const ProgramSpec &program,
                       " is " + typeOf(input));
     if (output.updates < 0)
       continue;
+    if (output.placement != input.placement)
+      return fail(TSR_ERROR_PARSE,
+                  at + " '" + output.name + "' lives in " +
+                      tsr_placement_name(output.placement) + " memory but " +
+                      inputName + " that it updates lives in " +
+                      tsr_placement_name(input.placement) + " memory");
     if (input.role != output.role)
       return fail(TSR_ERROR_PARSE,
                   at + " has role \"" + tsr_role_name(output.role) +
@@ -432,10 +499,11 @@ tsr_status_t parsePrograms(const Json &root, Manifest &out) {
         return fail(TSR_ERROR_PARSE, at + ": name '" + program.name +
                                          "' is also " + where("programs", q) +
                                          "'s");
-    if (tsr_status_t s = parseSpecs(entry, at, "inputs", true, program.inputs))
-      return s;
     if (tsr_status_t s =
-            parseSpecs(entry, at, "outputs", false, program.outputs))
+            parseSpecs(entry, at, "inputs", true, out.target, program.inputs))
+      return s;
+    if (tsr_status_t s = parseSpecs(entry, at, "outputs", false, out.target,
+                                    program.outputs))
       return s;
     if (tsr_status_t s = checkOutputLinks(program, at))
       return s;
@@ -457,6 +525,13 @@ tsr_status_t parsePrograms(const Json &root, Manifest &out) {
 tsr_status_t checkBinding(const TensorSpec &spec, const std::string &at,
                           const TensorSpec &bound, const std::string &boundAt,
                           bool toOutput) {
+  if (spec.placement != bound.placement)
+    return fail(TSR_ERROR_PARSE, at + " '" + spec.name + "' lives in " +
+                                     tsr_placement_name(spec.placement) +
+                                     " memory but binds by name to " + boundAt +
+                                     ", which lives in " +
+                                     tsr_placement_name(bound.placement) +
+                                     " memory");
   if (spec.dtype == bound.dtype && spec.shape == bound.shape &&
       (toOutput || spec.role == bound.role))
     return TSR_OK;

@@ -167,6 +167,10 @@ tsr_status_t writeShard(const std::string &dir, int64_t rank, int64_t worldSize,
     if (tsr_status_t s = emitZeros(record.bytes - sources[i].second))
       return s;
   }
+  // A shard without records (a rank holding no flat shards) still pads its
+  // header to the data offset that header.fileSize counts.
+  if (tsr_status_t s = emitZeros(end - written))
+    return s;
   char trailer[kTrailerSize];
   std::memcpy(trailer, &crc, sizeof(crc));
   std::memcpy(trailer + 4, kTrailerMagic, sizeof(kTrailerMagic));

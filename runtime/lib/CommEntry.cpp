@@ -3,9 +3,11 @@
 // The launcher binds a communicator to each group of mesh axes (named by
 // its bit mask of axes, Comm.h) and describes each collective of the
 // manifest; compiled code then calls tsrt_* with a group mask and a
-// collective id. An unbound group has size 1: its collectives copy. Compiled
-// code cannot take a status, so a failure prints "tessera-run: rank R:
-// <description>: <error>" and exits with status 1.
+// collective id. A group without a communicator takes its size and this
+// rank's position from the registered mesh layout (tsr_mesh_create), else
+// it has size 1 and its collectives copy. Compiled code cannot take a
+// status, so a failure prints "tessera-run: rank R: <description>: <error>"
+// and exits with status 1.
 //
 // Collectives on bound axes run on one communication thread in issue order;
 // the *_start variants return at once and tsrt_wait completes them, which
@@ -48,6 +50,7 @@ void noteResult(int64_t id, void *recv) {
     tagGradientBuffer(recv);
 }
 int64_t currentStep = -1;
+const MeshLayout *meshLayout = nullptr;
 
 tsr_comm_t *axisComm(int64_t axis) {
   return axis >= 0 && axis < static_cast<int64_t>(axes.size()) ? axes[axis]
@@ -73,6 +76,29 @@ std::string describe(int64_t id) {
   else
     std::fprintf(stderr, "tessera-run: rank %d: %s: %s\n", processRank(),
                  label.c_str(), error);
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+/// The communicator of group `axis` for collective `id`: null for a group
+/// of one rank (its collectives copy). A group of several ranks without a
+/// communicator ends the process.
+tsr_comm_t *groupComm(int64_t id, int64_t axis) {
+  if (tsr_comm_t *comm = axisComm(axis))
+    return comm;
+  if (!meshLayout || axis < 0 || meshLayout->groupSize(axis) == 1)
+    return nullptr;
+  std::string axesText;
+  for (size_t i = 0; i < meshLayout->sizes.size(); ++i)
+    if (axis >> i & 1)
+      axesText += (axesText.empty() ? "" : ", ") + std::to_string(i);
+  std::fprintf(stderr,
+               "tessera-run: rank %d: %s: no communicator is bound to the "
+               "group of mesh axes {%s} (mask %lld), which has %lld ranks "
+               "(the mesh was created without this group)\n",
+               processRank(), describe(id).c_str(), axesText.c_str(),
+               static_cast<long long>(axis),
+               static_cast<long long>(meshLayout->groupSize(axis)));
   std::fflush(stderr);
   std::exit(1);
 }
@@ -128,9 +154,35 @@ void tsr::markGradientCollective(int64_t id) {
   gradientResults[id] = true;
 }
 
-int64_t tsrt_axis_rank(int64_t axis) { return tsr_comm_rank(axisComm(axis)); }
+void tsr::registerMeshLayout(const MeshLayout *layout) { meshLayout = layout; }
 
-int64_t tsrt_axis_size(int64_t axis) { return tsr_comm_size(axisComm(axis)); }
+const MeshLayout *tsr::registeredMeshLayout() { return meshLayout; }
+
+tsr_comm_t *tsr::boundGroup(int64_t mask) { return axisComm(mask); }
+
+tsr_status_t tsr::describeCollectives(const Manifest &manifest) {
+  for (size_t i = 0; i < manifest.collectives.size(); ++i) {
+    if (tsr_status_t s = tsr_comm_describe_collective(
+            static_cast<int64_t>(i),
+            manifest.collectives[i].description.c_str()))
+      return s;
+    if (manifest.collectives[i].bucket >= 0)
+      markGradientCollective(static_cast<int64_t>(i));
+  }
+  return TSR_OK;
+}
+
+int64_t tsrt_axis_rank(int64_t axis) {
+  if (tsr_comm_t *comm = axisComm(axis))
+    return tsr_comm_rank(comm);
+  return meshLayout && axis >= 0 ? meshLayout->groupRank(axis) : 0;
+}
+
+int64_t tsrt_axis_size(int64_t axis) {
+  if (tsr_comm_t *comm = axisComm(axis))
+    return tsr_comm_size(comm);
+  return meshLayout && axis >= 0 ? meshLayout->groupSize(axis) : 1;
+}
 
 namespace {
 
@@ -361,7 +413,7 @@ Work allGatherWork(tsr_comm_t *comm, std::string label, const void *send,
 
 void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, int64_t op, void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   runNow(
       comm, id, recv,
       allReduceWork(comm, describe(id), send, recv, count, dtype, op, stream));
@@ -370,7 +422,7 @@ void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
 void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                            void *recv, int64_t count, int64_t dtype, int64_t op,
                            void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   auto staged = stage(send, count, dtype);
   runLaterStaged(comm, id, recv, staged,
                  allReduceWork(comm, describe(id), staged->data(), recv, count,
@@ -380,7 +432,7 @@ void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
 void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
                          int64_t recv_count, int64_t dtype, int64_t op,
                          void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   runNow(comm, id, recv,
          reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype,
                            op, stream));
@@ -389,7 +441,7 @@ void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
 void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
                                void *recv, int64_t recv_count, int64_t dtype,
                                int64_t op, void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   auto staged = stage(send, recv_count * tsr_comm_size(comm), dtype);
   runLaterStaged(comm, id, recv, staged,
                  reduceScatterWork(comm, describe(id), staged->data(), recv,
@@ -398,7 +450,7 @@ void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
 
 void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t send_count, int64_t dtype, void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   runNow(
       comm, id, recv,
       allGatherWork(comm, describe(id), send, recv, send_count, dtype, stream));
@@ -407,7 +459,7 @@ void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
 void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                            void *recv, int64_t send_count, int64_t dtype,
                            void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   auto staged = stage(send, send_count, dtype);
   runLaterStaged(comm, id, recv, staged,
                  allGatherWork(comm, describe(id), staged->data(), recv,
@@ -431,7 +483,7 @@ void tsrt_wait(void *recv, void * /*stream*/) {
 
 void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
   runNow(comm, id, recv, [=] {
     if (!comm)
@@ -450,7 +502,7 @@ void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
 
 void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
                     int64_t count, int64_t dtype, int64_t root, void *stream) {
-  tsr_comm_t *comm = axisComm(axis);
+  tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
   runNow(comm, id, recv, [=] {
     tsr_status_t status = copyAlone("broadcast", send, recv, count, dtype);

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tsr {
 
@@ -103,6 +104,44 @@ void scaleElements(void *data, size_t count, tsr_dtype_t dtype, double factor);
 /// Marks collective `id` of the compiled program as producing reduced
 /// gradients: its result buffers count in tsr_memory_gradient_stats.
 void markGradientCollective(int64_t id);
+
+/// A device mesh's axis sizes and this rank's coordinate on each
+/// (tsr_mesh_create registers the mesh's): a group's size and this rank's
+/// position in it follow from them (Comm.h's layout), with or without a
+/// communicator.
+struct MeshLayout {
+  std::vector<int64_t> sizes, coordinates;
+
+  /// The size of group `mask` (bits beyond the axes are ignored).
+  int64_t groupSize(int64_t mask) const {
+    int64_t size = 1;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (mask >> i & 1)
+        size *= sizes[i];
+    return size;
+  }
+  /// This rank's position in group `mask`: row-major over its axes.
+  int64_t groupRank(int64_t mask) const {
+    int64_t rank = 0;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (mask >> i & 1)
+        rank = rank * sizes[i] + coordinates[i];
+    return rank;
+  }
+};
+
+/// Registers the layout tsrt_axis_rank/size fall back on for groups without
+/// a communicator (null: none), and returns the registered one.
+void registerMeshLayout(const MeshLayout *layout);
+const MeshLayout *registeredMeshLayout();
+
+/// The communicator bound to group `mask`, or null.
+tsr_comm_t *boundGroup(int64_t mask);
+
+/// Describes the collectives of `manifest` for the runtime's messages
+/// (tsr_comm_describe_collective) and marks its gradient buckets.
+struct Manifest;
+tsr_status_t describeCollectives(const Manifest &manifest);
 
 } // namespace tsr
 

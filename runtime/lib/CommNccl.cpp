@@ -49,7 +49,8 @@ tsr_status_t loadPlugin() {
   for (const std::string &path : candidates) {
     void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      errors += std::string("\n  ") + dlerror();
+      // One line: tools print the message as their error line.
+      errors += std::string(errors.empty() ? " " : "; ") + dlerror();
       continue;
     }
     auto entry = reinterpret_cast<tsr_comm_plugin_entry_t>(

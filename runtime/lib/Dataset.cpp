@@ -439,6 +439,9 @@ tsr_status_t tsr_dataset_fill_batch(const tsr_dataset_t *dataset, int64_t step,
                     describe("input", i, spec) + ": expected a " +
                         tsr_dtype_name(spec.dtype) + formatShape(spec.shape) +
                         " tensor");
+      if (tsr_status_t s =
+              requireHostReadable(*inputs[i], describe("input", i, spec)))
+        return s;
     }
     dataset->fill(step, inputs);
     return TSR_OK;

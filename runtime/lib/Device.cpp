@@ -1,7 +1,8 @@
 //===- Device.cpp - CUDA devices through a dlopen'ed libcudart ------------===//
 //
 // The functions of Device.h call the CUDA runtime through pointers resolved
-// on first use, so that tessera_runtime links and starts without CUDA.
+// on first use, so that tessera_runtime links and starts without CUDA. The
+// buffers of device and pinned host tensors come from here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #include "RuntimeInternal.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <mutex>
 
@@ -27,6 +29,7 @@ struct CudaRuntime {
   int (*freeHost)(void *);
   int (*memcpy)(void *, const void *, size_t, int);
   int (*memcpyAsync)(void *, const void *, size_t, int, void *);
+  int (*memset)(void *, int, size_t);
   int (*streamCreate)(void **);
   int (*streamDestroy)(void *);
   int (*streamSynchronize)(void *);
@@ -63,7 +66,8 @@ void load() {
     handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle)
       break;
-    tried += std::string("\n  ") + dlerror();
+    // One line: tools print the message as their error line.
+    tried += std::string(tried.empty() ? " " : "; ") + dlerror();
   }
   if (!handle) {
     loadError = "no CUDA runtime (libcudart):" + tried;
@@ -77,6 +81,7 @@ void load() {
            bind(handle, cuda.freeHost, "cudaFreeHost") &&
            bind(handle, cuda.memcpy, "cudaMemcpy") &&
            bind(handle, cuda.memcpyAsync, "cudaMemcpyAsync") &&
+           bind(handle, cuda.memset, "cudaMemset") &&
            bind(handle, cuda.streamCreate, "cudaStreamCreate") &&
            bind(handle, cuda.streamDestroy, "cudaStreamDestroy") &&
            bind(handle, cuda.streamSynchronize, "cudaStreamSynchronize") &&
@@ -229,4 +234,78 @@ tsr_status_t tsr_event_elapsed_ms(void *start, void *end, float *out_ms) {
     return s;
   return check(cuda.eventElapsedTime(out_ms, start, end),
                "cudaEventElapsedTime");
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors in device and pinned host memory
+//===----------------------------------------------------------------------===//
+
+tsr_status_t tsr::allocatePlaced(tsr_placement_t placement, size_t bytes,
+                                 void **outPtr) {
+  if (placement == TSR_PLACEMENT_DEVICE) {
+    if (tsr_status_t s = tsr_device_alloc(bytes, outPtr))
+      return s;
+    if (tsr_status_t s = check(cuda.memset(*outPtr, 0, bytes), "cudaMemset")) {
+      cuda.free(*outPtr);
+      *outPtr = nullptr;
+      return s;
+    }
+    return TSR_OK;
+  }
+  if (placement == TSR_PLACEMENT_PINNED_HOST) {
+    if (tsr_status_t s = tsr_host_alloc_pinned(bytes, outPtr))
+      return s;
+    std::memset(*outPtr, 0, bytes);
+    return TSR_OK;
+  }
+  return fail(TSR_ERROR_INVALID_ARGUMENT,
+              "invalid placement " +
+                  std::to_string(static_cast<int>(placement)));
+}
+
+void tsr::freePlaced(tsr_placement_t placement, void *ptr) {
+  if (placement == TSR_PLACEMENT_DEVICE)
+    tsr_device_free(ptr);
+  else
+    tsr_host_free_pinned(ptr);
+}
+
+tsr_status_t tsr_tensor_create_placed(tsr_placement_t placement,
+                                      tsr_dtype_t dtype, size_t rank,
+                                      const int64_t *shape,
+                                      tsr_tensor_t **out_tensor) {
+  return guard([&] {
+    if (!out_tensor || (rank && !shape))
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "tsr_tensor_create_placed: null argument");
+    int raw;
+    std::memcpy(&raw, &placement, sizeof(raw));
+    if (raw != TSR_PLACEMENT_HOST && raw != TSR_PLACEMENT_DEVICE &&
+        raw != TSR_PLACEMENT_PINNED_HOST)
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "tsr_tensor_create_placed: invalid placement " +
+                      std::to_string(raw));
+    return createTensor(dtype, std::vector<int64_t>(shape, shape + rank),
+                        out_tensor, placement);
+  });
+}
+
+tsr_status_t tsr_tensor_copy(tsr_tensor_t *dst, const tsr_tensor_t *src,
+                             void *stream) {
+  return guard([&] {
+    if (!dst || !src)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "tsr_tensor_copy: null tensor");
+    if (dst->dtype != src->dtype || dst->shape != src->shape)
+      return fail(TSR_ERROR_MISMATCH,
+                  std::string("tsr_tensor_copy: cannot copy a ") +
+                      tsr_dtype_name(src->dtype) + formatShape(src->shape) +
+                      " tensor into a " + tsr_dtype_name(dst->dtype) +
+                      formatShape(dst->shape) + " one");
+    if (dst->placement != TSR_PLACEMENT_DEVICE &&
+        src->placement != TSR_PLACEMENT_DEVICE) {
+      std::memcpy(dst->data, src->data, src->byteSize);
+      return TSR_OK;
+    }
+    return tsr_device_memcpy(dst->data, src->data, src->byteSize, stream);
+  });
 }

@@ -389,6 +389,8 @@ tsr_status_t tsr_tensor_write_npy(const tsr_tensor_t *tensor,
   return guard([&] {
     if (!tensor || !path)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    if (tsr_status_t s = requireHostReadable(*tensor, path))
+      return s;
     tsr_status_t s = writeNpy(*tensor, path);
     if (s != TSR_OK && s != TSR_ERROR_IO)
       return withContext(s, path);

@@ -22,6 +22,7 @@ struct tsr_tensor {
   int64_t numElements = 0;
   size_t byteSize = 0;
   void *data = nullptr;
+  tsr_placement_t placement = TSR_PLACEMENT_HOST;
 
   tsr_tensor() = default;
   tsr_tensor(const tsr_tensor &) = delete;
@@ -44,6 +45,8 @@ struct TensorSpec {
   /// (row-major, zero-padded to N*c elements, rank r holds [r*c, (r+1)*c)).
   int64_t shards = 1;
   std::vector<int64_t> globalShape;
+  /// Where its buffer must live ("placement", else the target's default).
+  tsr_placement_t placement = TSR_PLACEMENT_HOST;
 };
 
 /// One collective of a per-rank program ("collectives" of the manifest).
@@ -176,9 +179,25 @@ std::string describe(const char *kind, size_t index, const TensorSpec &spec);
 tsr_status_t computeSizes(tsr_dtype_t dtype, const int64_t *shape, size_t rank,
                           int64_t &outNumElements, size_t &outByteSize);
 
-/// Allocates a zero-filled tensor.
+/// Allocates a zero-filled tensor in `placement`.
 tsr_status_t createTensor(tsr_dtype_t dtype, const std::vector<int64_t> &shape,
-                          tsr_tensor_t **outTensor);
+                          tsr_tensor_t **outTensor,
+                          tsr_placement_t placement = TSR_PLACEMENT_HOST);
+
+/// Allocates `bytes` of zero-filled device or pinned host memory through the
+/// CUDA runtime (Device.cpp), and frees it.
+tsr_status_t allocatePlaced(tsr_placement_t placement, size_t bytes,
+                            void **outPtr);
+void freePlaced(tsr_placement_t placement, void *ptr);
+
+/// Whether a buffer in `actual` can stand for one the artifact wants in
+/// `required`: the same placement, or pinned host memory for host memory.
+bool satisfiesPlacement(tsr_placement_t actual, tsr_placement_t required);
+
+/// Fails with TSR_ERROR_MISMATCH unless the host can read `tensor`'s buffer:
+/// "<what>: the tensor lives in device memory; ...".
+tsr_status_t requireHostReadable(const tsr_tensor &tensor,
+                                 const std::string &what);
 
 /// Counts a block of compiled code (from _mlir_memref_to_llvm_*) as holding
 /// gradients until it is freed; pointers from elsewhere are ignored.

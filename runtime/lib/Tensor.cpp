@@ -43,9 +43,13 @@ constexpr size_t kAlignment = 64;
 } // namespace
 
 tsr_tensor::~tsr_tensor() {
-  if (data)
-    noteTensorFreed(byteSize);
-  std::free(data);
+  if (!data)
+    return;
+  noteTensorFreed(byteSize);
+  if (placement == TSR_PLACEMENT_HOST)
+    std::free(data);
+  else
+    freePlaced(placement, data);
 }
 
 tsr_status_t tsr::fail(tsr_status_t status, std::string message) {
@@ -106,7 +110,8 @@ tsr_status_t tsr::computeSizes(tsr_dtype_t dtype, const int64_t *shape,
 
 tsr_status_t tsr::createTensor(tsr_dtype_t dtype,
                                const std::vector<int64_t> &shape,
-                               tsr_tensor_t **outTensor) {
+                               tsr_tensor_t **outTensor,
+                               tsr_placement_t placement) {
   int64_t count = 0;
   size_t bytes = 0;
   if (tsr_status_t s =
@@ -117,18 +122,41 @@ tsr_status_t tsr::createTensor(tsr_dtype_t dtype,
     allocated = kAlignment;
   auto tensor = std::make_unique<tsr_tensor>();
   tensor->shape = shape;
-  tensor->data = std::aligned_alloc(kAlignment, allocated);
-  if (!tensor->data)
-    return fail(TSR_ERROR_OUT_OF_MEMORY,
-                "cannot allocate " + std::to_string(bytes) + " bytes for a " +
-                    tsr_dtype_name(dtype) + formatShape(shape) + " tensor");
-  std::memset(tensor->data, 0, allocated);
+  tensor->placement = placement;
+  std::string what = std::to_string(bytes) + " bytes for a " +
+                     tsr_dtype_name(dtype) + formatShape(shape) + " tensor";
+  if (placement != TSR_PLACEMENT_HOST) {
+    // CUDA's allocations are aligned to at least 256 bytes.
+    if (tsr_status_t s = allocatePlaced(placement, allocated, &tensor->data))
+      return withContext(s, std::string("cannot allocate ") +
+                                tsr_placement_name(placement) +
+                                " memory: " + what);
+  } else {
+    tensor->data = std::aligned_alloc(kAlignment, allocated);
+    if (!tensor->data)
+      return fail(TSR_ERROR_OUT_OF_MEMORY, "cannot allocate " + what);
+    std::memset(tensor->data, 0, allocated);
+  }
   tensor->dtype = dtype;
   tensor->numElements = count;
   tensor->byteSize = bytes;
   noteTensorAllocated(bytes);
   *outTensor = tensor.release();
   return TSR_OK;
+}
+
+bool tsr::satisfiesPlacement(tsr_placement_t actual, tsr_placement_t required) {
+  return actual == required || (required == TSR_PLACEMENT_HOST &&
+                                actual == TSR_PLACEMENT_PINNED_HOST);
+}
+
+tsr_status_t tsr::requireHostReadable(const tsr_tensor &tensor,
+                                      const std::string &what) {
+  if (tensor.placement != TSR_PLACEMENT_DEVICE)
+    return TSR_OK;
+  return fail(TSR_ERROR_MISMATCH,
+              what + ": the tensor lives in device memory; copy it into a "
+                     "host tensor first (tsr_tensor_copy)");
 }
 
 tsr_status_t tsr::readFile(const std::string &path, std::string &outBytes) {
@@ -252,6 +280,22 @@ size_t tsr_tensor_byte_size(const tsr_tensor_t *tensor) {
 }
 
 void *tsr_tensor_data(tsr_tensor_t *tensor) { return tensor->data; }
+
+tsr_placement_t tsr_tensor_placement(const tsr_tensor_t *tensor) {
+  return tensor->placement;
+}
+
+const char *tsr_placement_name(tsr_placement_t placement) {
+  switch (placement) {
+  case TSR_PLACEMENT_HOST:
+    return "host";
+  case TSR_PLACEMENT_DEVICE:
+    return "device";
+  case TSR_PLACEMENT_PINNED_HOST:
+    return "pinned-host";
+  }
+  return "invalid";
+}
 
 const char *tsr_tensor_name(const tsr_tensor_t *tensor) {
   return tensor->name.c_str();

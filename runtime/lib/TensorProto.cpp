@@ -226,6 +226,8 @@ tsr_status_t tsr_tensor_write_pb(const tsr_tensor_t *tensor, const char *path) {
   return guard([&] {
     if (!tensor || !path)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    if (tsr_status_t s = requireHostReadable(*tensor, path))
+      return s;
     return writePb(*tensor, path);
   });
 }

@@ -11,10 +11,13 @@
 // --train, the Python binding): steps, progress callbacks, periodic and
 // final saves of the ONNX model and of checkpoints.
 //
-// On a data-parallel mesh every rank runs a trainer: ZeRO-3 params hold the
-// rank's flat shard of their initializer, and saving the ONNX model or a
-// checkpoint is collective over the dp axis (rank 0 writes the model; every
-// rank writes its checkpoint shard, rank 0 commits).
+// On a mesh every rank runs a trainer. The training state is sharded along
+// the dp axis only (ZeRO-3 params hold the rank's flat shard of their
+// initializer), so ranks that differ only on other axes hold the same
+// values, and those with coordinate 0 on every other axis save it: saving
+// the ONNX model or a checkpoint is collective over the whole mesh (world
+// rank 0 writes the model; each saving rank writes its checkpoint shard,
+// rank 0 commits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +56,10 @@ struct tsr_trainer {
   /// The position on the dp axis (the group mask of that mesh axis, -1 if
   /// none).
   int64_t dpGroup = -1, dpRank = 0, dpSize = 1;
+  /// The group of the whole mesh (-1 without a mesh), and whether this rank
+  /// saves its copy of the state: coordinate 0 on every axis but dp.
+  int64_t meshGroup = -1;
+  bool saves = true;
 };
 
 namespace {
@@ -179,6 +186,55 @@ tsr_status_t loadModel(tsr_trainer &trainer) {
   return TSR_OK;
 }
 
+/// "dp=2,tp=2".
+std::string meshText(const Manifest &manifest) {
+  std::string text;
+  for (const auto &[name, size] : manifest.mesh)
+    text += (text.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  return text;
+}
+
+/// Checks that the communicators bound to the artifact's mesh (Comm.h) have
+/// the sizes it was compiled for, and finds this rank's place: its dp
+/// coordinate and whether it saves.
+tsr_status_t joinMesh(tsr_trainer &trainer) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  if (tsr_status_t s =
+          getDataParallelPosition(manifest, trainer.dpRank, trainer.dpSize))
+    return s;
+  int64_t dp = findMeshAxis(manifest, "dp");
+  if (dp >= 0)
+    trainer.dpGroup = int64_t(1) << dp;
+  if (manifest.mesh.empty())
+    return TSR_OK;
+  int64_t ranks = 1;
+  auto wrongSize = [&](const std::string &what, int64_t bound) {
+    return fail(TSR_ERROR_MISMATCH, "the artifact was compiled for the mesh " +
+                                        meshText(manifest) + " but " + what +
+                                        " has " + std::to_string(bound) +
+                                        " rank" + (bound == 1 ? "" : "s") +
+                                        " here (create its communicators with "
+                                        "tsr_mesh_create_for_artifact)");
+  };
+  for (size_t i = 0; i < manifest.mesh.size(); ++i) {
+    const auto &[name, size] = manifest.mesh[i];
+    int64_t group = int64_t(1) << i;
+    ranks *= size;
+    if (tsrt_axis_size(group) != size)
+      return wrongSize("its axis " + name, tsrt_axis_size(group));
+    if (static_cast<int64_t>(i) != dp && tsrt_axis_rank(group) != 0)
+      trainer.saves = false;
+  }
+  trainer.meshGroup = (int64_t(1) << manifest.mesh.size()) - 1;
+  int64_t bound =
+      boundGroup(trainer.meshGroup) ? tsrt_axis_size(trainer.meshGroup) : 1;
+  if (bound != ranks)
+    return wrongSize("the group of the whole mesh (mask " +
+                         std::to_string(trainer.meshGroup) + ")",
+                     bound);
+  return TSR_OK;
+}
+
 tsr_status_t createTrainer(const tsr_artifact_t &artifact,
                            std::unique_ptr<tsr_trainer> &out) {
   const Manifest &manifest = artifact.manifest;
@@ -186,21 +242,26 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
     return fail(TSR_ERROR_INVALID_ARGUMENT, artifact.dir + ": mode \"" +
                                                 manifest.mode +
                                                 "\" cannot be trained");
+  auto placed = [&](const char *kind, const std::vector<TensorSpec> &specs) {
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].placement != TSR_PLACEMENT_HOST)
+        return fail(TSR_ERROR_UNSUPPORTED,
+                    artifact.dir + ": " + describe(kind, i, specs[i]) +
+                        " lives in " + tsr_placement_name(specs[i].placement) +
+                        " memory, but the trainer keeps its buffers in host "
+                        "memory (training such artifacts is not supported)");
+    return TSR_OK;
+  };
+  if (tsr_status_t s = placed("input", manifest.inputs))
+    return s;
+  if (tsr_status_t s = placed("output", manifest.outputs))
+    return s;
   auto trainer = std::make_unique<tsr_trainer>();
   trainer->artifact = &artifact;
-  if (int64_t axis = findMeshAxis(manifest, "dp"); axis >= 0)
-    trainer->dpGroup = int64_t(1) << axis;
-  if (tsr_status_t s =
-          getDataParallelPosition(manifest, trainer->dpRank, trainer->dpSize))
+  if (tsr_status_t s = joinMesh(*trainer))
     return withContext(s, artifact.dir);
-  for (size_t i = 0; i < manifest.collectives.size(); ++i) {
-    if (tsr_status_t s = tsr_comm_describe_collective(
-            static_cast<int64_t>(i),
-            manifest.collectives[i].description.c_str()))
-      return s;
-    if (manifest.collectives[i].bucket >= 0)
-      markGradientCollective(static_cast<int64_t>(i));
-  }
+  if (tsr_status_t s = describeCollectives(manifest))
+    return s;
   auto create = [](const char *kind, size_t index, const TensorSpec &spec,
                    std::vector<std::unique_ptr<tsr_tensor>> &list) {
     tsr_tensor_t *tensor = nullptr;
@@ -301,7 +362,7 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
     whole.resize(bytes);
     graph->mutable_initializer(k)->set_raw_data(std::move(whole));
   }
-  if (trainer.dpRank != 0) {
+  if (!trainer.saves || trainer.dpRank != 0) {
     for (const auto &[input, k] : trainer.params)
       graph->mutable_initializer(k)->clear_raw_data();
     return TSR_OK;
@@ -318,12 +379,12 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
   return TSR_OK;
 }
 
-/// Whether `ok` holds on every rank of the dp axis (a barrier, too).
+/// Whether `ok` holds on every rank of the mesh (a barrier, too).
 bool allRanks(const tsr_trainer &trainer, bool ok) {
-  if (trainer.dpGroup < 0)
+  if (trainer.meshGroup < 0)
     return ok;
   int64_t mine = ok ? 1 : 0, all = 0;
-  tsrt_all_reduce(-1, trainer.dpGroup, &mine, &all, 1, TSR_DTYPE_INT64,
+  tsrt_all_reduce(-1, trainer.meshGroup, &mine, &all, 1, TSR_DTYPE_INT64,
                   TSR_REDUCE_MIN, nullptr);
   return all == 1;
 }
@@ -371,10 +432,8 @@ tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
 tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                             int64_t step) {
   const Manifest &manifest = trainer.artifact->manifest;
-  std::string print, mesh;
+  std::string print, mesh = meshText(manifest);
   tsr_status_t status = fingerprint(trainer, print);
-  for (const auto &[name, size] : manifest.mesh)
-    mesh += (mesh.empty() ? "" : ",") + name + "=" + std::to_string(size);
   tsr_checkpoint_meta_t meta{};
   meta.step = step;
   meta.rng = step;
@@ -391,7 +450,7 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                        spec.globalShape.data(), spec.shards});
     data.push_back(trainer.inputs[i]->data);
   }
-  if (status == TSR_OK)
+  if (status == TSR_OK && trainer.saves)
     status = tsr_checkpoint_write_shard(dir.c_str(), trainer.dpRank,
                                         trainer.dpSize, &meta, tensors.size(),
                                         tensors.data(), data.data());
@@ -401,7 +460,7 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                : fail(TSR_ERROR_IO, dir + ": another rank could not write its "
                                           "shard; the checkpoint was not "
                                           "committed");
-  if (trainer.dpRank == 0)
+  if (trainer.saves && trainer.dpRank == 0)
     status = tsr_checkpoint_commit(dir.c_str(), trainer.dpSize, &meta);
   if (!allRanks(trainer, status == TSR_OK))
     return status != TSR_OK ? status

@@ -256,6 +256,21 @@ TEST(Checkpoint, ReshardsFourRanks) {
     expectReadsAll(checkpoint.get(), tensors, shards);
 }
 
+// ZeRO-0 on 2 ranks: every tensor is replicated, so rank 1's file holds a
+// header and no records.
+TEST(Checkpoint, RoundTripsShardWithoutRecords) {
+  std::string dir = scratchDir() + "/step-00000004";
+  std::vector<GlobalTensor> tensors = {
+      randomTensor("w", TSR_DTYPE_FLOAT32, {4, 3}, 1, 1),
+      randomTensor("b", TSR_DTYPE_FLOAT32, {3}, 1, 2)};
+  tsr_checkpoint_meta_t meta = makeMeta(4, 2);
+  writeCheckpoint(dir, meta, tensors);
+  CheckpointPtr checkpoint = openCheckpoint(dir);
+  ASSERT_TRUE(checkpoint);
+  expectReadsAll(checkpoint.get(), tensors, 1);
+  expectReadsAll(checkpoint.get(), tensors, 2);
+}
+
 TEST(Checkpoint, ReshardedCheckpointRoundTrips) {
   // 4 ranks save; 3 ranks resume and save; 1 rank reads everything back.
   std::string root = scratchDir();

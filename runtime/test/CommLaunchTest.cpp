@@ -1,8 +1,10 @@
 //===- CommLaunchTest.cpp - A failing rank ends the whole job -------------===//
 //
 // Runs comm-mpi-program under mpirun with one rank that stops, hangs or
-// dies before a collective, and checks that the job ends non-zero within
-// the time limit with a message naming that rank and the collective.
+// dies before a collective, and mesh-mpi-program with a collective over a
+// group that has no communicator, and checks that the job ends non-zero
+// within the time limit with a message naming the rank (or the group) and
+// the collective.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,17 +23,18 @@ struct Job {
   double seconds;
 };
 
-/// Runs `mpirun -np N comm-mpi-program ARGS` under a 60 s kill switch, as
-/// root and with more ranks than cores if need be. OpenMPI's own
-/// allocations look like leaks to LeakSanitizer.
-Job launch(int ranks, const std::string &args) {
+/// Runs `mpirun -np N PROGRAM ARGS` (comm-mpi-program unless named) under
+/// a 60 s kill switch, as root and with more ranks than cores if need be.
+/// OpenMPI's own allocations look like leaks to LeakSanitizer.
+Job launch(int ranks, const std::string &args,
+           const std::string &program = TSR_TEST_COMM_PROGRAM) {
   std::string command = "env OMPI_ALLOW_RUN_AS_ROOT=1 "
                         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
                         "OMPI_MCA_rmaps_base_oversubscribe=1 "
                         "ASAN_OPTIONS=detect_leaks=0 "
                         "timeout -s KILL 60 " TSR_TEST_MPIEXEC " -np " +
-                        std::to_string(ranks) + " " TSR_TEST_COMM_PROGRAM " " +
-                        args + " 2>&1";
+                        std::to_string(ranks) + " " + program + " " + args +
+                        " 2>&1";
   auto start = std::chrono::steady_clock::now();
   FILE *pipe = popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr);
@@ -101,6 +104,22 @@ TEST(CommLaunch, KilledRankEndsTheJob) {
   EXPECT_NE(job.output.find(std::string("terminated by signal 15 while in ") +
                             kLabel),
             std::string::npos)
+      << job.output;
+}
+
+// A collective over a group of a mesh that was created without it ends the
+// job on every rank of the group, naming the group.
+TEST(CommLaunch, CollectiveOverGroupWithoutCommunicator) {
+  Job job = launch(4, "unbound", TSR_TEST_MESH_PROGRAM);
+  EXPECT_EQ(job.exitCode, 1) << job.output;
+  EXPECT_LT(job.seconds, 30) << job.output;
+  EXPECT_NE(job.output.find(": all_reduce #4 (on axc: fc1.weight): no "
+                            "communicator is bound to the group of mesh axes "
+                            "{0, 2} (mask 5), which has 4 ranks (the mesh was "
+                            "created without this group)"),
+            std::string::npos)
+      << job.output;
+  EXPECT_EQ(job.output.find("the collective returned"), std::string::npos)
       << job.output;
 }
 

@@ -326,6 +326,23 @@ TEST(CommDevice, NoDeviceIsUnsupported) {
   EXPECT_NE(std::strstr(tsr_last_error(), "tsr_device_alloc: "), nullptr);
   void *stream = nullptr;
   EXPECT_EQ(tsr_stream_create(&stream), TSR_ERROR_UNSUPPORTED);
+  // Tensors in device or pinned memory cannot be made either.
+  int64_t shape[] = {2, 3};
+  for (tsr_placement_t placement :
+       {TSR_PLACEMENT_DEVICE, TSR_PLACEMENT_PINNED_HOST}) {
+    tsr_tensor_t *tensor = nullptr;
+    EXPECT_EQ(tsr_tensor_create_placed(placement, TSR_DTYPE_FLOAT32, 2, shape,
+                                       &tensor),
+              TSR_ERROR_UNSUPPORTED);
+    EXPECT_EQ(tensor, nullptr);
+    EXPECT_EQ(std::string(tsr_last_error())
+                  .rfind(std::string("cannot allocate ") +
+                             tsr_placement_name(placement) +
+                             " memory: 24 bytes for a float32[2, 3] tensor: ",
+                         0),
+              0u)
+        << tsr_last_error();
+  }
 
   tsr_comm_t *comm = nullptr;
   tsr_status_t status = tsr_comm_init(TSR_COMM_NCCL, nullptr, &comm);

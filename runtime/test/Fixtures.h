@@ -195,14 +195,15 @@ struct RunResult {
 
 inline std::string quote(const std::string &s) { return "'" + s + "'"; }
 
-/// Runs tessera-run with `args` (already shell-quoted where needed).
-inline RunResult runTool(const std::string &args) {
+/// Runs tessera-run with `args` (already shell-quoted where needed), with
+/// the environment assignments `env` ("NAME=value ...") if given.
+inline RunResult runTool(const std::string &args, const std::string &env = "") {
   std::string dir = TSR_TEST_SCRATCH;
   const testing::TestInfo *info =
       testing::UnitTest::GetInstance()->current_test_info();
   std::string base = dir + "/" + info->test_suite_name() + "." + info->name();
-  std::string command = std::string("'") + TSR_TEST_RUN_TOOL + "' " + args +
-                        " >'" + base + ".stdout' 2>'" + base + ".stderr'";
+  std::string command = env + " '" + TSR_TEST_RUN_TOOL + "' " + args + " >'" +
+                        base + ".stdout' 2>'" + base + ".stderr'";
   int status = std::system(command.c_str());
   RunResult result;
   result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -316,6 +316,17 @@ TEST(TesseraRun, CommandLineErrors) {
               {"--repeat needs an integer in [1, 1000000], got '0'"});
   expectError(runTool(art + " --repeat=x2"),
               {"--repeat needs an integer in [1, 1000000], got 'x2'"});
+  expectError(runTool(art + " --print --comm=gloo"),
+              {"--comm must be mpi or nccl, got 'gloo'"});
+  expectError(runTool(art + " --print --comm mpi --comm=nccl"),
+              {"--comm given more than once"});
+  expectError(runTool(art + " --print --comm="),
+              {"--comm needs a non-empty value"});
+  // NCCL moves device memory; this cpu artifact's buffers are host memory.
+  expectError(runTool(art + " --print --comm=nccl"),
+              {"--comm=nccl: the buffers of " TSR_TEST_FAKE_ARTIFACT
+               " (target cpu) live in host memory, and NCCL moves device "
+               "memory (use --comm=mpi)"});
 }
 
 TEST(TesseraRun, InputErrors) {

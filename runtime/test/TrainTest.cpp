@@ -724,6 +724,26 @@ TEST(Trainer, StepsSwapBuffersAndMatchTheReference) {
   expectLastError("step -3 is negative");
 }
 
+// The communicators bound to a mesh's groups must have its sizes: here no
+// mesh was created (one process), so axis tp has 1 rank instead of 2.
+TEST(Trainer, NeedsTheCommunicatorsOfItsMesh) {
+  std::string dir = scratchDir();
+  std::string manifest =
+      replaced(readManifest(TSR_TEST_LINEAR_ARTIFACT), R"("target": "cpu",)",
+               R"("target": "cpu", "mesh": [{"name": "dp", "size": 1},
+                  {"name": "tp", "size": 2}],)");
+  std::string art =
+      artifactWithManifest(dir, manifest, TSR_TEST_LINEAR_ARTIFACT);
+  ArtifactPtr artifact = loadArtifact(art);
+  ASSERT_TRUE(artifact);
+  tsr_trainer_t *trainer = nullptr;
+  EXPECT_EQ(tsr_trainer_create(artifact.get(), &trainer), TSR_ERROR_MISMATCH);
+  EXPECT_EQ(trainer, nullptr);
+  expectLastError(art + ": the artifact was compiled for the mesh dp=1,tp=2 "
+                        "but its axis tp has 1 rank here (create its "
+                        "communicators with tsr_mesh_create_for_artifact)");
+}
+
 TEST(Trainer, FillsStatesOfEveryDType) {
   std::string dir = scratchDir();
   auto state = [](const char *name, const char *dtype, const char *init) {

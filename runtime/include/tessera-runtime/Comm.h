@@ -62,8 +62,8 @@ TSR_API tsr_status_t tsr_comm_init(tsr_comm_backend_t backend,
                                    const tsr_comm_options_t *options,
                                    tsr_comm_t **out_comm);
 
-/* A sub-communicator of the ranks with the same `color`, ordered by `key`
- * (one per mesh axis). Collective over `parent`. */
+/* A sub-communicator of the ranks with the same `color`, ordered by `key`.
+ * Collective over `parent`. tsr_mesh_create makes those of a device mesh. */
 TSR_API tsr_status_t tsr_comm_split(tsr_comm_t *parent, int color, int key,
                                     tsr_comm_t **out_comm);
 
@@ -120,8 +120,9 @@ TSR_API tsr_status_t tsr_comm_barrier(tsr_comm_t *comm);
  * mask of mesh axes (bit i for axis i of the manifest's "mesh" list: 1 is
  * the group along axis 0, 3 the group along axes 0 and 1), and each
  * collective by its index in "collectives". The launcher binds a
- * communicator to every group before the first step; an unbound group has
- * size 1 (collectives copy). The `axis` arguments below are such masks.
+ * communicator to every group before the first step (tsr_mesh_create does);
+ * without a communicator or a mesh, a group has size 1 (collectives copy).
+ * The `axis` arguments below are such masks.
  * Compiled code cannot handle a status: a failing collective prints
  * tsr_last_error() with the collective's description and exits the process with
  * status 1. */
@@ -174,6 +175,66 @@ TSR_API void tsrt_all_to_all(int64_t id, int64_t axis, const void *send,
 TSR_API void tsrt_broadcast(int64_t id, int64_t axis, const void *send,
                             void *recv, int64_t count, int64_t dtype,
                             int64_t root, void *stream);
+
+/*===----------------------------------------------------------------------===*
+ * Device meshes
+ *===----------------------------------------------------------------------===*/
+
+/* The ranks of a world communicator laid out as a device mesh: named axes in
+ * a stated order whose sizes multiply to the world's size. Ranks are laid
+ * out row-major over the axes as listed, the last axis innermost (the
+ * layout of the compiler's #tsr.mesh): the rank at coordinates
+ * (c0, ..., cK-1) is sum_i c_i * prod_{j > i} size_j. A group, named by a bit
+ * mask of axes like the tsrt_* entry points name it, is the set of ranks
+ * that differ only in those axes, numbered row-major over them in mesh
+ * order. With axes dp=2, tp=2: the tp groups (mask 2) are world ranks
+ * {0, 1} and {2, 3}, the dp groups (mask 1) {0, 2} and {1, 3}. */
+typedef struct tsr_mesh tsr_mesh_t;
+
+typedef struct tsr_mesh_axis_t {
+  const char *name;
+  int64_t size;
+} tsr_mesh_axis_t;
+
+/* Collective over `world`, with the same arguments on every rank. Checks
+ * that the world's size equals the product of the axis sizes
+ * (TSR_ERROR_MISMATCH naming both; a mesh has at most 6 axes, its masks
+ * being below 64), then creates with tsr_comm_split one communicator for
+ * every group in `groups` (repeats are fine), for every single axis and for
+ * the whole mesh, and binds each to its mask (tsr_comm_bind_axis).
+ * tsrt_axis_rank and tsrt_axis_size then answer for every mask, also one
+ * without a communicator (a collective on such a group of more than one rank
+ * ends the process with a message naming the group). `world` must outlive the
+ * mesh. */
+TSR_API tsr_status_t tsr_mesh_create(tsr_comm_t *world,
+                                     const tsr_mesh_axis_t *axes,
+                                     size_t num_axes, const int64_t *groups,
+                                     size_t num_groups, tsr_mesh_t **out_mesh);
+
+/* The mesh of an artifact's manifest ("mesh"; none: one rank), with a group
+ * for the axes of every one of its collectives, which are described to the
+ * runtime for its error messages (tsr_comm_describe_collective). Errors
+ * name the artifact directory. */
+TSR_API tsr_status_t tsr_mesh_create_for_artifact(
+    tsr_comm_t *world, const tsr_artifact_t *artifact, tsr_mesh_t **out_mesh);
+
+/* Unbinds the masks still bound to the mesh's communicators, then destroys
+ * them; null is allowed. */
+TSR_API void tsr_mesh_destroy(tsr_mesh_t *mesh);
+
+TSR_API size_t tsr_mesh_num_axes(const tsr_mesh_t *mesh);
+
+/* Axis `index`: its name and size, and this rank's coordinate on it. */
+TSR_API tsr_status_t tsr_mesh_axis(const tsr_mesh_t *mesh, size_t index,
+                                   const char **out_name, int64_t *out_size,
+                                   int64_t *out_coordinate);
+
+/* The index of the axis named `name`, or -1. */
+TSR_API int64_t tsr_mesh_find_axis(const tsr_mesh_t *mesh, const char *name);
+
+/* The communicator of group `mask`, or null if the mesh made none. The mesh
+ * keeps ownership. */
+TSR_API tsr_comm_t *tsr_mesh_group(const tsr_mesh_t *mesh, int64_t mask);
 
 /*===----------------------------------------------------------------------===*
  * Bootstrap

@@ -1,14 +1,14 @@
 /*===- tessera-runtime/Device.h - CUDA devices, memory, streams ----------===*\
 |*                                                                            *|
-|* The GPU side of the runtime: device count and selection, device and       *|
-|* pinned host memory, copies, streams and events. libcudart is loaded on    *|
-|* first use (dlopen of libcudart.so.13, .12 or .so, then                    *|
-|* $CUDA_HOME/lib64), so the runtime starts on machines without CUDA: there  *|
-|* tsr_device_count() is 0 and the other calls fail with                      *|
+|* The GPU side of the runtime: device count and selection, device and        *|
+|* pinned host memory and tensors there, copies, streams and events.          *|
+|* libcudart is loaded on first use (dlopen of libcudart.so.13, .12 or .so,   *|
+|* then $CUDA_HOME/lib64), so the runtime starts on machines without CUDA:    *|
+|* there tsr_device_count() is 0 and the other calls fail with                *|
 |* TSR_ERROR_UNSUPPORTED and a message saying why.                            *|
 |*                                                                            *|
-|* Status conventions are those of Runtime.h. Streams and events are opaque  *|
-|* (cudaStream_t, cudaEvent_t); a null stream is the default stream.         *|
+|* Status conventions are those of Runtime.h. Streams and events are opaque   *|
+|* (cudaStream_t, cudaEvent_t); a null stream is the default stream.          *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -39,6 +39,21 @@ TSR_API void tsr_host_free_pinned(void *ptr);
  * `stream`: synchronous; else queued on `stream`. */
 TSR_API tsr_status_t tsr_device_memcpy(void *dst, const void *src, size_t bytes,
                                        void *stream);
+
+/* Creates a zero-filled tensor whose buffer lives in `placement`: host memory
+ * (as tsr_tensor_create), memory of the current device (tsr_device_alloc)
+ * or pinned host memory (tsr_host_alloc_pinned). tsr_tensor_destroy frees
+ * it where it lives. */
+TSR_API tsr_status_t tsr_tensor_create_placed(tsr_placement_t placement,
+                                              tsr_dtype_t dtype, size_t rank,
+                                              const int64_t *shape,
+                                              tsr_tensor_t **out_tensor);
+
+/* Copies `src`'s elements into `dst`, of the same dtype and shape, wherever
+ * each lives: between host tensors with memcpy (no CUDA needed), else with
+ * tsr_device_memcpy on `stream` (null: synchronous). */
+TSR_API tsr_status_t tsr_tensor_copy(tsr_tensor_t *dst, const tsr_tensor_t *src,
+                                     void *stream);
 
 TSR_API tsr_status_t tsr_stream_create(void **out_stream);
 TSR_API tsr_status_t tsr_stream_destroy(void *stream);

@@ -113,12 +113,33 @@ TSR_API size_t tsr_tensor_rank(const tsr_tensor_t *tensor);
 TSR_API const int64_t *tsr_tensor_shape(const tsr_tensor_t *tensor);
 TSR_API int64_t tsr_tensor_num_elements(const tsr_tensor_t *tensor);
 TSR_API size_t tsr_tensor_byte_size(const tsr_tensor_t *tensor);
+/* The buffer: a device pointer for a tensor in device memory
+ * (tsr_tensor_placement). */
 TSR_API void *tsr_tensor_data(tsr_tensor_t *tensor);
 
 /* The tensor's name ("" if unset); read from and written to `.pb` files. */
 TSR_API const char *tsr_tensor_name(const tsr_tensor_t *tensor);
 TSR_API tsr_status_t tsr_tensor_set_name(tsr_tensor_t *tensor,
                                          const char *name);
+
+/* Where a tensor's buffer lives. tsr_tensor_create, the file readers, the
+ * datasets and the trainer make host tensors; tsr_tensor_create_placed
+ * (Device.h) makes tensors of every placement. */
+typedef enum tsr_placement_t {
+  /* Ordinary (pageable) host memory. */
+  TSR_PLACEMENT_HOST = 0,
+  /* Memory of a CUDA device (cudaMalloc): the host cannot read it. */
+  TSR_PLACEMENT_DEVICE = 1,
+  /* Page-locked host memory (cudaMallocHost): host memory that a device
+   * copies from and to asynchronously. */
+  TSR_PLACEMENT_PINNED_HOST = 2,
+} tsr_placement_t;
+
+TSR_API tsr_placement_t tsr_tensor_placement(const tsr_tensor_t *tensor);
+
+/* Returns the manifest spelling ("host", "device", "pinned-host"), or
+ * "invalid". */
+TSR_API const char *tsr_placement_name(tsr_placement_t placement);
 
 /*===----------------------------------------------------------------------===*
  * Tensor files
@@ -130,7 +151,9 @@ TSR_API tsr_status_t tsr_tensor_set_name(tsr_tensor_t *tensor,
 TSR_API tsr_status_t tsr_tensor_read_pb(const char *path,
                                         tsr_tensor_t **out_tensor);
 
-/* Writes a TensorProto with name, dims, data_type and raw_data. */
+/* Writes a TensorProto with name, dims, data_type and raw_data. The writers
+ * below read the buffer on the host: a tensor in device memory is refused
+ * (TSR_ERROR_MISMATCH). */
 TSR_API tsr_status_t tsr_tensor_write_pb(const tsr_tensor_t *tensor,
                                          const char *path);
 
@@ -275,21 +298,34 @@ TSR_API tsr_status_t tsr_artifact_output_info(const tsr_artifact_t *artifact,
                                               size_t index,
                                               tsr_tensor_info_t *out_info);
 
+/* Where the buffer of input or output `index` must live: the entry's
+ * "placement", else where the artifact's target keeps its buffers (host
+ * memory for "cpu"). A host tensor cannot stand for a device or pinned one;
+ * a pinned host tensor may stand for a host one. */
+TSR_API tsr_status_t
+tsr_artifact_input_placement(const tsr_artifact_t *artifact, size_t index,
+                             tsr_placement_t *out_placement);
+TSR_API tsr_status_t
+tsr_artifact_output_placement(const tsr_artifact_t *artifact, size_t index,
+                              tsr_placement_t *out_placement);
+
 /* Checks `tensor` against input `index`: TSR_ERROR_MISMATCH with a message
- * naming the input and the expected and actual dtype or shape. */
+ * naming the input and the expected and actual dtype, shape or placement. */
 TSR_API tsr_status_t tsr_artifact_check_input(const tsr_artifact_t *artifact,
                                               size_t index,
                                               const tsr_tensor_t *tensor);
 
-/* Creates a zero-filled tensor for output `index`, named after it. */
+/* Creates a zero-filled tensor for output `index`, named after it, in the
+ * output's placement. */
 TSR_API tsr_status_t tsr_artifact_create_output(const tsr_artifact_t *artifact,
                                                 size_t index,
                                                 tsr_tensor_t **out_tensor);
 
-/* Checks every input and output of the step against the manifest, then
- * makes the schedule's calls in order: each program's entry gets args =
- * {its inputs..., its outputs...}, an input being the step input of its
- * name or the output of that name of an earlier call. */
+/* Checks every input and output of the step against the manifest (dtype,
+ * shape and placement), then makes the schedule's calls in order: each
+ * program's entry gets args = {its inputs..., its outputs...}, an input
+ * being the step input of its name or the output of that name of an earlier
+ * call. */
 TSR_API tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
                                          const tsr_tensor_t *const *inputs,
                                          size_t num_inputs,
@@ -324,9 +360,10 @@ TSR_API tsr_tensor_t *tsr_npz_array(tsr_npz_t *npz, size_t index);
 
 /* The samples that feed the data and label inputs of a "train" artifact.
  * Step s (0-based) uses samples (s * G + r * B + i) mod N for i in [0, B),
- * where B is the batch size, G the global batch size, r this process's rank
- * on the artifact's dp axis (0 without one; G = B then) and N the number of
- * samples: the ranks together take the samples of one batch of G. Opening
+ * where B is the batch size, G the global batch size, r this process's
+ * coordinate on the artifact's dp axis (0 without one; G = B then) and N
+ * the number of samples: the dp ranks together take the samples of one
+ * batch of G, and ranks that differ only on other axes take the same. Opening
  * fails if the communicator bound to the dp axis (Comm.h) does not have the
  * artifact's dp size. The artifact must outlive the dataset. */
 typedef struct tsr_dataset tsr_dataset_t;
@@ -360,8 +397,8 @@ TSR_API int64_t tsr_dataset_num_samples(const tsr_dataset_t *dataset);
 TSR_API int64_t tsr_dataset_num_tokens(const tsr_dataset_t *dataset);
 
 /* Writes the batch of `step` into the data and label tensors among `inputs`
- * (all of the artifact's inputs, in manifest order); the others are not
- * touched. */
+ * (all of the artifact's inputs, in manifest order; those it fills must be
+ * host or pinned host tensors); the others are not touched. */
 TSR_API tsr_status_t tsr_dataset_fill_batch(const tsr_dataset_t *dataset,
                                             int64_t step,
                                             tsr_tensor_t *const *inputs,
@@ -375,12 +412,17 @@ TSR_API tsr_status_t tsr_dataset_fill_batch(const tsr_dataset_t *dataset,
  * output. The artifact must outlive the trainer. */
 typedef struct tsr_trainer tsr_trainer_t;
 
-/* Creates the buffers: each param input holds the initializer of the same
- * name in the artifact's ONNX model (same dtype and global shape, else an
- * error naming both; a ZeRO-3 input this rank's shard of it), each state
- * input its "init" value. On a dp mesh the communicator bound to the dp
- * axis (Comm.h) must have the artifact's dp size; the manifest's
- * collectives are described to the runtime for its error messages. */
+/* Creates the buffers, in host memory (an artifact that wants any buffer
+ * elsewhere is refused): each param input holds the initializer of the
+ * same name in the artifact's ONNX model (same dtype and global shape, else
+ * an error naming both; a ZeRO-3 input this rank's shard of it), each state
+ * input its "init" value. On a mesh, the groups bound to its masks (Comm.h;
+ * tsr_mesh_create_for_artifact binds them all) must have the artifact's
+ * axis sizes, and the whole mesh needs a communicator; the manifest's
+ * collectives are described to the runtime for its error messages. The
+ * training state is sharded along the dp axis only: ranks that differ
+ * only on other axes hold the same values, and those with coordinate 0 on
+ * every other axis save them. */
 TSR_API tsr_status_t tsr_trainer_create(const tsr_artifact_t *artifact,
                                         tsr_trainer_t **out_trainer);
 
@@ -406,8 +448,8 @@ TSR_API tsr_status_t tsr_trainer_check_save_onnx(const tsr_trainer_t *trainer);
 
 /* Writes the artifact's ONNX model with each param's initializer replaced
  * by the current value (raw_data; name, dims and data_type kept), to
- * `path`.tmp and then renames it to `path`. On a dp mesh every rank must
- * call it (ZeRO-3 shards are gathered); only dp rank 0 writes. */
+ * `path`.tmp and then renames it to `path`. On a mesh every rank must call
+ * it (ZeRO-3 shards are gathered); only world rank 0 writes. */
 TSR_API tsr_status_t tsr_trainer_save_onnx(const tsr_trainer_t *trainer,
                                            const char *path);
 
@@ -415,19 +457,20 @@ TSR_API tsr_status_t tsr_trainer_save_onnx(const tsr_trainer_t *trainer,
  * steps: every param and state input (this rank's shards under ZeRO), the
  * step, the RNG state (the step: dropout masks derive from it) and the data
  * position (step * global batch), with a fingerprint of the model and of
- * the params' and states' names and global shapes (Checkpoint.h). On a dp
- * mesh every rank must call it: each writes its shard, rank 0 commits the
+ * the params' and states' names and global shapes (Checkpoint.h), and the
+ * mesh ("dp=2,tp=2"). On a mesh every rank must call it: each rank with
+ * coordinate 0 on every axis but dp writes its dp shard, rank 0 commits the
  * directory atomically once all have. */
 TSR_API tsr_status_t tsr_trainer_save_checkpoint(const tsr_trainer_t *trainer,
                                                  const char *dir, int64_t step);
 
-/* Restores the params and state from a checkpoint written by any dp size
- * and ZeRO stage of the same model and optimizer, and returns the number of
+/* Restores the params and state from a checkpoint written by any mesh and
+ * ZeRO stage of the same model and optimizer, and returns the number of
  * completed steps. Refused (TSR_ERROR_MISMATCH, TSR_ERROR_PARSE or
  * TSR_ERROR_IO, the trainer unchanged) when a file is missing, truncated or
  * corrupt, the fingerprint differs, a tensor is missing, extra or of
- * another shape, or the global batch size differs. Collective on a dp
- * mesh: if any rank fails, all do. */
+ * another shape, or the global batch size differs. Collective on a mesh:
+ * if any rank fails, all do. */
 TSR_API tsr_status_t tsr_trainer_load_checkpoint(tsr_trainer_t *trainer,
                                                  const char *dir,
                                                  int64_t *out_step);
@@ -493,7 +536,7 @@ typedef struct tsr_train_options_t {
  * training stopped") when its loss is not finite, then writes the ONNX model
  * and the checkpoint that are due. Then writes the final checkpoint and
  * model. A failing step fails with its error prefixed by "step k: "; a
- * failing write with the write's error. On a dp mesh every rank calls it
+ * failing write with the write's error. On a mesh every rank calls it
  * with the same options (steps, saves and checkpoints are collective); the
  * callbacks run on every rank. */
 TSR_API tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,

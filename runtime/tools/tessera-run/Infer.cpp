@@ -2,12 +2,16 @@
 //
 // Reads input_<i>.pb (or input_<i>.npy) for each manifest input, invokes
 // the entry (--repeat times more to time it) and writes output_<i>.pb for
-// each output, or prints them (--print).
+// each output, or prints them (--print). Inputs that the artifact wants in
+// device or pinned memory are copied there, and device outputs back. On a
+// mesh every rank reads the same inputs and runs the program; rank 0 writes
+// and prints.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Float16.h"
 #include "TesseraRun.h"
+#include "tessera-runtime/Device.h"
 
 #include <algorithm>
 #include <chrono>
@@ -87,49 +91,78 @@ void printTensor(size_t index, tsr_tensor_t *tensor) {
   std::printf("%s]\n", line.c_str());
 }
 
+/// Replaces `tensor` by a copy in `placement` unless it can stand for one
+/// there already. Returns an error message, or "".
+std::string place(TensorPtr &tensor, tsr_placement_t placement) {
+  if (placement == TSR_PLACEMENT_HOST ||
+      tsr_tensor_placement(tensor.get()) == placement)
+    return "";
+  tsr_tensor_t *copy = nullptr;
+  if (tsr_tensor_create_placed(placement, tsr_tensor_dtype(tensor.get()),
+                               tsr_tensor_rank(tensor.get()),
+                               tsr_tensor_shape(tensor.get()), &copy) != TSR_OK)
+    return tsr_last_error();
+  TensorPtr placed(copy);
+  if (tsr_tensor_copy(placed.get(), tensor.get(), nullptr) != TSR_OK ||
+      tsr_tensor_set_name(placed.get(), tsr_tensor_name(tensor.get())) !=
+          TSR_OK)
+    return tsr_last_error();
+  tensor = std::move(placed);
+  return "";
+}
+
 } // namespace
 
-int tessera_run::runInfer(const Options &options, tsr_artifact_t *artifact) {
+int tessera_run::runInfer(const Options &options, tsr_artifact_t *artifact,
+                          Process &process) {
   size_t numInputs = tsr_artifact_num_inputs(artifact);
   size_t numOutputs = tsr_artifact_num_outputs(artifact);
   if (numInputs && options.inputsDir.empty())
-    return error("missing --inputs-dir (the artifact takes " +
-                 std::to_string(numInputs) + " inputs)");
+    return process.fail("missing --inputs-dir (the artifact takes " +
+                        std::to_string(numInputs) + " inputs)");
 
+  // Every rank reads its inputs; they agree before the first collective.
   std::vector<TensorPtr> inputs, outputs;
-  for (size_t i = 0; i < numInputs; ++i) {
-    tsr_tensor_info_t info;
-    tsr_artifact_input_info(artifact, i, &info);
-    std::string base = options.inputsDir + "/input_" + std::to_string(i);
-    std::string path = base + ".pb";
-    tsr_tensor_t *tensor = nullptr;
-    tsr_status_t status;
-    if (isFile(path)) {
-      status = tsr_tensor_read_pb(path.c_str(), &tensor);
-    } else if (isFile(base + ".npy")) {
-      path = base + ".npy";
-      status = tsr_tensor_read_npy(path.c_str(), &tensor);
-    } else {
-      return error(describe("input", i, info.name) + ": neither " + path +
-                   " nor " + base + ".npy exists");
+  auto setUp = [&]() -> std::string {
+    for (size_t i = 0; i < numInputs; ++i) {
+      tsr_tensor_info_t info;
+      tsr_placement_t placement;
+      tsr_artifact_input_info(artifact, i, &info);
+      tsr_artifact_input_placement(artifact, i, &placement);
+      std::string base = options.inputsDir + "/input_" + std::to_string(i);
+      std::string path = base + ".pb";
+      tsr_tensor_t *tensor = nullptr;
+      tsr_status_t status;
+      if (isFile(path)) {
+        status = tsr_tensor_read_pb(path.c_str(), &tensor);
+      } else if (isFile(base + ".npy")) {
+        path = base + ".npy";
+        status = tsr_tensor_read_npy(path.c_str(), &tensor);
+      } else {
+        return describe("input", i, info.name) + ": neither " + path + " nor " +
+               base + ".npy exists";
+      }
+      if (status != TSR_OK)
+        return describe("input", i, info.name) + ": " + tsr_last_error();
+      inputs.emplace_back(tensor);
+      std::string problem = place(inputs.back(), placement);
+      if (!problem.empty())
+        return describe("input", i, info.name) + ": " + problem;
+      if (tsr_artifact_check_input(artifact, i, inputs.back().get()) != TSR_OK)
+        return path + ": " + tsr_last_error();
     }
-    if (status != TSR_OK)
-      return error(describe("input", i, info.name) + ": " + tsr_last_error());
-    inputs.emplace_back(tensor);
-    if (tsr_artifact_check_input(artifact, i, tensor) != TSR_OK)
-      return error(path + ": " + tsr_last_error());
-  }
-  for (size_t i = 0; i < numOutputs; ++i) {
-    tsr_tensor_t *tensor = nullptr;
-    if (tsr_artifact_create_output(artifact, i, &tensor) != TSR_OK)
-      return error(tsr_last_error());
-    outputs.emplace_back(tensor);
-  }
-  if (!options.outputsDir.empty()) {
-    std::string problem = makeDirectories(options.outputsDir);
-    if (!problem.empty())
-      return error(problem);
-  }
+    for (size_t i = 0; i < numOutputs; ++i) {
+      tsr_tensor_t *tensor = nullptr;
+      if (tsr_artifact_create_output(artifact, i, &tensor) != TSR_OK)
+        return tsr_last_error();
+      outputs.emplace_back(tensor);
+    }
+    if (!options.outputsDir.empty() && process.rank == 0)
+      return makeDirectories(options.outputsDir);
+    return "";
+  };
+  if (int status = agreeOn(process, setUp()))
+    return status;
 
   std::vector<const tsr_tensor_t *> inputPtrs;
   std::vector<tsr_tensor_t *> outputPtrs;
@@ -142,34 +175,51 @@ int tessera_run::runInfer(const Options &options, tsr_artifact_t *artifact) {
                                outputPtrs.data(), outputPtrs.size());
   };
   if (invoke() != TSR_OK)
-    return error(tsr_last_error());
+    return process.fail(tsr_last_error());
   if (options.repeat > 0) {
     using Clock = std::chrono::steady_clock;
     double total = 0, best = 0;
     for (long r = 0; r < options.repeat; ++r) {
       auto start = Clock::now();
       if (invoke() != TSR_OK)
-        return error(tsr_last_error());
+        return process.fail(tsr_last_error());
       double ms =
           std::chrono::duration<double, std::milli>(Clock::now() - start)
               .count();
       total += ms;
       best = r == 0 ? ms : std::min(best, ms);
     }
-    std::printf("time per invocation: mean %.4f ms, min %.4f ms over %ld "
-                "runs\n",
-                total / options.repeat, best, options.repeat);
+    process.print("time per invocation: mean %.4f ms, min %.4f ms over %ld "
+                  "runs\n",
+                  total / options.repeat, best, options.repeat);
   }
+  if (process.rank != 0)
+    return 0;
 
   for (size_t i = 0; i < numOutputs; ++i) {
+    // Device outputs are read back into host memory.
+    TensorPtr &output = outputs[i];
+    if (tsr_tensor_placement(output.get()) == TSR_PLACEMENT_DEVICE) {
+      tsr_tensor_t *host = nullptr;
+      if (tsr_tensor_create(tsr_tensor_dtype(output.get()),
+                            tsr_tensor_rank(output.get()),
+                            tsr_tensor_shape(output.get()), &host) != TSR_OK)
+        return process.fail(tsr_last_error());
+      TensorPtr copy(host);
+      if (tsr_tensor_copy(copy.get(), output.get(), nullptr) != TSR_OK ||
+          tsr_tensor_set_name(copy.get(), tsr_tensor_name(output.get())) !=
+              TSR_OK)
+        return process.fail(tsr_last_error());
+      output = std::move(copy);
+    }
     if (options.print)
-      printTensor(i, outputs[i].get());
+      printTensor(i, output.get());
     if (options.outputsDir.empty())
       continue;
     std::string path =
         options.outputsDir + "/output_" + std::to_string(i) + ".pb";
-    if (tsr_tensor_write_pb(outputs[i].get(), path.c_str()) != TSR_OK)
-      return error(tsr_last_error());
+    if (tsr_tensor_write_pb(output.get(), path.c_str()) != TSR_OK)
+      return process.fail(tsr_last_error());
   }
   return 0;
 }

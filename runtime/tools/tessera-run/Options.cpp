@@ -22,10 +22,10 @@ const char *const tessera_run::kUsage =
     "                       [--resume PATH] [--log-dir DIR] [--comm-timeout "
     "S]\n"
     "                       [--memory-report]\n"
-    "       mpirun -np N tessera-run ART --train ... (an artifact compiled "
-    "with\n"
-    "                       --mesh dp=N; srun works the same way)\n"
-    "       (both forms also take [--threads N])\n"
+    "       mpirun -np N tessera-run ART ... (an artifact compiled for a "
+    "device\n"
+    "                       mesh of N ranks; srun works the same way)\n"
+    "       (every form also takes [--threads N] [--comm mpi|nccl])\n"
     "\n"
     "Runs the artifact directory ART made by `tessera-compile --mode=infer`, "
     "or\n"
@@ -68,6 +68,9 @@ const char *const tessera_run::kUsage =
     "                     (default 30; 0 disables)\n"
     "  --memory-report    each rank prints the bytes of params, gradients and\n"
     "                     optimizer state it held\n"
+    "  --comm B           the communicators of a device mesh: mpi (default;\n"
+    "                     host memory) or nccl (device memory; loads\n"
+    "                     libtessera_comm_nccl.so)\n"
     "  --threads N        threads of the BLAS library the model calls\n"
     "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
     "                     one per core); 1 avoids busy-waiting BLAS threads\n"
@@ -93,6 +96,8 @@ std::string checkCombination(const Options &options) {
     return "missing artifact directory (usage: tessera-run ART --inputs-dir "
            "DIR --outputs-dir DIR, or tessera-run ART --train --data FILE "
            "--steps N)";
+  if (options.comm != "mpi" && options.comm != "nccl")
+    return "--comm must be mpi or nccl, got '" + options.comm + "'";
   struct Use {
     const char *flag;
     bool given;
@@ -148,7 +153,7 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
   bool sawSave = false, sawEvery = false, sawToken = false;
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
-       sawLogDir = false;
+       sawLogDir = false, sawComm = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -195,6 +200,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
                           options.checkpointEvery, sawCheckpointEvery);
     } else if (isFlag("--resume")) {
       problem = takeValue("--resume", options.resume, sawResume);
+    } else if (isFlag("--comm")) {
+      problem = takeValue("--comm", options.comm, sawComm);
     } else if (isFlag("--log-dir")) {
       problem = takeValue("--log-dir", options.logDir, sawLogDir);
     } else if (isFlag("--comm-timeout")) {

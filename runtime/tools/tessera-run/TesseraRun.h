@@ -1,8 +1,9 @@
 //===- TesseraRun.h - What the parts of tessera-run share -------*- C++ -*-===//
 //
 // tessera-run is split by concern: Options.cpp parses the command line,
-// Infer.cpp runs "infer" artifacts, Train.cpp trains "train" artifacts on
-// one or several ranks, and tessera-run.cpp dispatches between them.
+// Mesh.cpp joins the device mesh of an artifact, Infer.cpp runs "infer"
+// artifacts and Train.cpp trains "train" artifacts, on one or several
+// ranks, and tessera-run.cpp dispatches between them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +39,8 @@ struct Options {
   long checkpointEvery = 0;
   double commTimeout = 30;
   bool commTimeoutGiven = false;
+  /// The communicator backend: "mpi" or "nccl".
+  std::string comm = "mpi";
   bool memoryReport = false;
 };
 
@@ -63,6 +66,8 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 /// lines to DIR/rank-<r>.log.
 struct Process {
   tsr_comm_t *world = nullptr;
+  /// The communicators of the artifact's mesh, over `world`.
+  tsr_mesh_t *mesh = nullptr;
   int rank = 0, size = 1;
   FilePtr log;
 
@@ -95,15 +100,7 @@ struct Process {
 
   /// Whether every rank reached this point with `ok`: setup errors stop all
   /// ranks together instead of leaving the others waiting in a collective.
-  bool agree(bool ok) {
-    if (!world)
-      return ok;
-    int64_t mine = ok, all = 0;
-    if (tsr_comm_all_reduce(world, &mine, &all, 1, TSR_DTYPE_INT64,
-                            TSR_REDUCE_MIN, nullptr) != TSR_OK)
-      return false;
-    return all == 1;
-  }
+  bool agree(bool ok);
 };
 
 /// Every rank learns whether all set up without a problem. A failing rank
@@ -112,14 +109,14 @@ struct Process {
 int agreeOn(Process &process, const std::string &problem);
 
 /// Runs an "infer" artifact: reads its inputs, invokes it, writes or prints
-/// its outputs. Returns the exit status.
-int runInfer(const Options &options, tsr_artifact_t *artifact);
+/// its outputs (rank 0 of a mesh). Returns the exit status.
+int runInfer(const Options &options, tsr_artifact_t *artifact,
+             Process &process);
 
-/// Whether this process was started by a launcher for several ranks.
-bool launchedAsMany();
-
-/// Joins the job of an artifact with a mesh: one MPI communicator for its
-/// dp axis (the only axis so far). Returns the exit status.
+/// Joins the job of an artifact with a mesh, after checking that the --comm
+/// backend can move the artifact's buffers: creates the backend's world
+/// communicator and the mesh's communicators over it. A single process runs
+/// an artifact without a mesh alone. Returns the exit status.
 int joinMesh(const Options &options, tsr_artifact_t *artifact,
              Process &process);
 

@@ -234,11 +234,22 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 " tokens, " + std::to_string(samples) + " windows of " +
                 std::to_string(windowTokens)
           : std::to_string(samples) + " samples";
-  std::string mesh;
+  // "2 ranks of 2" on a dp mesh; "4 ranks on the mesh dp=2,tp=2, 2 per dp
+  // rank" on one with more axes.
+  std::string mesh, axes;
+  bool dpOnly = true;
+  for (size_t i = 0; i < tsr_artifact_num_mesh_axes(artifact); ++i) {
+    const char *name = nullptr;
+    int64_t size = 0;
+    tsr_artifact_mesh_axis(artifact, i, &name, &size);
+    axes += (i ? "," : "") + std::string(name) + "=" + std::to_string(size);
+    dpOnly = dpOnly && std::string(name) == "dp";
+  }
   if (process.size > 1)
-    mesh = ", " + std::to_string(process.size) + " ranks of " +
-           std::to_string(train.batch_size) + " (ZeRO-" +
-           std::to_string(tsr_artifact_zero_stage(artifact)) + ")";
+    mesh = ", " + std::to_string(process.size) + " ranks " +
+           (dpOnly ? "of " : "on the mesh " + axes + ", ") +
+           std::to_string(train.batch_size) + (dpOnly ? "" : " per dp rank") +
+           " (ZeRO-" + std::to_string(tsr_artifact_zero_stage(artifact)) + ")";
   process.print("training %s: batch size %" PRId64 "%s, micro_batches %" PRId64
                 ", data %s: %s\n",
                 options.artifact.c_str(), train.global_batch_size, mesh.c_str(),
@@ -279,50 +290,5 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 process.rank, process.size, params, gradients, state);
     std::fflush(stdout);
   }
-  return 0;
-}
-
-bool tessera_run::launchedAsMany() {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
-    const char *value = std::getenv(name);
-    if (value && std::atol(value) > 1)
-      return true;
-  }
-  return false;
-}
-
-int tessera_run::joinMesh(const Options &options, tsr_artifact_t *artifact,
-                          Process &process) {
-  size_t axes = tsr_artifact_num_mesh_axes(artifact);
-  if (axes == 0) {
-    if (launchedAsMany())
-      return process.fail(options.artifact +
-                          " has no device mesh, so every rank would train "
-                          "the whole batch: compile it with --mesh dp=N");
-    return 0;
-  }
-  const char *name = nullptr;
-  int64_t size = 0;
-  tsr_artifact_mesh_axis(artifact, 0, &name, &size);
-  if (axes != 1 || std::string(name) != "dp")
-    return process.fail(options.artifact +
-                        ": only a mesh with the one axis dp is supported");
-  tsr_comm_options_t commOptions{};
-  commOptions.timeout_seconds = options.commTimeout;
-  commOptions.device = -1;
-  if (tsr_comm_init(TSR_COMM_MPI, &commOptions, &process.world) != TSR_OK)
-    return process.fail(tsr_last_error());
-  process.rank = tsr_comm_rank(process.world);
-  process.size = tsr_comm_size(process.world);
-  if (process.size != size)
-    return process.fail(
-        options.artifact + " was compiled for dp=" + std::to_string(size) +
-        " but runs on " + std::to_string(process.size) + " rank" +
-        (process.size == 1 ? "" : "s") + " (launch it with mpirun -np " +
-        std::to_string(size) + ")");
-  // The group of mesh axis 0 (Comm.h numbers groups by axis bit mask).
-  if (tsr_comm_bind_axis(1, process.world) != TSR_OK)
-    return process.fail(tsr_last_error());
   return 0;
 }

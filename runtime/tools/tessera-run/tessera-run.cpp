@@ -4,7 +4,8 @@
 // manifest input, invokes the entry and writes output_<i>.pb for each output.
 // For a "train" artifact (--train): runs N steps over an .npz file or a token
 // stream, printing the loss of each step, and can write the trained ONNX
-// model. Every error is one line on stderr and exit status 1.
+// model. An artifact compiled for a device mesh runs as one process per
+// rank, in either mode. Every error is one line on stderr and exit status 1.
 //
 // This file holds main, the dispatch by mode and what the other parts share
 // (TesseraRun.h lists them).
@@ -86,9 +87,6 @@ int run(const Options &options, Process &process) {
     }
     return runTrain(options, artifact.get(), process);
   }
-  if (launchedAsMany())
-    return process.fail("inference runs on one process; launch tessera-run "
-                        "without mpirun/srun");
   if (mode == "train")
     return process.fail(where + " needs --train");
   if (mode == "grad")
@@ -98,7 +96,9 @@ int run(const Options &options, Process &process) {
   if (!mode.empty() && mode != "infer")
     return process.fail(where + " is not supported (tessera-run runs "
                                 "\"infer\" and \"train\" artifacts)");
-  return runInfer(options, artifact.get());
+  if (int status = joinMesh(options, artifact.get(), process))
+    return status;
+  return runInfer(options, artifact.get(), process);
 }
 
 } // namespace
@@ -116,7 +116,9 @@ int main(int argc, char **argv) {
   int status = run(options, process);
   // A failed rank exits without MPI_Finalize: the launcher then ends the
   // others instead of waiting for them in a collective.
-  if (status == 0 && process.world)
+  if (status == 0 && process.world) {
+    tsr_mesh_destroy(process.mesh);
     tsr_comm_destroy(process.world);
+  }
   return status;
 }
