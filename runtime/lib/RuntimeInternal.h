@@ -180,9 +180,12 @@ tsr_status_t computeSizes(tsr_dtype_t dtype, const int64_t *shape, size_t rank,
 tsr_status_t createTensor(tsr_dtype_t dtype, const std::vector<int64_t> &shape,
                           tsr_tensor_t **outTensor);
 
-/// Counts a block of compiled code (from _mlir_memref_to_llvm_*) as holding
-/// gradients until it is freed; pointers from elsewhere are ignored.
-void tagGradientBuffer(void *ptr);
+/// Counts `bytes` of the block of compiled code (from _mlir_memref_to_llvm_*)
+/// at `ptr` as gradients until it is freed (a block is counted once: later
+/// tags are ignored, as are pointers from elsewhere). The bytes are what a
+/// collective wrote, not the block's size: compiled code over-allocates
+/// blocks to align them.
+void tagGradientBuffer(void *ptr, size_t bytes);
 
 /// Counts `bytes` of tensor buffers as allocated or freed.
 void noteTensorAllocated(size_t bytes);
