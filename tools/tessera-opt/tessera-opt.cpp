@@ -13,6 +13,8 @@
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
+#include "tessera/Dialect/Tsrt/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Import/ONNX/Passes.h"
 #include "tessera/Pipelines/Lowering.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
@@ -34,7 +36,9 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraParallelPasses();
   mlir::tessera::registerTesseraAnalysisPasses();
   mlir::tessera::registerGradientRules(registry);
-  registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
+  mlir::tsrt::registerBufferizableOpInterfaceExternalModels(registry);
+  registry.insert<mlir::tsr::TsrDialect, mlir::tsrt::TsrtDialect,
+                  mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));
 }
