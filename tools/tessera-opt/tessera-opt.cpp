@@ -10,6 +10,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tessera/Analysis/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/CollectivesToRuntime/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tessera::registerTesseraCPUPasses();
   mlir::tessera::registerTsrToLinalgPasses();
+  mlir::tessera::registerCollectivesToRuntimePasses();
   mlir::tessera::registerTesseraPipelines();
   mlir::tessera::registerTesseraOnnxImportPasses();
   mlir::tessera::registerTesseraAutodiffPasses();
