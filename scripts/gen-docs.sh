@@ -4,6 +4,7 @@
 #   TsrOps.md          -gen-op-doc             include/tessera/Dialect/Tsr/IR/TsrOps.td
 #   TsrAttrs.md        -gen-attrdef-doc        include/tessera/Dialect/Tsr/IR/TsrAttrs.td
 #   TsrInterfaces.md   -gen-op-interface-docs  include/tessera/Dialect/Tsr/IR/TsrInterfaces.td
+#   TsrtDialect.md     -gen-dialect-doc        include/tessera/Dialect/Tsrt/IR/TsrtOps.td
 #   OnnxDialect.md     -gen-dialect-doc        include/tessera/Dialect/Onnx/IR/OnnxOps.td
 #   <Dir>Passes.md     -gen-pass-doc           every include/tessera/**/<Dir>/Passes.td
 #
@@ -54,6 +55,7 @@ gen() { # gen BACKEND TD OUT.md
 gen -gen-op-doc include/tessera/Dialect/Tsr/IR/TsrOps.td TsrOps.md
 gen -gen-attrdef-doc include/tessera/Dialect/Tsr/IR/TsrAttrs.td TsrAttrs.md
 gen -gen-op-interface-docs include/tessera/Dialect/Tsr/IR/TsrInterfaces.td TsrInterfaces.md
+gen -gen-dialect-doc include/tessera/Dialect/Tsrt/IR/TsrtOps.td TsrtDialect.md
 gen -gen-dialect-doc include/tessera/Dialect/Onnx/IR/OnnxOps.td OnnxDialect.md
 while IFS= read -r td; do
   gen -gen-pass-doc "$td" "$(basename "$(dirname "$td")")Passes.md"

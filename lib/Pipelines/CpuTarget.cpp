@@ -86,6 +86,11 @@ public:
     return {/*alpha=*/5e-6, /*beta=*/1e-9};
   }
 
+  /// MPI has no streams: collectives pass a null pointer.
+  CollectiveStreamBuilder getCollectiveStream() const override {
+    return buildNullStream;
+  }
+
   void buildTensorPipeline(OpPassManager &funcPm) const override {
     funcPm.addPass(createTsrCpuFuseElementwise());
   }

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "tessera/Conversion/CollectivesToRuntime/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
@@ -42,6 +43,7 @@ void mlir::tessera::buildLoweringPipeline(OpPassManager &pm,
                                           const TargetBackend &target) {
   buildTsrToLinalgPipeline(pm, &target);
   buildBufferizationPipeline(pm);
+  pm.addPass(createTsrCollectivesToRuntime(target.getCollectiveStream()));
   target.buildCodegenPipeline(pm);
 }
 

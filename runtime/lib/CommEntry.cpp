@@ -44,10 +44,18 @@ std::vector<std::string> descriptions;
 /// counted as such by the allocator).
 std::vector<bool> gradientResults;
 
-void noteResult(int64_t id, void *recv) {
+/// The bytes of `count` elements of `dtype` (0 for a bad count or dtype).
+size_t bytesOf(int64_t count, int64_t dtype) {
+  size_t size = tsr_dtype_size(static_cast<tsr_dtype_t>(dtype));
+  return count > 0 ? static_cast<size_t>(count) * size : 0;
+}
+
+/// `recvBytes`: what the collective wrote, which the allocator counts as
+/// gradients when the collective reduces them.
+void noteResult(int64_t id, void *recv, size_t recvBytes) {
   if (id >= 0 && id < static_cast<int64_t>(gradientResults.size()) &&
       gradientResults[id])
-    tagGradientBuffer(recv);
+    tagGradientBuffer(recv, recvBytes);
 }
 int64_t currentStep = -1;
 const MeshLayout *meshLayout = nullptr;
@@ -196,6 +204,7 @@ struct Task {
   std::string label;
   int64_t id = -1;
   void *recv = nullptr;
+  size_t recvBytes = 0;
   bool done = false;
   tsr_status_t status = TSR_OK;
   std::string error;
@@ -223,12 +232,13 @@ public:
   }
 
   std::shared_ptr<Task> submit(Work work, std::string label, int64_t id,
-                               void *recv) {
+                               void *recv, size_t recvBytes) {
     auto task = std::make_shared<Task>();
     task->work = std::move(work);
     task->label = std::move(label);
     task->id = id;
     task->recv = recv;
+    task->recvBytes = recvBytes;
     std::lock_guard<std::mutex> lock(mutex);
     queue.push_back(task);
     wake.notify_all();
@@ -306,22 +316,25 @@ private:
 /// Runs a collective now: inline on an unbound axis or when no collective
 /// is in flight (saving the hand-off, which costs small messages most), else
 /// on the communication thread after everything issued before it.
-void runNow(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
+void runNow(tsr_comm_t *comm, int64_t id, void *recv, size_t recvBytes,
+            const Work &work) {
   std::string label = describe(id);
   if (!comm || Engine::get().idle()) {
     if (work() != TSR_OK)
       die(label);
   } else {
-    std::shared_ptr<Task> task = Engine::get().submit(work, label, id, recv);
+    std::shared_ptr<Task> task =
+        Engine::get().submit(work, label, id, recv, recvBytes);
     Engine::get().wait(*task);
     if (task->status != TSR_OK)
       dieWith(*task);
   }
-  noteResult(id, recv);
+  noteResult(id, recv, recvBytes);
 }
 
 /// Starts a collective that tsrt_wait(recv, ...) completes.
-void runLater(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
+void runLater(tsr_comm_t *comm, int64_t id, void *recv, size_t recvBytes,
+              const Work &work) {
   std::string label = describe(id);
   auto task = std::make_shared<Task>();
   if (!comm) {
@@ -332,8 +345,9 @@ void runLater(tsr_comm_t *comm, int64_t id, void *recv, const Work &work) {
     task->label = label;
     task->id = id;
     task->recv = recv;
+    task->recvBytes = recvBytes;
   } else {
-    task = Engine::get().submit(work, label, id, recv);
+    task = Engine::get().submit(work, label, id, recv, recvBytes);
   }
   Engine::get().park(task);
 }
@@ -353,10 +367,10 @@ std::shared_ptr<std::vector<char>> stage(const void *send, int64_t elements,
 }
 
 /// Runs `work` later on its staged send data.
-void runLaterStaged(tsr_comm_t *comm, int64_t id, void *recv,
+void runLaterStaged(tsr_comm_t *comm, int64_t id, void *recv, size_t recvBytes,
                     std::shared_ptr<std::vector<char>> staged,
                     const Work &work) {
-  runLater(comm, id, recv, [work, staged] { return work(); });
+  runLater(comm, id, recv, recvBytes, [work, staged] { return work(); });
 }
 
 Work allReduceWork(tsr_comm_t *comm, std::string label, const void *send,
@@ -415,7 +429,7 @@ void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, int64_t op, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   runNow(
-      comm, id, recv,
+      comm, id, recv, bytesOf(count, dtype),
       allReduceWork(comm, describe(id), send, recv, count, dtype, op, stream));
 }
 
@@ -424,7 +438,7 @@ void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                            void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   auto staged = stage(send, count, dtype);
-  runLaterStaged(comm, id, recv, staged,
+  runLaterStaged(comm, id, recv, bytesOf(count, dtype), staged,
                  allReduceWork(comm, describe(id), staged->data(), recv, count,
                                dtype, op, stream));
 }
@@ -433,7 +447,7 @@ void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
                          int64_t recv_count, int64_t dtype, int64_t op,
                          void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  runNow(comm, id, recv,
+  runNow(comm, id, recv, bytesOf(recv_count, dtype),
          reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype,
                            op, stream));
 }
@@ -443,7 +457,7 @@ void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
                                int64_t op, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   auto staged = stage(send, recv_count * tsr_comm_size(comm), dtype);
-  runLaterStaged(comm, id, recv, staged,
+  runLaterStaged(comm, id, recv, bytesOf(recv_count, dtype), staged,
                  reduceScatterWork(comm, describe(id), staged->data(), recv,
                                    recv_count, dtype, op, stream));
 }
@@ -452,7 +466,7 @@ void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t send_count, int64_t dtype, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   runNow(
-      comm, id, recv,
+      comm, id, recv, bytesOf(send_count * tsr_comm_size(comm), dtype),
       allGatherWork(comm, describe(id), send, recv, send_count, dtype, stream));
 }
 
@@ -461,7 +475,8 @@ void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                            void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   auto staged = stage(send, send_count, dtype);
-  runLaterStaged(comm, id, recv, staged,
+  runLaterStaged(comm, id, recv,
+                 bytesOf(send_count * tsr_comm_size(comm), dtype), staged,
                  allGatherWork(comm, describe(id), staged->data(), recv,
                                send_count, dtype, stream));
 }
@@ -478,14 +493,14 @@ void tsrt_wait(void *recv, void * /*stream*/) {
   Engine::get().wait(*task);
   if (task->status != TSR_OK)
     dieWith(*task);
-  noteResult(task->id, task->recv);
+  noteResult(task->id, task->recv, task->recvBytes);
 }
 
 void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
-  runNow(comm, id, recv, [=] {
+  runNow(comm, id, recv, bytesOf(count, dtype), [=] {
     if (!comm)
       return copyAlone("all_to_all", send, recv, count, dtype);
     tsr_comm_set_label(comm, label.c_str());
@@ -504,7 +519,7 @@ void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
                     int64_t count, int64_t dtype, int64_t root, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
-  runNow(comm, id, recv, [=] {
+  runNow(comm, id, recv, bytesOf(count, dtype), [=] {
     tsr_status_t status = copyAlone("broadcast", send, recv, count, dtype);
     if (status != TSR_OK || !comm)
       return status;

@@ -15,6 +15,7 @@
 
 #include "RuntimeInternal.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -71,8 +72,8 @@ struct alignas(16) Header {
   size_t size;
   size_t total;
   uint32_t magic;
-  /// Whether the block holds gradients (counted in `gradients` too).
-  uint32_t gradient;
+  /// The bytes of gradients the block holds (counted in `gradients` too).
+  size_t gradientBytes;
 };
 static_assert(sizeof(Header) % 16 == 0, "the header keeps 16-byte alignment");
 
@@ -136,7 +137,7 @@ void *allocate(size_t alignment, size_t size) {
   header->size = size;
   header->total = total;
   header->magic = kMagic;
-  header->gradient = 0;
+  header->gradientBytes = 0;
   compiledCode.add(size);
   return reinterpret_cast<void *>(aligned);
 }
@@ -145,12 +146,12 @@ void *allocate(size_t alignment, size_t size) {
 
 void tsr::noteTensorAllocated(size_t bytes) { tensors.add(bytes); }
 
-void tsr::tagGradientBuffer(void *ptr) {
+void tsr::tagGradientBuffer(void *ptr, size_t bytes) {
   Header *header = static_cast<Header *>(ptr) - 1;
-  if (!ptr || header->magic != kMagic || header->gradient)
+  if (!ptr || header->magic != kMagic || header->gradientBytes)
     return;
-  header->gradient = 1;
-  gradients.add(header->size);
+  header->gradientBytes = std::min(bytes, header->size);
+  gradients.add(header->gradientBytes);
 }
 
 void tsr::noteTensorFreed(size_t bytes) { tensors.subtract(bytes); }
@@ -159,9 +160,12 @@ void tsr::noteTensorFreed(size_t bytes) { tensors.subtract(bytes); }
 // C API
 //===----------------------------------------------------------------------===//
 
-void *_mlir_memref_to_llvm_alloc(size_t size) {
-  return allocate(alignof(Header), size);
-}
+/// Compiled code aligns its buffers to 64 bytes itself: it over-allocates
+/// and rounds the pointer up (finalize-memref-to-llvm). A block that is
+/// 64-byte aligned already makes that rounding a no-op, so the pointer
+/// compiled code passes around (a collective's destination, which
+/// tagGradientBuffer takes) is the block's own, header in front.
+void *_mlir_memref_to_llvm_alloc(size_t size) { return allocate(64, size); }
 
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
   return allocate(alignment, size);
@@ -172,8 +176,8 @@ void _mlir_memref_to_llvm_free(void *ptr) {
     return;
   Header *header = static_cast<Header *>(ptr) - 1;
   compiledCode.subtract(header->size);
-  if (header->gradient)
-    gradients.subtract(header->size);
+  if (header->gradientBytes)
+    gradients.subtract(header->gradientBytes);
   header->magic = 0;
   cache().give(header->base, header->total);
 }

@@ -199,9 +199,12 @@ bool satisfiesPlacement(tsr_placement_t actual, tsr_placement_t required);
 tsr_status_t requireHostReadable(const tsr_tensor &tensor,
                                  const std::string &what);
 
-/// Counts a block of compiled code (from _mlir_memref_to_llvm_*) as holding
-/// gradients until it is freed; pointers from elsewhere are ignored.
-void tagGradientBuffer(void *ptr);
+/// Counts `bytes` of the block of compiled code (from _mlir_memref_to_llvm_*)
+/// at `ptr` as gradients until it is freed (a block is counted once: later
+/// tags are ignored, as are pointers from elsewhere). The bytes are what a
+/// collective wrote, not the block's size: compiled code over-allocates
+/// blocks to align them.
+void tagGradientBuffer(void *ptr, size_t bytes);
 
 /// Counts `bytes` of tensor buffers as allocated or freed.
 void noteTensorAllocated(size_t bytes);

@@ -55,7 +55,7 @@ TEST(Memory, AlignsAsAsked) {
     }
   }
   void *p = _mlir_memref_to_llvm_alloc(3);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   _mlir_memref_to_llvm_free(p);
   EXPECT_EQ(_mlir_memref_to_llvm_aligned_alloc(24, 8), nullptr);
   EXPECT_EQ(_mlir_memref_to_llvm_alloc(~size_t(0) - 8), nullptr);

@@ -20,6 +20,8 @@
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
+#include "tessera/Dialect/Tsrt/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Import/ONNX/Import.h"
 #include "tessera/Pipelines/Target.h"
 #include "tessera/Pipelines/Training.h"
@@ -646,9 +648,11 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
-  registry.insert<tsr::TsrDialect, onnx_generic::OnnxDialect>();
+  registry
+      .insert<tsr::TsrDialect, tsrt::TsrtDialect, onnx_generic::OnnxDialect>();
   tessera::registerGradientRules(registry);
   mlir::tessera::registerShardingRules(registry);
+  tsrt::registerBufferizableOpInterfaceExternalModels(registry);
   MLIRContext context(registry);
   // Diagnostics name the model and the node; a dump of the IR is noise.
   context.printOpOnDiagnostic(false);

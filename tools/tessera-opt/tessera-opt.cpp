@@ -10,9 +10,12 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tessera/Analysis/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/CollectivesToRuntime/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
+#include "tessera/Dialect/Tsrt/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Import/ONNX/Passes.h"
 #include "tessera/Pipelines/Lowering.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
@@ -28,6 +31,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tessera::registerTesseraCPUPasses();
   mlir::tessera::registerTsrToLinalgPasses();
+  mlir::tessera::registerCollectivesToRuntimePasses();
   mlir::tessera::registerTesseraPipelines();
   mlir::tessera::registerTesseraOnnxImportPasses();
   mlir::tessera::registerTesseraAutodiffPasses();
@@ -36,7 +40,9 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraAnalysisPasses();
   mlir::tessera::registerGradientRules(registry);
   mlir::tessera::registerShardingRules(registry);
-  registry.insert<mlir::tsr::TsrDialect, mlir::onnx_generic::OnnxDialect>();
+  mlir::tsrt::registerBufferizableOpInterfaceExternalModels(registry);
+  registry.insert<mlir::tsr::TsrDialect, mlir::tsrt::TsrtDialect,
+                  mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));
 }

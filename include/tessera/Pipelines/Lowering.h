@@ -1,8 +1,9 @@
 //===- Lowering.h - From tsr to a target's code -----------------*- C++ -*-===//
 //
 // The lowering of a per-rank tsr program, in the stages every target shares:
-// tsr → linalg on tensors, bufferization with explicit deallocation, and
-// then the target's code generation (TargetBackend, Target.h). Each stage is
+// tsr → linalg on tensors (collectives as `tsrt` ops), bufferization with
+// explicit deallocation, collectives to runtime calls, and then the target's
+// code generation (TargetBackend, Target.h). Each stage is
 // a function that adds passes, and a named pipeline of tessera-opt.
 //
 //===----------------------------------------------------------------------===//
@@ -25,9 +26,11 @@ void buildTsrToLinalgPipeline(OpPassManager &pm,
 /// (`tsr-bufferize`).
 void buildBufferizationPipeline(OpPassManager &pm);
 
-/// The whole lowering for `target`: the two stages above, then the target's
-/// code generation. `tessera-compile` runs it; `tsr-cpu-codegen` is it for
-/// the CPU target with default options.
+/// The whole lowering for `target`: the two stages above, the collectives
+/// on buffers to runtime calls with the target's stream
+/// (`tsr-collectives-to-runtime`), then the target's code generation.
+/// `tessera-compile` runs it; `tsr-cpu-codegen` is it for the CPU target
+/// with default options.
 void buildLoweringPipeline(OpPassManager &pm, const TargetBackend &target);
 
 /// Fails with an error naming the tensor (its `tsr.name` at the boundary,

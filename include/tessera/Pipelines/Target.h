@@ -9,6 +9,8 @@
 #define TESSERA_PIPELINES_TARGET_H
 
 #include "tessera/Analysis/ClusterSpec.h"
+#include "tessera/Analysis/CostModel.h"
+#include "tessera/Conversion/CollectivesToRuntime/CollectivesToRuntime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -138,8 +140,12 @@ public:
   /// Adds the target's passes on linalg over tensors (fusion), run on every
   /// function between canonicalize and cse, before bufferization.
   virtual void buildTensorPipeline(OpPassManager &funcPm) const = 0;
-  /// Adds the passes from bufferized IR (memrefs with explicit deallocation)
-  /// to the target's lowest dialect.
+  /// The stream argument of the runtime's collective calls, which
+  /// `tsr-collectives-to-runtime` builds before each call: the stream the
+  /// target orders collectives on (a CUDA stream for NCCL).
+  virtual CollectiveStreamBuilder getCollectiveStream() const = 0;
+  /// Adds the passes from bufferized IR (memrefs with explicit deallocation,
+  /// collectives already runtime calls) to the target's lowest dialect.
   virtual void buildCodegenPipeline(OpPassManager &pm) const = 0;
   /// Emits `dir`/model.so from the fully lowered module.
   virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const = 0;

@@ -1,68 +1,73 @@
-//===- Collectives.cpp - Collectives as calls into the runtime ------------===//
+//===- Collectives.cpp - Collectives as runtime-level tsrt ops ------------===//
 //
-// A collective reads its operand's buffer and writes a fresh one: the
-// operand becomes `bufferization.to_buffer` (read-only, identity layout, so
-// bufferization copies a strided view into a contiguous buffer), the result
-// a `memref.alloc` that `bufferization.to_tensor` hands back to tensor code,
-// and between them one call of the runtime's C ABI (Comm.h) with the
-// buffers' addresses. Ownership-based deallocation frees buffers at the end
-// of their block, after the call. The runtime names the group of ranks by a
-// bit mask of mesh axes (bit i for axis i of the module's `tsr.mesh`), and
-// collectives by their `id` (-1 when the artifact writer has not numbered
-// them). Data-type and reduction codes come from the runtime's C header.
+// A tsr collective becomes the tsrt op of its runtime entry point, on
+// tensors and in destination-passing style, so that one-shot bufferization
+// decides its buffers and tsr-collectives-to-runtime, after bufferization,
+// makes the call. The group is the bit mask of its mesh axes (bit i for
+// axis i of the module's `tsr.mesh`), the id -1 when the artifact writer has
+// not numbered it, and the dtype the runtime's code of the tsr element type,
+// decided here because this conversion makes unsigned integers signless.
+// all_reduce and broadcast_from write into their own operand
+// (`ins(%x) outs(%x)`, which bufferization keeps in place when %x dies
+// there and the runtime takes as send == recv); the others into a
+// tensor.empty. The runtime exchanges blocks of dimension 0: a collective
+// along another dimension moves it to the front (linalg.transpose) before
+// and back after, for an async one after its wait.
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
-#include "tessera-runtime/Comm.h"
-
-#include <functional>
+#include "tessera/Dialect/Tsrt/IR/TsrtOps.h"
 
 using namespace mlir;
 using namespace mlir::tessera::tsr_to_linalg;
 
 namespace {
 
-/// The runtime's tsr_dtype_t of an element type.
-std::optional<int64_t> getDTypeCode(Type t) {
+/// The runtime's code of a tsr element type (signed or unsigned).
+std::optional<tsrt::DType> getDType(Type t) {
   if (t.isF32())
-    return TSR_DTYPE_FLOAT32;
+    return tsrt::DType::float32;
   if (t.isF64())
-    return TSR_DTYPE_FLOAT64;
+    return tsrt::DType::float64;
   if (t.isF16())
-    return TSR_DTYPE_FLOAT16;
+    return tsrt::DType::float16;
   if (t.isBF16())
-    return TSR_DTYPE_BFLOAT16;
+    return tsrt::DType::bfloat16;
   auto i = dyn_cast<IntegerType>(t);
   if (!i)
     return std::nullopt;
   bool u = i.isUnsigned();
   switch (i.getWidth()) {
   case 1:
-    return TSR_DTYPE_BOOL;
+    return tsrt::DType::boolean;
   case 8:
-    return u ? TSR_DTYPE_UINT8 : TSR_DTYPE_INT8;
+    return u ? tsrt::DType::uint8 : tsrt::DType::int8;
   case 16:
-    return u ? TSR_DTYPE_UINT16 : TSR_DTYPE_INT16;
+    return u ? tsrt::DType::uint16 : tsrt::DType::int16;
   case 32:
-    return u ? TSR_DTYPE_UINT32 : TSR_DTYPE_INT32;
+    return u ? tsrt::DType::uint32 : tsrt::DType::int32;
   case 64:
-    return u ? TSR_DTYPE_UINT64 : TSR_DTYPE_INT64;
+    return u ? tsrt::DType::uint64 : tsrt::DType::int64;
   default:
     return std::nullopt;
   }
 }
 
-// The dialect's reductions are the runtime's tsr_reduce_op_t.
-static_assert(int(tsr::CollectiveReduction::sum) == TSR_REDUCE_SUM &&
-              int(tsr::CollectiveReduction::mean) == TSR_REDUCE_MEAN &&
-              int(tsr::CollectiveReduction::max) == TSR_REDUCE_MAX &&
-              int(tsr::CollectiveReduction::min) == TSR_REDUCE_MIN);
+tsrt::Reduction getReduction(tsr::CollectiveReduction reduction) {
+  switch (reduction) {
+  case tsr::CollectiveReduction::sum:
+    return tsrt::Reduction::sum;
+  case tsr::CollectiveReduction::mean:
+    return tsrt::Reduction::mean;
+  case tsr::CollectiveReduction::max:
+    return tsrt::Reduction::max;
+  case tsr::CollectiveReduction::min:
+    return tsrt::Reduction::min;
+  }
+  llvm_unreachable("unknown collective reduction");
+}
 
 /// The runtime's group of a collective: bit i set for axis i of the mesh.
 FailureOr<int64_t> getGroupMask(Operation *op, ArrayAttr axes) {
@@ -90,100 +95,78 @@ SmallVector<int64_t> frontPermutation(int64_t rank, int64_t dim) {
   return perm;
 }
 
-func::FuncOp getOrInsertRuntimeFunc(Operation *op, OpBuilder &b, StringRef name,
-                                    TypeRange args, TypeRange results) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (auto f = module.lookupSymbol<func::FuncOp>(name))
-    return f;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  auto f = func::FuncOp::create(b, module.getLoc(), name,
-                                b.getFunctionType(args, results));
-  f.setPrivate();
-  return f;
-}
-
-/// The address of element 0 of an identity-layout buffer.
-Value addressOf(OpBuilder &b, Location loc, Value memref) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
-}
-
-/// The stream argument of every collective: the CPU target has none (NULL).
-Value nullStream(OpBuilder &b, Location loc) {
-  return LLVM::ZeroOp::create(b, loc,
-                              LLVM::LLVMPointerType::get(b.getContext()));
-}
-
-/// Lowers a collective `x` -> `result` to
-///   runtime(id, group, &x, &result, count, dtype, extra..., stream).
-/// The runtime works on blocks of dimension 0; a collective along another
-/// dimension moves it to the front before and back after.
-template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
-  CollectivePattern(TypeConverter &converter, MLIRContext *ctx,
-                    StringRef callee, bool countResult,
-                    std::function<std::optional<int64_t>(OpT)> extra = nullptr)
-      : OpConversionPattern<OpT>(converter, ctx), callee(callee.str()),
-        countResult(countResult), extra(extra) {}
+/// Lowers a tsr collective to `TsrtOpT` on tensors.
+template <typename OpT, typename TsrtOpT>
+struct CollectivePattern : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value x = adaptor.getX();
-    auto outType = cast<RankedTensorType>(
-        this->getTypeConverter()->convertType(op.getType()));
-    std::optional<int64_t> dtype = getDTypeCode(getElementType(op.getX()));
+    MLIRContext *ctx = op.getContext();
+    Type elementType = getElementType(op.getX());
+    std::optional<tsrt::DType> dtype = getDType(elementType);
     if (!dtype)
-      return rewriter.notifyMatchFailure(op, "no runtime dtype");
+      return op.emitOpError("has element type ")
+             << elementType << ", which the runtime's collectives do not carry";
     FailureOr<int64_t> group = getGroupMask(op, op.getMeshAxes());
     if (failed(group))
       return failure();
+
+    SmallVector<NamedAttribute> attrs{
+        rewriter.getNamedAttr("group", rewriter.getI64IntegerAttr(*group)),
+        rewriter.getNamedAttr("dtype", tsrt::DTypeAttr::get(ctx, *dtype))};
+    if (std::optional<uint64_t> id = op.getId())
+      attrs.push_back(
+          rewriter.getNamedAttr("id", rewriter.getI64IntegerAttr(*id)));
+    if constexpr (std::is_same_v<OpT, tsr::AllReduceOp> ||
+                  std::is_same_v<OpT, tsr::ReduceScatterOp>)
+      attrs.push_back(rewriter.getNamedAttr(
+          "reduction",
+          tsrt::ReductionAttr::get(ctx, getReduction(op.getReduction()))));
+    if constexpr (std::is_same_v<OpT, tsr::BroadcastFromOp>)
+      attrs.push_back(rewriter.getNamedAttr("root", op.getRootAttr()));
+    bool async = op.getAsync();
+    if (async)
+      attrs.push_back(rewriter.getNamedAttr("async", rewriter.getUnitAttr()));
+
+    Value x = adaptor.getX();
+    auto outType = cast<RankedTensorType>(
+        this->getTypeConverter()->convertType(op.getType()));
     SmallVector<int64_t> perm;
     if (int64_t dim = getBlockDim(op); dim != 0) {
       perm = frontPermutation(outType.getRank(), dim);
       x = transpose(rewriter, loc, x, perm);
-      SmallVector<int64_t> shape;
-      for (int64_t p : perm)
-        shape.push_back(outType.getDimSize(p));
-      outType = outType.clone(shape);
+      outType = outType.clone(applyPermutation(outType.getShape(), perm));
     }
-    auto inType = cast<RankedTensorType>(x.getType());
-    int64_t id = op.getId() ? int64_t(*op.getId()) : -1;
-    int64_t count =
-        countResult ? outType.getNumElements() : inType.getNumElements();
-
-    auto inBuffer = MemRefType::get(inType.getShape(), inType.getElementType());
-    auto outBuffer =
-        MemRefType::get(outType.getShape(), outType.getElementType());
-    Value in = bufferization::ToBufferOp::create(rewriter, loc, inBuffer, x,
-                                                 /*read_only=*/true);
-    Value out = memref::AllocOp::create(rewriter, loc, outBuffer);
-    auto c = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, v, 64);
-    };
-    SmallVector<Value> args{c(id),
-                            c(*group),
-                            addressOf(rewriter, loc, in),
-                            addressOf(rewriter, loc, out),
-                            c(count),
-                            c(*dtype)};
-    if (extra)
-      if (std::optional<int64_t> e = extra(op))
-        args.push_back(c(*e));
-    args.push_back(nullStream(rewriter, loc));
-    // An async collective starts here; tsr.wait completes it.
-    func::FuncOp f = getOrInsertRuntimeFunc(
-        op, rewriter, op.getAsync() ? callee + "_start" : callee,
-        ValueRange(args).getTypes(), {});
-    func::CallOp::create(rewriter, loc, f, args);
-    Value result = bufferization::ToTensorOp::create(
-        rewriter, loc, outType, out, /*restrict=*/true, /*writable=*/true);
-    if (!perm.empty())
-      result = transpose(rewriter, loc, result, invertPermutationVector(perm));
-    rewriter.replaceOp(op, result);
+    // all_reduce and broadcast_from overwrite their operand where it dies.
+    constexpr bool inPlace = std::is_same_v<OpT, tsr::AllReduceOp> ||
+                             std::is_same_v<OpT, tsr::BroadcastFromOp>;
+    Value init = inPlace ? x : emptyTensor(rewriter, loc, outType);
+    Value result = TsrtOpT::create(rewriter, loc, TypeRange{outType},
+                                   ValueRange{x, init}, attrs)
+                       ->getResult(0);
+    if (perm.empty()) {
+      rewriter.replaceOp(op, result);
+      return success();
+    }
+    SmallVector<int64_t> back = invertPermutationVector(perm);
+    if (!async) {
+      rewriter.replaceOp(op, transpose(rewriter, loc, result, back));
+      return success();
+    }
+    // The blocks move back once they have arrived: at the wait, the
+    // collective's one user, which this pattern replaces as well.
+    Operation *wait = *op->getUsers().begin();
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(wait);
+    Value done =
+        tsrt::WaitOp::create(rewriter, wait->getLoc(), TypeRange{outType},
+                             ValueRange{result}, ArrayRef<NamedAttribute>{})
+            ->getResult(0);
+    rewriter.replaceOp(wait, transpose(rewriter, wait->getLoc(), done, back));
+    rewriter.eraseOp(op);
     return success();
   }
 
@@ -194,34 +177,21 @@ template <typename OpT> struct CollectivePattern : OpConversionPattern<OpT> {
     else
       return op.getDim();
   }
-
-  std::string callee;
-  bool countResult;
-  std::function<std::optional<int64_t>(OpT)> extra;
 };
 
-/// tsrt_wait(&result, stream): blocks until the collective writing the result
-/// buffer has completed. (The runtime copied the operand when it started.)
+/// tsr.wait of a collective along dimension 0 (the collective's pattern
+/// replaces the others).
 struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(tsr::WaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto buffer = [&](Value tensor) {
-      auto type = cast<RankedTensorType>(tensor.getType());
-      Value memref = bufferization::ToBufferOp::create(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType()), tensor,
-          /*read_only=*/true);
-      return addressOf(rewriter, loc, memref);
-    };
-    SmallVector<Value> args{buffer(adaptor.getPending()),
-                            nullStream(rewriter, loc)};
-    func::FuncOp f = getOrInsertRuntimeFunc(op, rewriter, "tsrt_wait",
-                                            ValueRange(args).getTypes(), {});
-    func::CallOp::create(rewriter, loc, f, args);
-    rewriter.replaceOp(op, adaptor.getPending());
+    Value pending = adaptor.getPending();
+    rewriter.replaceOp(op, tsrt::WaitOp::create(rewriter, op.getLoc(),
+                                                TypeRange{pending.getType()},
+                                                ValueRange{pending},
+                                                ArrayRef<NamedAttribute>{})
+                               ->getResult(0));
     return success();
   }
 };
@@ -239,14 +209,8 @@ struct LocalShardPattern : OpConversionPattern<tsr::LocalShardOp> {
     if (failed(group))
       return failure();
     int64_t dim = op.getDim();
-    Type i64 = rewriter.getI64Type();
-    func::FuncOp f =
-        getOrInsertRuntimeFunc(op, rewriter, "tsrt_axis_rank", {i64}, {i64});
-    Value rank =
-        func::CallOp::create(
-            rewriter, loc, f,
-            ValueRange{arith::ConstantIntOp::create(rewriter, loc, *group, 64)})
-            .getResult(0);
+    Value rank = tsrt::AxisRankOp::create(rewriter, loc, rewriter.getI64Type(),
+                                          static_cast<uint64_t>(*group));
     Value offset =
         arith::MulIOp::create(rewriter, loc, rank,
                               arith::ConstantIntOp::create(
@@ -270,24 +234,10 @@ struct LocalShardPattern : OpConversionPattern<tsr::LocalShardOp> {
 void mlir::tessera::tsr_to_linalg::populateCollectivePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<CollectivePattern<tsr::AllReduceOp>>(
-      converter, ctx, "tsrt_all_reduce", /*countResult=*/false,
-      [](tsr::AllReduceOp op) -> std::optional<int64_t> {
-        return int64_t(op.getReduction());
-      });
-  patterns.add<CollectivePattern<tsr::ReduceScatterOp>>(
-      converter, ctx, "tsrt_reduce_scatter", /*countResult=*/true,
-      [](tsr::ReduceScatterOp op) -> std::optional<int64_t> {
-        return int64_t(op.getReduction());
-      });
-  patterns.add<CollectivePattern<tsr::AllGatherOp>>(
-      converter, ctx, "tsrt_all_gather", /*countResult=*/false);
-  patterns.add<CollectivePattern<tsr::AllToAllOp>>(
-      converter, ctx, "tsrt_all_to_all", /*countResult=*/false);
-  patterns.add<CollectivePattern<tsr::BroadcastFromOp>>(
-      converter, ctx, "tsrt_broadcast", /*countResult=*/false,
-      [](tsr::BroadcastFromOp op) -> std::optional<int64_t> {
-        return int64_t(op.getRootAttr().getInt());
-      });
-  patterns.add<LocalShardPattern, WaitPattern>(converter, ctx);
+  patterns.add<CollectivePattern<tsr::AllReduceOp, tsrt::AllReduceOp>,
+               CollectivePattern<tsr::ReduceScatterOp, tsrt::ReduceScatterOp>,
+               CollectivePattern<tsr::AllGatherOp, tsrt::AllGatherOp>,
+               CollectivePattern<tsr::AllToAllOp, tsrt::AllToAllOp>,
+               CollectivePattern<tsr::BroadcastFromOp, tsrt::BroadcastOp>,
+               LocalShardPattern, WaitPattern>(converter, ctx);
 }

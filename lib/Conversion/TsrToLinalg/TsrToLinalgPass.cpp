@@ -8,12 +8,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRTOLINALG
@@ -40,8 +39,7 @@ struct TsrToLinalgPass : mlir::tessera::impl::TsrToLinalgBase<TsrToLinalgPass> {
     target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
                            linalg::LinalgDialect, math::MathDialect,
                            scf::SCFDialect, tensor::TensorDialect,
-                           bufferization::BufferizationDialect,
-                           memref::MemRefDialect, LLVM::LLVMDialect>();
+                           tsrt::TsrtDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
       return converter.isSignatureLegal(op.getFunctionType()) &&
              converter.isLegal(&op.getBody());
@@ -50,7 +48,18 @@ struct TsrToLinalgPass : mlir::tessera::impl::TsrToLinalgBase<TsrToLinalgPass> {
         [&](Operation *op) { return converter.isLegal(op); });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // A program's inputs are its caller's: never written in place.
+    auto readOnly = BoolAttr::get(ctx, false);
+    getOperation().walk([&](func::FuncOp f) {
+      if (f.isExternal())
+        return;
+      for (auto [i, type] : llvm::enumerate(f.getArgumentTypes()))
+        if (isa<TensorType>(type))
+          f.setArgAttr(i,
+                       bufferization::BufferizationDialect::kWritableAttrName,
+                       readOnly);
+    });
   }
 };
 } // namespace

@@ -1,10 +1,11 @@
 // RUN: tessera-opt %s -tsr-to-linalg -split-input-file | FileCheck %s
 
 // Broadcasting binary op: one generic, the size-1 operand reads index 0.
+// Function inputs are the caller's: bufferization must not write into them.
 // CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[BC:.*]] = affine_map<(d0, d1) -> (0, d1)>
 // CHECK-LABEL: func.func @add_broadcast
-// CHECK-SAME: %[[X:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<1x3xf32>
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x3xf32> {bufferization.writable = false}, %[[Y:[a-z0-9]+]]: tensor<1x3xf32> {bufferization.writable = false}
 // CHECK: %[[E:.*]] = tensor.empty() : tensor<2x3xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[BC]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
 // CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<2x3xf32>, tensor<1x3xf32>) outs(%[[E]] : tensor<2x3xf32>)
@@ -19,7 +20,7 @@ func.func @add_broadcast(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>) -> tensor<2x3
 
 // Unsigned element types become signless, with unsigned arithmetic.
 // CHECK-LABEL: func.func @unsigned
-// CHECK-SAME: (%{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xf32>)
+// CHECK-SAME: (%{{[a-z0-9]+}}: tensor<4xi8> {{{.*}}}, %{{[a-z0-9]+}}: tensor<4xi8> {{{.*}}}) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xf32>)
 // CHECK: arith.divui
 // CHECK: arith.cmpi ult
 // CHECK: arith.uitofp
@@ -77,7 +78,7 @@ func.func @where_and_constant(%c: tensor<2xi1>, %a: tensor<2xf32>, %b: tensor<f3
 
 // A batched lhs against a 2-D rhs folds the batch into the rows.
 // CHECK-LABEL: func.func @matmul_fold_batch
-// CHECK-SAME: %[[A:.*]]: tensor<2x3x4xf32>, %[[B:.*]]: tensor<4x5xf32>
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<2x3x4xf32> {{.*}}, %[[B:[a-z0-9]+]]: tensor<4x5xf32>
 // CHECK: %[[AC:.*]] = tensor.collapse_shape %[[A]] {{\[}}[0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
 // CHECK: %[[Z:.*]] = linalg.fill
 // CHECK: %[[M:.*]] = linalg.matmul ins(%[[AC]], %[[B]] : tensor<6x4xf32>, tensor<4x5xf32>) outs(%[[Z]] : tensor<6x5xf32>)
@@ -304,7 +305,7 @@ func.func @dropout_ratio_zero(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>
 
 // A seed offset is hashed and xor-ed into the seed before the generic.
 // CHECK-LABEL: func.func @dropout_seed_offset
-// CHECK-SAME: %{{.*}}: tensor<4xf32>, %[[O:[a-z0-9]+]]: tensor<i64>
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<4xf32> {{.*}}, %[[O:[a-z0-9]+]]: tensor<i64>
 // CHECK: %[[STEP:.*]] = tensor.extract %[[O]][] : tensor<i64>
 // CHECK: arith.addi %[[STEP]]
 // CHECK: arith.xori

@@ -14,9 +14,15 @@ def TsrToLinalg : Pass<"tsr-to-linalg", "ModuleOp"> {
     through im2col) so that the CPU pipeline can hand them to BLAS;
     reductions, pooling and normalization become reduction generics; data
     movement uses `tensor` ops; TopK, CumSum and ScatterElements use `scf.for`
-    over tensors. Unsigned `uiN` element types become signless `iN` (function
-    signatures included) and their ops pick unsigned arithmetic. Any tsr op
-    left over is an error naming it.
+    over tensors. Collectives become the runtime-level `tsrt` ops on tensors
+    (destination-passing style, lowered to calls after bufferization by
+    `tsr-collectives-to-runtime`). Unsigned `uiN` element types become
+    signless `iN` (function signatures included) and their ops pick unsigned
+    arithmetic. Every tensor argument of a function gets
+    `bufferization.writable = false`: a program's inputs are its caller's
+    (the runtime may bind one to another program's output, and keeps
+    parameters across steps), so bufferization never writes into them. Any
+    tsr op left over is an error naming it.
 
     Before:
 
@@ -46,7 +52,7 @@ def TsrToLinalg : Pass<"tsr-to-linalg", "ModuleOp"> {
     "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
     "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
     "mlir::func::FuncDialect", "mlir::bufferization::BufferizationDialect",
-    "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"];
+    "mlir::tsrt::TsrtDialect"];
 }
 
 def TsrUnshareInits : Pass<"tsr-unshare-inits", "func::FuncOp"> {

@@ -8,8 +8,9 @@
 // serves (`serves`), so the IR says which parameters every message carries.
 // They are not Pure: every rank must issue them in the same order, so no
 // pass may drop, merge or reorder them. Included by TsrOps.td; the
-// verifiers live in TsrCommOps.cpp. Lowering: calls into the runtime's C ABI
-// (`tsrt_*`, runtime/include/tessera-runtime/Comm.h).
+// verifiers live in TsrCommOps.cpp. Lowering: the runtime-level `tsrt` ops
+// (include/tessera/Dialect/Tsrt), bufferized, then calls into the runtime's
+// C ABI (`tsrt_*`, runtime/include/tessera-runtime/Comm.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSERA_DIALECT_TSR_TSRCOMMOPS_TD

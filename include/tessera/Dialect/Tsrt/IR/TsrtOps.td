@@ -1,0 +1,174 @@
+//===- TsrtOps.td - Runtime-level collectives ---------------*- tablegen -*-===//
+//
+// One op per collective entry point of the runtime's C ABI, in
+// destination-passing style on tensors or memrefs; tsrt.wait completes an
+// asynchronous one; tsrt.axis_rank is this rank's place in a group.
+// Verifiers in TsrtOps.cpp, bufferization in
+// lib/Dialect/Tsrt/Transforms/BufferizableOpInterfaceImpl.cpp, lowering to
+// calls in lib/Conversion/CollectivesToRuntime.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TESSERA_DIALECT_TSRT_TSRTOPS_TD
+#define TESSERA_DIALECT_TSRT_TSRTOPS_TD
+
+include "tessera/Dialect/Tsrt/IR/TsrtBase.td"
+include "tessera/Dialect/Tsrt/IR/TsrtAttrs.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tsrt_Buffer : AnyTypeOf<[AnyStaticShapeTensor, AnyStaticShapeMemRef],
+                            "statically shaped tensor or memref">;
+
+class Tsrt_Doc<string semantics, string call, string example> {
+  string text = !strconcat(semantics, "\n\n`group` is the runtime's group: "
+    "bit i set for axis i of the module's `tsr.mesh`, the group being the "
+    "ranks that differ only in those axes (numbered row-major over them). "
+    "`dtype` is the buffers' element type as the runtime names it, `id` the "
+    "collective's number in the artifact's manifest (-1, the default, when "
+    "the artifact writer has not numbered it). `ins` and `outs` are both "
+    "tensors, and the op returns the written destination, or both memrefs, "
+    "and the op returns nothing. `outs` is written whole and never read.\n\n"
+    "Implements the runtime's `", call, "` "
+    "(`runtime/include/tessera-runtime/Comm.h`), to which "
+    "`tsr-collectives-to-runtime` lowers it.\n\nExample:\n\n```mlir\n",
+    example, "\n```\n");
+}
+
+class Tsrt_CollectiveOp<string mnemonic, string asyncFormat = "">
+    : Tsrt_Op<mnemonic, [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+                         DestinationStyleOpInterface]> {
+  let results = (outs Variadic<AnyStaticShapeTensor>:$result);
+  let assemblyFormat = !strconcat(asyncFormat, [{
+    `ins` `(` $input `:` type($input) `)` `outs` `(` $init `:` type($init) `)`
+    attr-dict (`->` type($result)^)?
+  }]);
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitMutable();
+    }
+  }];
+}
+
+defvar Tsrt_CommAttrs = (ins Tsrt_Buffer:$input, Tsrt_Buffer:$init,
+    I64Attr:$group, Tsrt_DTypeAttr:$dtype,
+    DefaultValuedAttr<I64Attr, "-1">:$id);
+defvar Tsrt_AsyncFormat = "(`async` $async^)?";
+defvar Tsrt_AsyncDoc = " With `async` the collective only starts here (the "
+  "runtime copies what it sends before the op returns): its result's one use "
+  "is the `tsrt.wait` that completes it, and nothing may read or write the "
+  "destination before then.";
+
+def Tsrt_AllReduceOp : Tsrt_CollectiveOp<"all_reduce", Tsrt_AsyncFormat> {
+  let summary = "reduces a buffer over the ranks of a group";
+  let description = Tsrt_Doc<!strconcat("Writes the elementwise "
+    "`reduction` of every rank's `ins` into `outs`, which has the same type. "
+    "`ins` and `outs` may be one buffer: bufferization reuses the operand's "
+    "buffer when nothing reads it afterwards.", Tsrt_AsyncDoc),
+    "tsrt_all_reduce` or `tsrt_all_reduce_start",
+    "%g = tsrt.all_reduce async ins(%x : tensor<6xf32>) outs(%x : tensor<6xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, id = 0 : i64, reduction = #tsrt.reduction<mean>} -> tensor<6xf32>\n"
+    "%r = tsrt.wait outs(%g : tensor<6xf32>) -> tensor<6xf32>\n"
+    "tsrt.all_reduce ins(%a : memref<6xf32>) outs(%a : memref<6xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}">.text;
+  let arguments = !con(Tsrt_CommAttrs, (ins Tsrt_ReductionAttr:$reduction,
+                                            UnitAttr:$async));
+}
+
+def Tsrt_ReduceScatterOp
+    : Tsrt_CollectiveOp<"reduce_scatter", Tsrt_AsyncFormat> {
+  let summary = "reduces over a group and keeps one block per rank";
+  let description = Tsrt_Doc<!strconcat("Dimension 0 of `ins` holds N "
+    "blocks of the shape of `outs` for a group of N ranks; rank r gets the "
+    "`reduction` of every rank's block r.", Tsrt_AsyncDoc),
+    "tsrt_reduce_scatter` or `tsrt_reduce_scatter_start",
+    "%s = tsrt.reduce_scatter ins(%x : tensor<8x3xf32>) outs(%e : tensor<2x3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<2x3xf32>">.text;
+  let arguments = !con(Tsrt_CommAttrs, (ins Tsrt_ReductionAttr:$reduction,
+                                            UnitAttr:$async));
+}
+
+def Tsrt_AllGatherOp : Tsrt_CollectiveOp<"all_gather", Tsrt_AsyncFormat> {
+  let summary = "concatenates every rank's buffer along dimension 0";
+  let description = Tsrt_Doc<!strconcat("Block r of dimension 0 of `outs` "
+    "(N blocks of the shape of `ins` for a group of N ranks) is rank r's "
+    "`ins`.", Tsrt_AsyncDoc),
+    "tsrt_all_gather` or `tsrt_all_gather_start",
+    "%p = tsrt.all_gather ins(%s : tensor<2x3xf32>) outs(%e : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 3 : i64} -> tensor<8x3xf32>">.text;
+  let arguments = !con(Tsrt_CommAttrs, (ins UnitAttr:$async));
+}
+
+def Tsrt_AllToAllOp : Tsrt_CollectiveOp<"all_to_all"> {
+  let summary = "exchanges blocks of dimension 0 between all ranks";
+  let description = Tsrt_Doc<"Dimension 0 of `ins` holds N equal blocks for "
+    "a group of N ranks: block p goes to rank p, and block p of `outs` (same "
+    "type) comes from rank p.",
+    "tsrt_all_to_all",
+    "%y = tsrt.all_to_all ins(%x : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {dtype = #tsrt.dtype<float32>, group = 4 : i64} -> tensor<8x4xf32>">.text;
+  let arguments = Tsrt_CommAttrs;
+}
+
+def Tsrt_BroadcastOp : Tsrt_CollectiveOp<"broadcast"> {
+  let summary = "copies rank `root`'s buffer to every rank of a group";
+  let description = Tsrt_Doc<"Every rank's `outs` (same type as `ins`) gets "
+    "`ins` of rank `root` of the group. `ins` and `outs` may be one buffer.",
+    "tsrt_broadcast",
+    "%y = tsrt.broadcast ins(%x : tensor<5xi64>) outs(%x : tensor<5xi64>) {dtype = #tsrt.dtype<int64>, group = 1 : i64, root = 3 : i64} -> tensor<5xi64>">.text;
+  let arguments = !con(Tsrt_CommAttrs, (ins ConfinedAttr<I64Attr,
+                                            [IntNonNegative]>:$root));
+}
+
+def Tsrt_WaitOp : Tsrt_Op<"wait", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DestinationStyleOpInterface]> {
+  let summary = "completes an asynchronous collective";
+  let description = [{
+    Blocks until the `async` collective writing `outs` has completed. On
+    tensors `outs` is that collective's result and the op returns it, now
+    complete (bufferization keeps it in the same buffer); on memrefs `outs`
+    is the collective's destination buffer.
+
+    Implements the runtime's `tsrt_wait`
+    (`runtime/include/tessera-runtime/Comm.h`), to which
+    `tsr-collectives-to-runtime` lowers it; the runtime finds the
+    collective by the destination's address.
+
+    Example:
+
+    ```mlir
+    %p = tsrt.reduce_scatter async ins(%g : tensor<6xf32>) outs(%e : tensor<3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<mean>} -> tensor<3xf32>
+    %r = tsrt.wait outs(%p : tensor<3xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Tsrt_Buffer:$pending);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$result);
+  let assemblyFormat = [{
+    `outs` `(` $pending `:` type($pending) `)` attr-dict (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getPendingMutable();
+    }
+  }];
+}
+
+def Tsrt_AxisRankOp : Tsrt_Op<"axis_rank", [Pure]> {
+  let summary = "this rank's number in a group";
+  let description = [{
+    The rank of this process within the group of mesh axes `group` (a bit
+    mask as for the collectives), numbered row-major over the group's axes:
+    0 to N - 1 for a group of N ranks.
+
+    Implements the runtime's `tsrt_axis_rank`
+    (`runtime/include/tessera-runtime/Comm.h`).
+
+    Example:
+
+    ```mlir
+    %r = tsrt.axis_rank group 1
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$group);
+  let results = (outs I64:$rank);
+  let assemblyFormat = "`group` $group attr-dict";
+}
+
+#endif // TESSERA_DIALECT_TSRT_TSRTOPS_TD

@@ -1,0 +1,293 @@
+//===- CollectivesToRuntime.cpp - tsrt on buffers to tsrt_* calls ---------===//
+//
+// Each tsrt collective on memrefs becomes one call of the runtime's C ABI
+// (runtime/include/tessera-runtime/Comm.h) with the addresses of its
+// buffers:
+//
+//   tsrt_<op>[_start](id, group, send, recv, count, dtype, [op|root,] stream)
+//
+// tsrt.wait becomes tsrt_wait(recv, stream) and tsrt.axis_rank
+// tsrt_axis_rank(group). The dtype and reduction codes are the runtime's
+// (the enums' values, checked against its header below); the stream is the
+// target's. The runtime reads and writes contiguous memory, so a strided
+// view goes through a contiguous temporary: an operand is copied into one
+// before the call, a destination receives into one that is copied back
+// after the call, or, for an async collective, after its wait (which then
+// waits on the temporary).
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Conversion/CollectivesToRuntime/CollectivesToRuntime.h"
+#include "tessera/Dialect/Tsrt/IR/TsrtOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "tessera-runtime/Comm.h"
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+// The tsrt enums are the runtime's codes, passed as they are.
+static_assert(int(tsrt::DType::float32) == TSR_DTYPE_FLOAT32 &&
+              int(tsrt::DType::uint8) == TSR_DTYPE_UINT8 &&
+              int(tsrt::DType::int8) == TSR_DTYPE_INT8 &&
+              int(tsrt::DType::uint16) == TSR_DTYPE_UINT16 &&
+              int(tsrt::DType::int16) == TSR_DTYPE_INT16 &&
+              int(tsrt::DType::int32) == TSR_DTYPE_INT32 &&
+              int(tsrt::DType::int64) == TSR_DTYPE_INT64 &&
+              int(tsrt::DType::boolean) == TSR_DTYPE_BOOL &&
+              int(tsrt::DType::float16) == TSR_DTYPE_FLOAT16 &&
+              int(tsrt::DType::float64) == TSR_DTYPE_FLOAT64 &&
+              int(tsrt::DType::uint32) == TSR_DTYPE_UINT32 &&
+              int(tsrt::DType::uint64) == TSR_DTYPE_UINT64 &&
+              int(tsrt::DType::bfloat16) == TSR_DTYPE_BFLOAT16);
+static_assert(int(tsrt::Reduction::sum) == TSR_REDUCE_SUM &&
+              int(tsrt::Reduction::mean) == TSR_REDUCE_MEAN &&
+              int(tsrt::Reduction::max) == TSR_REDUCE_MAX &&
+              int(tsrt::Reduction::min) == TSR_REDUCE_MIN);
+
+Value mlir::tessera::buildNullStream(OpBuilder &b, Location loc) {
+  return LLVM::ZeroOp::create(b, loc,
+                              LLVM::LLVMPointerType::get(b.getContext()));
+}
+
+namespace {
+
+/// Whether the runtime can take `buffer` as it is: its elements one after
+/// the other in row-major order (a view at an offset qualifies).
+bool isContiguous(Value buffer) {
+  return memref::isStaticShapeAndContiguousRowMajor(
+      cast<MemRefType>(buffer.getType()));
+}
+
+/// A fresh contiguous buffer of `buffer`'s shape, element type and memory
+/// space.
+Value allocateLike(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return memref::AllocOp::create(
+      b, loc,
+      MemRefType::get(type.getShape(), type.getElementType(),
+                      MemRefLayoutAttrInterface(), type.getMemorySpace()),
+      b.getI64IntegerAttr(64));
+}
+
+Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, value, 64);
+}
+
+/// The address of the first element of a contiguous buffer: its aligned
+/// pointer advanced by the view's offset.
+Value addressOf(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value aligned =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), aligned);
+  Value address = LLVM::IntToPtrOp::create(b, loc, ptr, integer);
+  int64_t offset = type.getStridesAndOffset().second;
+  if (offset == 0)
+    return address;
+  Value elements =
+      ShapedType::isDynamic(offset)
+          ? arith::IndexCastOp::create(
+                b, loc, b.getI64Type(),
+                memref::ExtractStridedMetadataOp::create(b, loc, buffer)
+                    .getOffset())
+          : i64Constant(b, loc, offset);
+  return LLVM::GEPOp::create(b, loc, ptr, type.getElementType(), address,
+                             ValueRange{elements});
+}
+
+/// Calls the runtime function `name`, declaring it at the top of the module
+/// on first use; fails (with an error on `op`) if the module declares that
+/// name otherwise.
+LogicalResult callRuntime(Operation *op, ConversionPatternRewriter &rewriter,
+                          StringRef name, ValueRange args,
+                          TypeRange results = {},
+                          SmallVectorImpl<Value> *values = nullptr) {
+  auto module = op->getParentOfType<ModuleOp>();
+  FunctionType type =
+      rewriter.getFunctionType(ValueRange(args).getTypes(), results);
+  auto function = module.lookupSymbol<func::FuncOp>(name);
+  if (!function && module.lookupSymbol(name))
+    return op->emitOpError("needs the runtime function @")
+           << name << ", but the module defines that symbol otherwise";
+  if (function && function.getFunctionType() != type)
+    return op->emitOpError("needs the runtime function @")
+           << name << " of type " << type << ", but the module declares it as "
+           << function.getFunctionType();
+  if (!function) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    function = func::FuncOp::create(rewriter, module.getLoc(), name, type);
+    function.setPrivate();
+  }
+  auto call = func::CallOp::create(rewriter, op->getLoc(), function, args);
+  if (values)
+    values->append(call.getResults().begin(), call.getResults().end());
+  return success();
+}
+
+/// The tsrt.wait that completes the async collective `op` writing
+/// `buffer`: the first one on `buffer` after `op` in its block.
+tsrt::WaitOp findWait(Operation *op, Value buffer) {
+  tsrt::WaitOp first;
+  for (Operation *user : buffer.getUsers()) {
+    auto wait = dyn_cast<tsrt::WaitOp>(user);
+    if (wait && wait->getBlock() == op->getBlock() &&
+        op->isBeforeInBlock(wait) && (!first || wait->isBeforeInBlock(first)))
+      first = wait;
+  }
+  return first;
+}
+
+/// The element count the runtime entry point of `op` takes.
+template <typename OpT> int64_t getCount(OpT op) {
+  auto shaped = [](Value v) { return cast<ShapedType>(v.getType()); };
+  if constexpr (std::is_same_v<OpT, tsrt::ReduceScatterOp>)
+    return shaped(op.getInit()).getNumElements();
+  else
+    return shaped(op.getInput()).getNumElements();
+}
+
+/// The argument after the dtype: the reduction or the root.
+template <typename OpT> std::optional<int64_t> getExtraArgument(OpT op) {
+  if constexpr (std::is_same_v<OpT, tsrt::AllReduceOp> ||
+                std::is_same_v<OpT, tsrt::ReduceScatterOp>)
+    return static_cast<int64_t>(op.getReduction());
+  else if constexpr (std::is_same_v<OpT, tsrt::BroadcastOp>)
+    return static_cast<int64_t>(op.getRoot());
+  else
+    return std::nullopt;
+}
+
+template <typename OpT> bool isAsync(OpT op) {
+  if constexpr (std::is_same_v<OpT, tsrt::AllReduceOp> ||
+                std::is_same_v<OpT, tsrt::ReduceScatterOp> ||
+                std::is_same_v<OpT, tsrt::AllGatherOp>)
+    return op.getAsync();
+  else
+    return false;
+}
+
+template <typename OpT> struct CollectiveToCall : OpConversionPattern<OpT> {
+  CollectiveToCall(MLIRContext *ctx, CollectiveStreamBuilder stream)
+      : OpConversionPattern<OpT>(ctx), stream(std::move(stream)) {}
+
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "not bufferized");
+    Location loc = op.getLoc();
+    Value send = adaptor.getInput(), recv = adaptor.getInit();
+    bool async = isAsync(op);
+    tsrt::WaitOp wait;
+    if (!isContiguous(recv) && async && !(wait = findWait(op, op.getInit())))
+      return rewriter.notifyMatchFailure(op, "strided destination, no wait");
+
+    Value sendTemp, recvTemp;
+    if (!isContiguous(send)) {
+      sendTemp = allocateLike(rewriter, loc, send);
+      memref::CopyOp::create(rewriter, loc, send, sendTemp);
+    }
+    if (!isContiguous(recv))
+      recvTemp = allocateLike(rewriter, loc, recv);
+    Value sendBuffer = sendTemp ? sendTemp : send;
+    Value recvBuffer = recvTemp ? recvTemp : recv;
+    // An in-place collective passes one address twice.
+    Value sendAddress = addressOf(rewriter, loc, sendBuffer);
+    Value recvAddress = sendBuffer == recvBuffer
+                            ? sendAddress
+                            : addressOf(rewriter, loc, recvBuffer);
+    SmallVector<Value> args{
+        i64Constant(rewriter, loc, static_cast<int64_t>(op.getId())),
+        i64Constant(rewriter, loc, static_cast<int64_t>(op.getGroup())),
+        sendAddress,
+        recvAddress,
+        i64Constant(rewriter, loc, getCount(op)),
+        i64Constant(rewriter, loc, static_cast<int64_t>(op.getDtype()))};
+    if (std::optional<int64_t> extra = getExtraArgument(op))
+      args.push_back(i64Constant(rewriter, loc, *extra));
+    args.push_back(stream(rewriter, loc));
+    std::string callee =
+        ("tsrt_" + op->getName().stripDialect() + (async ? "_start" : ""))
+            .str();
+    if (failed(callRuntime(op, rewriter, callee, args)))
+      return failure();
+
+    if (sendTemp)
+      memref::DeallocOp::create(rewriter, loc, sendTemp);
+    if (recvTemp) {
+      if (wait) {
+        // The wait completes the temporary; the copy follows it.
+        rewriter.modifyOpInPlace(
+            wait, [&] { wait.getPendingMutable().assign(recvTemp); });
+        rewriter.setInsertionPointAfter(wait);
+      }
+      memref::CopyOp::create(rewriter, loc, recvTemp, recv);
+      memref::DeallocOp::create(rewriter, loc, recvTemp);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  CollectiveStreamBuilder stream;
+};
+
+struct WaitToCall : OpConversionPattern<tsrt::WaitOp> {
+  WaitToCall(MLIRContext *ctx, CollectiveStreamBuilder stream)
+      : OpConversionPattern(ctx), stream(std::move(stream)) {}
+
+  LogicalResult
+  matchAndRewrite(tsrt::WaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "not bufferized");
+    Value buffer = adaptor.getPending();
+    if (!isContiguous(buffer))
+      return rewriter.notifyMatchFailure(op, "strided buffer");
+    Location loc = op.getLoc();
+    Value args[] = {addressOf(rewriter, loc, buffer), stream(rewriter, loc)};
+    if (failed(callRuntime(op, rewriter, "tsrt_wait", args)))
+      return failure();
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  CollectiveStreamBuilder stream;
+};
+
+struct AxisRankToCall : OpConversionPattern<tsrt::AxisRankOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(tsrt::AxisRankOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value group =
+        i64Constant(rewriter, op.getLoc(), static_cast<int64_t>(op.getGroup()));
+    SmallVector<Value> rank;
+    if (failed(callRuntime(op, rewriter, "tsrt_axis_rank", group,
+                           rewriter.getI64Type(), &rank)))
+      return failure();
+    rewriter.replaceOp(op, rank);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tessera::populateCollectivesToRuntimePatterns(
+    RewritePatternSet &patterns, CollectiveStreamBuilder stream) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<CollectiveToCall<tsrt::AllReduceOp>,
+               CollectiveToCall<tsrt::ReduceScatterOp>,
+               CollectiveToCall<tsrt::AllGatherOp>,
+               CollectiveToCall<tsrt::AllToAllOp>,
+               CollectiveToCall<tsrt::BroadcastOp>, WaitToCall>(ctx, stream);
+  patterns.add<AxisRankToCall>(ctx);
+}

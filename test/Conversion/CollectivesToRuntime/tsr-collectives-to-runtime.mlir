@@ -1,0 +1,153 @@
+// RUN: tessera-opt %s -split-input-file --tsr-collectives-to-runtime | FileCheck %s
+
+// Every collective on buffers becomes one call of the runtime's C ABI:
+// (id, group, send, recv, count, dtype, [reduction | root,] stream), with
+// the runtime's codes (float32 1, int64 7, bool 9, uint32 12, bfloat16 16;
+// sum 0, mean 1, max 2), the count its entry point takes, the buffers'
+// addresses and a null stream (no target: the CPU's).
+// CHECK-DAG: func.func private @tsrt_all_reduce(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_reduce_scatter(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_all_gather(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_all_to_all(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_broadcast(i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_axis_rank(i64) -> i64
+// CHECK-LABEL: func.func @collectives(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8x3xf32>, %[[S:[a-z0-9]+]]: memref<2x3xf32>, %[[G:[a-z0-9]+]]: memref<8x3xf32>, %[[U:[a-z0-9]+]]: memref<5xi32>, %[[B:[a-z0-9]+]]: memref<4xi1>, %[[H:[a-z0-9]+]]: memref<4xbf16>
+func.func @collectives(%x: memref<8x3xf32>, %s: memref<2x3xf32>, %g: memref<8x3xf32>,
+                       %u: memref<5xi32>, %b: memref<4xi1>, %h: memref<4xbf16>) -> i64 {
+  // In place: one address, passed twice.
+  // CHECK: %[[XI:.*]] = memref.extract_aligned_pointer_as_index %[[X]] : memref<8x3xf32> -> index
+  // CHECK-NEXT: %[[XL:.*]] = arith.index_cast %[[XI]] : index to i64
+  // CHECK-NEXT: %[[XP:.*]] = llvm.inttoptr %[[XL]] : i64 to !llvm.ptr
+  // CHECK-DAG: %[[C7:.*]] = arith.constant 7 : i64
+  // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i64
+  // CHECK-DAG: %[[C24:.*]] = arith.constant 24 : i64
+  // CHECK-DAG: %[[F32:.*]] = arith.constant 1 : i64
+  // CHECK-DAG: %[[MEAN:.*]] = arith.constant 1 : i64
+  // CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+  // CHECK: call @tsrt_all_reduce(%[[C7]], %[[C2]], %[[XP]], %[[XP]], %[[C24]], %[[F32]], %[[MEAN]], %[[NULL]]) : (i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr) -> ()
+  tsrt.all_reduce ins(%x : memref<8x3xf32>) outs(%x : memref<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, id = 7 : i64, reduction = #tsrt.reduction<mean>}
+  // Reduce-scatter counts the elements of one block (6), all-gather those
+  // each rank sends (6), all-to-all the whole operand (24); an unnumbered
+  // collective passes id -1; dp and tp together are group 3.
+  // CHECK-DAG: %[[M1:.*]] = arith.constant -1 : i64
+  // CHECK-DAG: %[[C6:.*]] = arith.constant 6 : i64
+  // CHECK: call @tsrt_reduce_scatter(%[[M1]], %{{.*}}, %{{.*}}, %{{.*}}, %[[C6]], %{{.*}}, %{{.*}}, %{{.*}})
+  tsrt.reduce_scatter ins(%x : memref<8x3xf32>) outs(%s : memref<2x3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  // CHECK-DAG: %[[G3:.*]] = arith.constant 3 : i64
+  // CHECK-DAG: %[[C6B:.*]] = arith.constant 6 : i64
+  // CHECK: call @tsrt_all_gather(%{{.*}}, %[[G3]], %{{.*}}, %{{.*}}, %[[C6B]], %{{.*}}, %{{.*}}) : (i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr) -> ()
+  tsrt.all_gather ins(%s : memref<2x3xf32>) outs(%g : memref<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 3 : i64}
+  // CHECK-DAG: %[[C24B:.*]] = arith.constant 24 : i64
+  // CHECK: call @tsrt_all_to_all(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C24B]], %{{.*}}, %{{.*}})
+  tsrt.all_to_all ins(%g : memref<8x3xf32>) outs(%x : memref<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 4 : i64}
+  // An unsigned dtype keeps its code on signless buffers.
+  // CHECK-DAG: %[[UINT32:.*]] = arith.constant 12 : i64
+  // CHECK-DAG: %[[ROOT:.*]] = arith.constant 3 : i64
+  // CHECK: call @tsrt_broadcast(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[UINT32]], %[[ROOT]], %{{.*}})
+  tsrt.broadcast ins(%u : memref<5xi32>) outs(%u : memref<5xi32>) {dtype = #tsrt.dtype<uint32>, group = 1 : i64, root = 3 : i64}
+  // CHECK-DAG: %[[BOOL:.*]] = arith.constant 9 : i64
+  // CHECK-DAG: %[[MAX:.*]] = arith.constant 2 : i64
+  // CHECK: call @tsrt_all_reduce(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BOOL]], %[[MAX]], %{{.*}})
+  tsrt.all_reduce ins(%b : memref<4xi1>) outs(%b : memref<4xi1>) {dtype = #tsrt.dtype<bool>, group = 1 : i64, reduction = #tsrt.reduction<max>}
+  // CHECK-DAG: %[[BF16:.*]] = arith.constant 16 : i64
+  // CHECK: call @tsrt_all_reduce(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BF16]],
+  tsrt.all_reduce ins(%h : memref<4xbf16>) outs(%h : memref<4xbf16>) {dtype = #tsrt.dtype<bfloat16>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  // CHECK-DAG: %[[G6:.*]] = arith.constant 6 : i64
+  // CHECK: %[[RANK:.*]] = call @tsrt_axis_rank(%[[G6]]) : (i64) -> i64
+  // CHECK-NEXT: return %[[RANK]]
+  %r = tsrt.axis_rank group 6
+  return %r : i64
+}
+
+// -----
+
+// An async collective calls the _start entry point; its wait becomes
+// tsrt_wait on the destination's address.
+// CHECK-LABEL: func.func @async(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<6xf32>, %[[Y:[a-z0-9]+]]: memref<3xf32>
+func.func @async(%x: memref<6xf32>, %y: memref<3xf32>) {
+  // CHECK: %[[YI:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+  // CHECK: call @tsrt_reduce_scatter_start(
+  tsrt.reduce_scatter async ins(%x : memref<6xf32>) outs(%y : memref<3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, id = 0 : i64, reduction = #tsrt.reduction<mean>}
+  // CHECK: linalg.fill
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%x : memref<6xf32>)
+  // CHECK: %[[WI:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+  // CHECK-NEXT: %[[WL:.*]] = arith.index_cast %[[WI]] : index to i64
+  // CHECK-NEXT: %[[WP:.*]] = llvm.inttoptr %[[WL]] : i64 to !llvm.ptr
+  // CHECK-NEXT: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+  // CHECK-NEXT: call @tsrt_wait(%[[WP]], %[[NULL]]) : (!llvm.ptr, !llvm.ptr) -> ()
+  tsrt.wait outs(%y : memref<3xf32>)
+  return
+}
+
+// -----
+
+// A contiguous view at an offset passes the address of its first element:
+// the aligned pointer advanced by the offset, in elements of its type.
+// CHECK-LABEL: func.func @offsets(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8xf32>, %[[Y:[a-z0-9]+]]: memref<2x3xf32, strided<[3, 1], offset: ?>>
+func.func @offsets(%x: memref<8xf32>, %y: memref<2x3xf32, strided<[3, 1], offset: ?>>) {
+  // CHECK: %[[V:.*]] = memref.subview %[[X]][2] [6] [1]
+  // CHECK: %[[P:.*]] = llvm.inttoptr
+  // CHECK-NEXT: %[[C2:.*]] = arith.constant 2 : i64
+  // CHECK-NEXT: %[[A:.*]] = llvm.getelementptr %[[P]][%[[C2]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  // CHECK: call @tsrt_all_reduce(%{{.*}}, %{{.*}}, %[[A]], %[[A]],
+  %v = memref.subview %x[2] [6] [1] : memref<8xf32> to memref<6xf32, strided<[1], offset: 2>>
+  tsrt.all_reduce ins(%v : memref<6xf32, strided<[1], offset: 2>>) outs(%v : memref<6xf32, strided<[1], offset: 2>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  // CHECK: %[[Q:.*]] = llvm.inttoptr
+  // CHECK-NEXT: %[[BASE:.*]], %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[Y]]
+  // CHECK-NEXT: %[[OL:.*]] = arith.index_cast %[[OFF]] : index to i64
+  // CHECK-NEXT: %[[B:.*]] = llvm.getelementptr %[[Q]][%[[OL]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  // CHECK: call @tsrt_all_reduce(%{{.*}}, %{{.*}}, %[[B]], %[[B]],
+  tsrt.all_reduce ins(%y : memref<2x3xf32, strided<[3, 1], offset: ?>>) outs(%y : memref<2x3xf32, strided<[3, 1], offset: ?>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+// The runtime never sees a strided view: an operand is copied into a
+// contiguous temporary first, a destination receives into one that is
+// copied back after the call.
+// CHECK-LABEL: func.func @strided(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<4x2xf32, strided<[4, 1]>>, %[[Y:[a-z0-9]+]]: memref<8x2xf32>, %[[Z:[a-z0-9]+]]: memref<4x2xf32, strided<[4, 1], offset: 2>>
+func.func @strided(%x: memref<4x2xf32, strided<[4, 1]>>, %y: memref<8x2xf32>,
+                   %z: memref<4x2xf32, strided<[4, 1], offset: 2>>) {
+  // CHECK: %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
+  // CHECK-NEXT: memref.copy %[[X]], %[[T]] : memref<4x2xf32, strided<[4, 1]>> to memref<4x2xf32>
+  // CHECK-NEXT: memref.extract_aligned_pointer_as_index %[[T]]
+  // CHECK: call @tsrt_all_gather(
+  // CHECK-NEXT: memref.dealloc %[[T]] : memref<4x2xf32>
+  tsrt.all_gather ins(%x : memref<4x2xf32, strided<[4, 1]>>) outs(%y : memref<8x2xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64}
+  // CHECK: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
+  // CHECK-NOT: memref.copy
+  // CHECK: call @tsrt_reduce_scatter(
+  // CHECK-NEXT: memref.copy %[[R]], %[[Z]] : memref<4x2xf32> to memref<4x2xf32, strided<[4, 1], offset: 2>>
+  // CHECK-NEXT: memref.dealloc %[[R]] : memref<4x2xf32>
+  tsrt.reduce_scatter ins(%y : memref<8x2xf32>) outs(%z : memref<4x2xf32, strided<[4, 1], offset: 2>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+// An async collective with a strided destination receives into a
+// temporary until its wait, which waits on the temporary and then copies
+// it back.
+// CHECK-LABEL: func.func @async_strided(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8x2xf32>, %[[Z:[a-z0-9]+]]: memref<4x2xf32, strided<[4, 1]>>
+func.func @async_strided(%x: memref<8x2xf32>, %z: memref<4x2xf32, strided<[4, 1]>>) {
+  // CHECK: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
+  // CHECK: call @tsrt_reduce_scatter_start(
+  // CHECK-NOT: memref.copy
+  // CHECK: linalg.fill
+  // CHECK: memref.extract_aligned_pointer_as_index %[[R]]
+  // CHECK: call @tsrt_wait(
+  // CHECK-NEXT: memref.copy %[[R]], %[[Z]] : memref<4x2xf32> to memref<4x2xf32, strided<[4, 1]>>
+  // CHECK-NEXT: memref.dealloc %[[R]] : memref<4x2xf32>
+  tsrt.reduce_scatter async ins(%x : memref<8x2xf32>) outs(%z : memref<4x2xf32, strided<[4, 1]>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%x : memref<8x2xf32>)
+  tsrt.wait outs(%z : memref<4x2xf32, strided<[4, 1]>>)
+  return
+}

@@ -1,0 +1,139 @@
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics
+
+func.func @mixed(%x: tensor<4xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.all_reduce' op ins and outs must both be tensors or both memrefs}}
+  tsrt.all_reduce ins(%x : tensor<4xf32>) outs(%y : memref<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @element_types(%x: memref<4xf32>, %y: memref<4xf64>) {
+  // expected-error @+1 {{'tsrt.broadcast' op ins and outs have different element types ('f32', 'f64')}}
+  tsrt.broadcast ins(%x : memref<4xf32>) outs(%y : memref<4xf64>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, root = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @dtype_kind(%x: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.all_reduce' op dtype int32 does not describe the element type 'f32'}}
+  tsrt.all_reduce ins(%x : memref<4xf32>) outs(%x : memref<4xf32>) {dtype = #tsrt.dtype<int32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @dtype_signedness(%x: memref<4xui8>) {
+  // An unsigned integer type names its dtype; a signless one takes either.
+  // expected-error @+1 {{'tsrt.all_reduce' op dtype int8 does not describe the element type 'ui8'}}
+  tsrt.all_reduce ins(%x : memref<4xui8>) outs(%x : memref<4xui8>) {dtype = #tsrt.dtype<int8>, group = 1 : i64, reduction = #tsrt.reduction<max>}
+  return
+}
+
+// -----
+
+func.func @bad_dtype(%x: memref<4xf32>) {
+  // expected-error @+2 {{expected ::mlir::tsrt::DType to be one of: float32, uint8, int8, uint16, int16, int32, int64, bool, float16, float64, uint32, uint64, bfloat16}}
+  // expected-error @+1 {{failed to parse Tsrt_DTypeAttr}}
+  tsrt.all_reduce ins(%x : memref<4xf32>) outs(%x : memref<4xf32>) {dtype = #tsrt.dtype<float8>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @empty_group(%x: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.all_reduce' op group must be a non-empty mask of mesh axes, not 0}}
+  tsrt.all_reduce ins(%x : memref<4xf32>) outs(%x : memref<4xf32>) {dtype = #tsrt.dtype<float32>, group = 0 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @bad_id(%x: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.all_reduce' op id must be a collective's number or -1, not -2}}
+  tsrt.all_reduce ins(%x : memref<4xf32>) outs(%x : memref<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, id = -2 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @integer_mean(%x: memref<4xi32>) {
+  // expected-error @+1 {{'tsrt.all_reduce' op reduction mean needs a float element type, not 'i32'}}
+  tsrt.all_reduce ins(%x : memref<4xi32>) outs(%x : memref<4xi32>) {dtype = #tsrt.dtype<int32>, group = 1 : i64, reduction = #tsrt.reduction<mean>}
+  return
+}
+
+// -----
+
+func.func @shape(%x: memref<4xf32>, %y: memref<8xf32>) {
+  // expected-error @+1 {{'tsrt.all_reduce' op ins and outs must have the same shape}}
+  tsrt.all_reduce ins(%x : memref<4xf32>) outs(%y : memref<8xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @blocks(%x: memref<8x3xf32>, %y: memref<3x3xf32>) {
+  // expected-error @+1 {{'tsrt.reduce_scatter' op dimension 0 of ins (8) must be a multiple of that of outs (3)}}
+  tsrt.reduce_scatter ins(%x : memref<8x3xf32>) outs(%y : memref<3x3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+  return
+}
+
+// -----
+
+func.func @gather_blocks(%x: memref<2x3xf32>, %y: memref<8x2xf32>) {
+  // The runtime exchanges blocks of dimension 0 only.
+  // expected-error @+1 {{'tsrt.all_gather' op ins and outs differ beyond dimension 0}}
+  tsrt.all_gather ins(%x : memref<2x3xf32>) outs(%y : memref<8x2xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @scalar_all_to_all(%x: memref<f32>) {
+  // expected-error @+1 {{'tsrt.all_to_all' op needs a dimension 0 to split into blocks}}
+  tsrt.all_to_all ins(%x : memref<f32>) outs(%x : memref<f32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @negative_root(%x: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.broadcast' op attribute 'root' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  tsrt.broadcast ins(%x : memref<4xf32>) outs(%x : memref<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, root = -1 : i64}
+  return
+}
+
+// -----
+
+func.func @result_type(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'tsrt.all_reduce' op expected type of operand #1 ('tensor<4xf32>') to match type of corresponding result ('tensor<4xf64>')}}
+  %y = tsrt.all_reduce ins(%x : tensor<4xf32>) outs(%x : tensor<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<4xf64>
+  return %y : tensor<4xf64>
+}
+
+// -----
+
+func.func @async_without_wait(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tsrt.all_reduce' op is async: its result must have exactly one use, a tsrt.wait}}
+  %p = tsrt.all_reduce async ins(%x : tensor<4xf32>) outs(%x : tensor<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<4xf32>
+  return %p : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_on_sync(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %p = tsrt.all_reduce ins(%x : tensor<4xf32>) outs(%x : tensor<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<4xf32>
+  // expected-error @+1 {{'tsrt.wait' op outs must be the result of an async tsrt collective}}
+  %r = tsrt.wait outs(%p : tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @empty_rank_group() -> i64 {
+  // expected-error @+1 {{'tsrt.axis_rank' op attribute 'group' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %r = tsrt.axis_rank group 0
+  return %r : i64
+}

@@ -1,0 +1,41 @@
+// RUN: tessera-opt %s | tessera-opt | FileCheck %s
+
+// Every tsrt op prints and parses back, on tensors (returning the written
+// destination) and on memrefs (returning nothing); the default id (-1) is
+// not printed.
+
+// CHECK-LABEL: func.func @on_tensors(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<8x3xf32>, %[[S:[a-z0-9]+]]: tensor<2x3xf32>, %[[U:[a-z0-9]+]]: tensor<5xi32>
+func.func @on_tensors(%x: tensor<8x3xf32>, %s: tensor<2x3xf32>, %u: tensor<5xi32>)
+    -> (tensor<8x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<5xi32>, i64) {
+  // CHECK: %[[A:.*]] = tsrt.all_reduce ins(%[[X]] : tensor<8x3xf32>) outs(%[[X]] : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, id = 7 : i64, reduction = #tsrt.reduction<mean>} -> tensor<8x3xf32>
+  %a = tsrt.all_reduce ins(%x : tensor<8x3xf32>) outs(%x : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, id = 7 : i64, reduction = #tsrt.reduction<mean>} -> tensor<8x3xf32>
+  %e = tensor.empty() : tensor<2x3xf32>
+  // CHECK: %[[P:.*]] = tsrt.reduce_scatter async ins(%[[X]] : tensor<8x3xf32>) outs(%{{.*}} : tensor<2x3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<2x3xf32>
+  // CHECK-NEXT: %[[R:.*]] = tsrt.wait outs(%[[P]] : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %p = tsrt.reduce_scatter async ins(%x : tensor<8x3xf32>) outs(%e : tensor<2x3xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, id = -1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<2x3xf32>
+  %r = tsrt.wait outs(%p : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %f = tensor.empty() : tensor<8x3xf32>
+  // CHECK: tsrt.all_gather ins(%[[S]] : tensor<2x3xf32>) outs(%{{.*}} : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 3 : i64} -> tensor<8x3xf32>
+  %g = tsrt.all_gather ins(%s : tensor<2x3xf32>) outs(%f : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 3 : i64} -> tensor<8x3xf32>
+  // CHECK: tsrt.all_to_all ins(%[[X]] : tensor<8x3xf32>) outs(%{{.*}} : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 4 : i64} -> tensor<8x3xf32>
+  %t = tsrt.all_to_all ins(%x : tensor<8x3xf32>) outs(%f : tensor<8x3xf32>) {dtype = #tsrt.dtype<float32>, group = 4 : i64} -> tensor<8x3xf32>
+  // Signless i32 buffers of unsigned values.
+  // CHECK: tsrt.broadcast ins(%[[U]] : tensor<5xi32>) outs(%[[U]] : tensor<5xi32>) {dtype = #tsrt.dtype<uint32>, group = 1 : i64, root = 1 : i64} -> tensor<5xi32>
+  %b = tsrt.broadcast ins(%u : tensor<5xi32>) outs(%u : tensor<5xi32>) {dtype = #tsrt.dtype<uint32>, group = 1 : i64, root = 1 : i64} -> tensor<5xi32>
+  // CHECK: tsrt.axis_rank group 6
+  %k = tsrt.axis_rank group 6
+  return %a, %r, %g, %t, %b, %k : tensor<8x3xf32>, tensor<2x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<5xi32>, i64
+}
+
+// CHECK-LABEL: func.func @on_memrefs(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8xi1>, %[[Y:[a-z0-9]+]]: memref<4xbf16, strided<[2]>>, %[[Z:[a-z0-9]+]]: memref<8xbf16>
+func.func @on_memrefs(%x: memref<8xi1>, %y: memref<4xbf16, strided<[2]>>, %z: memref<8xbf16>) {
+  // CHECK: tsrt.all_reduce ins(%[[X]] : memref<8xi1>) outs(%[[X]] : memref<8xi1>) {dtype = #tsrt.dtype<bool>, group = 1 : i64, reduction = #tsrt.reduction<max>}
+  tsrt.all_reduce ins(%x : memref<8xi1>) outs(%x : memref<8xi1>) {dtype = #tsrt.dtype<bool>, group = 1 : i64, reduction = #tsrt.reduction<max>}
+  // CHECK: tsrt.all_gather async ins(%[[Y]] : memref<4xbf16, strided<[2]>>) outs(%[[Z]] : memref<8xbf16>) {dtype = #tsrt.dtype<bfloat16>, group = 1 : i64}
+  // CHECK-NEXT: tsrt.wait outs(%[[Z]] : memref<8xbf16>)
+  tsrt.all_gather async ins(%y : memref<4xbf16, strided<[2]>>) outs(%z : memref<8xbf16>) {dtype = #tsrt.dtype<bfloat16>, group = 1 : i64}
+  tsrt.wait outs(%z : memref<8xbf16>)
+  return
+}
