@@ -134,7 +134,7 @@ public:
   }
 
   /// `v` (a result of the current step's op) gets a buffer of its own,
-  /// aligned (`padded`) unless a collective allocates it.
+  /// aligned (`padded`) unless the caller allocates it (a call's results).
   void define(Value v, bool padded = true) {
     auto type = dyn_cast<ShapedType>(v.getType());
     if (type && type.hasStaticShape())
@@ -190,6 +190,21 @@ public:
   std::optional<int64_t> offsetOf(Value v) const {
     auto it = viewOffsets.find(v);
     return it != viewOffsets.end() ? it->second : 0;
+  }
+
+  /// Whether `v`'s buffer is its own (allocated for it, not a view of
+  /// another value's).
+  bool ownsBuffer(Value v) const {
+    auto it = bufferOf.find(v);
+    return it != bufferOf.end() && buffers[it->second].value == v;
+  }
+
+  /// `result` is written into `of`'s buffer (in place), which it takes
+  /// over.
+  void alias(Value result, Value of) {
+    auto it = bufferOf.find(of);
+    if (it != bufferOf.end())
+      bufferOf[result] = it->second;
   }
 
   /// `result` is a view of `of`'s buffer, with `strides` and `offset`.
@@ -618,10 +633,12 @@ void lowerMatMul(Program &p, tsr::MatMulOp op) {
   p.step(op);
   p.read(lhs);
   p.read(rhs);
-  FailureOr<SmallVector<int64_t>> batch = tsr::broadcastShapes(
-      ArrayRef(lhsShape).drop_back(2), rhsShape.drop_back(2));
   SmallVector<unsigned> copies;
-  if (rhsShape.size() > 2 && succeeded(batch) && product(*batch) != 1) {
+  FailureOr<SmallVector<int64_t>> batch = failure();
+  if (rhsShape.size() > 2)
+    batch = tsr::broadcastShapes(ArrayRef(lhsShape).drop_back(2),
+                                 rhsShape.drop_back(2));
+  if (succeeded(batch) && product(*batch) != 1) {
     for (auto [value, shape] : {std::pair(lhs, ArrayRef<int64_t>(lhsShape)),
                                 std::pair(rhs, rhsShape)})
       if (shape.drop_back(2) != ArrayRef<int64_t>(*batch))
@@ -637,31 +654,39 @@ void lowerMatMul(Program &p, tsr::MatMulOp op) {
   p.define(op);
 }
 
-/// A collective (Collectives.cpp): the runtime reads the operand's buffer,
-/// which must be row-major from its first element (a view that is not is
-/// copied), and writes an
-/// unaligned `memref.alloc`; a block dimension other than 0 is first
-/// transposed to the front, and the result transposed back.
+/// A collective, as tsr-to-linalg writes it (a `tsrt` op in destination
+/// style) and bufferization places it. all_reduce and broadcast_from write
+/// into their operand's buffer when nothing reads the operand afterwards
+/// and it is not the caller's (arguments are not writable), else into an
+/// aligned copy of it; the other collectives write a fresh aligned buffer.
+/// A block dimension other than 0 is transposed to the front first and
+/// the result transposed back. An operand that is not row-major from its
+/// first element reaches the runtime through an aligned contiguous copy.
 void lowerCollective(Program &p, Operation *op, Value x, int64_t dim) {
   Value result = op->getResult(0);
+  bool inPlaceKind = isa<tsr::AllReduceOp, tsr::BroadcastFromOp>(op);
   p.step(op);
   p.read(x);
   std::optional<unsigned> in;
   if (dim != 0)
     in = p.scratch("operand with the block dimension first",
                    tsr::getStaticTensorBytes(x.getType()));
-  else if (!p.hasIdentityLayout(x))
+  else if (!p.hasIdentityLayout(x) && !inPlaceKind)
     in = p.scratch("row-major operand", tsr::getStaticTensorBytes(x.getType()));
   p.step(op);
   if (in)
     p.read(*in);
   if (dim == 0) {
-    p.define(result, /*padded=*/false);
+    bool lastUse = !isa<BlockArgument>(x) && x.hasOneUse() && p.ownsBuffer(x) &&
+                   p.hasIdentityLayout(x);
+    if (inPlaceKind && lastUse)
+      p.alias(result, x);
+    else
+      p.define(result);
     return;
   }
   unsigned out = p.scratch("result with the block dimension first",
-                           tsr::getStaticTensorBytes(result.getType()),
-                           /*padded=*/false);
+                           tsr::getStaticTensorBytes(result.getType()));
   p.step(op);
   p.read(out);
   p.define(result);

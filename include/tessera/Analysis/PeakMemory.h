@@ -22,7 +22,9 @@
 // live from its first op to its last; a call holds what the callee holds at
 // its own peak, its results (allocated by the caller, unaligned) and copies
 // of the arguments that are not row-major from their buffer's first
-// element. Arguments are the caller's and count nothing.
+// element; an all-reduce or broadcast writes into its operand's buffer when
+// nothing reads the operand afterwards (bufferization in place). Arguments
+// are the caller's and count nothing.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSERA_ANALYSIS_PEAKMEMORY_H
