@@ -65,15 +65,15 @@ def worker(artifact, inputs, repeat):
 
     world = Communicator.world() if "OMPI_COMM_WORLD_SIZE" in os.environ \
         else None
-    rank, size = (world.rank, world.size) if world else (0, 1)
-    if world:
-        world.bind_axis(1)
+    art = Artifact(artifact)
+    mesh = world.mesh(art) if world else None
+    rank = world.rank if world else 0
+    size, coordinate = mesh.axes["tp"] if mesh else (1, 0)
     manifest = json.loads((pathlib.Path(artifact) / "manifest.json")
                           .read_text())
     arrays = np.load(inputs)
-    local = [block(arrays[s["name"]], s.get("sharding", []), rank, size)
+    local = [block(arrays[s["name"]], s.get("sharding", []), coordinate, size)
              for s in manifest["programs"][0]["inputs"]]
-    art = Artifact(artifact)
     times = []
     for i in range(repeat + 2):
         start = time.perf_counter()
@@ -82,6 +82,8 @@ def worker(artifact, inputs, repeat):
             times.append(time.perf_counter() - start)
     if rank == 0:
         print(f"MEDIAN {statistics.median(times)}")
+    if mesh:
+        mesh.close()
     art.close()
     if world:
         world.close()

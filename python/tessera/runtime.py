@@ -13,7 +13,7 @@ Under ``mpirun`` a per-rank program's collectives need a communicator bound
 to each group of mesh axes they use (Comm.h)::
 
     world = Communicator.world()      # MPI; rank and size from mpirun
-    world.bind_axis(1)                # the group of mesh axis 0
+    mesh = world.mesh(art)            # a communicator per group of axes
     outputs = art(*arrays)
     total = world.all_reduce_sum(np.array([outputs[0]]))
 
@@ -193,6 +193,12 @@ def _declare(lib):
         "tsr_comm_bind_axis": (status, [ctypes.c_int64, p]),
         "tsr_comm_all_reduce": (status, [p, p, p, size, ctypes.c_int,
                                          ctypes.c_int, p]),
+        "tsr_mesh_create_for_artifact": (status, [p, p, ctypes.POINTER(p)]),
+        "tsr_mesh_destroy": (None, [p]),
+        "tsr_mesh_num_axes": (size, [p]),
+        "tsr_mesh_axis": (status, [p, size, ctypes.POINTER(ctypes.c_char_p),
+                                   ctypes.POINTER(ctypes.c_int64),
+                                   ctypes.POINTER(ctypes.c_int64)]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -448,6 +454,15 @@ class Communicator:
     def size(self):
         return _lib().tsr_comm_size(self._handle)
 
+    def mesh(self, artifact):
+        """The device mesh of `artifact` on this communicator (the world):
+        a communicator bound to every group of axes its collectives use
+        (tsr_mesh_create_for_artifact). Close it before the world."""
+        handle = ctypes.c_void_p()
+        _check(_lib().tsr_mesh_create_for_artifact(
+            self._handle, artifact._handle, ctypes.byref(handle)))
+        return Mesh(handle)
+
     def bind_axis(self, mask):
         """Runs the compiled collectives of the group of mesh axes `mask`
         (bit i for axis i of the manifest's mesh) on this communicator."""
@@ -469,4 +484,28 @@ class Communicator:
         """Destroys the communicator (the world one last: MPI finalizes)."""
         if self._handle:
             _lib().tsr_comm_destroy(self._handle)
+            self._handle = None
+
+
+class Mesh:
+    """A device mesh with its group communicators bound (Comm.h). `axes`
+    maps every axis name to (size, this rank's coordinate)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        lib = _lib()
+        self.axes = {}
+        for i in range(lib.tsr_mesh_num_axes(handle)):
+            name = ctypes.c_char_p()
+            axis_size, coordinate = ctypes.c_int64(), ctypes.c_int64()
+            _check(lib.tsr_mesh_axis(handle, i, ctypes.byref(name),
+                                     ctypes.byref(axis_size),
+                                     ctypes.byref(coordinate)))
+            self.axes[name.value.decode()] = (axis_size.value,
+                                              coordinate.value)
+
+    def close(self):
+        """Unbinds the groups and destroys their communicators."""
+        if self._handle:
+            _lib().tsr_mesh_destroy(self._handle)
             self._handle = None

@@ -38,8 +38,8 @@ Checked:
 * bytes: ``--explain`` reports 2(N-1)/N·B per rank for every activation
   all-reduce and (N-1)/N·B for every all-gather and reduce-scatter of
   activations, B the activation's bytes (Megatron's formulas);
-* numbers: under ``mpirun -np N`` (the runtime's Python binding binds the
-  tp group), every rank's loss equals the single process's, and every
+* numbers: under ``mpirun -np N`` (the runtime's Python binding builds the
+  artifact's mesh and its tp group), every rank's loss equals the single process's, and every
   gradient (this rank's block of a split parameter, all of a whole one)
   equals the matching part of the single process's gradient.
 
@@ -175,16 +175,18 @@ def worker(artifact, inputs, out):
     from tessera.runtime import Artifact, Communicator
 
     world = Communicator.world()
-    world.bind_axis(1)  # the group of mesh axis 0, tp
+    art = Artifact(artifact)
+    mesh = world.mesh(art)
+    size, coordinate = mesh.axes["tp"]
     manifest = json.loads((pathlib.Path(artifact) / "manifest.json").read_text())
     specs = manifest["programs"][0]["inputs"]
     arrays = np.load(inputs)
-    local = [block(arrays[s["name"]], s.get("sharding", []), world.rank,
-                   world.size) for s in specs]
-    art = Artifact(artifact)
+    local = [block(arrays[s["name"]], s.get("sharding", []), coordinate, size)
+             for s in specs]
     outputs = art(*local)
     np.savez(out.replace("RANK", str(world.rank)),
              **{f"out{i}": o for i, o in enumerate(outputs)})
+    mesh.close()
     art.close()
     world.close()
     return 0
