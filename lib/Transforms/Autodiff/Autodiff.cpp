@@ -225,13 +225,10 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
             for (Attribute a : cast<ArrayAttr>(dim))
               llvm::erase(whole, cast<StringAttr>(a).getValue());
         if (!whole.empty()) {
-          auto sum = tsr::CollectiveReductionAttr::get(
-              b.getContext(), tsr::CollectiveReduction::sum);
           grad = tsr::AllReduceOp::create(
-              b, arg.getLoc(), grad.getType(), grad, sum,
+              b, arg.getLoc(), grad, tsr::CollectiveReduction::sum,
               b.getStrArrayAttr(whole),
-              b.getStrArrayAttr({getArgString(f, i, tsr::attr::kName)}),
-              IntegerAttr(), IntegerAttr(), UnitAttr());
+              b.getStrArrayAttr({getArgString(f, i, tsr::attr::kName)}));
           grad.getDefiningOp()->setAttr(tsr::attr::kBackward, b.getUnitAttr());
           grad.getDefiningOp()->setAttr(
               tsr::attr::kReason,

@@ -34,14 +34,6 @@ using tsr::CollectiveReduction;
 
 namespace {
 
-/// The number of ranks in the group of `axes`.
-FailureOr<int64_t> groupSize(Operation *op, ArrayAttr axes) {
-  SmallVector<StringRef> names;
-  for (Attribute a : axes)
-    names.push_back(cast<StringAttr>(a).getValue());
-  return tsr::getMeshGroupSize(op, names);
-}
-
 /// Records on `backward`, a collective a rule built, which forward
 /// collective it is the gradient of (for tessera-compile --explain).
 Value transposeOf(Operation *forward, Value backward) {
@@ -53,11 +45,6 @@ Value transposeOf(Operation *forward, Value backward) {
                           forward->getName().stripDialect() +
                           (node.empty() ? "" : " at '" + node + "'")));
   return backward;
-}
-
-tsr::CollectiveReductionAttr sumAttr(OpBuilder &b) {
-  return tsr::CollectiveReductionAttr::get(b.getContext(),
-                                           CollectiveReduction::sum);
 }
 
 LogicalResult noExtremumRule(Operation *op, CollectiveReduction reduction) {
@@ -97,10 +84,8 @@ LogicalResult allReduceRule(tsr::AllReduceOp op, GradientBuilder &g,
     return noExtremumRule(op, reduction);
   OpBuilder &b = g.builder();
   operandGrads[0] = transposeOf(
-      op, tsr::AllReduceOp::create(b, g.getLoc(), dy.getType(), dy,
-                                   op.getReductionAttr(), op.getMeshAxes(),
-                                   op.getServes(), IntegerAttr(), IntegerAttr(),
-                                   UnitAttr()));
+      op, tsr::AllReduceOp::create(b, g.getLoc(), dy, reduction,
+                                   op.getMeshAxes(), op.getServes()));
   return success();
 }
 
@@ -115,13 +100,12 @@ LogicalResult reduceScatterRule(tsr::ReduceScatterOp op, GradientBuilder &g,
       reduction != CollectiveReduction::mean)
     return noExtremumRule(op, reduction);
   OpBuilder &b = g.builder();
-  Value dx =
-      transposeOf(op, tsr::AllGatherOp::create(
-                          b, g.getLoc(), op.getX().getType(), dy,
-                          op.getDimAttr(), op.getMeshAxes(), op.getServes(),
-                          IntegerAttr(), IntegerAttr(), UnitAttr()));
+  Value dx = transposeOf(
+      op,
+      tsr::AllGatherOp::create(b, g.getLoc(), op.getX().getType(), dy,
+                               op.getDim(), op.getMeshAxes(), op.getServes()));
   if (reduction == CollectiveReduction::mean) {
-    FailureOr<int64_t> n = groupSize(op, op.getMeshAxes());
+    FailureOr<int64_t> n = tsr::getMeshGroupSize(op, op.getMeshAxes());
     if (failed(n))
       return failure();
     dx = g.mul(dx, g.scalarLike(dx, 1.0 / double(*n)));
@@ -137,11 +121,10 @@ LogicalResult allGatherRule(tsr::AllGatherOp op, GradientBuilder &g,
   if (!dy || !hasFloatElements(op.getX()))
     return success();
   OpBuilder &b = g.builder();
-  operandGrads[0] =
-      transposeOf(op, tsr::ReduceScatterOp::create(
-                          b, g.getLoc(), op.getX().getType(), dy, sumAttr(b),
-                          op.getDimAttr(), op.getMeshAxes(), op.getServes(),
-                          IntegerAttr(), IntegerAttr(), UnitAttr()));
+  operandGrads[0] = transposeOf(
+      op, tsr::ReduceScatterOp::create(b, g.getLoc(), op.getX().getType(), dy,
+                                       CollectiveReduction::sum, op.getDim(),
+                                       op.getMeshAxes(), op.getServes()));
   return success();
 }
 
@@ -155,8 +138,7 @@ LogicalResult allToAllRule(tsr::AllToAllOp op, GradientBuilder &g,
   operandGrads[0] = transposeOf(
       op,
       tsr::AllToAllOp::create(b, g.getLoc(), op.getX().getType(), dy,
-                              op.getDimAttr(), op.getMeshAxes(), op.getServes(),
-                              IntegerAttr(), IntegerAttr(), UnitAttr()));
+                              op.getDim(), op.getMeshAxes(), op.getServes()));
   return success();
 }
 
@@ -166,14 +148,13 @@ LogicalResult broadcastFromRule(tsr::BroadcastFromOp op, GradientBuilder &g,
   Value dy = resultGrads[0];
   if (!dy || !hasFloatElements(op.getX()))
     return success();
-  FailureOr<int64_t> n = groupSize(op, op.getMeshAxes());
+  FailureOr<int64_t> n = tsr::getMeshGroupSize(op, op.getMeshAxes());
   if (failed(n))
     return failure();
   OpBuilder &b = g.builder();
   Value total = transposeOf(
-      op, tsr::AllReduceOp::create(b, g.getLoc(), dy.getType(), dy, sumAttr(b),
-                                   op.getMeshAxes(), op.getServes(),
-                                   IntegerAttr(), IntegerAttr(), UnitAttr()));
+      op, tsr::AllReduceOp::create(b, g.getLoc(), dy, CollectiveReduction::sum,
+                                   op.getMeshAxes(), op.getServes()));
   int64_t root = op.getRoot();
   Value isRoot =
       rankMask(g, getTensorType(dy).getElementType(), op.getMeshAxes(), *n,
@@ -191,7 +172,7 @@ LogicalResult localShardRule(tsr::LocalShardOp op, GradientBuilder &g,
   Value dy = resultGrads[0];
   if (!dy || !hasFloatElements(op.getX()))
     return success();
-  FailureOr<int64_t> n = groupSize(op, op.getMeshAxes());
+  FailureOr<int64_t> n = tsr::getMeshGroupSize(op, op.getMeshAxes());
   if (failed(n))
     return failure();
   RankedTensorType type = getTensorType(dy);

@@ -163,11 +163,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return v;
     OpBuilder &b = g.builder();
     Value sum = tsr::AllReduceOp::create(
-        b, g.getLoc(), v.getType(), v,
-        tsr::CollectiveReductionAttr::get(b.getContext(),
-                                          tsr::CollectiveReduction::sum),
-        b.getStrArrayAttr(axes), b.getStrArrayAttr(serves), IntegerAttr(),
-        IntegerAttr(), UnitAttr());
+        b, g.getLoc(), v, tsr::CollectiveReduction::sum,
+        b.getStrArrayAttr(axes), b.getStrArrayAttr(serves));
     sum.getDefiningOp()->setAttr(
         tsr::attr::kReason,
         b.getStringAttr("a norm over the whole of " + llvm::join(serves, ", ") +

@@ -105,9 +105,6 @@ Value crossEntropySplitClasses(OpBuilder &b, tsr::SoftmaxCrossEntropyLossOp op,
   Value scores = op.getScores(), target = op.getTarget();
   auto scoresType = cast<RankedTensorType>(scores.getType());
   auto targetType = cast<RankedTensorType>(target.getType());
-  auto reduction = [&](tsr::CollectiveReduction r) {
-    return tsr::CollectiveReductionAttr::get(b.getContext(), r);
-  };
   Value localMax = g.reduceMax(scores, {1}, /*keepdims=*/true);
   auto explain = [&](Value collective, StringRef why) {
     collective.getDefiningOp()->setAttr(
@@ -117,19 +114,15 @@ Value crossEntropySplitClasses(OpBuilder &b, tsr::SoftmaxCrossEntropyLossOp op,
   };
   Value max = tsr::StopGradientOp::create(
       b, loc,
-      explain(tsr::AllReduceOp::create(b, loc, localMax.getType(), localMax,
-                                       reduction(tsr::CollectiveReduction::max),
-                                       axes, b.getArrayAttr({}), IntegerAttr(),
-                                       IntegerAttr(), UnitAttr()),
+      explain(tsr::AllReduceOp::create(b, loc, localMax,
+                                       tsr::CollectiveReduction::max, axes),
               "each sample's largest score, over the classes every rank "
               "holds a block of"));
   Value localSum =
       g.reduceSum(g.exp(g.sub(scores, max)), {1}, /*keepdims=*/false);
   Value sum = explain(
-      tsr::AllReduceOp::create(b, loc, localSum.getType(), localSum,
-                               reduction(tsr::CollectiveReduction::sum), axes,
-                               b.getArrayAttr({}), IntegerAttr(), IntegerAttr(),
-                               UnitAttr()),
+      tsr::AllReduceOp::create(b, loc, localSum, tsr::CollectiveReduction::sum,
+                               axes),
       "each sample's sum of exponentials, over the classes every rank holds "
       "a block of");
   Value logSumExp = g.add(g.log(sum), g.reshape(max, targetType.getShape()));
@@ -256,8 +249,6 @@ struct TsrShardingPartitionPass
       return RankedTensorType::get(shape, type.getElementType());
     };
     if (!pending.empty() && pending != keep) {
-      auto sum = tsr::CollectiveReductionAttr::get(
-          b.getContext(), tsr::CollectiveReduction::sum);
       // A dimension the target splits over exactly the pending axes, and
       // that is whole now, takes a reduce-scatter.
       std::optional<unsigned> scatter;
@@ -270,15 +261,14 @@ struct TsrShardingPartitionPass
       if (scatter) {
         v = explain(tsr::ReduceScatterOp::create(
                         b, loc, shapeWith(*scatter, groupSize(pending), true),
-                        v, sum, b.getI64IntegerAttr(*scatter), axes, serves,
-                        IntegerAttr(), IntegerAttr(), UnitAttr()),
+                        v, tsr::CollectiveReduction::sum, *scatter, axes,
+                        serves),
                     user + " takes the pending sum of " + what +
                         " split along dimension " + Twine(*scatter));
         have[*scatter] = want[*scatter];
       } else {
-        v = explain(tsr::AllReduceOp::create(b, loc, v.getType(), v, sum, axes,
-                                             serves, IntegerAttr(),
-                                             IntegerAttr(), UnitAttr()),
+        v = explain(tsr::AllReduceOp::create(
+                        b, loc, v, tsr::CollectiveReduction::sum, axes, serves),
                     user + " needs the pending sum of " + what + " whole");
       }
     }
@@ -286,12 +276,11 @@ struct TsrShardingPartitionPass
       if (have[d] == want[d])
         continue;
       if (!have[d].empty()) {
-        v = explain(tsr::AllGatherOp::create(
-                        b, loc, shapeWith(d, groupSize(have[d]), false), v,
-                        b.getI64IntegerAttr(d), meshOrdered(b, have[d]), serves,
-                        IntegerAttr(), IntegerAttr(), UnitAttr()),
-                    user + " needs dimension " + Twine(d) + " of " + what +
-                        " whole");
+        v = explain(
+            tsr::AllGatherOp::create(b, loc,
+                                     shapeWith(d, groupSize(have[d]), false), v,
+                                     d, meshOrdered(b, have[d]), serves),
+            user + " needs dimension " + Twine(d) + " of " + what + " whole");
       }
       if (!want[d].empty()) {
         v = tsr::LocalShardOp::create(

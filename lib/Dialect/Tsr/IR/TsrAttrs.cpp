@@ -211,6 +211,13 @@ FailureOr<int64_t> mlir::tsr::getMeshGroupSize(Operation *op,
 // The training contract: tsr.* attributes of arguments and results
 //===----------------------------------------------------------------------===//
 
+FailureOr<int64_t> mlir::tsr::getMeshGroupSize(Operation *op, ArrayAttr axes) {
+  SmallVector<StringRef> names;
+  for (Attribute a : axes)
+    names.push_back(cast<StringAttr>(a).getValue());
+  return getMeshGroupSize(op, names);
+}
+
 std::string mlir::tsr::getNodeName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().str();

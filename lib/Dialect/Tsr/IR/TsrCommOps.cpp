@@ -13,14 +13,6 @@
 using namespace mlir;
 using namespace mlir::tsr;
 
-/// The number of ranks in the op's mesh-axis group.
-static FailureOr<int64_t> getGroupSize(Operation *op, ArrayAttr axes) {
-  SmallVector<StringRef> names;
-  for (Attribute a : axes)
-    names.push_back(cast<StringAttr>(a).getValue());
-  return getMeshGroupSize(op, names);
-}
-
 /// An `async` collective's one user is the tsr.wait that completes it.
 static LogicalResult verifyAsync(Operation *op) {
   if (!op->hasAttr("async"))
@@ -73,7 +65,7 @@ static LogicalResult verifyBlocks(Operation *op, RankedTensorType big,
 LogicalResult AllReduceOp::verify() {
   if (failed(verifyAsync(*this)))
     return failure();
-  if (failed(getGroupSize(*this, getMeshAxes())))
+  if (failed(getMeshGroupSize(*this, getMeshAxes())))
     return failure();
   if (getX().getType() != getType())
     return emitOpError("result type must equal the operand type");
@@ -84,7 +76,7 @@ LogicalResult AllReduceOp::verify() {
 LogicalResult ReduceScatterOp::verify() {
   if (failed(verifyAsync(*this)))
     return failure();
-  FailureOr<int64_t> size = getGroupSize(*this, getMeshAxes());
+  FailureOr<int64_t> size = getMeshGroupSize(*this, getMeshAxes());
   if (failed(size) ||
       failed(verifyReduction(*this, getReduction(),
                              getTensor(getX()).getElementType())))
@@ -96,7 +88,7 @@ LogicalResult ReduceScatterOp::verify() {
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyAsync(*this)))
     return failure();
-  FailureOr<int64_t> size = getGroupSize(*this, getMeshAxes());
+  FailureOr<int64_t> size = getMeshGroupSize(*this, getMeshAxes());
   if (failed(size))
     return failure();
   return verifyBlocks(*this, getType(), getTensor(getX()), *size, getDim(),
@@ -110,7 +102,7 @@ static FailureOr<int64_t> verifySynchronousSameType(OpT op) {
   if (op.getAsync())
     return op.emitOpError("cannot be async (only all_reduce, reduce_scatter "
                           "and all_gather can)");
-  FailureOr<int64_t> size = getGroupSize(op, op.getMeshAxes());
+  FailureOr<int64_t> size = getMeshGroupSize(op, op.getMeshAxes());
   if (succeeded(size) && op.getX().getType() != op.getType())
     return op.emitOpError("result type must equal the operand type");
   return size;
@@ -140,7 +132,7 @@ LogicalResult BroadcastFromOp::verify() {
 }
 
 LogicalResult LocalShardOp::verify() {
-  FailureOr<int64_t> size = getGroupSize(*this, getMeshAxes());
+  FailureOr<int64_t> size = getMeshGroupSize(*this, getMeshAxes());
   if (failed(size))
     return failure();
   return verifyBlocks(*this, getTensor(getX()), getType(), *size, getDim(),

@@ -54,6 +54,16 @@ def Tsr_AllReduceOp : Tsr_CommOp<"all_reduce"> {
     "%g = tsr.all_reduce %x {mesh_axes = [\"dp\"], reduction = #tsr.reduction<mean>, serves = [\"fc.weight\"]} : (tensor<4x3xf32>) -> tensor<4x3xf32>">.text;
   let arguments = !con((ins Tsr_NumericTensor:$x,
       DefaultValuedAttr<Tsr_CollectiveReductionAttr, "::mlir::tsr::CollectiveReduction::sum">:$reduction), Tsr_CommAttrs);
+  // A blocking collective that a pass inserts (no id or bucket yet).
+  let builders = [OpBuilder<(ins "::mlir::Value":$x,
+      "::mlir::tsr::CollectiveReduction":$reduction,
+      "::mlir::ArrayAttr":$mesh_axes,
+      CArg<"::mlir::ArrayAttr", "{}">:$serves), [{
+    build($_builder, $_state, x.getType(), x,
+          CollectiveReductionAttr::get($_builder.getContext(), reduction),
+          mesh_axes, serves ? serves : $_builder.getArrayAttr({}),
+          IntegerAttr(), IntegerAttr(), UnitAttr());
+  }]>];
 }
 
 def Tsr_ReduceScatterOp : Tsr_CommOp<"reduce_scatter"> {
@@ -66,6 +76,16 @@ def Tsr_ReduceScatterOp : Tsr_CommOp<"reduce_scatter"> {
   let arguments = !con((ins Tsr_NumericTensor:$x,
       DefaultValuedAttr<Tsr_CollectiveReductionAttr, "::mlir::tsr::CollectiveReduction::sum">:$reduction),
       Tsr_BlockDim, Tsr_CommAttrs);
+  let builders = [OpBuilder<(ins "::mlir::Type":$type, "::mlir::Value":$x,
+      "::mlir::tsr::CollectiveReduction":$reduction, "int64_t":$dim,
+      "::mlir::ArrayAttr":$mesh_axes,
+      CArg<"::mlir::ArrayAttr", "{}">:$serves), [{
+    build($_builder, $_state, type, x,
+          CollectiveReductionAttr::get($_builder.getContext(), reduction),
+          $_builder.getI64IntegerAttr(dim), mesh_axes,
+          serves ? serves : $_builder.getArrayAttr({}), IntegerAttr(),
+          IntegerAttr(), UnitAttr());
+  }]>];
 }
 
 def Tsr_AllGatherOp : Tsr_CommOp<"all_gather"> {
@@ -76,6 +96,13 @@ def Tsr_AllGatherOp : Tsr_CommOp<"all_gather"> {
     "%q = tsr.all_gather %t {dim = 1 : i64, mesh_axes = [\"dp\", \"tp\"]} : (tensor<4x2xf32>) -> tensor<4x8xf32>">.text;
   let arguments = !con((ins Tsr_NumericTensor:$x), Tsr_BlockDim,
       Tsr_CommAttrs);
+  let builders = [OpBuilder<(ins "::mlir::Type":$type, "::mlir::Value":$x,
+      "int64_t":$dim, "::mlir::ArrayAttr":$mesh_axes,
+      CArg<"::mlir::ArrayAttr", "{}">:$serves), [{
+    build($_builder, $_state, type, x, $_builder.getI64IntegerAttr(dim),
+          mesh_axes, serves ? serves : $_builder.getArrayAttr({}),
+          IntegerAttr(), IntegerAttr(), UnitAttr());
+  }]>];
 }
 
 def Tsr_AllToAllOp : Tsr_CommOp<"all_to_all"> {
@@ -86,6 +113,13 @@ def Tsr_AllToAllOp : Tsr_CommOp<"all_to_all"> {
     "%y = tsr.all_to_all %x {mesh_axes = [\"ep\"], serves = [\"tokens\"]} : (tensor<8x4xf32>) -> tensor<8x4xf32>">.text;
   let arguments = !con((ins Tsr_NumericTensor:$x), Tsr_BlockDim,
       Tsr_CommAttrs);
+  let builders = [OpBuilder<(ins "::mlir::Type":$type, "::mlir::Value":$x,
+      "int64_t":$dim, "::mlir::ArrayAttr":$mesh_axes,
+      CArg<"::mlir::ArrayAttr", "{}">:$serves), [{
+    build($_builder, $_state, type, x, $_builder.getI64IntegerAttr(dim),
+          mesh_axes, serves ? serves : $_builder.getArrayAttr({}),
+          IntegerAttr(), IntegerAttr(), UnitAttr());
+  }]>];
 }
 
 def Tsr_BroadcastFromOp : Tsr_CommOp<"broadcast_from"> {

@@ -40,6 +40,8 @@ FailureOr<MeshAttr> getEnclosingMesh(Operation *op);
 /// their sizes); emits an error on `op` and fails unless every axis is
 /// declared by the enclosing mesh, once, in the mesh's order.
 FailureOr<int64_t> getMeshGroupSize(Operation *op, ArrayRef<StringRef> axes);
+/// The same for a `mesh_axes`-style array of axis names.
+FailureOr<int64_t> getMeshGroupSize(Operation *op, ArrayAttr axes);
 /// The name of the model node an op comes from: the name of its location
 /// (the importer's NameLoc), looking inside fused and call-site locations;
 /// empty if it has none.
