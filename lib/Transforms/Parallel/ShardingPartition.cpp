@@ -10,7 +10,8 @@
 //   split along d -> not split     all_gather along d
 //   not split -> split along d     local_shard along d (no communication)
 //
-// (a change of the split dimension gathers, then cuts). Two ops whose
+// (a change of the split dimension gathers every dimension it must, then
+// cuts). Two ops whose
 // summed-over dimension is split are not the same op on blocks, and are
 // rewritten: a gather from a table split by rows looks up the rows this
 // rank holds and gives zeros for the others (Megatron's
@@ -272,22 +273,21 @@ struct TsrShardingPartitionPass
                     user + " needs the pending sum of " + what + " whole");
       }
     }
-    for (unsigned d = 0; d < rank; ++d) {
-      if (have[d] == want[d])
-        continue;
-      if (!have[d].empty()) {
+    // Every gather before any cut: an axis that moves from one dimension
+    // to another must stop splitting the first before it splits the second
+    // (a block cut along both by one axis is no block of the whole).
+    for (unsigned d = 0; d < rank; ++d)
+      if (have[d] != want[d] && !have[d].empty())
         v = explain(
             tsr::AllGatherOp::create(b, loc,
                                      shapeWith(d, groupSize(have[d]), false), v,
                                      d, meshOrdered(b, have[d]), serves),
             user + " needs dimension " + Twine(d) + " of " + what + " whole");
-      }
-      if (!want[d].empty()) {
+    for (unsigned d = 0; d < rank; ++d)
+      if (have[d] != want[d] && !want[d].empty())
         v = tsr::LocalShardOp::create(
             b, loc, shapeWith(d, groupSize(want[d]), true), v,
             meshOrdered(b, want[d]), b.getI64IntegerAttr(d));
-      }
-    }
     return v;
   }
 

@@ -91,3 +91,23 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
     return %4 : tensor<f32>
   }
 }
+
+// -----
+
+// An axis that moves from one dimension to another (here tp, from the
+// hidden dimension of an embedding split by columns to the sequence, as
+// sequence parallelism wants) stops splitting the first before it splits
+// the second: a cut of the sequence first would leave each rank a
+// different sequence block to gather hidden columns from.
+// CHECK-LABEL: func.func @moves_axis(
+// CHECK: %[[E:.*]] = tsr.exp %{{.*}} : tensor<2x8x2xf32>
+// CHECK: %[[G:.*]] = tsr.all_gather %[[E]] {dim = 2 : i64, mesh_axes = ["tp"]{{.*}}} : (tensor<2x8x2xf32>) -> tensor<2x8x4xf32>
+// CHECK: %[[C:.*]] = tsr.local_shard %[[G]] {dim = 1 : i64, mesh_axes = ["tp"]} : (tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+// CHECK: tsr.tanh %[[C]] : tensor<2x4x4xf32>
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @moves_axis(%x: tensor<2x8x4xf32> {tsr.name = "x"}) -> tensor<2x8x4xf32> {
+    %e = tsr.exp %x {tsr.operand_shardings = [#tsr.sharding<[[], [], ["tp"]]>], tsr.sharding = [#tsr.sharding<[[], [], ["tp"]]>]} : tensor<2x8x4xf32>
+    %t = tsr.tanh %e {tsr.operand_shardings = [#tsr.sharding<[[], ["tp"], []]>], tsr.sharding = [#tsr.sharding<[[], ["tp"], []]>]} : tensor<2x8x4xf32>
+    return %t : tensor<2x8x4xf32>
+  }
+}
