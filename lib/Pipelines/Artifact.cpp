@@ -74,12 +74,25 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
         for (Attribute axis : cast<ArrayAttr>(dim))
           t.sharding.back().push_back(cast<StringAttr>(axis).str());
       }
-    if (auto shards = attrs.getAs<IntegerAttr>(tsr::attr::kShards)) {
+    // The whole tensor: the dp-unsharded value of a ZeRO shard, each
+    // dimension times the sizes of the mesh axes that split it.
+    auto shards = attrs.getAs<IntegerAttr>(tsr::attr::kShards);
+    if (shards)
       t.shards = shards.getInt();
+    if (shards || !t.sharding.empty()) {
       t.globalShape.assign(t.shape.begin(), t.shape.end());
-      if (auto global = attrs.getAs<DenseI64ArrayAttr>(tsr::attr::kGlobalShape))
+      if (auto global = attrs.getAs<DenseI64ArrayAttr>(tsr::attr::kGlobalShape);
+          global && shards)
         t.globalShape.assign(global.asArrayRef().begin(),
                              global.asArrayRef().end());
+      if (!t.sharding.empty()) {
+        auto mesh = tsr::getEnclosingMesh(where);
+        if (failed(mesh))
+          return failure();
+        for (auto [d, axes] : llvm::enumerate(t.sharding))
+          for (const std::string &axis : axes)
+            t.globalShape[d] *= mesh->getAxisSize(axis).value_or(1);
+      }
     }
   }
   return t;
@@ -134,8 +147,9 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
       }
       entry["sharding"] = std::move(dims);
     }
-    if (t.shards) {
+    if (t.shards)
       entry["shards"] = *t.shards;
+    if (t.shards || !t.sharding.empty()) {
       llvm::json::Array global;
       for (int64_t d : t.globalShape)
         global.push_back(d);

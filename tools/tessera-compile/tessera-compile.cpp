@@ -586,13 +586,6 @@ int main(int argc, char **argv) {
       return fail("malformed --mesh '" + meshSpec +
                   "' (expected AXIS=N[,AXIS=N] with AXIS dp or tp, each at "
                   "most once, N >= 1; e.g. dp=2,tp=2)");
-    // A training step with tp compiles (--emit=tsr shows it); an artifact
-    // of one would need the runtime to hold parameter blocks.
-    if (tensorParallel > 1 && mode == "train" && emit != "tsr")
-      return fail("--mesh tp=" + Twine(tensorParallel) +
-                  " with --mode=train: the runtime does not hold "
-                  "tensor-parallel parameter blocks for training yet (use "
-                  "--mode=grad, or --emit=tsr to see the step)");
     if (tensorParallel > 1 && mode == "infer")
       return fail("--mesh tp=" + Twine(tensorParallel) +
                   " needs --mode=grad or --mode=train");

@@ -39,13 +39,17 @@ struct ArtifactTensor {
   /// Param inputs holding running statistics (`tsr.statistics`), which
   /// training updates from batches rather than by gradient.
   bool statistics = false;
-  /// A flat ZeRO shard (`tsr.shards`): of a tensor of `globalShape`
-  /// (`tsr.global_shape`, else `shape`) split `shards` ways.
-  std::optional<int64_t> shards;
-  std::vector<int64_t> globalShape;
-  /// A block of a tensor-parallel value (`tsr.sharding`): per dimension,
-  /// the mesh axes it is split over; empty when the value is whole.
+  /// A block of a tensor-parallel value (`tsr.sharding`): per dimension of
+  /// `globalShape`, the mesh axes it is split over; empty when the value is
+  /// whole.
   std::vector<std::vector<std::string>> sharding;
+  /// A flat ZeRO shard over dp of the value's block (`tsr.shards`): the
+  /// number of shards.
+  std::optional<int64_t> shards;
+  /// For a split or sharded value, the whole tensor's shape (the block,
+  /// `tsr.global_shape` or `shape`, times the sizes of the axes that split
+  /// each dimension).
+  std::vector<int64_t> globalShape;
 };
 
 /// One collective of the per-rank program, numbered in program order.

@@ -71,6 +71,9 @@ struct TsrAccumulateGradientsPass
         b.getFunctionType(argTypes, microType.getResults()));
     step.setAllArgAttrs(micro.getAllArgAttrs());
     step.setAllResultAttrs(micro.getAllResultAttrs());
+    // Its arguments are the same blocks of split values.
+    if (Attribute axes = micro->getAttr(tsr::attr::kPartitioned))
+      step->setAttr(tsr::attr::kPartitioned, axes);
     // The micro-step keeps no attributes the manifest would read.
     micro.removeArgAttrsAttr();
     micro.removeResAttrsAttr();

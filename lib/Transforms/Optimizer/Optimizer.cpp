@@ -92,9 +92,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   }
 
   /// Adds a zero-initialized state argument of `type`; with `shardOf`, a
-  /// shard of a tensor of that global shape.
+  /// shard of a tensor of that global shape; with `sharding`, this rank's
+  /// block of a state split like its parameter.
   BlockArgument addState(Type type, const Twine &name,
-                         std::optional<ArrayRef<int64_t>> shardOf = {}) {
+                         std::optional<ArrayRef<int64_t>> shardOf = {},
+                         tsr::ShardingAttr sharding = {}) {
     OpBuilder b(func.getContext());
     unsigned index = func.getNumArguments();
     Attribute init = b.getF64FloatAttr(0.0);
@@ -105,6 +107,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
         b.getNamedAttr(tsr::attr::kInit, init)};
     if (shardOf)
       llvm::append_range(attrs, zero->stateAttrs(b, *shardOf));
+    if (sharding)
+      attrs.push_back(b.getNamedAttr(tsr::attr::kSharding, sharding));
     (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs),
                               func.getLoc());
     return func.getArgument(index);
@@ -185,10 +189,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   }
 
   /// The update of parameter `name` of shape `globalShape` (its value, or
-  /// this rank's shard of it, `p`); returns its new value.
+  /// this rank's shard of it, `p`), split over the mesh by `sharding` (its
+  /// element-wise states are split alike); returns its new value.
   Value update(GradientBuilder &g, Value p, StringRef name,
-               ArrayRef<int64_t> globalShape, Value grad, Value lr64,
-               Value t64) {
+               ArrayRef<int64_t> globalShape, tsr::ShardingAttr sharding,
+               Value grad, Value lr64, Value t64) {
     Type elem = getElementTypeOrSelf(p.getType());
     auto type = cast<RankedTensorType>(p.getType());
     auto s = [&](double v) { return g.scalar(elem, v); };
@@ -197,7 +202,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     auto state = [&](StringRef slot, Type stateType) {
       BlockArgument arg = addState(
           stateType, Twine(optimizer.getValue()) + "." + slot + "." + name,
-          std::optional(globalShape));
+          std::optional(globalShape), sharding);
       states.push_back({arg, Value()});
       return states.size() - 1;
     };
@@ -432,15 +437,21 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)
                                           ? func.getResultAttrDict(0)
                                           : b.getDictionaryAttr({})};
+    // A new value is laid out as the argument it updates.
     auto updated = [&](Value v, BlockArgument arg, tsr::Role role) {
       results.push_back(v);
-      attrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr(tsr::attr::kName,
-                          b.getStringAttr(argName(func, arg.getArgNumber()))),
-           b.getNamedAttr(tsr::attr::kRole,
-                          tsr::RoleAttr::get(b.getContext(), role)),
-           b.getNamedAttr(tsr::attr::kUpdates,
-                          b.getI64IntegerAttr(arg.getArgNumber()))}));
+      unsigned index = arg.getArgNumber();
+      SmallVector<NamedAttribute> attr{
+          b.getNamedAttr(tsr::attr::kName,
+                         b.getStringAttr(argName(func, index))),
+          b.getNamedAttr(tsr::attr::kRole,
+                         tsr::RoleAttr::get(b.getContext(), role)),
+          b.getNamedAttr(tsr::attr::kUpdates, b.getI64IntegerAttr(index))};
+      for (StringRef layout :
+           {tsr::attr::kSharding, tsr::attr::kShards, tsr::attr::kGlobalShape})
+        if (Attribute value = func.getArgAttr(index, layout))
+          attr.push_back(b.getNamedAttr(layout, value));
+      attrs.push_back(b.getDictionaryAttr(attr));
     };
     for (auto [entry, view] : llvm::zip(params, paramViews)) {
       auto [p, grad] = entry;
@@ -449,7 +460,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
               p.getArgNumber(), tsr::attr::kGlobalShape))
         full = full.clone(shape.asArrayRef());
-      Value next = update(g, view, name, full.getShape(), grad, lr64, t64);
+      Value next = update(g, view, name, full.getShape(),
+                          func.getArgAttrOfType<tsr::ShardingAttr>(
+                              p.getArgNumber(), tsr::attr::kSharding),
+                          grad, lr64, t64);
       // ZeRO 1 and 2 keep whole parameters on every rank.
       next = zero->nextParam(g, next, p, full, name);
       updated(next, p, tsr::Role::param);

@@ -27,6 +27,28 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
 
 // -----
 
+// A ZeRO shard (tsr.shards) is a flat piece of its tsr.global_shape, which
+// the sharding describes: here of the block [3, 4] of a [6, 4] split over
+// tp, sharded over dp.
+// CHECK-LABEL: func.func @zero_shard_of_block(
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2]>} {
+  func.func @zero_shard_of_block(%x: tensor<6xf32> {tsr.sharding = #tsr.sharding<[["tp"], []]>, tsr.shards = 2 : i64, tsr.global_shape = array<i64: 3, 4>}) -> (tensor<6xf32> {tsr.sharding = #tsr.sharding<[["tp"], []]>, tsr.shards = 2 : i64, tsr.global_shape = array<i64: 3, 4>}) attributes {tsr.partitioned = ["dp", "tp"]} {
+    return %x : tensor<6xf32>
+  }
+}
+
+// -----
+
+// Outside a partitioned function the global shape is the whole tensor.
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "tp"=2]>} {
+  // expected-error @+1 {{argument 0: dimension 1 (size 3) cannot be split into 2 equal blocks by #tsr.sharding<[[], ["tp"]]>}}
+  func.func @zero_shard_misfit(%x: tensor<3xf32> {tsr.sharding = #tsr.sharding<[[], ["tp"]]>, tsr.shards = 2 : i64, tsr.global_shape = array<i64: 2, 3>}) {
+    return
+  }
+}
+
+// -----
+
 // expected-error @+1 {{mesh axis 'tp' appears more than once in a sharding}}
 func.func private @twice() attributes {x.s = #tsr.sharding<[["tp"], ["tp"]]>}
 

@@ -52,3 +52,22 @@ func.func @main(%x: tensor<4x3xf32> {tsr.name = "x"},
   %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A partitioned step stays partitioned: its arguments are the same blocks
+// (w is 2 of the 4 columns a split over tp makes).
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>}
+// CHECK-SAME: attributes {tsr.partitioned = ["tp"]}
+module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
+  func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<[[], ["tp"]]>},
+                  %x: tensor<4x3xf32> {tsr.name = "x"})
+      -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+          tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>, tsr.sharding = #tsr.sharding<[[], ["tp"]]>})
+      attributes {tsr.partitioned = ["tp"]} {
+    %m = tsr.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+    %l = tsr.reduce_sum %m {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
+    return %l, %w : tensor<f32>, tensor<3x2xf32>
+  }
+}

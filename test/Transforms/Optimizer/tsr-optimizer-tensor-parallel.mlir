@@ -8,7 +8,14 @@
 // others. w is split over tp, b is whole (the same on every tp rank): the
 // clipping norm sums w's squares over tp once and adds b's; LAMB's trust
 // ratio sums over tp for w only.
+// The moments of w are blocks like w (so the runtime and checkpoints map
+// them to the whole tensor), those of b whole; the new values are laid out
+// as the arguments they update.
 // CHECK-LABEL: func.func @main(
+// CHECK-SAME: tensor<2x2xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "lamb.m.w", tsr.role = #tsr.role<state>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>}
+// CHECK-SAME: tensor<2x2xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "lamb.v.w", tsr.role = #tsr.role<state>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>}
+// CHECK-SAME: tensor<2xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "lamb.m.b", tsr.role = #tsr.role<state>}
+// CHECK-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<2x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\[\], \["tp"\]\]}}>, tsr.updates = 0 : i64}, tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>, tsr.updates = 1 : i64}
 // CHECK: %[[WSQ:.*]] = tsr.reduce_sum %{{.*}} : (tensor<2x2xf64>) -> tensor<f64>
 // CHECK: %[[BSQ:.*]] = tsr.reduce_sum %{{.*}} : (tensor<2xf64>) -> tensor<f64>
 // CHECK: %[[WALL:.*]] = tsr.all_reduce %[[WSQ]] {mesh_axes = ["tp"], serves = ["w"], tsr.reason = "a norm over the whole of w (split over tp)"} : (tensor<f64>) -> tensor<f64>

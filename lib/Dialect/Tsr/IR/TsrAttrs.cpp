@@ -328,12 +328,23 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
       return success();
     Type type = isResult ? function.getResultTypes()[index]
                          : function.getArgumentTypes()[index];
+    // A ZeRO shard (tsr.shards) is a flat piece of its tsr.global_shape,
+    // which the sharding describes.
+    DictionaryAttr attrs = isResult ? function.getResultAttrDict(index)
+                                    : function.getArgAttrDict(index);
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>(attr::kGlobalShape)
+                            : DenseI64ArrayAttr();
+        tensor && global && attrs.get(attr::kShards))
+      tensor = tensor.clone(global.asArrayRef());
+    type = tensor ? Type(tensor) : type;
     // In a partitioned function (tsr-sharding-partition) the value is
     // this rank's block: the whole one is that many blocks of it.
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    FailureOr<MeshAttr> mesh = getEnclosingMesh(op);
-    if (op->hasAttr(attr::kPartitioned) && tensor && succeeded(mesh) &&
+    if (op->hasAttr(attr::kPartitioned) && tensor &&
         sharding.getDims().size() == size_t(tensor.getRank())) {
+      FailureOr<MeshAttr> mesh = getEnclosingMesh(op);
+      if (failed(mesh))
+        return failure();
       SmallVector<int64_t> shape(tensor.getShape());
       for (auto [d, axes] : llvm::enumerate(sharding.getDims()))
         for (Attribute a : cast<ArrayAttr>(axes))
