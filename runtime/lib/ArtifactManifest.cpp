@@ -200,25 +200,27 @@ tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
   return checkInit(spec, at);
 }
 
-/// Parses "shards" and "global_shape" (inputs): a flat shard holds
-/// ceil(n / shards) elements of a tensor of n.
-tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
-                         TensorSpec &spec) {
+/// Parses "global_shape", "sharding" and "shards" against the mesh: a
+/// value split along dimensions of its global shape holds one block of it,
+/// and a flat shard of a block holds ceil(n / shards) of its n elements.
+tsr_status_t parseLayout(const Json &entry, const std::string &at,
+                         const Manifest &manifest, TensorSpec &spec) {
   bool hasShards = false;
   if (tsr_status_t s =
           optionalInteger(entry, "shards", at, 1, spec.shards, &hasShards))
     return s;
   const Json *global = findMember(entry, "global_shape");
-  if (!hasShards && !global) {
-    spec.globalShape = spec.shape;
+  const Json *sharding = findMember(entry, "sharding");
+  if (!hasShards && !global && !sharding) {
+    spec.globalShape = spec.blockShape = spec.shape;
     return TSR_OK;
   }
-  if (!isInput)
-    return fail(TSR_ERROR_PARSE,
-                at + ": shards and global_shape are only for inputs");
   if (!global || !global->is_array())
+    return fail(TSR_ERROR_PARSE, at + ": shards and sharding need a "
+                                      "global_shape array");
+  if (!hasShards && !sharding)
     return fail(TSR_ERROR_PARSE,
-                at + ": shards needs a global_shape array (and vice versa)");
+                at + ": global_shape needs shards or sharding");
   for (const Json &dim : *global) {
     int64_t size;
     if (!getInteger(dim, size) || size < 0)
@@ -231,13 +233,63 @@ tsr_status_t parseShards(const Json &entry, const std::string &at, bool isInput,
   if (tsr_status_t s = computeSizes(spec.dtype, spec.globalShape.data(),
                                     spec.globalShape.size(), count, bytes))
     return withContext(s, at + ".global_shape");
-  int64_t local = (count + spec.shards - 1) / spec.shards;
-  if (spec.shape != std::vector<int64_t>{local})
+  spec.blockShape = spec.globalShape;
+  if (sharding) {
+    if (!sharding->is_array() || sharding->size() != spec.globalShape.size())
+      return fail(TSR_ERROR_PARSE,
+                  at +
+                      ".sharding must hold one list of mesh axes per "
+                      "dimension of global_shape (" +
+                      std::to_string(spec.globalShape.size()) + ")");
+    std::vector<std::string> seen;
+    for (size_t d = 0; d < sharding->size(); ++d) {
+      const Json &axes = (*sharding)[d];
+      if (!axes.is_array())
+        return fail(TSR_ERROR_PARSE,
+                    at + ".sharding[" + std::to_string(d) +
+                        "] must be an array of mesh axis names");
+      int64_t parts = 1;
+      spec.sharding.emplace_back();
+      for (const Json &axis : axes) {
+        std::string name = axis.is_string() ? axis.get<std::string>() : "";
+        int64_t index = findMeshAxis(manifest, name);
+        if (index < 0)
+          return fail(TSR_ERROR_PARSE,
+                      at + ".sharding[" + std::to_string(d) + "]: " +
+                          (axis.is_string() ? "'" + name + "'"
+                                            : std::string("an entry")) +
+                          " is not an axis of mesh");
+        if (std::find(seen.begin(), seen.end(), name) != seen.end())
+          return fail(TSR_ERROR_PARSE, at + ".sharding: mesh axis '" + name +
+                                           "' splits two dimensions");
+        seen.push_back(name);
+        spec.sharding.back().push_back(name);
+        parts *= manifest.mesh[static_cast<size_t>(index)].second;
+      }
+      if (spec.globalShape[d] % parts != 0)
+        return fail(TSR_ERROR_PARSE,
+                    at + ".sharding: dimension " + std::to_string(d) +
+                        " of global_shape " + formatShape(spec.globalShape) +
+                        " cannot be split into " + std::to_string(parts) +
+                        " equal blocks");
+      spec.blockShape[d] /= parts;
+    }
+  }
+  std::vector<int64_t> local = spec.blockShape;
+  if (hasShards) {
+    computeSizes(spec.dtype, spec.blockShape.data(), spec.blockShape.size(),
+                 count, bytes);
+    local = {(count + spec.shards - 1) / spec.shards};
+  }
+  if (spec.shape != local)
     return fail(TSR_ERROR_PARSE,
-                at + ": a shard of " + formatShape(spec.globalShape) +
-                    " over " + std::to_string(spec.shards) +
-                    " ranks has shape [" + std::to_string(local) + "], not " +
-                    formatShape(spec.shape));
+                at + ": " +
+                    (hasShards ? "a shard over " + std::to_string(spec.shards) +
+                                     " ranks of the block "
+                               : std::string("the block ")) +
+                    formatShape(spec.blockShape) + " of " +
+                    formatShape(spec.globalShape) + " has shape " +
+                    formatShape(local) + ", not " + formatShape(spec.shape));
   return TSR_OK;
 }
 
@@ -356,9 +408,9 @@ tsr_status_t parsePlacement(const Json &entry, const std::string &at,
 
 /// Parses the list `key` of `program`, whose path is `at` ("programs[0]").
 tsr_status_t parseSpecs(const Json &program, const std::string &owner,
-                        const char *key, bool isInput,
-                        const std::string &target,
+                        const char *key, bool isInput, const Manifest &manifest,
                         std::vector<TensorSpec> &out) {
+  const std::string &target = manifest.target;
   const Json *list = findMember(program, key);
   if (!list)
     return fail(TSR_ERROR_PARSE,
@@ -401,7 +453,7 @@ tsr_status_t parseSpecs(const Json &program, const std::string &owner,
       return s;
     if (tsr_status_t s = parseRoleMembers(entry, at, isInput, spec))
       return s;
-    if (tsr_status_t s = parseShards(entry, at, isInput, spec))
+    if (tsr_status_t s = parseLayout(entry, at, manifest, spec))
       return s;
     if (tsr_status_t s = parsePlacement(entry, at, target, spec))
       return s;
@@ -500,10 +552,10 @@ tsr_status_t parsePrograms(const Json &root, Manifest &out) {
                                          "' is also " + where("programs", q) +
                                          "'s");
     if (tsr_status_t s =
-            parseSpecs(entry, at, "inputs", true, out.target, program.inputs))
+            parseSpecs(entry, at, "inputs", true, out, program.inputs))
       return s;
-    if (tsr_status_t s = parseSpecs(entry, at, "outputs", false, out.target,
-                                    program.outputs))
+    if (tsr_status_t s =
+            parseSpecs(entry, at, "outputs", false, out, program.outputs))
       return s;
     if (tsr_status_t s = checkOutputLinks(program, at))
       return s;
@@ -819,11 +871,12 @@ tsr_status_t tsr::parseManifest(const std::string &text, Manifest &out) {
     return fail(TSR_ERROR_PARSE, "library must not be empty");
   if (tsr_status_t s = requireString(root, "onnx", "", out.onnx, true))
     return s;
+  // The mesh first: the programs' tensors are split along its axes.
+  if (tsr_status_t s = parseParallel(root, out))
+    return s;
   if (tsr_status_t s = parsePrograms(root, out))
     return s;
   if (tsr_status_t s = parseSchedule(root, out))
-    return s;
-  if (tsr_status_t s = parseParallel(root, out))
     return s;
   if (out.mode != "train")
     return TSR_OK;

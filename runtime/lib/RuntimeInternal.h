@@ -41,10 +41,19 @@ struct TensorSpec {
   int64_t updates = -1;
   int64_t of = -1;
   double init = 0;
-  /// Inputs: 1, or N for a flat ZeRO shard of a tensor of `globalShape`
-  /// (row-major, zero-padded to N*c elements, rank r holds [r*c, (r+1)*c)).
-  int64_t shards = 1;
+  /// The whole tensor across every mesh axis (`shape` when it is neither
+  /// split nor sharded).
   std::vector<int64_t> globalShape;
+  /// Per dimension of `globalShape`, the mesh axes that split it into equal
+  /// blocks ("sharding"; empty when no dimension is split). This rank holds
+  /// the block at its coordinates: along a dimension split by axes a, b its
+  /// block index is coord(a) * size(b) + coord(b).
+  std::vector<std::vector<std::string>> sharding;
+  /// `globalShape` with every split dimension divided by its axes' sizes.
+  std::vector<int64_t> blockShape;
+  /// 1, or N for a flat ZeRO shard of the block over the dp axis (row-major,
+  /// zero-padded to N*c elements, dp rank r holds [r*c, (r+1)*c)).
+  int64_t shards = 1;
   /// Where its buffer must live ("placement", else the target's default).
   tsr_placement_t placement = TSR_PLACEMENT_HOST;
 };

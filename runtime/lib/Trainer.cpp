@@ -11,13 +11,16 @@
 // --train, the Python binding): steps, progress callbacks, periodic and
 // final saves of the ONNX model and of checkpoints.
 //
-// On a mesh every rank runs a trainer. The training state is sharded along
-// the dp axis only (ZeRO-3 params hold the rank's flat shard of their
-// initializer), so ranks that differ only on other axes hold the same
-// values, and those with coordinate 0 on every other axis save it: saving
-// the ONNX model or a checkpoint is collective over the whole mesh (world
-// rank 0 writes the model; each saving rank writes its checkpoint shard,
-// rank 0 commits).
+// On a mesh every rank runs a trainer. A param or state that the manifest
+// splits ("sharding", tensor parallelism) holds this rank's block of the
+// whole tensor; under ZeRO it holds the rank's flat dp shard of its block
+// (or of the whole tensor when nothing splits it). Params start as that
+// part of their initializer. Saving the ONNX model or a checkpoint is
+// collective over the whole mesh: blocks and shards are gathered, world
+// rank 0 writes the model, and checkpoints hold the layout of a run without
+// tensor parallelism (whole tensors, or flat over dp), written by the ranks
+// with coordinate 0 on every axis but dp (rank 0 commits), so that a run on
+// any mesh resumes them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +122,151 @@ void clearData(TensorProto &proto) {
   proto.clear_uint64_data();
 }
 
+//===----------------------------------------------------------------------===//
+// Layouts: whole tensors, tensor-parallel blocks and ZeRO shards
+//===----------------------------------------------------------------------===//
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The group mask of the mesh axes that split `spec` (0 if none).
+int64_t splitGroup(const Manifest &manifest, const TensorSpec &spec) {
+  int64_t mask = 0;
+  for (const std::vector<std::string> &axes : spec.sharding)
+    for (const std::string &axis : axes)
+      mask |= int64_t(1) << findMeshAxis(manifest, axis);
+  return mask;
+}
+
+/// The block index along every dimension of `spec`'s global shape of the
+/// rank with coordinate `coords[i]` on mesh axis i.
+std::vector<int64_t> blockIndex(const Manifest &manifest,
+                                const TensorSpec &spec,
+                                const std::vector<int64_t> &coords) {
+  std::vector<int64_t> index(spec.globalShape.size(), 0);
+  for (size_t d = 0; d < spec.sharding.size(); ++d)
+    for (const std::string &axis : spec.sharding[d]) {
+      auto i = static_cast<size_t>(findMeshAxis(manifest, axis));
+      index[d] = index[d] * manifest.mesh[i].second + coords[i];
+    }
+  return index;
+}
+
+/// Copies block `index` of a row-major tensor of `global` (blocks of
+/// `block`, rank >= 1) between the whole tensor and a buffer of the block:
+/// out of `from` (the whole tensor) into `to` (the block), or, with
+/// `intoWhole`, from the block into the whole tensor.
+void copyBlock(const std::vector<int64_t> &global,
+               const std::vector<int64_t> &block,
+               const std::vector<int64_t> &index, size_t elementSize,
+               const char *from, char *to, bool intoWhole) {
+  if (product(block) == 0)
+    return;
+  size_t rank = global.size();
+  // Rows of the block along its last dimension are contiguous in both.
+  size_t row = static_cast<size_t>(block[rank - 1]) * elementSize;
+  std::vector<int64_t> stride(rank, 1), at(rank, 0);
+  for (size_t d = rank - 1; d > 0; --d)
+    stride[d - 1] = stride[d] * global[d];
+  int64_t rows = product(block) / block[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d)
+      offset += (index[d] * block[d] + at[d]) * stride[d];
+    size_t inWhole = static_cast<size_t>(offset) * elementSize;
+    size_t inBlock = static_cast<size_t>(r) * row;
+    std::memcpy(to + (intoWhole ? inWhole : inBlock),
+                from + (intoWhole ? inBlock : inWhole), row);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++at[d] < block[d])
+        break;
+      at[d] = 0;
+    }
+  }
+}
+
+/// This rank's coordinate on every mesh axis.
+std::vector<int64_t> meshCoordinates(const Manifest &manifest) {
+  std::vector<int64_t> coords;
+  for (size_t i = 0; i < manifest.mesh.size(); ++i)
+    coords.push_back(tsrt_axis_rank(int64_t(1) << i));
+  return coords;
+}
+
+/// Fills `out` (the local buffer of `spec`) from the whole tensor: this
+/// rank's block, then its dp shard of the block (zero-padded).
+void localFromWhole(const tsr_trainer &trainer, const TensorSpec &spec,
+                    const char *whole, char *out) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  size_t elementSize = tsr_dtype_size(spec.dtype);
+  std::string blockBytes;
+  const char *block = whole;
+  if (!spec.sharding.empty()) {
+    blockBytes.resize(static_cast<size_t>(product(spec.blockShape)) *
+                      elementSize);
+    copyBlock(spec.globalShape, spec.blockShape,
+              blockIndex(manifest, spec, meshCoordinates(manifest)),
+              elementSize, whole, blockBytes.data(), /*intoWhole=*/false);
+    block = blockBytes.data();
+  }
+  int64_t numel = product(spec.blockShape);
+  int64_t local = product(spec.shape);
+  int64_t begin = spec.shards > 1 ? std::min(numel, trainer.dpRank * local) : 0;
+  int64_t end = std::min(numel, begin + local);
+  std::memset(out, 0, static_cast<size_t>(local) * elementSize);
+  std::memcpy(out, block + begin * elementSize,
+              static_cast<size_t>(end - begin) * elementSize);
+}
+
+/// The whole tensor of input `index`, gathered from the dp shards of its
+/// block and the blocks of the ranks along its split axes (collective over
+/// those axes: every rank calls it, in the same order).
+std::string wholeValue(const tsr_trainer &trainer, size_t index) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  const TensorSpec &spec = manifest.inputs[index];
+  const tsr_tensor &tensor = *trainer.inputs[index];
+  size_t elementSize = tsr_dtype_size(spec.dtype);
+  size_t blockBytes =
+      static_cast<size_t>(product(spec.blockShape)) * elementSize;
+  std::string block;
+  if (spec.shards > 1) {
+    block.resize(tensor.byteSize * static_cast<size_t>(trainer.dpSize));
+    tsrt_all_gather(-1, trainer.dpGroup, tensor.data, block.data(),
+                    tensor.numElements, tensor.dtype, nullptr);
+    block.resize(blockBytes);
+  } else {
+    block.assign(static_cast<const char *>(tensor.data), tensor.byteSize);
+  }
+  if (spec.sharding.empty())
+    return block;
+  // The group's ranks in its order: row-major over its axes in mesh order.
+  int64_t group = splitGroup(manifest, spec);
+  int64_t size = tsrt_axis_size(group);
+  std::string blocks(blockBytes * static_cast<size_t>(size), '\0');
+  tsrt_all_gather(-1, group, block.data(), blocks.data(),
+                  product(spec.blockShape), spec.dtype, nullptr);
+  std::string whole(
+      static_cast<size_t>(product(spec.globalShape)) * elementSize, '\0');
+  std::vector<int64_t> coords(manifest.mesh.size(), 0);
+  for (int64_t g = 0; g < size; ++g) {
+    int64_t rest = g;
+    for (size_t i = manifest.mesh.size(); i-- > 0;)
+      if (group & (int64_t(1) << i)) {
+        coords[i] = rest % manifest.mesh[i].second;
+        rest /= manifest.mesh[i].second;
+      }
+    copyBlock(spec.globalShape, spec.blockShape,
+              blockIndex(manifest, spec, coords), elementSize,
+              blocks.data() + static_cast<size_t>(g) * blockBytes, whole.data(),
+              /*intoWhole=*/true);
+  }
+  return whole;
+}
+
 /// Copies the initializer named like param input `index` into its tensor.
 tsr_status_t loadParam(tsr_trainer &trainer, size_t index) {
   const TensorSpec &spec = trainer.artifact->manifest.inputs[index];
@@ -143,17 +291,10 @@ tsr_status_t loadParam(tsr_trainer &trainer, size_t index) {
                       tsr_dtype_name(value->dtype) + formatShape(value->shape) +
                       " but " + what + " is " + tsr_dtype_name(spec.dtype) +
                       formatShape(spec.globalShape));
-    // A ZeRO-3 shard: elements [r*c, (r+1)*c) of the flat initializer, the
-    // padding past its end zero (the tensor is zero-filled).
-    size_t elementSize = tsr_dtype_size(spec.dtype);
-    int64_t local = trainer.inputs[index]->numElements;
-    int64_t begin = spec.shards > 1
-                        ? std::min(value->numElements, trainer.dpRank * local)
-                        : 0;
-    int64_t end = std::min(value->numElements, begin + local);
-    std::memcpy(trainer.inputs[index]->data,
-                static_cast<const char *>(value->data) + begin * elementSize,
-                static_cast<size_t>(end - begin) * elementSize);
+    // This rank's block of a split param; of a ZeRO-3 param its elements
+    // [r*c, (r+1)*c), the padding past the end zero.
+    localFromWhole(trainer, spec, static_cast<const char *>(value->data),
+                   static_cast<char *>(trainer.inputs[index]->data));
     clearData(proto);
     trainer.params.emplace_back(index, k);
     return TSR_OK;
@@ -343,25 +484,11 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
   if (tsr_status_t s = checkSave(trainer))
     return s;
   // Lend the params' current values to the model for serializing only;
-  // every rank gathers ZeRO-3 shards, rank 0 writes.
+  // every rank gathers ZeRO-3 shards and tensor-parallel blocks, rank 0
+  // writes.
   onnx::GraphProto *graph = trainer.model->mutable_graph();
-  const auto &specs = trainer.artifact->manifest.inputs;
-  for (const auto &[input, k] : trainer.params) {
-    const tsr_tensor &tensor = *trainer.inputs[input];
-    if (specs[input].shards == 1) {
-      graph->mutable_initializer(k)->set_raw_data(tensor.data, tensor.byteSize);
-      continue;
-    }
-    std::string whole(tensor.byteSize * trainer.dpSize, '\0');
-    tsrt_all_gather(-1, trainer.dpGroup, tensor.data, whole.data(),
-                    tensor.numElements, tensor.dtype, nullptr);
-    int64_t count = 0;
-    size_t bytes = 0;
-    computeSizes(tensor.dtype, specs[input].globalShape.data(),
-                 specs[input].globalShape.size(), count, bytes);
-    whole.resize(bytes);
-    graph->mutable_initializer(k)->set_raw_data(std::move(whole));
-  }
+  for (const auto &[input, k] : trainer.params)
+    graph->mutable_initializer(k)->set_raw_data(wholeValue(trainer, input));
   if (!trainer.saves || trainer.dpRank != 0) {
     for (const auto &[input, k] : trainer.params)
       graph->mutable_initializer(k)->clear_raw_data();
@@ -442,13 +569,36 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
   meta.world_size = trainer.dpSize;
   meta.mesh = mesh.c_str();
   meta.zero_stage = static_cast<int>(manifest.zero);
+  // A checkpoint holds the layout of a run without tensor parallelism
+  // (replicated, or flat over dp), so that any mesh can resume it: the
+  // blocks of a split tensor are gathered, and a saving rank keeps its dp
+  // shard of the whole tensor.
   std::vector<tsr_checkpoint_tensor_t> tensors;
   std::vector<const void *> data;
+  std::vector<std::string> gathered;
+  gathered.reserve(manifest.inputs.size());
   for (size_t i : stateInputs(trainer)) {
     const TensorSpec &spec = manifest.inputs[i];
     tensors.push_back({spec.name.c_str(), spec.dtype, spec.globalShape.size(),
                        spec.globalShape.data(), spec.shards});
-    data.push_back(trainer.inputs[i]->data);
+    if (spec.sharding.empty()) {
+      data.push_back(trainer.inputs[i]->data);
+      continue;
+    }
+    std::string whole = wholeValue(trainer, i);
+    if (spec.shards > 1) {
+      size_t elementSize = tsr_dtype_size(spec.dtype);
+      int64_t numel = product(spec.globalShape);
+      int64_t local = tsr_checkpoint_local_elements(numel, spec.shards);
+      int64_t begin = std::min(numel, trainer.dpRank * local);
+      int64_t end = std::min(numel, begin + local);
+      std::string shard(static_cast<size_t>(local) * elementSize, '\0');
+      std::memcpy(shard.data(), whole.data() + begin * elementSize,
+                  static_cast<size_t>(end - begin) * elementSize);
+      whole = std::move(shard);
+    }
+    gathered.push_back(std::move(whole));
+    data.push_back(gathered.back().data());
   }
   if (status == TSR_OK && trainer.saves)
     status = tsr_checkpoint_write_shard(dir.c_str(), trainer.dpRank,
@@ -512,11 +662,21 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
   for (size_t i : inputs) {
     const TensorSpec &spec = manifest.inputs[i];
     std::string value(trainer.inputs[i]->byteSize, '\0');
+    // A split tensor is read whole, then cut into this rank's block.
+    bool split = !spec.sharding.empty();
+    std::string whole(split ? static_cast<size_t>(product(spec.globalShape)) *
+                                  tsr_dtype_size(spec.dtype)
+                            : 0,
+                      '\0');
     if (tsr_status_t s = tsr_checkpoint_read_tensor(
             checkpoint.get(), spec.name.c_str(), spec.dtype,
-            spec.globalShape.size(), spec.globalShape.data(), spec.shards,
-            trainer.dpRank, value.data(), value.size()))
+            spec.globalShape.size(), spec.globalShape.data(),
+            split ? 1 : spec.shards, split ? 0 : trainer.dpRank,
+            split ? whole.data() : value.data(),
+            split ? whole.size() : value.size()))
       return s;
+    if (split)
+      localFromWhole(trainer, spec, whole.data(), value.data());
     values.push_back(std::move(value));
   }
   step = meta.step;

@@ -414,6 +414,75 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
   EXPECT_EQ(info.of, 5);
 }
 
+// A param split over tp holds a block of its whole tensor ("sharding" per
+// dimension of "global_shape"), under ZeRO a flat dp shard of that block.
+TEST(TrainManifest, ReadsAndChecksSplitLayouts) {
+  std::string dir = scratchDir();
+  std::string linear =
+      replaced(readManifest(TSR_TEST_LINEAR_ARTIFACT), R"("target": "cpu",)",
+               R"("target": "cpu", "mesh": [{"name": "dp", "size": 2},
+                  {"name": "tp", "size": 2}],)");
+  linear = replaced(linear, R"("micro_batches": 2)",
+                    R"("micro_batches": 2, "global_batch_size": 8)");
+  const std::string w =
+      R"({"name": "w", "dtype": "float32", "shape": [2], "role": "param"})";
+  auto withW = [&](const std::string &entry) {
+    return replaced(linear, w, entry);
+  };
+  // w: the block [3] of a whole [6] on tp, flat over dp: 2 elements.
+  std::string split =
+      withW(R"({"name": "w", "dtype": "float32", "shape": [2], )"
+            R"("role": "param", "sharding": [["tp"]], "global_shape": [6], )"
+            R"("shards": 2})");
+  ArtifactPtr artifact =
+      loadArtifact(artifactWithManifest(dir, split, TSR_TEST_LINEAR_ARTIFACT));
+  ASSERT_TRUE(artifact) << tsr_last_error();
+  tsr_tensor_info_t info;
+  ASSERT_EQ(tsr_artifact_input_info(artifact.get(), 0, &info), TSR_OK);
+  EXPECT_EQ(info.shards, 2);
+  ASSERT_EQ(info.global_rank, 1u);
+  EXPECT_EQ(info.global_shape[0], 6);
+
+  auto expectLoadError = [&](const std::string &entry,
+                             const std::string &needle) {
+    std::string art =
+        artifactWithManifest(dir, withW(entry), TSR_TEST_LINEAR_ARTIFACT);
+    tsr_artifact_t *loaded = nullptr;
+    EXPECT_EQ(tsr_artifact_load(art.c_str(), &loaded), TSR_ERROR_PARSE)
+        << needle;
+    EXPECT_EQ(loaded, nullptr);
+    expectLastError(art + "/manifest.json: programs[0].inputs[0]" + needle);
+  };
+  const std::string head =
+      R"({"name": "w", "dtype": "float32", "role": "param", )";
+  expectLoadError(head + R"("shape": [2], "sharding": [["tp"]]})",
+                  ": shards and sharding need a global_shape array");
+  expectLoadError(head + R"("shape": [2], "global_shape": [4]})",
+                  ": global_shape needs shards or sharding");
+  expectLoadError(
+      head + R"("shape": [2], "sharding": [["tp"], []], "global_shape": [4]})",
+      ".sharding must hold one list of mesh axes per dimension of "
+      "global_shape (1)");
+  expectLoadError(head +
+                      R"("shape": [2], "sharding": [["ep"]], "global_shape": )"
+                      R"([4]})",
+                  ".sharding[0]: 'ep' is not an axis of mesh");
+  expectLoadError(head + R"("shape": [2, 2], "sharding": [["tp"], ["tp"]], )"
+                         R"("global_shape": [4, 4]})",
+                  ".sharding: mesh axis 'tp' splits two dimensions");
+  expectLoadError(
+      head + R"("shape": [2], "sharding": [["tp"]], "global_shape": [5]})",
+      ".sharding: dimension 0 of global_shape [5] cannot be split into 2 "
+      "equal blocks");
+  expectLoadError(
+      head + R"("shape": [3], "sharding": [["tp"]], "global_shape": [4]})",
+      ": the block [2] of [4] has shape [2], not [3]");
+  expectLoadError(head + R"("shape": [3], "sharding": [["dp", "tp"]], )"
+                         R"("global_shape": [8], "shards": 2})",
+                  ": a shard over 2 ranks of the block [2] of [8] has shape "
+                  "[1], not [3]");
+}
+
 //===----------------------------------------------------------------------===//
 // Datasets
 //===----------------------------------------------------------------------===//

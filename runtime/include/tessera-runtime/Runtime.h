@@ -213,10 +213,12 @@ typedef struct tsr_tensor_info_t {
   int64_t of;
   /* A state input: the value of every element before the first step. */
   double init;
-  /* Inputs: 1, or N when the input is this rank's flat ZeRO shard of a
-   * tensor of `global_shape` (row-major, zero-padded to N*c elements with
-   * c = ceil(elements / N); rank r holds [r*c, (r+1)*c)). `global_shape`
-   * equals `shape` when shards is 1. */
+  /* The whole tensor of which this rank holds a part: `global_shape` equals
+   * `shape` unless the manifest splits the value over mesh axes (its
+   * "sharding": the rank holds a block) or shards it. `shards` is 1, or N
+   * when the rank holds a flat ZeRO shard over dp of its block (row-major,
+   * zero-padded to N*c elements with c = ceil(elements / N); dp rank r
+   * holds [r*c, (r+1)*c)). docs/runtime.md has the layout. */
   int64_t shards;
   size_t global_rank;
   const int64_t *global_shape;
