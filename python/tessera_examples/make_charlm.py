@@ -35,6 +35,7 @@ Files written to DIR:
     the token streams ``tessera-run --train --data`` reads.
 ``charlm.json``
     The model's configuration (batch, seq, layers, d_model, heads, vocab,
+    vocab_rows: the vocabulary rounded up by --pad-vocab,
     number of parameters) and the corpus it was built from.
 
 The corpus defaults to the regular files (not the symbolic links) directly
@@ -49,7 +50,8 @@ windows; the script prints the mean cross-entropy of each beside ln(vocab).
 Usage::
 
     python make_charlm.py --out DIR [--seq 64] [--batch 16] [--layers 2]
-                          [--d-model 64] [--heads 4] [--corpus PATH] [--no-verify]
+                          [--d-model 64] [--heads 4] [--pad-vocab 1]
+                          [--corpus PATH] [--no-verify]
 """
 
 from __future__ import annotations
@@ -207,10 +209,14 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=DEFAULT_CORPUS, metavar="PATH",
                     help="a text file, or a directory whose regular files are concatenated "
                     f"in name order (default {DEFAULT_CORPUS})")
+    ap.add_argument("--pad-vocab", type=int, default=1, metavar="N",
+                    help="round the embedding rows and LM head columns up to a multiple of N, "
+                    "as Megatron-LM's --make-vocab-size-divisible-by does so that tensor "
+                    "parallelism can split them (the extra ids never occur; default 1)")
     ap.add_argument("--no-verify", action="store_true",
                     help="skip the onnxruntime check (onnx.checker still runs)")
     args = ap.parse_args(argv)
-    for flag in ("seq", "batch", "layers", "d_model", "heads"):
+    for flag in ("seq", "batch", "layers", "d_model", "heads", "pad_vocab"):
         if getattr(args, flag) < 1:
             ap.error(f"--{flag.replace('_', '-')} must be at least 1")
 
@@ -223,8 +229,9 @@ def main(argv=None) -> int:
         ap.error(f"{args.corpus}: too small for one window of {args.seq} tokens")
 
     rng = np.random.default_rng(SEED)
+    rows = -(-len(vocab) // args.pad_vocab) * args.pad_vocab
     model = make_charlm(rng, batch_size=args.batch, seq=args.seq, layers=args.layers,
-                        d_model=args.d_model, heads=args.heads, vocab=len(vocab))
+                        d_model=args.d_model, heads=args.heads, vocab=rows)
     onnx.checker.check_model(model, full_check=True)
 
     os.makedirs(args.out, exist_ok=True)
@@ -239,6 +246,7 @@ def main(argv=None) -> int:
     config = {
         "batch": args.batch, "seq": args.seq, "layers": args.layers,
         "d_model": args.d_model, "heads": args.heads, "vocab": len(vocab),
+        "vocab_rows": rows,
         "parameters": params, "seed": SEED,
         "corpus": [os.path.abspath(f) for f in corpus_files(args.corpus)],
         "train_tokens": int(len(train)), "valid_tokens": int(len(valid)),
@@ -251,7 +259,7 @@ def main(argv=None) -> int:
           f"({len(vocab)} characters), tokens.bin ({len(train)} tokens), valid.bin "
           f"({len(valid)} tokens)")
     if not args.no_verify:
-        print(verify_with_onnxruntime(path, train, args.batch, args.seq, len(vocab), rng))
+        print(verify_with_onnxruntime(path, train, args.batch, args.seq, rows, rng))
     return 0
 
 
