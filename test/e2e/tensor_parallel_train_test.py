@@ -18,7 +18,8 @@ The oracle is the single-process run of the same global batch. Checked:
 1. Losses: for tp=2, tp=4 and dp=2 x tp=2, each with and without
    --sequence-parallel, the last with ZeRO 0 and 3 (ZeRO shards over dp
    only), every step's loss (rank 0's --log-json) equals the single run's
-   to 1e-5 relative. Also, on the character LM, dp=2 x tp=2 with ZeRO-3 and
+   to 1e-5 relative. Also, on the character LM, dp=2 x tp=2 with ZeRO 1
+   and 2, with ZeRO-3 and
    2 micro-batches (gradient accumulation), and dp=2 x tp=2 with sequence
    parallelism, LAMB and --clip-grad-norm=0.5 (norms over every shard:
    LAMB's per-parameter trust ratios and the global clipping norm sum the
@@ -199,6 +200,8 @@ def main():
         for name, flags in meshes.items():
             jobs[(model, name)] = flags
             jobs[(model, name + "sp")] = flags + ("--sequence-parallel",)
+    for zero in (1, 2):  # sharded optimizer state, and gradients
+        jobs[("charlm", f"dp2tp2z{zero}")] = ("--mesh", "dp=2,tp=2", f"--zero={zero}")
     jobs[("charlm", "dp2tp2z3micro")] = meshes["dp2tp2z3"] + ("--micro-batches=2",)
     lamb = ("--optimizer=lamb", "--clip-grad-norm=0.5")
     jobs[("charlm", "single-lamb")] = lamb
