@@ -781,7 +781,8 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
     // Views: reshapes (where bufferization can express them as one),
     // slices with positive steps (and a rank's block of a tensor), and ops
     // that forward their operand.
-    if (isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp>(op)) {
+    if (isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp,
+            tsr::RematBarrierOp>(op)) {
       Value of = op.getOperand(0);
       p.view(op.getResult(0), of, p.stridesOf(of), p.offsetOf(of));
       continue;

@@ -39,4 +39,9 @@ void mlir::tessera::buildTrainingPipeline(
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  // Last: the recomputations start at barriers, which CSE respects.
+  if (options.remat.policy != "none") {
+    pm.addPass(createTsrRematPlan(options.remat));
+    pm.addPass(createTsrRemat());
+  }
 }

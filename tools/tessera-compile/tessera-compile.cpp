@@ -20,6 +20,7 @@
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Dialect/Tsr/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
 #include "tessera/Dialect/Tsrt/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Import/ONNX/Import.h"
@@ -125,6 +126,12 @@ static cl::opt<int64_t>
     microBatches("micro-batches",
                  cl::desc("Gradient accumulation: micro-batches per step"),
                  cl::init(1), cl::cat(trainCat));
+static cl::opt<std::string>
+    remat("remat",
+          cl::desc("Recompute saved activations in the backward pass: none, "
+                   "selective (the attention core) or full (all but the "
+                   "normalizations' inputs)"),
+          cl::init("none"), cl::cat(trainCat));
 static cl::opt<std::string>
     meshSpec("mesh",
              cl::desc("Device mesh of the step, e.g. dp=4 or dp=2,tp=2 (the "
@@ -325,6 +332,7 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.trainable.assign(trainable.begin(), trainable.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
+  options.remat.policy = remat;
   if (tensorParallel > 1) {
     tessera::TsrShardingPropagationOptions tp;
     tp.axis = "tp";
@@ -600,6 +608,11 @@ int main(int argc, char **argv) {
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
                   ")");
   }
+  if (remat != "none" && remat != "selective" && remat != "full")
+    return fail("--remat=" + remat +
+                " is not a policy (none, selective or full)");
+  if (remat != "none" && !training)
+    return fail("--remat needs --mode=grad or --mode=train");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
   if (!shardPins.empty() && tensorParallel < 2)
@@ -646,6 +659,7 @@ int main(int argc, char **argv) {
   tessera::registerGradientRules(registry);
   mlir::tessera::registerShardingRules(registry);
   tsrt::registerBufferizableOpInterfaceExternalModels(registry);
+  tsr::registerBufferizableOpInterfaceExternalModels(registry);
   MLIRContext context(registry);
   // Diagnostics name the model and the node; a dump of the IR is noise.
   context.printOpOnDiagnostic(false);

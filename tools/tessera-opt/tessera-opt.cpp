@@ -14,6 +14,7 @@
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
 #include "tessera/Dialect/Tsrt/Transforms/BufferizableOpInterfaceImpl.h"
 #include "tessera/Import/ONNX/Passes.h"
@@ -23,6 +24,7 @@
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
+#include "tessera/Transforms/Remat/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -36,11 +38,13 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraOnnxImportPasses();
   mlir::tessera::registerTesseraAutodiffPasses();
   mlir::tessera::registerTesseraOptimizerPasses();
+  mlir::tessera::registerTesseraRematPasses();
   mlir::tessera::registerTesseraParallelPasses();
   mlir::tessera::registerTesseraAnalysisPasses();
   mlir::tessera::registerGradientRules(registry);
   mlir::tessera::registerShardingRules(registry);
   mlir::tsrt::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tsr::registerBufferizableOpInterfaceExternalModels(registry);
   registry.insert<mlir::tsr::TsrDialect, mlir::tsrt::TsrtDialect,
                   mlir::onnx_generic::OnnxDialect>();
   return mlir::asMainReturnCode(

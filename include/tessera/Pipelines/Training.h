@@ -2,7 +2,8 @@
 //
 // From an imported model (trainable initializers as `tsr.role = "param"`
 // arguments) to a training step or a loss-and-gradient function, still in
-// tsr: loss → autodiff → gradient accumulation → optimizer update.
+// tsr: loss → autodiff → gradient accumulation → optimizer update →
+// rematerialization.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSERA_PIPELINES_TRAINING_H
@@ -12,6 +13,7 @@
 #include "tessera/Transforms/Autodiff/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
+#include "tessera/Transforms/Remat/Passes.h"
 
 namespace mlir::tessera {
 
@@ -29,6 +31,8 @@ struct TrainingPipelineOptions {
   std::optional<TsrBatchNormStatisticsOptions> batchNorm;
   /// Absent: stop after the gradients (`--mode=grad`).
   std::optional<TsrOptimizerOptions> optimizer;
+  /// Which saved activations the backward pass recomputes.
+  TsrRematPlanOptions remat;
 };
 
 /// Adds the training passes, in order, to `pm` (on the module).

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Dialect/Tsrt/IR/TsrtDialect.h"
 
 namespace mlir::tessera {
@@ -40,6 +41,9 @@ struct TsrToLinalgPass : mlir::tessera::impl::TsrToLinalgBase<TsrToLinalgPass> {
                            linalg::LinalgDialect, math::MathDialect,
                            scf::SCFDialect, tensor::TensorDialect,
                            tsrt::TsrtDialect>();
+    // Recomputations start at barriers, which only bufferization removes
+    // (RematBarrier.cpp): CSE runs in between.
+    target.addLegalOp<tsr::RematBarrierOp>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
       return converter.isSignatureLegal(op.getFunctionType()) &&
              converter.isLegal(&op.getBody());

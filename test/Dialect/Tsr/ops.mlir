@@ -243,3 +243,12 @@ func.func @training(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<10xf32>,
   %5 = tsr.stop_gradient %x : tensor<4x10xf32>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @remat_barrier(
+// CHECK: tsr.remat_barrier %{{.*}} : tensor<2x3xf32>
+func.func @remat_barrier(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y = tsr.remat_barrier %x : tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}

@@ -486,10 +486,18 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
                << ", which is not a function of the module";
     return success();
   }
+  if (name == attr::kRemat) {
+    auto choice = dyn_cast<StringAttr>(value);
+    if (!choice || choice.getValue() != "recompute")
+      return op->emitOpError("attribute '")
+             << name << "' must be \"recompute\", got " << value;
+    return success();
+  }
   return op->emitOpError("has unknown attribute '")
          << name << "' (known on ops: " << attr::kMesh << ", " << attr::kZero
          << ", " << attr::kFrozen << ", " << attr::kBackward << ", "
-         << attr::kPeakAllocBytes << ", " << attr::kSchedule << ", "
-         << attr::kSharding << ", " << attr::kOperandShardings << ", "
-         << attr::kPartitioned << ", " << attr::kReason << ")";
+         << attr::kRemat << ", " << attr::kPeakAllocBytes << ", "
+         << attr::kSchedule << ", " << attr::kSharding << ", "
+         << attr::kOperandShardings << ", " << attr::kPartitioned << ", "
+         << attr::kReason << ")";
 }

@@ -49,6 +49,10 @@ inline constexpr llvm::StringLiteral kOperandShardings =
 inline constexpr llvm::StringLiteral kReason = "tsr.reason";
 /// Built by tsr-autodiff: part of the backward pass (a unit attribute).
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
+/// On a forward op, from tsr-remat-plan: "recompute" if the backward pass
+/// recomputes the results it reads rather than keeping them (tsr-remat
+/// clones the op there).
+inline constexpr llvm::StringLiteral kRemat = "tsr.remat";
 
 // On a function.
 /// The initializers that training leaves frozen, each with the reason

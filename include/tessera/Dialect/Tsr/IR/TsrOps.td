@@ -641,6 +641,31 @@ def Tsr_StopGradientOp : Tsr_BaseOp<"stop_gradient", [SameOperandsAndResultType]
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
+def Tsr_RematBarrierOp : Tsr_Op<"remat_barrier", [Pure,
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Tsr_CostOpInterface,
+                              ["getFlops", "getBytesAccessed"]>]> {
+  let summary = "identity that starts a recomputation";
+  let description = [{
+    Returns its operand. `tsr-remat` passes every value that a recomputed
+    forward op reads through one, so that common-subexpression elimination
+    cannot merge the recomputation with the forward op it repeats (which
+    would keep the forward value alive until the backward pass and undo the
+    saving: JAX's `optimization_barrier` does the same for `jax.remat`). It
+    has no folder; `tsr-to-linalg` keeps it, and one-shot bufferization
+    makes its result its operand's buffer (no copy, no cost).
+
+    Example:
+
+    ```mlir
+    %k = tsr.remat_barrier %x : tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Tsr_Tensor:$x);
+  let results = (outs Tsr_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 include "tessera/Dialect/Tsr/IR/TsrGradOps.td"
 include "tessera/Dialect/Tsr/IR/TsrCommOps.td"
 #endif // TESSERA_DIALECT_TSR_TSROPS_TD

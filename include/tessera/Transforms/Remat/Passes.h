@@ -1,0 +1,15 @@
+//===- Passes.h - Rematerialization ------------------------------*- C++
+//-*-===//
+#ifndef TESSERA_TRANSFORMS_REMAT_PASSES_H
+#define TESSERA_TRANSFORMS_REMAT_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DECL
+#include "tessera/Transforms/Remat/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "tessera/Transforms/Remat/Passes.h.inc"
+} // namespace mlir::tessera
+
+#endif // TESSERA_TRANSFORMS_REMAT_PASSES_H

@@ -1,0 +1,96 @@
+//===- Passes.td - Rematerialization -------------------------*- tablegen -*-===//
+#ifndef TESSERA_TRANSFORMS_REMAT_PASSES_TD
+#define TESSERA_TRANSFORMS_REMAT_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
+  let summary = "Decide which saved activations the backward pass recomputes";
+  let description = [{
+    The decide half of rematerialization (attributes only). In every
+    function that `tsr-autodiff` differentiated, a forward value is *saved*
+    when a backward op (`tsr.backward`) reads it: it stays alive from the
+    forward pass to the backward pass. The policy picks the saved values to
+    recompute instead, and the pass marks with `tsr.remat = "recompute"` the
+    forward ops the backward pass must repeat to get them back: the
+    producers of those values, back to values that are kept (saved and not
+    recomputed), function arguments, constants, collectives and ops that
+    are not pure (a collective is never repeated: it would communicate
+    again).
+
+    - `none`: nothing (the pass changes nothing).
+    - `selective` (Korthikanti et al. 2022, "Reducing Activation
+      Recomputation in Large Transformer Models"): the attention core, the
+      ops whose result has the shape of a softmax's result (the [batch,
+      heads, seq, seq] scores, their scaling and mask, the softmax and its
+      dropout), recomputed from the queries and keys. They are the largest
+      activations of a transformer at long sequences and among the cheapest
+      to recompute.
+    - `full`: every saved value but the inputs of the normalization ops
+      (LayerNorm, BatchNorm): in a pre-norm transformer those are the
+      residual stream between sub-blocks, so each attention and MLP block is
+      recomputed from its input (Chen et al. 2016's checkpointing at block
+      boundaries).
+
+    Before (`policy=selective`), the softmax's result is saved:
+
+    ```mlir
+    %s = tsr.matmul %q, %kt : ... -> tensor<2x4x16x16xf32>
+    %p = tsr.softmax %s {axis = 3 : i64} : tensor<2x4x16x16xf32>
+    %o = tsr.matmul %p, %v : ...
+    ...
+    %dp = tsr.matmul %do, %vt {tsr.backward} : ...
+    %t = tsr.mul %p, %dp {tsr.backward} ...   // the softmax's gradient
+    ```
+
+    After:
+
+    ```mlir
+    %s = tsr.matmul %q, %kt {tsr.remat = "recompute"} : ...
+    %p = tsr.softmax %s {axis = 3 : i64, tsr.remat = "recompute"} : ...
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none, selective or full">,
+  ];
+}
+
+def TsrRemat : Pass<"tsr-remat", "ModuleOp"> {
+  let summary = "Clone the ops marked for recomputation into the backward pass";
+  let description = [{
+    The apply half of rematerialization. Every forward op marked
+    `tsr.remat = "recompute"` (by `tsr-remat-plan`) whose results the
+    backward pass reads is cloned right before the first backward op that
+    needs it (directly, or through the clone of a marked op that reads it),
+    and the backward ops read the clones; the forward results then die in
+    the forward pass. A clone reads the clones of marked producers and,
+    for every other operand, the operand through a `tsr.remat_barrier`, so
+    that CSE cannot merge it back into the forward op. Clones and barriers
+    are backward ops (`tsr.backward`); the marks are removed. The forward
+    ops are repeated with the same operands and attributes (dropout with
+    the same seed), so the step computes the same values bit for bit.
+
+    Before:
+
+    ```mlir
+    %p = tsr.softmax %s {axis = 3 : i64, tsr.remat = "recompute"} : ...
+    %o = tsr.matmul %p, %v : ...
+    ...
+    %t = tsr.mul %p, %dp {tsr.backward} ...   // the softmax's gradient
+    ```
+
+    After:
+
+    ```mlir
+    %p = tsr.softmax %s {axis = 3 : i64} : ...
+    %o = tsr.matmul %p, %v : ...
+    ...
+    %b = tsr.remat_barrier %s {tsr.backward} : ...
+    %p2 = tsr.softmax %b {axis = 3 : i64, tsr.backward} : ...
+    %t = tsr.mul %p2, %dp {tsr.backward} ...
+    ```
+  }];
+}
+
+#endif // TESSERA_TRANSFORMS_REMAT_PASSES_TD

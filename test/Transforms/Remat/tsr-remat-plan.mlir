@@ -1,0 +1,47 @@
+// RUN: tessera-opt %s --tsr-remat-plan=policy=selective | FileCheck %s --check-prefix=SELECTIVE
+// RUN: tessera-opt %s --tsr-remat-plan=policy=full | FileCheck %s --check-prefix=FULL
+// RUN: tessera-opt %s --tsr-remat-plan=policy=none | FileCheck %s --check-prefix=NONE
+// RUN: not tessera-opt %s --tsr-remat-plan=policy=most 2>&1 | FileCheck %s --check-prefix=POLICY
+
+// A pre-norm block in miniature: x is normalized, projected to [2, 3]
+// scores, softmaxed; the backward ops (tsr.backward) read the softmax, the
+// norm's output, the residual sum and x, so those are saved.
+//
+// selective recomputes the attention core, what has the softmax's shape:
+// the softmax (saved) and the scores it reads (not saved, but needed); the
+// norm's output stays saved and feeds the recomputation.
+// SELECTIVE-LABEL: func.func @block(
+// SELECTIVE: tsr.layer_norm {{.*}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64} :
+// SELECTIVE: tsr.matmul {{.*}} {tsr.remat = "recompute"}
+// SELECTIVE: tsr.softmax {{.*}} {axis = 1 : i64, tsr.remat = "recompute"}
+// SELECTIVE: tsr.matmul %{{[0-9]+}}, %arg4 :
+// SELECTIVE-NOT: tsr.remat
+// SELECTIVE: return
+//
+// full keeps only the norm's input (x, an argument): the norm, the
+// projections, the softmax and the residual sum are all recomputed.
+// FULL-LABEL: func.func @block(
+// FULL: tsr.layer_norm {{.*}}tsr.remat = "recompute"
+// FULL: tsr.matmul {{.*}} {tsr.remat = "recompute"}
+// FULL: tsr.softmax {{.*}} {axis = 1 : i64, tsr.remat = "recompute"}
+// FULL: tsr.matmul {{.*}} {tsr.remat = "recompute"}
+// FULL: tsr.add {{.*}} {tsr.remat = "recompute"}
+// FULL-NOT: tsr.remat
+// FULL: return
+//
+// NONE-NOT: tsr.remat
+// POLICY: error: unknown rematerialization policy 'most' (expected none, selective or full)
+func.func @block(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
+                 %w: tensor<4x3xf32>, %v: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %n = tsr.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %s = tsr.matmul %n, %w : tensor<2x4xf32>, tensor<4x3xf32> -> tensor<2x3xf32>
+  %p = tsr.softmax %s {axis = 1 : i64} : tensor<2x3xf32>
+  %o = tsr.matmul %p, %v : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  %r = tsr.add %o, %x : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %d1 = tsr.matmul %r, %w {tsr.backward} : tensor<2x4xf32>, tensor<4x3xf32> -> tensor<2x3xf32>
+  %d2 = tsr.mul %p, %d1 {tsr.backward} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %d3 = tsr.matmul %d2, %v {tsr.backward} : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  %d4 = tsr.mul %n, %d3 {tsr.backward} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %d5 = tsr.add %d4, %x {tsr.backward} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %d5 : tensor<2x4xf32>
+}
