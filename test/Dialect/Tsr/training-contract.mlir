@@ -87,6 +87,14 @@ module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 
 // -----
 
+func.func @remat_choice(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{attribute 'tsr.remat' must be "recompute", got "offload"}}
+  %y = tsr.exp %x {tsr.remat = "offload"} : tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
 // expected-error @+1 {{attribute 'tsr.schedule' must be a non-empty array of function symbols on a module, such as [@forward, @backward], got ["forward"]}}
 module attributes {tsr.schedule = ["forward"]} {
   func.func @forward() {
