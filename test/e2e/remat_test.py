@@ -24,7 +24,10 @@ Checked, per model:
 
 And the character LM at tp=2 (mpirun -np 2) with --remat=full gives the
 losses of tp=2 without remat bit for bit: collectives are never repeated
-(their results are kept), the rest of each rank's program is.
+(their results are kept), the rest of each rank's program is. A small MLP
+with a training-mode Dropout (ratio 0.5, a fresh mask every step) gives
+the same 20 losses with --remat=full, which repeats the dropout in the
+backward pass: its mask is a function of the seed and the step.
 
 The step-time cost of each policy is printed, not checked (timings belong
 in benchmarks).
@@ -91,6 +94,33 @@ def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=()):
     return losses, measured, predicted, seconds
 
 
+def make_dropout_mlp(work):
+    """y = tanh(x @ w1) -> Dropout(0.5, training) -> @ w2; 40 samples."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((0.3 * rng.normal(size=(8, 16))).astype(np.float32), "w1"),
+             numpy_helper.from_array((0.3 * rng.normal(size=(16, 3))).astype(np.float32), "w2"),
+             numpy_helper.from_array(np.array(0.5, dtype=np.float32), "ratio"),
+             numpy_helper.from_array(np.array(True), "training")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]),
+             helper.make_node("Tanh", ["h"], ["a"]),
+             helper.make_node("Dropout", ["a", "ratio", "training"], ["d"]),
+             helper.make_node("MatMul", ["d", "w2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "dropout_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path, data = os.path.join(work, "dropout.onnx"), os.path.join(work, "dropout.npz")
+    onnx.save(model, path)
+    np.savez(data, x=rng.normal(size=(40, 8)).astype(np.float32),
+             t=rng.integers(0, 3, size=40))
+    return path, data
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
@@ -144,6 +174,23 @@ def main():
     check(full[0] == kept[0] and full[1] < kept[1],
           f"charlm tp=2 --remat=full: 20 losses bitwise equal to tp=2 without "
           f"remat, peak {full[1]} < {kept[1]} bytes per rank")
+
+    dropout_model, dropout_data = make_dropout_mlp(work)
+    losses = {}
+    for policy in ("none", "full"):
+        art = os.path.join(work, f"dropout-{policy}")
+        run([os.path.join(bin_dir, "tessera-compile"), dropout_model,
+             "--mode=train", "--loss=cross_entropy", "--logits=y", "--labels=t",
+             "--batch-size=4", "--optimizer=sgd", "--lr=0.1",
+             f"--remat={policy}", "-o", art])
+        log = art + ".json"
+        run([os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
+             dropout_data, "--steps", str(STEPS), "--log-json", log])
+        with open(log) as f:
+            losses[policy] = [json.loads(line)["loss"] for line in f]
+    check(losses["full"] == losses["none"] and len(set(losses["none"])) > 1,
+          "an MLP with dropout: --remat=full repeats the dropout with its "
+          "seed, 20 losses bitwise equal")
 
     print(f"{'FAILED' if failures else 'PASSED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
