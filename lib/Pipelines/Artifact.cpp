@@ -245,6 +245,12 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       sig.zero = zero.getStage();
       f->removeAttr(tsr::attr::kZero);
     }
+    if (auto remat = f->getAttrOfType<StringAttr>(tsr::attr::kRemat)) {
+      for (ArtifactProgram &program : sig.programs)
+        if (program.name == f.getSymName())
+          program.remat = remat.str();
+      f->removeAttr(tsr::attr::kRemat);
+    }
   }
   module.walk([&](Operation *op) {
     if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
@@ -328,6 +334,8 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     if (program.peakAllocBytes)
       entry["peak_alloc_bytes"] = *program.peakAllocBytes;
     entry["predicted_peak_alloc_bytes"] = program.predictedPeakBytes;
+    if (!program.remat.empty())
+      entry["remat"] = program.remat;
     programs.push_back(std::move(entry));
   }
   for (const std::string &call : sig->schedule)

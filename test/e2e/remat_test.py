@@ -22,6 +22,12 @@ Checked, per model:
    liveness analysis) equals the allocator's peak to the byte under every
    policy: the barriers where recomputations start cost nothing.
 
+With --memory-budget at 60% of what the character LM's step needs without
+rematerialization (its arguments, results and peak), the compiler picks a
+policy whose predicted footprint fits; the allocator's peak confirms the
+fit, and the 20 losses are those of --remat=none. A budget of 1 MB is
+refused with one error line naming the smallest footprint.
+
 And the character LM at tp=2 (mpirun -np 2) with --remat=full gives the
 losses of tp=2 without remat bit for bit: collectives are never repeated
 (their results are kept), the rest of each rank's program is. A small MLP
@@ -69,14 +75,17 @@ def run(cmd):
     return done.stdout
 
 
-def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=()):
-    """Compiles and trains; returns (losses as logged, measured peak,
-    predicted peak, median step seconds)."""
+def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=(),
+          budget=None):
+    """Compiles (with --remat=policy, or --memory-budget=budget) and
+    trains; returns (losses as logged, measured peak, predicted peak,
+    median step seconds)."""
     art = os.path.join(work, name)
+    choice = f"--memory-budget={budget}" if budget else f"--remat={policy}"
     report = run([os.path.join(bin_dir, "tessera-compile"), model,
                   "--mode=train", "--loss=cross_entropy", "--logits=logits",
                   f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
-                  f"--remat={policy}", "--report", "-o", art, *mesh])
+                  choice, "--report", "-o", art, *mesh])
     predicted = int(re.search(r"predicted peak\s+(\d+)", report).group(1))
     log = os.path.join(work, name + ".json")
     cmd = [os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
@@ -92,6 +101,18 @@ def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=()):
     losses = [r["loss"] for r in records]
     seconds = statistics.median(r["seconds"] for r in records[2:])
     return losses, measured, predicted, seconds
+
+
+def footprint(bin_dir, model, work, name, flags):
+    """--report's total and peak bytes, and the policy it chose."""
+    report = run([os.path.join(bin_dir, "tessera-compile"), model,
+                  "--mode=train", "--loss=cross_entropy", "--logits=logits",
+                  f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
+                  "--report", "-o", os.path.join(work, name), *flags])
+    policy = re.search(r"rematerialization: (\w+)", report)
+    return {"total": int(re.search(r"total\s+(\d+)", report).group(1)),
+            "peak": int(re.search(r"peak activations\s+(\d+)", report).group(1)),
+            "policy": policy.group(1) if policy else "none"}
 
 
 def make_dropout_mlp(work):
@@ -148,10 +169,12 @@ def main():
     models = {"charlm": os.path.join(work, "lm", "charlm.onnx"),
               "gpt": os.path.join(work, "gpt", "torch_gpt.onnx")}
 
+    train_losses = {}
     for model, path in models.items():
         results = {p: train(bin_dir, path, data, work, f"{model}-{p}", p)
                    for p in ("none", "selective", "full")}
         base_losses, base_peak, _, base_seconds = results["none"]
+        train_losses[model] = base_losses
         for policy, (losses, measured, predicted, seconds) in results.items():
             print(f"{model} --remat={policy}: peak {measured} bytes "
                   f"({measured / base_peak:.3f} of none), step "
@@ -174,6 +197,34 @@ def main():
     check(full[0] == kept[0] and full[1] < kept[1],
           f"charlm tp=2 --remat=full: 20 losses bitwise equal to tp=2 without "
           f"remat, peak {full[1]} < {kept[1]} bytes per rank")
+
+    # A budget of 60% of what the step needs without rematerialization: the
+    # compiler picks a policy whose footprint fits, the allocator confirms
+    # it, and the losses do not change. Below the smallest footprint it
+    # refuses and names it.
+    lm = models["charlm"]
+    needs = footprint(bin_dir, lm, work, "charlm-needs", ["--remat=none"])
+    budget = int(0.6 * needs["total"])
+    fit = footprint(bin_dir, lm, work, "charlm-budget",
+                    [f"--memory-budget={budget}"])
+    losses, measured, _, _ = train(bin_dir, lm, data, work, "charlm-budget-run",
+                                   None, budget=budget)
+    fits = needs["total"] - needs["peak"] + measured <= budget
+    check(fit["policy"] in ("selective", "full") and fits and
+          losses == train_losses["charlm"],
+          f"charlm --memory-budget={budget} (0.6 of {needs['total']}): "
+          f"--remat={fit['policy']}, arguments, results and the allocator's "
+          f"peak {measured} take {needs['total'] - needs['peak'] + measured} "
+          f"bytes, 20 losses bitwise equal")
+    refused = subprocess.run(
+        [os.path.join(bin_dir, "tessera-compile"), lm, "--mode=train",
+         "--loss=cross_entropy", "--logits=logits", f"--batch-size={BATCH}",
+         "--optimizer=adam", "--memory-budget=1MB", "-o",
+         os.path.join(work, "refused")], capture_output=True, text=True)
+    errors = [l for l in refused.stderr.splitlines() if "error:" in l]
+    check(refused.returncode == 1 and len(errors) == 1 and
+          re.search(r"the step needs at least \d+ bytes per rank", errors[0]),
+          f"charlm --memory-budget=1MB is refused in one line: {errors}")
 
     dropout_model, dropout_data = make_dropout_mlp(work)
     losses = {}

@@ -132,6 +132,12 @@ static cl::opt<std::string>
                    "selective (the attention core) or full (all but the "
                    "normalizations' inputs)"),
           cl::init("none"), cl::cat(trainCat));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Bytes one rank may use while the step runs (e.g. 6GiB, 512MiB, "
+             "1000000): rematerialization takes the first of none, "
+             "selective and full that fits"),
+    cl::cat(trainCat));
 static cl::opt<std::string>
     meshSpec("mesh",
              cl::desc("Device mesh of the step, e.g. dp=4 or dp=2,tp=2 (the "
@@ -319,6 +325,29 @@ describeTrainingModule(ModuleOp module) {
   return train;
 }
 
+/// "6GiB", "512MiB", "1.5GB", "1000000": a positive number of bytes.
+static std::optional<int64_t> parseBytes(StringRef text) {
+  static const std::pair<StringRef, double> units[] = {
+      {"KiB", 1024.0},
+      {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"B", 1.0}};
+  double scale = 1;
+  for (auto [suffix, factor] : units)
+    if (text.consume_back(suffix)) {
+      scale = factor;
+      break;
+    }
+  double value;
+  if (text.empty() || text.getAsDouble(value) || !(value > 0) ||
+      value * scale > 9e18)
+    return std::nullopt;
+  return static_cast<int64_t>(value * scale);
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
@@ -333,6 +362,10 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
   options.remat.policy = remat;
+  if (!memoryBudget.empty()) {
+    options.remat.policy = "auto";
+    options.remat.budget = *parseBytes(memoryBudget);
+  }
   if (tensorParallel > 1) {
     tessera::TsrShardingPropagationOptions tp;
     tp.axis = "tp";
@@ -541,6 +574,14 @@ static void printReport(const tessera::ArtifactSignature &sig) {
         "the same, predicted on tsr before lowering (lib/Analysis)");
     row("total", params + state + batch + outputs + peak,
         "caller's buffers plus the peak");
+    if (!program.remat.empty())
+      llvm::outs() << "  rematerialization: " << program.remat
+                   << (memoryBudget.empty()
+                           ? std::string(" (--remat)")
+                           : " (the first policy whose total fits "
+                             "--memory-budget=" +
+                                 memoryBudget + ")")
+                   << "\n";
   }
   // One step calls the programs of the schedule in order.
   double compute = 0, communication = 0;
@@ -607,6 +648,17 @@ int main(int argc, char **argv) {
                   " is not divisible by dp (" + Twine(dataParallel) +
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
                   ")");
+  }
+  if (!memoryBudget.empty()) {
+    if (!parseBytes(memoryBudget))
+      return fail("malformed --memory-budget '" + memoryBudget +
+                  "' (expected a positive number of bytes, optionally with "
+                  "a unit: KiB, MiB, GiB, KB, MB or GB; e.g. 6GiB)");
+    if (remat.getNumOccurrences())
+      return fail("--memory-budget chooses the rematerialization policy; "
+                  "give it or --remat, not both");
+    if (!training)
+      return fail("--memory-budget needs --mode=grad or --mode=train");
   }
   if (remat != "none" && remat != "selective" && remat != "full")
     return fail("--remat=" + remat +

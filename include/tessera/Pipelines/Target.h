@@ -90,6 +90,9 @@ struct ArtifactProgram {
   std::optional<int64_t> peakAllocBytes;
   /// The same peak as predicted on tsr before lowering (lib/Analysis).
   int64_t predictedPeakBytes = 0;
+  /// The rematerialization policy its backward pass follows
+  /// (`tsr.remat`: none, selective or full); empty without tsr-remat-plan.
+  std::string remat;
   /// Estimated seconds of one call by the cost model (lib/Analysis) with
   /// the target's figures: compute ops and collectives.
   double computeSeconds = 0, communicationSeconds = 0;

@@ -349,7 +349,6 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return func.emitError("no trainable parameters: every parameter is "
                             "frozen or the model has none");
     zero.emplace(func);
-    auto mesh = tsr::getEnclosingMesh(func);
     for (auto &[p, grad] : params) {
       auto sharding = func.getArgAttrOfType<tsr::ShardingAttr>(
           p.getArgNumber(), tsr::attr::kSharding);
@@ -367,10 +366,13 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
                               "splits ('")
                << argName(func, p.getArgNumber())
                << "' is split): use another optimizer";
-      if (succeeded(mesh))
-        llvm::sort(axes, [&](StringRef x, StringRef y) {
-          return *mesh->getAxisIndex(x) < *mesh->getAxisIndex(y);
-        });
+      // The verifier checked that a sharding's axes are the mesh's.
+      FailureOr<tsr::MeshAttr> mesh = tsr::getEnclosingMesh(func);
+      if (failed(mesh))
+        return failure();
+      llvm::sort(axes, [&](StringRef x, StringRef y) {
+        return *mesh->getAxisIndex(x) < *mesh->getAxisIndex(y);
+      });
       splitAxes[argName(func, p.getArgNumber())] = axes;
     }
     if (zero->isSharded() && optimizer == "adafactor")

@@ -87,6 +87,13 @@ module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 
 // -----
 
+// expected-error @+1 {{attribute 'tsr.remat' must be a policy (none, selective or full), got "most"}}
+func.func @remat_policy() attributes {tsr.remat = "most"} {
+  return
+}
+
+// -----
+
 func.func @remat_choice(%x: tensor<2xf32>) -> tensor<2xf32> {
   // expected-error @+1 {{attribute 'tsr.remat' must be "recompute", got "offload"}}
   %y = tsr.exp %x {tsr.remat = "offload"} : tensor<2xf32>

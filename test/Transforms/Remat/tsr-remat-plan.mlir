@@ -2,6 +2,8 @@
 // RUN: tessera-opt %s --tsr-remat-plan=policy=full | FileCheck %s --check-prefix=FULL
 // RUN: tessera-opt %s --tsr-remat-plan=policy=none | FileCheck %s --check-prefix=NONE
 // RUN: not tessera-opt %s --tsr-remat-plan=policy=most 2>&1 | FileCheck %s --check-prefix=POLICY
+// RUN: not tessera-opt %s --tsr-remat-plan=policy=auto 2>&1 | FileCheck %s --check-prefix=NOBUDGET
+// NOBUDGET: error: policy auto needs a memory budget, and a budget needs policy auto
 
 // A pre-norm block in miniature: x is normalized, projected to [2, 3]
 // scores, softmaxed; the backward ops (tsr.backward) read the softmax, the
@@ -11,6 +13,7 @@
 // the softmax (saved) and the scores it reads (not saved, but needed); the
 // norm's output stays saved and feeds the recomputation.
 // SELECTIVE-LABEL: func.func @block(
+// SELECTIVE-SAME: attributes {tsr.remat = "selective"}
 // SELECTIVE: tsr.layer_norm {{.*}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64} :
 // SELECTIVE: tsr.matmul {{.*}} {tsr.remat = "recompute"}
 // SELECTIVE: tsr.softmax {{.*}} {axis = 1 : i64, tsr.remat = "recompute"}
@@ -29,8 +32,11 @@
 // FULL-NOT: tsr.remat
 // FULL: return
 //
-// NONE-NOT: tsr.remat
-// POLICY: error: unknown rematerialization policy 'most' (expected none, selective or full)
+// The public function records the policy.
+// NONE-LABEL: func.func @block(
+// NONE-SAME: attributes {tsr.remat = "none"}
+// NONE-NOT: tsr.remat = "recompute"
+// POLICY: error: unknown rematerialization policy 'most' (expected none, selective, full or auto)
 func.func @block(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
                  %w: tensor<4x3xf32>, %v: tensor<3x4xf32>) -> tensor<2x4xf32> {
   %n = tsr.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>

@@ -31,6 +31,16 @@ def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
       residual stream between sub-blocks, so each attention and MLP block is
       recomputed from its input (Chen et al. 2016's checkpointing at block
       boundaries).
+    - `auto` with `budget` B: the first of none, selective and full (in
+      order of added work) under which the public functions' footprint fits
+      in B bytes: their arguments, their results and the peak of their own
+      allocations as the tsr-level liveness analysis predicts it (equal to
+      the runtime allocator's count), measured on a copy of the module with
+      the policy applied. If none fits, the pass fails and names the
+      smallest footprint (`the step needs at least N bytes per rank
+      (recomputing all it can), over the memory budget of B bytes`).
+
+    The public functions record the policy (`tsr.remat = "selective"`).
 
     Before (`policy=selective`), the softmax's result is saved:
 
@@ -46,13 +56,17 @@ def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
     After:
 
     ```mlir
+    func.func @main(...) attributes {tsr.remat = "selective"} {
     %s = tsr.matmul %q, %kt {tsr.remat = "recompute"} : ...
     %p = tsr.softmax %s {axis = 3 : i64, tsr.remat = "recompute"} : ...
     ```
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none, selective or full">,
+           "none, selective, full or auto">,
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "With policy auto: the bytes one rank may use while the step "
+           "runs">,
   ];
 }
 

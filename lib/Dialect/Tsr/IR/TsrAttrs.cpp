@@ -488,6 +488,15 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == attr::kRemat) {
     auto choice = dyn_cast<StringAttr>(value);
+    if (isa<FunctionOpInterface>(op)) {
+      if (!choice ||
+          !llvm::is_contained(ArrayRef<StringRef>{"none", "selective", "full"},
+                              choice.getValue()))
+        return op->emitOpError("attribute '")
+               << name << "' must be a policy (none, selective or full), got "
+               << value;
+      return success();
+    }
     if (!choice || choice.getValue() != "recompute")
       return op->emitOpError("attribute '")
              << name << "' must be \"recompute\", got " << value;

@@ -51,7 +51,8 @@ inline constexpr llvm::StringLiteral kReason = "tsr.reason";
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 /// On a forward op, from tsr-remat-plan: "recompute" if the backward pass
 /// recomputes the results it reads rather than keeping them (tsr-remat
-/// clones the op there).
+/// clones the op there). On a public function: the policy chosen (none,
+/// selective or full).
 inline constexpr llvm::StringLiteral kRemat = "tsr.remat";
 
 // On a function.
