@@ -10,6 +10,8 @@ debs=(
   libopenmpi-dev openmpi-bin libopenblas-dev libgtest-dev zlib1g-dev
   # the runtime's JSON reading and writing (header-only)
   nlohmann-json3-dev
+  # the rematerialization MILP's solver
+  coinor-libcbc-dev
   python3 python3-venv python3-numpy
   # lit's per-test timeout (test/lit.cfg.py) needs psutil in /usr/bin/python3
   python3-psutil

@@ -190,6 +190,13 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       return failure();
     program->computeSeconds = cost->compute.seconds;
     program->communicationSeconds = cost->communication.seconds;
+    module.walk([&](Operation *op) {
+      auto remat = op->getAttrOfType<StringAttr>(tsr::attr::kRemat);
+      if (!remat || remat.getValue() != "recomputed")
+        return;
+      ++program->recomputedOps;
+      program->recomputeSeconds += costModel.getComputeCost(op).seconds;
+    });
     // MLIR's bare-pointer calling convention has no strided layout for a
     // zero-sized dimension after the first (its strides fold to 0).
     for (const ArtifactTensor &t :
@@ -334,8 +341,11 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     if (program.peakAllocBytes)
       entry["peak_alloc_bytes"] = *program.peakAllocBytes;
     entry["predicted_peak_alloc_bytes"] = program.predictedPeakBytes;
-    if (!program.remat.empty())
+    if (!program.remat.empty()) {
       entry["remat"] = program.remat;
+      entry["recomputed_ops"] = program.recomputedOps;
+      entry["recompute_seconds"] = program.recomputeSeconds;
+    }
     programs.push_back(std::move(entry));
   }
   for (const std::string &call : sig->schedule)

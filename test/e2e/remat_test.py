@@ -22,11 +22,12 @@ Checked, per model:
    liveness analysis) equals the allocator's peak to the byte under every
    policy: the barriers where recomputations start cost nothing.
 
-With --memory-budget at 60% of what the character LM's step needs without
-rematerialization (its arguments, results and peak), the compiler picks a
-policy whose predicted footprint fits; the allocator's peak confirms the
-fit, and the 20 losses are those of --remat=none. A budget of 1 MB is
-refused with one error line naming the smallest footprint.
+With --memory-budget at 60% of what each model's step needs without
+rematerialization (its arguments, results and peak), the solver picks what
+to recompute so that the predicted footprint fits; the prediction equals
+the allocator's peak, which confirms the fit, and the 20 losses are those
+of --remat=none. A budget of 1 MB is refused with one error line naming the
+smallest footprint.
 
 And the character LM at tp=2 (mpirun -np 2) with --remat=full gives the
 losses of tp=2 without remat bit for bit: collectives are never repeated
@@ -104,15 +105,19 @@ def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=(),
 
 
 def footprint(bin_dir, model, work, name, flags):
-    """--report's total and peak bytes, and the policy it chose."""
+    """--report's total and peak bytes, the policy, and what it
+    recomputes (ops, milliseconds by the cost model)."""
     report = run([os.path.join(bin_dir, "tessera-compile"), model,
                   "--mode=train", "--loss=cross_entropy", "--logits=logits",
                   f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
                   "--report", "-o", os.path.join(work, name), *flags])
-    policy = re.search(r"rematerialization: (\w+)", report)
+    policy = re.search(r"rematerialization: (\w+).*: (\d+) ops recomputed, "
+                       r"([0-9.]+) ms", report)
     return {"total": int(re.search(r"total\s+(\d+)", report).group(1)),
             "peak": int(re.search(r"peak activations\s+(\d+)", report).group(1)),
-            "policy": policy.group(1) if policy else "none"}
+            "policy": policy.group(1) if policy else "none",
+            "ops": int(policy.group(2)) if policy else 0,
+            "ms": float(policy.group(3)) if policy else 0.0}
 
 
 def make_dropout_mlp(work):
@@ -199,23 +204,29 @@ def main():
           f"remat, peak {full[1]} < {kept[1]} bytes per rank")
 
     # A budget of 60% of what the step needs without rematerialization: the
-    # compiler picks a policy whose footprint fits, the allocator confirms
-    # it, and the losses do not change. Below the smallest footprint it
-    # refuses and names it.
+    # solver picks what to recompute, the allocator confirms the fit, and
+    # the losses do not change. Below the smallest footprint it refuses and
+    # names it.
+    for model, path in models.items():
+        needs = footprint(bin_dir, path, work, f"{model}-needs", ["--remat=none"])
+        full = footprint(bin_dir, path, work, f"{model}-full", ["--remat=full"])
+        budget = int(0.6 * needs["total"])
+        fit = footprint(bin_dir, path, work, f"{model}-budget",
+                        [f"--memory-budget={budget}"])
+        losses, measured, predicted, _ = train(
+            bin_dir, path, data, work, f"{model}-budget-run", None,
+            budget=budget)
+        used = needs["total"] - needs["peak"] + measured
+        print(f"{model} --memory-budget={budget}: {fit['ops']} ops "
+              f"recomputed, {fit['ms']:.3f} ms by the cost model "
+              f"(--remat=full: {full['ops']} ops, {full['ms']:.3f} ms)")
+        check(fit["policy"] == "auto" and predicted == measured and
+              used <= budget and losses == train_losses[model],
+              f"{model} --memory-budget={budget} (0.6 of {needs['total']}): "
+              f"arguments, results and the allocator's peak {measured} (as "
+              f"predicted: {predicted}) take {used} bytes, 20 losses "
+              f"bitwise equal")
     lm = models["charlm"]
-    needs = footprint(bin_dir, lm, work, "charlm-needs", ["--remat=none"])
-    budget = int(0.6 * needs["total"])
-    fit = footprint(bin_dir, lm, work, "charlm-budget",
-                    [f"--memory-budget={budget}"])
-    losses, measured, _, _ = train(bin_dir, lm, data, work, "charlm-budget-run",
-                                   None, budget=budget)
-    fits = needs["total"] - needs["peak"] + measured <= budget
-    check(fit["policy"] in ("selective", "full") and fits and
-          losses == train_losses["charlm"],
-          f"charlm --memory-budget={budget} (0.6 of {needs['total']}): "
-          f"--remat={fit['policy']}, arguments, results and the allocator's "
-          f"peak {measured} take {needs['total'] - needs['peak'] + measured} "
-          f"bytes, 20 losses bitwise equal")
     refused = subprocess.run(
         [os.path.join(bin_dir, "tessera-compile"), lm, "--mode=train",
          "--loss=cross_entropy", "--logits=logits", f"--batch-size={BATCH}",

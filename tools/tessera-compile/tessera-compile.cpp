@@ -129,15 +129,21 @@ static cl::opt<int64_t>
 static cl::opt<std::string>
     remat("remat",
           cl::desc("Recompute saved activations in the backward pass: none, "
-                   "selective (the attention core) or full (all but the "
-                   "normalizations' inputs)"),
+                   "selective (the attention core), full (all but the "
+                   "normalizations' inputs) or auto (a solver, under "
+                   "--memory-budget)"),
           cl::init("none"), cl::cat(trainCat));
 static cl::opt<std::string> memoryBudget(
     "memory-budget",
     cl::desc("Bytes one rank may use while the step runs (e.g. 6GiB, 512MiB, "
-             "1000000): rematerialization takes the first of none, "
-             "selective and full that fits"),
+             "1000000): a solver decides, per saved activation, keep or "
+             "recompute, at the least added time that fits"),
     cl::cat(trainCat));
+static cl::opt<std::string> rematSolver(
+    "remat-solver",
+    cl::desc("Under --memory-budget: milp (exact, COIN-OR CBC), beam (a "
+             "beam search), or auto (the MILP for graphs of up to 120 ops)"),
+    cl::init("auto"), cl::cat(trainCat));
 static cl::opt<std::string>
     meshSpec("mesh",
              cl::desc("Device mesh of the step, e.g. dp=4 or dp=2,tp=2 (the "
@@ -350,7 +356,8 @@ static std::optional<int64_t> parseBytes(StringRef text) {
 
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
-static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
+static FailureOr<tessera::TrainingManifest>
+buildTraining(ModuleOp module, tessera::CostParameters costs) {
   tessera::TrainingPipelineOptions options;
   options.loss.loss = lossKind;
   options.loss.logits = logitsName;
@@ -365,6 +372,9 @@ static FailureOr<tessera::TrainingManifest> buildTraining(ModuleOp module) {
   if (!memoryBudget.empty()) {
     options.remat.policy = "auto";
     options.remat.budget = *parseBytes(memoryBudget);
+    options.remat.solver = rematSolver;
+    options.remat.peakFlops = costs.peakFlops;
+    options.remat.bandwidth = costs.memoryBandwidth;
   }
   if (tensorParallel > 1) {
     tessera::TsrShardingPropagationOptions tp;
@@ -578,10 +588,12 @@ static void printReport(const tessera::ArtifactSignature &sig) {
       llvm::outs() << "  rematerialization: " << program.remat
                    << (memoryBudget.empty()
                            ? std::string(" (--remat)")
-                           : " (the first policy whose total fits "
-                             "--memory-budget=" +
+                           : " (keep or recompute per activation, solver " +
+                                 rematSolver + ", under --memory-budget=" +
                                  memoryBudget + ")")
-                   << "\n";
+                   << ": " << program.recomputedOps << " ops recomputed, "
+                   << llvm::format("%.3f", program.recomputeSeconds * 1e3)
+                   << " ms by the cost model\n";
   }
   // One step calls the programs of the schedule in order.
   double compute = 0, communication = 0;
@@ -654,15 +666,24 @@ int main(int argc, char **argv) {
       return fail("malformed --memory-budget '" + memoryBudget +
                   "' (expected a positive number of bytes, optionally with "
                   "a unit: KiB, MiB, GiB, KB, MB or GB; e.g. 6GiB)");
-    if (remat.getNumOccurrences())
-      return fail("--memory-budget chooses the rematerialization policy; "
-                  "give it or --remat, not both");
+    if (remat.getNumOccurrences() && remat != "auto")
+      return fail("--memory-budget has a solver choose what to recompute; "
+                  "it does not go with --remat=" +
+                  remat);
     if (!training)
       return fail("--memory-budget needs --mode=grad or --mode=train");
   }
-  if (remat != "none" && remat != "selective" && remat != "full")
+  if (remat != "none" && remat != "selective" && remat != "full" &&
+      remat != "auto")
     return fail("--remat=" + remat +
-                " is not a policy (none, selective or full)");
+                " is not a policy (none, selective, full or auto)");
+  if (remat == "auto" && memoryBudget.empty())
+    return fail("--remat=auto needs --memory-budget");
+  if (rematSolver != "auto" && rematSolver != "milp" && rematSolver != "beam")
+    return fail("--remat-solver=" + rematSolver +
+                " is not a solver (auto, milp or beam)");
+  if (rematSolver.getNumOccurrences() && memoryBudget.empty())
+    return fail("--remat-solver needs --memory-budget");
   if (remat != "none" && !training)
     return fail("--remat needs --mode=grad or --mode=train");
   if (sequenceParallel && tensorParallel < 2)
@@ -757,7 +778,8 @@ int main(int argc, char **argv) {
       return 1;
     train = *described;
   } else if (training) {
-    FailureOr<tessera::TrainingManifest> built = buildTraining(*module);
+    FailureOr<tessera::TrainingManifest> built = buildTraining(
+        *module, cluster->getCostParameters(target->getCostParameters()));
     if (failed(built))
       return 1;
     train = *built;

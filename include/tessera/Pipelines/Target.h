@@ -91,8 +91,13 @@ struct ArtifactProgram {
   /// The same peak as predicted on tsr before lowering (lib/Analysis).
   int64_t predictedPeakBytes = 0;
   /// The rematerialization policy its backward pass follows
-  /// (`tsr.remat`: none, selective or full); empty without tsr-remat-plan.
+  /// (`tsr.remat`: none, selective, full or auto); empty without
+  /// tsr-remat-plan.
   std::string remat;
+  /// The ops the backward pass recomputes (`tsr.remat = "recomputed"`, in
+  /// the module), and their time by the cost model.
+  int64_t recomputedOps = 0;
+  double recomputeSeconds = 0;
   /// Estimated seconds of one call by the cost model (lib/Analysis) with
   /// the target's figures: compute ops and collectives.
   double computeSeconds = 0, communicationSeconds = 0;

@@ -2,7 +2,8 @@
 //
 // The apply half of rematerialization: clones every op marked
 // tsr.remat = "recompute" right before the first backward op that needs
-// it, reading the other forward values through tsr.remat_barrier.
+// it, reading the other forward values through tsr.remat_barrier, and
+// marks the clones tsr.remat = "recomputed".
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Remat/Remat.h"
@@ -85,6 +86,7 @@ void mlir::tessera::applyRemat(func::FuncOp f) {
     }
     Operation *clone = b.clone(*op, operands);
     clone->setAttr(tsr::attr::kBackward, b.getUnitAttr());
+    clone->setAttr(tsr::attr::kRemat, b.getStringAttr("recomputed"));
     for (auto [result, cloned] :
          llvm::zip(op->getResults(), clone->getResults())) {
       clones.map(result, cloned);

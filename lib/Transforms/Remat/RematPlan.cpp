@@ -3,13 +3,16 @@
 // The decide half of rematerialization: marks the forward ops whose results
 // the backward pass will recompute (tsr.remat = "recompute") and records
 // the policy on the public functions. Under a memory budget (policy auto)
-// it tries the policies in order of added work on copies of the module and
-// takes the first whose predicted footprint fits. tsr-remat applies the
+// a solver (RematSolver.h) picks the recomputations on a graph model of
+// each differentiated function, and the pass searches the model's budget
+// for the largest whose schedule, applied to a copy of the module, fits the
+// real budget by the tsr-level peak prediction. tsr-remat applies the
 // marks.
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Remat/Passes.h"
 #include "tessera/Transforms/Remat/Remat.h"
+#include "tessera/Transforms/Remat/RematSolver.h"
 
 #include "tessera/Analysis/CostModel.h"
 #include "tessera/Analysis/PeakMemory.h"
@@ -87,20 +90,95 @@ int64_t footprint(func::FuncOp f) {
   return bytes;
 }
 
-/// The largest footprint of the module's public functions after `policy`.
-int64_t footprintUnder(ModuleOp module, StringRef policy) {
+/// Ops whose result is a view of their operand's buffer: the graph makes
+/// their readers read the operand.
+bool isView(Operation *op) {
+  return isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::RematBarrierOp>(op);
+}
+
+/// The ops of `f` that are nodes of its rematerialization problem, in
+/// order: every op but views, constants and the terminator.
+SmallVector<Operation *> nodeOps(func::FuncOp f) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : f.getBody().front())
+    if (!isView(&op) && !op.hasTrait<OpTrait::ConstantLike>() &&
+        !op.hasTrait<OpTrait::IsTerminator>())
+      ops.push_back(&op);
+  return ops;
+}
+
+/// The functions of `module` with a backward pass.
+SmallVector<func::FuncOp> differentiated(ModuleOp module) {
+  SmallVector<func::FuncOp> functions;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && llvm::any_of(f.getBody().front(), [](Operation &op) {
+          return isBackward(&op);
+        }))
+      functions.push_back(f);
+  return functions;
+}
+
+/// The largest footprint of the module's public functions once `mark` has
+/// marked the differentiated functions of a copy and tsr-remat has applied
+/// the marks.
+int64_t footprintAfter(ModuleOp module,
+                       function_ref<void(unsigned, func::FuncOp)> mark) {
   OwningOpRef<ModuleOp> copy(module.clone());
-  int64_t bytes = 0;
-  for (auto f : copy->getOps<func::FuncOp>()) {
-    if (f.isExternal())
-      continue;
-    planRemat(f, policy);
+  for (auto [i, f] : llvm::enumerate(differentiated(*copy))) {
+    mark(i, f);
     applyRemat(f);
   }
+  int64_t bytes = 0;
   for (auto f : copy->getOps<func::FuncOp>())
     if (f.isPublic() && !f.isExternal())
       bytes = std::max(bytes, footprint(f));
   return bytes;
+}
+
+/// Graphs up to this many nodes go to the MILP under solver=auto; its
+/// branch and bound explores at most kMilpSearchNodes nodes.
+constexpr int kMilpNodes = 120;
+constexpr int kMilpSearchNodes = 5000;
+/// The beam search's width: 32 on small graphs, narrower as they grow, so
+/// that a 12-layer GPT's training step (4400 nodes) is solved in a tenth
+/// of a second.
+int beamWidth(const remat::Graph &graph) {
+  return std::clamp(8192 / std::max<int>(graph.nodes.size(), 1), 1, 32);
+}
+
+/// What the solver decided for every differentiated function under one
+/// budget of its graph model.
+struct Decision {
+  SmallVector<remat::Stages> stages;
+  /// The recomputations' time by the cost model.
+  double addedSeconds = 0;
+};
+
+/// Solves every graph under the same model budget: with the MILP where
+/// `solver` says so (auto: where the graph is small enough), else with
+/// the beam search. Nothing when a graph cannot meet it.
+std::optional<Decision> solve(ArrayRef<remat::Graph> graphs,
+                              ArrayRef<std::vector<std::vector<bool>>> seeds,
+                              int64_t budget, StringRef solver) {
+  Decision decision;
+  for (auto [graph, graphSeeds] : llvm::zip(graphs, seeds)) {
+    std::optional<remat::Solution> solution;
+    if (solver == "milp" ||
+        (solver == "auto" && int(graph.nodes.size()) <= kMilpNodes)) {
+      remat::MilpResult milp =
+          remat::solveMilp(graph, budget, kMilpSearchNodes);
+      if (milp.status == remat::MilpResult::Status::Infeasible)
+        return std::nullopt;
+      solution = milp.solution;
+    }
+    if (!solution)
+      solution = remat::solveBeam(graph, budget, beamWidth(graph), graphSeeds);
+    if (!solution)
+      return std::nullopt;
+    decision.stages.push_back(solution->stages);
+    decision.addedSeconds += solution->result.addedCost;
+  }
+  return decision;
 }
 
 struct TsrRematPlanPass : tessera::impl::TsrRematPlanBase<TsrRematPlanPass> {
@@ -114,42 +192,219 @@ struct TsrRematPlanPass : tessera::impl::TsrRematPlanBase<TsrRematPlanPass> {
           << policy.getValue() << "' (expected none, selective, full or auto)";
       return signalPassFailure();
     }
+    if (solver != "auto" && solver != "milp" && solver != "beam") {
+      module.emitError("unknown rematerialization solver '")
+          << solver.getValue() << "' (expected auto, milp or beam)";
+      return signalPassFailure();
+    }
     if ((policy == "auto") != (budget > 0)) {
       module.emitError("policy auto needs a memory budget, and a budget "
                        "needs policy auto");
       return signalPassFailure();
     }
-    std::string chosen = policy;
+    Builder b(module.getContext());
     if (policy == "auto") {
-      // The policies in order of added work: the first that fits.
-      chosen.clear();
-      int64_t smallest = 0;
-      for (StringRef candidate : {"none", "selective", "full"}) {
-        smallest = footprintUnder(module, candidate);
-        if (smallest <= budget) {
-          chosen = candidate.str();
+      if (failed(planUnderBudget(module)))
+        return signalPassFailure();
+    } else {
+      for (auto f : module.getOps<func::FuncOp>())
+        if (!f.isExternal())
+          planRemat(f, policy);
+    }
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic() && !f.isExternal())
+        f->setAttr(tsr::attr::kRemat, b.getStringAttr(policy));
+  }
+
+  /// Searches the model budget for the largest whose schedule fits
+  /// `budget` by the peak prediction (the model counts every result as a
+  /// buffer of its own; the prediction knows fusion and scratch), and marks
+  /// that schedule. Fails naming the smallest footprint it met.
+  LogicalResult planUnderBudget(ModuleOp module) {
+    CostModel costs({peakFlops, bandwidth}, {});
+    SmallVector<func::FuncOp> functions = differentiated(module);
+    SmallVector<remat::Graph> graphs =
+        llvm::map_to_vector(functions, [&](func::FuncOp f) {
+          return buildRematGraph(f, costs, bandwidth);
+        });
+    SmallVector<std::vector<std::vector<bool>>> seeds;
+    for (auto [f, graph] : llvm::zip(functions, graphs))
+      seeds.push_back(getPolicySeeds(f, graph));
+    auto measure = [&](const Decision &d) {
+      return footprintAfter(module, [&](unsigned i, func::FuncOp f) {
+        markRemat(f, d.stages[i]);
+      });
+    };
+    Decision keepAll;
+    int64_t high = 0;
+    for (const remat::Graph &graph : graphs) {
+      keepAll.stages.push_back(remat::Stages(graph.nodes.size(), -1));
+      high = std::max(high,
+                      remat::simulate(graph, keepAll.stages.back()).peakBytes);
+    }
+    int64_t smallest = measure(keepAll);
+    if (smallest <= budget) {
+      for (auto [f, stages] : llvm::zip(functions, keepAll.stages))
+        markRemat(f, stages);
+      return success();
+    }
+    // The footprint is the model's peak plus what the model does not count
+    // (arguments, results) less what it counts and the lowering does not
+    // allocate (fused producers): start from the offset measured without
+    // recomputation, correct by what each try misses, and keep the model
+    // budget between the largest that failed and the smallest that fit.
+    std::optional<Decision> chosen;
+    int64_t fitting = 0, failing = high + 1;
+    int64_t model = budget - (smallest - high);
+    for (int step = 0; step < 8; ++step) {
+      if (model <= fitting || model >= failing)
+        model = fitting + (failing - fitting) / 2;
+      if (model <= 0)
+        break;
+      std::optional<Decision> d = solve(graphs, seeds, model, solver);
+      if (!d) {
+        fitting = std::max(fitting, model);
+        model = failing;
+        continue;
+      }
+      int64_t bytes = measure(*d);
+      smallest = std::min(smallest, bytes);
+      if (bytes <= budget) {
+        if (!chosen || d->addedSeconds < chosen->addedSeconds)
+          chosen = std::move(d);
+        fitting = model;
+        // Within half a percent of the budget: little left to gain.
+        if (budget - bytes <= budget / 200)
           break;
+        model += budget - bytes;
+      } else {
+        failing = model;
+        model -= bytes - budget;
+      }
+    }
+    if (!chosen) {
+      // The smallest footprint: that of the smallest model budget the
+      // solver meets.
+      int64_t infeasible = 0, feasible = high;
+      std::optional<Decision> tightest;
+      while (feasible - infeasible > std::max<int64_t>(high / 1000, 1)) {
+        int64_t mid = infeasible + (feasible - infeasible) / 2;
+        if (std::optional<Decision> d = solve(graphs, seeds, mid, solver)) {
+          feasible = mid;
+          tightest = std::move(d);
+        } else {
+          infeasible = mid;
         }
       }
-      if (chosen.empty()) {
-        module.emitError("the step needs at least ")
-            << smallest << " bytes per rank (recomputing all it can), "
-            << "over the memory budget of " << budget.getValue() << " bytes";
-        return signalPassFailure();
+      if (tightest)
+        smallest = std::min(smallest, measure(*tightest));
+      // The fixed policies may do better than the solver's graph says.
+      for (unsigned policy = 0; policy < 2; ++policy) {
+        Decision d;
+        for (auto [graph, graphSeeds] : llvm::zip(graphs, seeds))
+          d.stages.push_back(remat::firstNeedStages(graph, graphSeeds[policy]));
+        smallest = std::min(smallest, measure(d));
       }
+      return module.emitError("the step needs at least ")
+             << smallest << " bytes per rank (recomputing all it can), "
+             << "over the memory budget of " << budget.getValue() << " bytes";
     }
-    Builder b(module.getContext());
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.isExternal())
-        continue;
-      planRemat(f, chosen);
-      if (f.isPublic())
-        f->setAttr(tsr::attr::kRemat, b.getStringAttr(chosen));
-    }
+    for (auto [f, stages] : llvm::zip(functions, chosen->stages))
+      markRemat(f, stages);
+    return success();
   }
 };
 
 } // namespace
+
+remat::Graph mlir::tessera::buildRematGraph(func::FuncOp f,
+                                            const CostModel &costs,
+                                            double bandwidth) {
+  remat::Graph graph;
+  SmallVector<Operation *> ops = nodeOps(f);
+  DenseMap<Value, int> nodeOf;
+  auto lookup = [&](Value v) {
+    // Through views to the node that holds the buffer.
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isView(def))
+        break;
+      v = def->getOperand(0);
+    }
+    auto it = nodeOf.find(v);
+    return it == nodeOf.end() ? -1 : it->second;
+  };
+  graph.numForward = ops.size();
+  for (int i = 0, e = ops.size(); i < e; ++i) {
+    Operation *op = ops[i];
+    if (isBackward(op) && graph.numForward == e)
+      graph.numForward = i;
+    bool forward = graph.numForward == e;
+    remat::Node node;
+    for (Value result : op->getResults()) {
+      node.bytes += tsr::getStaticTensorBytes(result.getType());
+      nodeOf[result] = i;
+    }
+    // The roofline time, and never less than writing the result once.
+    node.cost = std::max(costs.getComputeCost(op).seconds,
+                         double(node.bytes) / bandwidth);
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (int producer = lookup(operand);
+            producer >= 0 && producer < i &&
+            !llvm::is_contained(node.operands, producer))
+          node.operands.push_back(producer);
+    });
+    node.recomputable = forward && isRecomputable(op);
+    graph.nodes.push_back(std::move(node));
+  }
+  Operation *terminator = f.getBody().front().getTerminator();
+  for (Value v : terminator->getOperands())
+    if (int producer = lookup(v); producer >= 0)
+      graph.nodes[producer].liveOut = true;
+  return graph;
+}
+
+remat::Stages mlir::tessera::getPolicyStages(func::FuncOp f,
+                                             const remat::Graph &graph,
+                                             StringRef policy) {
+  planRemat(f, policy);
+  std::vector<bool> recompute;
+  for (Operation *op : nodeOps(f))
+    recompute.push_back(op->hasAttr(tsr::attr::kRemat));
+  f.walk([](Operation *op) { op->removeAttr(tsr::attr::kRemat); });
+  return remat::firstNeedStages(graph, recompute);
+}
+
+std::vector<std::vector<bool>>
+mlir::tessera::getPolicySeeds(func::FuncOp f, const remat::Graph &graph) {
+  std::vector<std::vector<bool>> seeds;
+  for (StringRef policy : {"selective", "full"}) {
+    remat::Stages stages = getPolicyStages(f, graph, policy);
+    seeds.emplace_back(stages.size());
+    for (auto [i, stage] : llvm::enumerate(stages))
+      seeds.back()[i] = stage >= 0;
+  }
+  return seeds;
+}
+
+void mlir::tessera::markRemat(func::FuncOp f, const remat::Stages &stages) {
+  Builder b(f.getContext());
+  DenseSet<Operation *> marked;
+  for (auto [op, stage] : llvm::zip(nodeOps(f), stages))
+    if (stage >= 0) {
+      op->setAttr(tsr::attr::kRemat, b.getStringAttr("recompute"));
+      marked.insert(op);
+    }
+  // Views of recomputed values are recomputed with them (free), or the
+  // backward pass would keep the buffer alive through them.
+  for (Operation &op : f.getBody().front())
+    if (isView(&op) && !isBackward(&op) && isRecomputable(&op))
+      if (Operation *source = op.getOperand(0).getDefiningOp();
+          source && marked.contains(source)) {
+        op.setAttr(tsr::attr::kRemat, b.getStringAttr("recompute"));
+        marked.insert(&op);
+      }
+}
 
 /// Marks the roots and, recursively, the producers their recomputation
 /// needs: every recomputable forward producer that is not itself a saved

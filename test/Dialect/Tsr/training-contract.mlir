@@ -87,7 +87,7 @@ module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 
 // -----
 
-// expected-error @+1 {{attribute 'tsr.remat' must be a policy (none, selective or full), got "most"}}
+// expected-error @+1 {{attribute 'tsr.remat' must be a policy (none, selective, full or auto), got "most"}}
 func.func @remat_policy() attributes {tsr.remat = "most"} {
   return
 }
@@ -95,7 +95,7 @@ func.func @remat_policy() attributes {tsr.remat = "most"} {
 // -----
 
 func.func @remat_choice(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{attribute 'tsr.remat' must be "recompute", got "offload"}}
+  // expected-error @+1 {{attribute 'tsr.remat' must be "recompute" or "recomputed", got "offload"}}
   %y = tsr.exp %x {tsr.remat = "offload"} : tensor<2xf32>
   return %y : tensor<2xf32>
 }

@@ -4,6 +4,12 @@
 // RUN: not tessera-opt %s --tsr-remat-plan=policy=most 2>&1 | FileCheck %s --check-prefix=POLICY
 // RUN: not tessera-opt %s --tsr-remat-plan=policy=auto 2>&1 | FileCheck %s --check-prefix=NOBUDGET
 // NOBUDGET: error: policy auto needs a memory budget, and a budget needs policy auto
+// RUN: tessera-opt %s "--tsr-remat-plan=policy=auto budget=560 solver=milp" | FileCheck %s --check-prefix=AUTO
+// RUN: tessera-opt %s "--tsr-remat-plan=policy=auto budget=560 solver=beam" | FileCheck %s --check-prefix=AUTO
+// RUN: tessera-opt %s "--tsr-remat-plan=policy=auto budget=600" | FileCheck %s --check-prefix=ROOMY
+// RUN: not tessera-opt %s "--tsr-remat-plan=policy=auto budget=400" 2>&1 | FileCheck %s --check-prefix=TIGHT
+// RUN: not tessera-opt %s "--tsr-remat-plan=policy=auto budget=560 solver=ilp" 2>&1 | FileCheck %s --check-prefix=SOLVER
+// SOLVER: error: unknown rematerialization solver 'ilp' (expected auto, milp or beam)
 
 // A pre-norm block in miniature: x is normalized, projected to [2, 3]
 // scores, softmaxed; the backward ops (tsr.backward) read the softmax, the
@@ -51,3 +57,20 @@ func.func @block(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
   %d5 = tsr.add %d4, %x {tsr.backward} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return %d5 : tensor<2x4xf32>
 }
+
+// Under a budget (policy auto) a solver picks what to recompute. The
+// function's footprint (arguments 160 bytes, result 32, predicted peak 376
+// with the allocator's padding) is 568 bytes keeping everything; at 560
+// both the MILP and the beam search recompute only the norm (the backward
+// pass reads it last, so its recomputation frees it for the longest), at
+// 600 nothing needs recomputing, and 400 is below the 552 bytes of the
+// smallest schedule.
+// AUTO-LABEL: func.func @block(
+// AUTO-SAME: attributes {tsr.remat = "auto"}
+// AUTO: tsr.layer_norm {{.*}}tsr.remat = "recompute"
+// AUTO-NOT: tsr.remat = "recompute"
+// AUTO: return
+// ROOMY-LABEL: func.func @block(
+// ROOMY-SAME: attributes {tsr.remat = "auto"}
+// ROOMY-NOT: tsr.remat = "recompute"
+// TIGHT: error: the step needs at least 552 bytes per rank (recomputing all it can), over the memory budget of 400 bytes

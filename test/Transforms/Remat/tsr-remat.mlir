@@ -5,8 +5,8 @@
 // matmul reads the saved norm output and the weight through barriers, the
 // softmax's clone reads the matmul's clone; the backward op reads the
 // clone, so the forward softmax dies in the forward pass. The marks are
-// gone, the clones are backward ops, and the backward ops that read
-// nothing recomputed are untouched.
+// gone, the clones are backward ops marked tsr.remat = "recomputed", and
+// the backward ops that read nothing recomputed are untouched.
 // CHECK-LABEL: func.func @block(
 // CHECK: %[[N:.*]] = tsr.layer_norm
 // CHECK: %[[S:.*]] = tsr.matmul %[[N]], %arg3 : tensor<2x4xf32>
@@ -15,11 +15,11 @@
 // CHECK: %[[D1:.*]] = tsr.matmul %{{.*}}, %arg3 {tsr.backward}
 // CHECK: %[[BN:.*]] = tsr.remat_barrier %[[N]] {tsr.backward} : tensor<2x4xf32>
 // CHECK: %[[BW:.*]] = tsr.remat_barrier %arg3 {tsr.backward} : tensor<4x3xf32>
-// CHECK: %[[S2:.*]] = tsr.matmul %[[BN]], %[[BW]] {tsr.backward}
-// CHECK: %[[P2:.*]] = tsr.softmax %[[S2]] {axis = 1 : i64, tsr.backward}
+// CHECK: %[[S2:.*]] = tsr.matmul %[[BN]], %[[BW]] {tsr.backward, tsr.remat = "recomputed"}
+// CHECK: %[[P2:.*]] = tsr.softmax %[[S2]] {axis = 1 : i64, tsr.backward, tsr.remat = "recomputed"}
 // CHECK: tsr.mul %[[P2]], %[[D1]] {tsr.backward}
 // CHECK: tsr.mul %[[N]], %{{.*}} {tsr.backward}
-// CHECK-NOT: tsr.remat =
+// CHECK-NOT: tsr.remat = "recompute"}
 // CHECK: return
 func.func @block(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
                  %w: tensor<4x3xf32>, %v: tensor<3x4xf32>) -> tensor<2x4xf32> {

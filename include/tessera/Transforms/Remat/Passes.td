@@ -31,13 +31,27 @@ def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
       residual stream between sub-blocks, so each attention and MLP block is
       recomputed from its input (Chen et al. 2016's checkpointing at block
       boundaries).
-    - `auto` with `budget` B: the first of none, selective and full (in
-      order of added work) under which the public functions' footprint fits
-      in B bytes: their arguments, their results and the peak of their own
-      allocations as the tsr-level liveness analysis predicts it (equal to
-      the runtime allocator's count), measured on a copy of the module with
-      the policy applied. If none fits, the pass fails and names the
-      smallest footprint (`the step needs at least N bytes per rank
+    - `auto` with `budget` B: a solver decides, for each saved value,
+      keep or recompute, at the least added time by the cost model, so
+      that the public functions' footprint fits in B bytes: their
+      arguments, their results and the peak of their own allocations as
+      the tsr-level liveness analysis predicts it (equal to the runtime
+      allocator's count). The solver works on a graph of each
+      differentiated function (one node per op, its result bytes and
+      roofline time; views read through): `milp` solves Checkmate's MILP
+      (Jain et al. 2020) restricted to schedules this pass can apply (each
+      forward op recomputed at most once, in the backward pass) with
+      COIN-OR CBC; `beam` is a beam search over greedy steps (width 32 up
+      to 256 nodes, then 8192 / nodes, at least 1),
+      each recomputing one more value live at the graph's peak, ranked by
+      bytes over budget removed per second, and then undoes what the budget
+      does not need; `auto` takes the MILP for graphs of up to 120 nodes
+      and the beam search above. The graph
+      counts every result as a buffer, the prediction knows fusion and
+      scratch: the pass bisects the budget it gives the solver for the
+      largest whose schedule, applied to a copy of the module, fits B by
+      the prediction. If none does, the pass fails and names the smallest
+      footprint it met (`the step needs at least N bytes per rank
       (recomputing all it can), over the memory budget of B bytes`).
 
     The public functions record the policy (`tsr.remat = "selective"`).
@@ -67,6 +81,13 @@ def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
     Option<"budget", "budget", "int64_t", /*default=*/"0",
            "With policy auto: the bytes one rank may use while the step "
            "runs">,
+    Option<"solver", "solver", "std::string", /*default=*/"\"auto\"",
+           "With policy auto: milp, beam, or auto (the MILP for small "
+           "graphs)">,
+    Option<"peakFlops", "peak-flops", "double", "185e9",
+           "The cost model's FLOP/s, which times recomputations">,
+    Option<"bandwidth", "bandwidth", "double", "25e9",
+           "The cost model's memory bytes/s">,
   ];
 }
 
@@ -105,6 +126,38 @@ def TsrRemat : Pass<"tsr-remat", "ModuleOp"> {
     %t = tsr.mul %p2, %dp {tsr.backward} ...
     ```
   }];
+}
+
+def TsrPrintRematSolvers : Pass<"tsr-print-remat-solvers", "ModuleOp"> {
+  let summary = "Compare the rematerialization solvers on each function";
+  let description = [{
+    Test and benchmark pass (the IR is unchanged). For every function with
+    a backward pass, builds the graph `tsr-remat-plan` solves (one node per
+    op, views read through) and, at each budget given as a fraction of the
+    graph's peak without recomputation, solves it with the MILP (CBC, at
+    most `search-nodes` branch-and-bound nodes) and with the beam search,
+    and prints both recomputation costs (the cost model's seconds), the
+    peaks the schedules reach on the graph, whether CBC proved its optimum,
+    and the beam search's cost as a multiple of the optimum:
+
+    ```
+    @main: 58 nodes, 21 forward (17 recomputable), peak 5376 bytes without recomputation
+      budget 0.80 (4300 bytes): milp 1.92e-09 s (peak 4288, optimal, 820 binaries), beam 1.92e-09 s (peak 4288): 1.000 of the optimum
+    ```
+
+    Nothing to print for a function without a backward pass.
+  }];
+  let options = [
+    ListOption<"fractions", "fractions", "double",
+               "Budgets, as fractions of the peak without recomputation">,
+    Option<"searchNodes", "search-nodes", "int", /*default=*/"100000",
+           "The MILP's limit on branch-and-bound nodes">,
+    Option<"milp", "milp", "bool", /*default=*/"true",
+           "Solve the MILP too (false: the beam search only, for graphs "
+           "too large for CBC)">,
+    Option<"beamWidth", "beam-width", "int", /*default=*/"32",
+           "The beam search's width">,
+  ];
 }
 
 #endif // TESSERA_TRANSFORMS_REMAT_PASSES_TD

@@ -1,15 +1,20 @@
 //===- Remat.h - Rematerialization, callable from other passes --*- C++ -*-===//
 //
 // The two halves of tsr-remat-plan and tsr-remat as functions, so that a
-// planner can try a policy on a copy of a function and measure it.
+// planner can try a policy on a copy of a function and measure it, and the
+// graph the solvers of RematSolver.h decide on.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSERA_TRANSFORMS_REMAT_REMAT_H
 #define TESSERA_TRANSFORMS_REMAT_REMAT_H
 
+#include "tessera/Transforms/Remat/RematSolver.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::tessera {
+
+class CostModel;
 
 /// Marks with tsr.remat = "recompute" the forward ops of `f` that the
 /// backward pass repeats under `policy` ("selective" or "full"; "none"
@@ -19,6 +24,29 @@ void planRemat(func::FuncOp f, StringRef policy);
 /// Clones the marked ops of `f` before their first backward use, reading
 /// other forward values through tsr.remat_barrier, and drops the marks.
 void applyRemat(func::FuncOp f);
+
+/// The rematerialization problem of `f` (RematSolver.h): one node per op
+/// but views (their readers read what they view), constants and the
+/// terminator; forward nodes up to the first backward op; bytes of the
+/// results; the cost model's time, at least writing the results at
+/// `bandwidth` bytes per second.
+remat::Graph buildRematGraph(func::FuncOp f, const CostModel &costs,
+                             double bandwidth);
+
+/// The schedule a fixed policy ("selective", "full") gives `graph`, the
+/// graph of buildRematGraph(f): what planRemat marks, recomputed where
+/// first needed. `f` is left as it was.
+remat::Stages getPolicyStages(func::FuncOp f, const remat::Graph &graph,
+                              StringRef policy);
+
+/// What the fixed policies recompute, as seeds of remat::solveBeam.
+std::vector<std::vector<bool>> getPolicySeeds(func::FuncOp f,
+                                              const remat::Graph &graph);
+
+/// Marks with tsr.remat = "recompute" the ops of the nodes `stages`
+/// recomputes (`stages` solves buildRematGraph(f)), and the forward views
+/// of them.
+void markRemat(func::FuncOp f, const remat::Stages &stages);
 
 } // namespace mlir::tessera
 

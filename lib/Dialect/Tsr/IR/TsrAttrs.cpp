@@ -490,16 +490,20 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
     auto choice = dyn_cast<StringAttr>(value);
     if (isa<FunctionOpInterface>(op)) {
       if (!choice ||
-          !llvm::is_contained(ArrayRef<StringRef>{"none", "selective", "full"},
-                              choice.getValue()))
+          !llvm::is_contained(
+              ArrayRef<StringRef>{"none", "selective", "full", "auto"},
+              choice.getValue()))
         return op->emitOpError("attribute '")
-               << name << "' must be a policy (none, selective or full), got "
+               << name
+               << "' must be a policy (none, selective, full or auto), got "
                << value;
       return success();
     }
-    if (!choice || choice.getValue() != "recompute")
+    if (!choice ||
+        (choice.getValue() != "recompute" && choice.getValue() != "recomputed"))
       return op->emitOpError("attribute '")
-             << name << "' must be \"recompute\", got " << value;
+             << name << "' must be \"recompute\" or \"recomputed\", got "
+             << value;
     return success();
   }
   return op->emitOpError("has unknown attribute '")
