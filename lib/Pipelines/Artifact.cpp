@@ -194,8 +194,10 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       auto remat = op->getAttrOfType<StringAttr>(tsr::attr::kRemat);
       if (!remat || remat.getValue() != "recomputed")
         return;
+      OpCost cost = costModel.getComputeCost(op);
       ++program->recomputedOps;
-      program->recomputeSeconds += costModel.getComputeCost(op).seconds;
+      program->recomputeFlops += cost.flops;
+      program->recomputeSeconds += cost.seconds;
     });
     // MLIR's bare-pointer calling convention has no strided layout for a
     // zero-sized dimension after the first (its strides fold to 0).
@@ -344,6 +346,7 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     if (!program.remat.empty()) {
       entry["remat"] = program.remat;
       entry["recomputed_ops"] = program.recomputedOps;
+      entry["recompute_flops"] = program.recomputeFlops;
       entry["recompute_seconds"] = program.recomputeSeconds;
     }
     programs.push_back(std::move(entry));

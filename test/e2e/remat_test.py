@@ -112,7 +112,7 @@ def footprint(bin_dir, model, work, name, flags):
                   f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
                   "--report", "-o", os.path.join(work, name), *flags])
     policy = re.search(r"rematerialization: (\w+).*: (\d+) ops recomputed, "
-                       r"([0-9.]+) ms", report)
+                       r"[0-9.]+ GFLOP, ([0-9.]+) ms", report)
     return {"total": int(re.search(r"total\s+(\d+)", report).group(1)),
             "peak": int(re.search(r"peak activations\s+(\d+)", report).group(1)),
             "policy": policy.group(1) if policy else "none",

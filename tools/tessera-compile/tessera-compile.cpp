@@ -592,6 +592,8 @@ static void printReport(const tessera::ArtifactSignature &sig) {
                                  rematSolver + ", under --memory-budget=" +
                                  memoryBudget + ")")
                    << ": " << program.recomputedOps << " ops recomputed, "
+                   << llvm::format("%.3f", program.recomputeFlops * 1e-9)
+                   << " GFLOP, "
                    << llvm::format("%.3f", program.recomputeSeconds * 1e3)
                    << " ms by the cost model\n";
   }

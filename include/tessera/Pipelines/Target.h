@@ -95,9 +95,9 @@ struct ArtifactProgram {
   /// tsr-remat-plan.
   std::string remat;
   /// The ops the backward pass recomputes (`tsr.remat = "recomputed"`, in
-  /// the module), and their time by the cost model.
+  /// the module), and their FLOPs and time by the cost model.
   int64_t recomputedOps = 0;
-  double recomputeSeconds = 0;
+  double recomputeFlops = 0, recomputeSeconds = 0;
   /// Estimated seconds of one call by the cost model (lib/Analysis) with
   /// the target's figures: compute ops and collectives.
   double computeSeconds = 0, communicationSeconds = 0;

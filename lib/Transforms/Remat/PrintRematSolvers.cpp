@@ -89,7 +89,7 @@ struct TsrPrintRematSolversPass
         }
         start = std::chrono::steady_clock::now();
         std::optional<remat::Solution> beam =
-            remat::solveBeam(graph, budget, beamWidth, seeds);
+            remat::solveBeam(graph, budget, beamWidth, beamTried, seeds);
         double seconds = secondsSince(start);
         os << "beam ";
         if (!beam) {

@@ -139,11 +139,14 @@ int64_t footprintAfter(ModuleOp module,
 /// branch and bound explores at most kMilpSearchNodes nodes.
 constexpr int kMilpNodes = 120;
 constexpr int kMilpSearchNodes = 5000;
-/// The beam search's width: 32 on small graphs, narrower as they grow, so
-/// that a 12-layer GPT's training step (4400 nodes) is solved in a tenth
-/// of a second.
+/// The beam search's width and the candidates it tries per step: 32 and 16
+/// on small graphs, narrower as they grow, so that a GPT-2-sized training
+/// step (12 layers, 4400 nodes) is solved in a tenth of a second.
 int beamWidth(const remat::Graph &graph) {
   return std::clamp(8192 / std::max<int>(graph.nodes.size(), 1), 1, 32);
+}
+int beamTried(const remat::Graph &graph) {
+  return graph.nodes.size() <= 1024 ? 16 : 2;
 }
 
 /// What the solver decided for every differentiated function under one
@@ -172,7 +175,8 @@ std::optional<Decision> solve(ArrayRef<remat::Graph> graphs,
       solution = milp.solution;
     }
     if (!solution)
-      solution = remat::solveBeam(graph, budget, beamWidth(graph), graphSeeds);
+      solution = remat::solveBeam(graph, budget, beamWidth(graph),
+                                  beamTried(graph), graphSeeds);
     if (!solution)
       return std::nullopt;
     decision.stages.push_back(solution->stages);
@@ -250,21 +254,22 @@ struct TsrRematPlanPass : tessera::impl::TsrRematPlanBase<TsrRematPlanPass> {
     }
     // The footprint is the model's peak plus what the model does not count
     // (arguments, results) less what it counts and the lowering does not
-    // allocate (fused producers): start from the offset measured without
-    // recomputation, correct by what each try misses, and keep the model
-    // budget between the largest that failed and the smallest that fit.
+    // allocate (fused producers, scratch): the first try starts from the
+    // offset measured without recomputation and the second corrects by what
+    // it missed; then bisection between the largest model budget that fit
+    // (or that the solver could not meet) and the smallest that failed, as
+    // the footprint moves in steps and not always with the model.
     std::optional<Decision> chosen;
     int64_t fitting = 0, failing = high + 1;
     int64_t model = budget - (smallest - high);
-    for (int step = 0; step < 8; ++step) {
-      if (model <= fitting || model >= failing)
+    for (int step = 0; step < 12; ++step) {
+      if (step >= 2 || model <= fitting || model >= failing)
         model = fitting + (failing - fitting) / 2;
-      if (model <= 0)
+      if (failing - fitting <= std::max<int64_t>(high / 1000, 1))
         break;
       std::optional<Decision> d = solve(graphs, seeds, model, solver);
       if (!d) {
-        fitting = std::max(fitting, model);
-        model = failing;
+        fitting = model;
         continue;
       }
       int64_t bytes = measure(*d);

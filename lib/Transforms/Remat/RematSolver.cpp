@@ -127,6 +127,7 @@ Simulation mlir::tessera::remat::simulate(const Graph &graph,
 
 std::optional<Solution>
 mlir::tessera::remat::solveBeam(const Graph &graph, int64_t budget, int width,
+                                int tried,
                                 llvm::ArrayRef<std::vector<bool>> seeds) {
   int n = graph.nodes.size();
   int forward = graph.numForward;
@@ -221,9 +222,8 @@ mlir::tessera::remat::solveBeam(const Graph &graph, int64_t budget, int width,
       llvm::sort(candidates, [](const Candidate &a, const Candidate &b) {
         return a.score != b.score ? a.score > b.score : a.nodes[0] < b.nodes[0];
       });
-      constexpr size_t kTried = 16;
-      if (candidates.size() > kTried)
-        candidates.resize(kTried);
+      if (candidates.size() > size_t(tried))
+        candidates.resize(tried);
       for (const Candidate &c : candidates) {
         std::vector<bool> recompute = state.recompute;
         for (int i : c.nodes)

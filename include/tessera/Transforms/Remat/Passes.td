@@ -157,6 +157,8 @@ def TsrPrintRematSolvers : Pass<"tsr-print-remat-solvers", "ModuleOp"> {
            "too large for CBC)">,
     Option<"beamWidth", "beam-width", "int", /*default=*/"32",
            "The beam search's width">,
+    Option<"beamTried", "beam-tried", "int", /*default=*/"16",
+           "The candidates the beam search tries per schedule and step">,
   ];
 }
 

@@ -71,13 +71,14 @@ struct Solution {
 /// The fast method, a beam search over greedy steps: from keeping
 /// everything and from the `seeds` (sets of recomputed nodes), each step
 /// recomputes one more value live at the peak only because the backward pass
-/// reads it (with the forward producers only it reads), trying the 16 that free
-/// the most bytes per second of recomputation and keeping the `width` schedules
-/// that removed the most bytes over budget (summed over the run) per second. A
-/// schedule that fits loses every recomputation the budget does not need,
-/// costliest first; the cheapest wins. Nothing when no schedule meets the
-/// budget.
+/// reads it (with the forward producers only it reads), trying the `tried`
+/// that free the most bytes per second of recomputation and keeping the
+/// `width` schedules that removed the most bytes over budget (summed over the
+/// run) per second. A schedule that fits loses every recomputation the budget
+/// does not need, costliest first; the cheapest wins. Nothing when no
+/// schedule meets the budget.
 std::optional<Solution> solveBeam(const Graph &graph, int64_t budget, int width,
+                                  int tried,
                                   llvm::ArrayRef<std::vector<bool>> seeds = {});
 
 struct MilpResult {
