@@ -376,7 +376,11 @@ remat::Stages mlir::tessera::getPolicyStages(func::FuncOp f,
   std::vector<bool> recompute;
   for (Operation *op : nodeOps(f))
     recompute.push_back(op->hasAttr(tsr::attr::kRemat));
-  f.walk([](Operation *op) { op->removeAttr(tsr::attr::kRemat); });
+  f.walk([](Operation *op) {
+    auto mark = op->getAttrOfType<StringAttr>(tsr::attr::kRemat);
+    if (mark && mark.getValue() == "recompute")
+      op->removeAttr(tsr::attr::kRemat);
+  });
   return remat::firstNeedStages(graph, recompute);
 }
 
