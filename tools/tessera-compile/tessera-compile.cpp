@@ -582,8 +582,21 @@ static void printReport(const tessera::ArtifactSignature &sig) {
         "most bytes the function itself holds at once (gradients included)");
     row("predicted peak", program.predictedPeakBytes,
         "the same, predicted on tsr before lowering (lib/Analysis)");
-    row("total", params + state + batch + outputs + peak,
-        "caller's buffers plus the peak");
+    int64_t total = params + state + batch + outputs + peak;
+    row("total", total, "caller's buffers plus the peak");
+    if (!memoryBudget.empty()) {
+      int64_t budget = *parseBytes(memoryBudget);
+      std::string note = total <= budget
+                             ? llvm::formatv("--memory-budget, {0} bytes "
+                                             "above the total",
+                                             budget - total)
+                                   .str()
+                             : llvm::formatv("--memory-budget, {0} bytes "
+                                             "below the total",
+                                             total - budget)
+                                   .str();
+      row("budget", budget, note.c_str());
+    }
     if (!program.remat.empty())
       llvm::outs() << "  rematerialization: " << program.remat
                    << (memoryBudget.empty()
