@@ -80,7 +80,7 @@ def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=(),
           budget=None):
     """Compiles (with --remat=policy, or --memory-budget=budget) and
     trains; returns (losses as logged, measured peak, predicted peak,
-    median step seconds)."""
+    median step seconds, --report's figures)."""
     art = os.path.join(work, name)
     choice = f"--memory-budget={budget}" if budget else f"--remat={policy}"
     report = run([os.path.join(bin_dir, "tessera-compile"), model,
@@ -101,16 +101,12 @@ def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=(),
         records = [json.loads(line) for line in f]
     losses = [r["loss"] for r in records]
     seconds = statistics.median(r["seconds"] for r in records[2:])
-    return losses, measured, predicted, seconds
+    return losses, measured, predicted, seconds, figures(report)
 
 
-def footprint(bin_dir, model, work, name, flags):
+def figures(report):
     """--report's total and peak bytes, the policy, and what it
     recomputes (ops, milliseconds by the cost model)."""
-    report = run([os.path.join(bin_dir, "tessera-compile"), model,
-                  "--mode=train", "--loss=cross_entropy", "--logits=logits",
-                  f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
-                  "--report", "-o", os.path.join(work, name), *flags])
     policy = re.search(r"rematerialization: (\w+).*: (\d+) ops recomputed, "
                        r"[0-9.]+ GFLOP, ([0-9.]+) ms", report)
     return {"total": int(re.search(r"total\s+(\d+)", report).group(1)),
@@ -174,13 +170,14 @@ def main():
     models = {"charlm": os.path.join(work, "lm", "charlm.onnx"),
               "gpt": os.path.join(work, "gpt", "torch_gpt.onnx")}
 
-    train_losses = {}
+    train_losses, reports = {}, {}
     for model, path in models.items():
         results = {p: train(bin_dir, path, data, work, f"{model}-{p}", p)
                    for p in ("none", "selective", "full")}
-        base_losses, base_peak, _, base_seconds = results["none"]
+        base_losses, base_peak, _, base_seconds, _ = results["none"]
         train_losses[model] = base_losses
-        for policy, (losses, measured, predicted, seconds) in results.items():
+        reports[model] = {p: r[4] for p, r in results.items()}
+        for policy, (losses, measured, predicted, seconds, _) in results.items():
             print(f"{model} --remat={policy}: peak {measured} bytes "
                   f"({measured / base_peak:.3f} of none), step "
                   f"{1e3 * seconds:.1f} ms ({seconds / base_seconds:.2f} of "
@@ -208,14 +205,10 @@ def main():
     # the losses do not change. Below the smallest footprint it refuses and
     # names it.
     for model, path in models.items():
-        needs = footprint(bin_dir, path, work, f"{model}-needs", ["--remat=none"])
-        full = footprint(bin_dir, path, work, f"{model}-full", ["--remat=full"])
+        needs, full = reports[model]["none"], reports[model]["full"]
         budget = int(0.6 * needs["total"])
-        fit = footprint(bin_dir, path, work, f"{model}-budget",
-                        [f"--memory-budget={budget}"])
-        losses, measured, predicted, _ = train(
-            bin_dir, path, data, work, f"{model}-budget-run", None,
-            budget=budget)
+        losses, measured, predicted, _, fit = train(
+            bin_dir, path, data, work, f"{model}-budget", None, budget=budget)
         used = needs["total"] - needs["peak"] + measured
         print(f"{model} --memory-budget={budget}: {fit['ops']} ops "
               f"recomputed, {fit['ms']:.3f} ms by the cost model "
