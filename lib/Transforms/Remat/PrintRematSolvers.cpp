@@ -31,9 +31,7 @@ struct TsrPrintRematSolversPass
   using Base::Base;
 
   void runOnOperation() override {
-    // The CPU target's figures (lib/Pipelines/CpuTarget.cpp).
-    constexpr double kFlops = 185e9, kBandwidth = 25e9;
-    CostModel costs({kFlops, kBandwidth}, {});
+    CostModel costs({peakFlops, bandwidth}, {});
     raw_ostream &os = llvm::outs();
     for (auto f : getOperation().getOps<func::FuncOp>()) {
       if (f.isExternal() ||
@@ -42,7 +40,7 @@ struct TsrPrintRematSolversPass
           }))
         continue;
       auto start = std::chrono::steady_clock::now();
-      remat::Graph graph = buildRematGraph(f, costs, kBandwidth);
+      remat::Graph graph = buildRematGraph(f, costs, bandwidth);
       double buildSeconds = secondsSince(start);
       int recomputable = llvm::count_if(
           graph.nodes, [](const remat::Node &n) { return n.recomputable; });

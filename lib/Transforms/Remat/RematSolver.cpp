@@ -290,7 +290,8 @@ MilpResult mlir::tessera::remat::solveMilp(const Graph &graph, int64_t budget,
   auto addColumn = [&](double lb, double ub, double obj, bool integer) {
     int column = Cbc_getNumCols(model);
     Cbc_addCol(model, "", lb, ub, obj, integer, 0, nullptr, nullptr);
-    (integer ? result.binaries : result.continuous)++;
+    if (integer)
+      ++result.binaries;
     return column;
   };
   struct Term {
@@ -306,7 +307,6 @@ MilpResult mlir::tessera::remat::solveMilp(const Graph &graph, int64_t budget,
     }
     Cbc_addRow(model, "", columns.size(), columns.data(), coefficients.data(),
                sense, rhs);
-    ++result.rows;
   };
 
   // R[t][i] for backward stages t and recomputable forward i; S[t][i] for
@@ -492,7 +492,6 @@ MilpResult mlir::tessera::remat::solveMilp(const Graph &graph, int64_t budget,
                                                : MilpResult::Status::Stopped;
     result.bound = Cbc_getBestPossibleObjValue(model) / costScale;
     if (const double *x = Cbc_bestSolution(model)) {
-      result.objective = Cbc_getObjValue(model) / costScale;
       Solution solution{Stages(n, -1), {}};
       for (const auto &[key, column] : recomputeVar)
         if (x[column] > 0.5)

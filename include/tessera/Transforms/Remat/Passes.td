@@ -159,6 +159,10 @@ def TsrPrintRematSolvers : Pass<"tsr-print-remat-solvers", "ModuleOp"> {
            "The beam search's width">,
     Option<"beamTried", "beam-tried", "int", /*default=*/"16",
            "The candidates the beam search tries per schedule and step">,
+    Option<"peakFlops", "peak-flops", "double", "185e9",
+           "The cost model's FLOP/s, which times recomputations">,
+    Option<"bandwidth", "bandwidth", "double", "25e9",
+           "The cost model's memory bytes/s">,
   ];
 }
 

@@ -85,10 +85,10 @@ struct MilpResult {
   enum class Status { Optimal, Infeasible, Stopped } status;
   /// The best schedule found (Optimal, or Stopped with one found).
   std::optional<Solution> solution;
-  /// The MILP's objective at the best schedule, and its proven lower bound.
-  double objective = 0, bound = 0;
-  /// Binary and continuous variables, and constraints, of the model.
-  int binaries = 0, continuous = 0, rows = 0;
+  /// The proven lower bound on the recomputation time (seconds).
+  double bound = 0;
+  /// The model's binary variables.
+  int binaries = 0;
 };
 
 /// Solves the MILP with CBC, exploring at most `maxNodes` branch-and-bound
