@@ -43,3 +43,8 @@ tools = ["tessera-opt", "tessera-translate", "tessera-compile", "tessera-run"]
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.tessera_tools_dir, t))],
     [config.tessera_tools_dir])
+
+# The CUDA target compiles with the toolkit's ptxas, fatbinary and libdevice
+# (no GPU needed); tests of it say `REQUIRES: cuda-toolkit`.
+if os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("cuda-toolkit")

@@ -134,86 +134,88 @@ public:
   }
 
   LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const override {
-    registerBuiltinDialectTranslation(*lowered.getContext());
-    registerLLVMDialectTranslation(*lowered.getContext());
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-
-    llvm::LLVMContext llvmContext;
-    std::unique_ptr<llvm::Module> llvmModule =
-        translateModuleToLLVMIR(lowered, llvmContext, "tessera_model");
-    if (!llvmModule)
-      return lowered.emitError("translation to LLVM IR failed");
-
-    llvm::Triple triple(llvm::sys::getProcessTriple());
-    std::string error;
-    const llvm::Target *target =
-        llvm::TargetRegistry::lookupTarget(triple, error);
-    if (!target)
-      return lowered.emitError("no LLVM target for ")
-             << triple.str() << ": " << error;
-    llvm::SubtargetFeatures features;
-    for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
-      features.AddFeature(feature, enabled);
-    llvm::TargetOptions targetOptions;
-    std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-        triple, llvm::sys::getHostCPUName(), features.getString(),
-        targetOptions, llvm::Reloc::PIC_, std::nullopt,
-        llvm::CodeGenOptLevel::Aggressive));
-    llvmModule->setDataLayout(machine->createDataLayout());
-    llvmModule->setTargetTriple(triple);
-
-    auto optimize = makeOptimizingTransformer(3, 0, machine.get());
-    if (llvm::Error err = optimize(llvmModule.get()))
-      return lowered.emitError("LLVM optimization failed: ")
-             << llvm::toString(std::move(err));
-
-    SmallString<256> object(dir), library(dir);
-    llvm::sys::path::append(object, "model.o");
-    llvm::sys::path::append(library, "model.so");
-    {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(object, ec);
-      if (ec)
-        return lowered.emitError("cannot write '")
-               << object << "': " << ec.message();
-      llvm::legacy::PassManager codegen;
-      if (machine->addPassesToEmitFile(codegen, os, nullptr,
-                                       llvm::CodeGenFileType::ObjectFile))
-        return lowered.emitError("the host target cannot emit objects");
-      codegen.run(*llvmModule);
-    }
-
-    std::string clang = findLlvmTool("clang");
-    if (clang.empty())
-      return lowered.emitError("clang (LLVM 22) not found; it links model.so "
-                               "(install clang-22)");
-    SmallVector<StringRef> args = {clang,
-                                   "-shared",
-                                   "-fuse-ld=lld",
-                                   "-o",
-                                   library,
-                                   object,
-                                   "-L/usr/lib/llvm-22/lib",
-                                   "-lmlir_c_runner_utils",
-                                   "-Wl,-rpath,/usr/lib/llvm-22/lib",
-                                   "-lopenblas",
-                                   "-lm"};
-    std::string linkError;
-    int rc = llvm::sys::ExecuteAndWait(clang, args, std::nullopt, {}, 0, 0,
-                                       &linkError);
-    llvm::sys::fs::remove(object);
-    if (rc != 0)
-      return lowered.emitError("linking ")
-             << library << " failed (exit " << rc << ")"
-             << (linkError.empty() ? "" : ": ") << linkError;
-    return success();
+    return emitHostLibrary(lowered, dir,
+                           {"-L/usr/lib/llvm-22/lib", "-lmlir_c_runner_utils",
+                            "-Wl,-rpath,/usr/lib/llvm-22/lib", "-lopenblas",
+                            "-lm"});
   }
 
 private:
   CpuTargetOptions options;
 };
 } // namespace
+
+LogicalResult mlir::tessera::emitHostLibrary(ModuleOp lowered, StringRef dir,
+                                             ArrayRef<StringRef> libraries) {
+  registerBuiltinDialectTranslation(*lowered.getContext());
+  registerLLVMDialectTranslation(*lowered.getContext());
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(lowered, llvmContext, "tessera_model");
+  if (!llvmModule)
+    return lowered.emitError("translation to LLVM IR failed");
+
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return lowered.emitError("no LLVM target for ")
+           << triple.str() << ": " << error;
+  llvm::SubtargetFeatures features;
+  for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature, enabled);
+  llvm::TargetOptions targetOptions;
+  // Constructors (the CUDA target registers its kernels in one) go in
+  // .init_array, which the loader runs; LLVM's default is .ctors.
+  targetOptions.UseInitArray = true;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), targetOptions,
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  if (llvm::Error err = optimize(llvmModule.get()))
+    return lowered.emitError("LLVM optimization failed: ")
+           << llvm::toString(std::move(err));
+
+  SmallString<256> object(dir), library(dir);
+  llvm::sys::path::append(object, "model.o");
+  llvm::sys::path::append(library, "model.so");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(object, ec);
+    if (ec)
+      return lowered.emitError("cannot write '")
+             << object << "': " << ec.message();
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return lowered.emitError("the host target cannot emit objects");
+    codegen.run(*llvmModule);
+  }
+
+  std::string clang = findLlvmTool("clang");
+  if (clang.empty())
+    return lowered.emitError("clang (LLVM 22) not found; it links model.so "
+                             "(install clang-22)");
+  SmallVector<StringRef> args = {clang, "-shared", "-fuse-ld=lld",
+                                 "-o",  library,   object};
+  llvm::append_range(args, libraries);
+  std::string linkError;
+  int rc = llvm::sys::ExecuteAndWait(clang, args, std::nullopt, {}, 0, 0,
+                                     &linkError);
+  llvm::sys::fs::remove(object);
+  if (rc != 0)
+    return lowered.emitError("linking ")
+           << library << " failed (exit " << rc << ")"
+           << (linkError.empty() ? "" : ": ") << linkError;
+  return success();
+}
 
 std::unique_ptr<TargetBackend>
 mlir::tessera::createCpuTarget(const CpuTargetOptions &options) {

@@ -104,4 +104,12 @@ void mlir::tessera::registerTesseraPipelines() {
       "Lower tsr to the LLVM dialect for the CPU target (what tessera-compile "
       "--target=cpu runs before emitting model.so)",
       [](OpPassManager &pm) { buildLoweringPipeline(pm, *createCpuTarget()); });
+  PassPipelineRegistration<>(
+      "tsr-cuda-codegen",
+      "Lower tsr to host LLVM dialect plus a gpu.binary of sm_90a kernels for "
+      "the CUDA target (what tessera-compile --target=cuda runs before "
+      "emitting model.so)",
+      [](OpPassManager &pm) {
+        buildLoweringPipeline(pm, *createCudaTarget());
+      });
 }

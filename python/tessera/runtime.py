@@ -60,6 +60,8 @@ _NUMPY_DTYPES = {
 }
 _CODES = {np.dtype(name): code for code, name in _DTYPE_NAMES.items()
           if name != "bfloat16"}
+# tsr_placement_t's host memory (the others: device, pinned host).
+_HOST = 0
 # tsr_role_t.
 _ROLES = {0: None, 1: "data", 2: "label", 3: "param", 4: "state", 5: "loss",
           6: "metric", 7: "grad", 8: "rng"}
@@ -169,6 +171,14 @@ def _declare(lib):
                                        ctypes.POINTER(ctypes.c_int64),
                                        ctypes.POINTER(p)]),
         "tsr_tensor_destroy": (None, [p]),
+        "tsr_artifact_input_placement":
+            (status, [p, size, ctypes.POINTER(ctypes.c_int)]),
+        "tsr_artifact_output_placement":
+            (status, [p, size, ctypes.POINTER(ctypes.c_int)]),
+        "tsr_tensor_create_placed": (status, [ctypes.c_int, ctypes.c_int, size,
+                                              ctypes.POINTER(ctypes.c_int64),
+                                              ctypes.POINTER(p)]),
+        "tsr_tensor_copy": (status, [p, p, p]),
         "tsr_tensor_data": (p, [p]),
         "tsr_tensor_byte_size": (size, [p]),
         "tsr_memory_stats": (None, [ctypes.POINTER(size), ctypes.POINTER(size)]),
@@ -293,7 +303,48 @@ class Artifact:
                                      ctypes.byref(tensor)))
         ctypes.memmove(lib.tsr_tensor_data(tensor), array.ctypes.data,
                        array.nbytes)
-        return tensor
+        placement = ctypes.c_int()
+        _check(lib.tsr_artifact_input_placement(self._handle, index,
+                                                ctypes.byref(placement)))
+        if placement.value == _HOST:
+            return tensor
+        # A device artifact (--target=cuda): the copy lives there.
+        try:
+            placed = ctypes.c_void_p()
+            _check(lib.tsr_tensor_create_placed(placement, code, array.ndim,
+                                                shape, ctypes.byref(placed)))
+            status = lib.tsr_tensor_copy(placed, tensor, None)
+            if status != 0:
+                lib.tsr_tensor_destroy(placed)
+                _check(status)
+            return placed
+        finally:
+            lib.tsr_tensor_destroy(tensor)
+
+    def _read(self, index, tensor):
+        """A NumPy copy of output `index`, wherever its buffer lives."""
+        lib = _lib()
+        info = self.outputs[index]
+        result = np.empty(info.shape, _NUMPY_DTYPES[info.dtype])
+        placement = ctypes.c_int()
+        _check(lib.tsr_artifact_output_placement(self._handle, index,
+                                                 ctypes.byref(placement)))
+        if placement.value == _HOST:
+            ctypes.memmove(result.ctypes.data, lib.tsr_tensor_data(tensor),
+                           lib.tsr_tensor_byte_size(tensor))
+            return result
+        codes = {name: code for code, name in _DTYPE_NAMES.items()}
+        shape = (ctypes.c_int64 * max(result.ndim, 1))(*result.shape)
+        host = ctypes.c_void_p()
+        _check(lib.tsr_tensor_create(codes[info.dtype], result.ndim, shape,
+                                     ctypes.byref(host)))
+        try:
+            _check(lib.tsr_tensor_copy(host, tensor, None))
+            ctypes.memmove(result.ctypes.data, lib.tsr_tensor_data(host),
+                           lib.tsr_tensor_byte_size(host))
+        finally:
+            lib.tsr_tensor_destroy(host)
+        return result
 
     def __call__(self, *arrays):
         if not self._handle:
@@ -321,13 +372,8 @@ class Artifact:
                 len(inputs),
                 (ctypes.c_void_p * max(len(outputs), 1))(*outputs),
                 len(outputs)))
-            results = []
-            for info, tensor in zip(self.outputs, outputs):
-                result = np.empty(info.shape, _NUMPY_DTYPES[info.dtype])
-                ctypes.memmove(result.ctypes.data, lib.tsr_tensor_data(tensor),
-                               lib.tsr_tensor_byte_size(tensor))
-                results.append(result)
-            return results
+            return [self._read(index, tensor)
+                    for index, tensor in enumerate(outputs)]
         finally:
             for tensor in tensors:
                 lib.tsr_tensor_destroy(tensor)

@@ -102,6 +102,13 @@ tsr_status_t loadArtifact(const std::string &dir,
     artifact->onnxPath = onnx[0] == '/' ? onnx : dir + "/" + onnx;
   const std::string &library = artifact->manifest.library;
   std::string libraryPath = library[0] == '/' ? library : dir + "/" + library;
+  // A CUDA artifact's host code calls the launch ABI (Kernels.cpp), which
+  // resolves against this library: make its symbols global, also where
+  // its own loader opened it with RTLD_LOCAL (ctypes' default, plugins).
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void *>(&tsr_artifact_load), &self) &&
+      self.dli_fname)
+    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
   dlerror();
   artifact->handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!artifact->handle) {
@@ -290,6 +297,11 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
       // Keep args.data() non-null even for a program without tensors.
       args.push_back(nullptr);
       artifact->entries[call.program](args.data());
+      std::string kernels = takeKernelError();
+      if (!kernels.empty())
+        return fail(TSR_ERROR_UNSUPPORTED,
+                    "program '" + manifest.programs[call.program].name +
+                        "': " + kernels);
     }
     return TSR_OK;
   });

@@ -50,7 +50,8 @@ struct TargetPlacement {
   tsr_placement_t placement;
 };
 
-constexpr TargetPlacement kTargets[] = {{"cpu", TSR_PLACEMENT_HOST}};
+constexpr TargetPlacement kTargets[] = {{"cpu", TSR_PLACEMENT_HOST},
+                                        {"cuda", TSR_PLACEMENT_DEVICE}};
 
 const TargetPlacement *findTarget(const std::string &target) {
   for (const TargetPlacement &known : kTargets)

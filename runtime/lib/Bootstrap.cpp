@@ -243,13 +243,15 @@ tsr_status_t tsr_bootstrap_tcp_broadcast(const char *address, int port,
       return fail(TSR_ERROR_INVALID_ARGUMENT,
                   "tcp bootstrap: rank " + std::to_string(rank) +
                       " of world size " + std::to_string(world_size));
+    if (size > 0 && !bytes)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "tcp bootstrap: null bytes");
+    // One rank has nobody to talk to: no port is needed (a single-GPU NCCL
+    // world sets no MASTER_PORT).
+    if (world_size == 1)
+      return TSR_OK;
     if (port <= 0 || port > 65535)
       return fail(TSR_ERROR_INVALID_ARGUMENT,
                   "tcp bootstrap: port " + std::to_string(port));
-    if (size > 0 && !bytes)
-      return fail(TSR_ERROR_INVALID_ARGUMENT, "tcp bootstrap: null bytes");
-    if (world_size == 1)
-      return TSR_OK;
     auto deadline =
         Clock::now() +
         std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));

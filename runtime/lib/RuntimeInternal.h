@@ -156,6 +156,10 @@ namespace tsr {
 /// Records `message` as this thread's last error and returns `status`.
 tsr_status_t fail(tsr_status_t status, std::string message);
 
+/// The first failure of a compiled program's kernel launches since the last
+/// call (Kernels.cpp), or "".
+std::string takeKernelError();
+
 /// Prepends `context + ": "` to the last error if `status` is a failure.
 tsr_status_t withContext(tsr_status_t status, const std::string &context);
 

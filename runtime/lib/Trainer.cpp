@@ -30,6 +30,7 @@
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Checkpoint.h"
 #include "tessera-runtime/Comm.h"
+#include "tessera-runtime/Device.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -47,6 +48,10 @@ using onnx::TensorProto;
 struct tsr_trainer {
   const tsr_artifact *artifact = nullptr;
   std::vector<std::unique_ptr<tsr_tensor>> inputs, outputs;
+  /// For an artifact whose buffers live in device memory, their device
+  /// copies: each step copies every input there and every output back, so
+  /// the host tensors above stay the state (empty otherwise).
+  std::vector<std::unique_ptr<tsr_tensor>> deviceInputs, deviceOutputs;
   /// (output, input) pairs whose data pointers swap after a step.
   std::vector<std::pair<size_t, size_t>> swaps;
   /// The artifact's ONNX model, if it names one; param initializers hold no
@@ -383,14 +388,19 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
     return fail(TSR_ERROR_INVALID_ARGUMENT, artifact.dir + ": mode \"" +
                                                 manifest.mode +
                                                 "\" cannot be trained");
+  // Every buffer in host memory, or every one in device memory.
+  tsr_placement_t placement = manifest.inputs.empty()
+                                  ? TSR_PLACEMENT_HOST
+                                  : manifest.inputs.front().placement;
   auto placed = [&](const char *kind, const std::vector<TensorSpec> &specs) {
     for (size_t i = 0; i < specs.size(); ++i)
-      if (specs[i].placement != TSR_PLACEMENT_HOST)
+      if (specs[i].placement != placement ||
+          placement == TSR_PLACEMENT_PINNED_HOST)
         return fail(TSR_ERROR_UNSUPPORTED,
                     artifact.dir + ": " + describe(kind, i, specs[i]) +
                         " lives in " + tsr_placement_name(specs[i].placement) +
-                        " memory, but the trainer keeps its buffers in host "
-                        "memory (training such artifacts is not supported)");
+                        " memory, but the trainer needs every buffer in host "
+                        "memory or every one in device memory");
     return TSR_OK;
   };
   if (tsr_status_t s = placed("input", manifest.inputs))
@@ -426,6 +436,28 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
     if (manifest.outputs[i].updates >= 0)
       trainer->swaps.emplace_back(i, manifest.outputs[i].updates);
   }
+  if (placement == TSR_PLACEMENT_DEVICE) {
+    auto mirror = [](const char *kind,
+                     const std::vector<std::unique_ptr<tsr_tensor>> &host,
+                     std::vector<std::unique_ptr<tsr_tensor>> &device) {
+      for (size_t i = 0; i < host.size(); ++i) {
+        tsr_tensor_t *tensor = nullptr;
+        if (tsr_status_t s = createTensor(host[i]->dtype, host[i]->shape,
+                                          &tensor, TSR_PLACEMENT_DEVICE))
+          return withContext(s, std::string(kind) + " " + std::to_string(i) +
+                                    " '" + host[i]->name + "'");
+        tensor->name = host[i]->name;
+        device.emplace_back(tensor);
+      }
+      return TSR_OK;
+    };
+    if (tsr_status_t s =
+            mirror("input", trainer->inputs, trainer->deviceInputs))
+      return s;
+    if (tsr_status_t s =
+            mirror("output", trainer->outputs, trainer->deviceOutputs))
+      return s;
+  }
   if (!artifact.onnxPath.empty())
     if (tsr_status_t s = loadModel(*trainer))
       return s;
@@ -451,10 +483,26 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   std::vector<tsr_tensor_t *> outputs;
   for (auto &tensor : trainer.outputs)
     outputs.push_back(tensor.get());
+  bool device = !trainer.deviceInputs.empty();
+  if (device) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (tsr_status_t s = tsr_tensor_copy(trainer.deviceInputs[i].get(),
+                                           inputs[i], nullptr))
+        return s;
+      inputs[i] = trainer.deviceInputs[i].get();
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      outputs[i] = trainer.deviceOutputs[i].get();
+  }
   if (tsr_status_t s =
           tsr_artifact_invoke(trainer.artifact, inputs.data(), inputs.size(),
                               outputs.data(), outputs.size()))
     return s;
+  if (device)
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (tsr_status_t s =
+              tsr_tensor_copy(trainer.outputs[i].get(), outputs[i], nullptr))
+        return s;
   size_t loss = trainer.artifact->manifest.train.lossOutput;
   const tsr_tensor &lossTensor = *trainer.outputs[loss];
   outLoss =

@@ -275,6 +275,8 @@ TEST(CommBootstrap, BroadcastsABlob) {
 TEST(CommBootstrap, OneRankIsTrivial) {
   char byte = 'x';
   EXPECT_EQ(tsr_bootstrap_tcp_broadcast(nullptr, 1, 0, 1, &byte, 1, 1), TSR_OK);
+  // One rank needs no port (found on a GPU: a one-rank NCCL world).
+  EXPECT_EQ(tsr_bootstrap_tcp_broadcast(nullptr, 0, 0, 1, &byte, 1, 1), TSR_OK);
   EXPECT_EQ(tsr_bootstrap_tcp_broadcast("localhost", 1, 2, 2, &byte, 1, 1),
             TSR_ERROR_INVALID_ARGUMENT);
 }

@@ -310,8 +310,8 @@ TEST(Placement, ManifestErrors) {
     expectLastError(art + "/manifest.json: " + needle);
   };
   std::string cpu = readBytes(TSR_TEST_FAKE_ARTIFACT "/manifest.json");
-  expectLoadError(replaced(cpu, R"("target": "cpu")", R"("target": "cuda")"),
-                  "programs[0].inputs[0] 'x': target \"cuda\" is not one this "
+  expectLoadError(replaced(cpu, R"("target": "cpu")", R"("target": "rocm")"),
+                  "programs[0].inputs[0] 'x': target \"rocm\" is not one this "
                   "runtime knows, so the entry must say where its buffer "
                   "lives (\"placement\": \"host\", \"device\" or "
                   "\"pinned-host\")");
@@ -336,9 +336,11 @@ TEST(Placement, ManifestErrors) {
   EXPECT_EQ(placement, TSR_PLACEMENT_HOST);
 
   // Values keep their placement from program to program and step to step.
+  // (A target this runtime does not know, so that every placement is
+  // allowed.)
   std::string linear = readBytes(TSR_TEST_LINEAR_ARTIFACT "/manifest.json");
   std::string devices =
-      replaced(linear, R"("target": "cpu")", R"("target": "cuda")");
+      replaced(linear, R"("target": "cpu")", R"("target": "rocm")");
   for (size_t at = devices.find(R"("dtype":)"); at != std::string::npos;
        at = devices.find(R"("dtype":)", at + 40))
     devices.insert(at, R"("placement": "device", )");
@@ -351,24 +353,80 @@ TEST(Placement, ManifestErrors) {
       "input 1 'b' that it updates lives in device memory");
 }
 
-TEST(Placement, TrainerKeepsHostBuffers) {
-  std::string dir = scratchDir();
+/// The linear artifact's manifest with every buffer in device memory, for
+/// `target`.
+std::string deviceLinearManifest(const std::string &target) {
   std::string devices =
       replaced(readBytes(TSR_TEST_LINEAR_ARTIFACT "/manifest.json"),
-               R"("target": "cpu")", R"("target": "cuda")");
+               R"("target": "cpu")", "\"target\": \"" + target + "\"");
   for (size_t at = devices.find(R"("dtype":)"); at != std::string::npos;
        at = devices.find(R"("dtype":)", at + 40))
     devices.insert(at, R"("placement": "device", )");
-  ArtifactPtr artifact = loadArtifact(
-      artifactWithManifest(dir, devices, TSR_TEST_LINEAR_ARTIFACT));
+  return devices;
+}
+
+// The trainer keeps its state in host memory and stages a device artifact's
+// buffers: every input copied to the device before a step, every output
+// back after it. With the fake CUDA runtime "device" memory is host memory,
+// so the CPU code of the linear artifact runs on it: the losses must be
+// those of the host artifact, bit for bit.
+TEST(Placement, TrainerStagesDeviceBuffers) {
+  std::string dir = scratchDir();
+  std::string data = dir + "/data.npz";
+  std::vector<float> x(16), y(8);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = 0.5f * static_cast<float>(i);
+  writeBytes(data, zipBytes({{"x.npy", npyBytes("<f4", {8, 2}, x)},
+                             {"y.npy", npyBytes("<f4", {8}, y)}},
+                            false));
+  auto losses = [&](tsr_artifact_t *artifact) {
+    std::vector<float> result;
+    tsr_trainer_t *trainer = nullptr;
+    EXPECT_EQ(tsr_trainer_create(artifact, &trainer), TSR_OK)
+        << tsr_last_error();
+    tsr_dataset_t *dataset = nullptr;
+    EXPECT_EQ(tsr_dataset_open_npz(artifact, data.c_str(), &dataset), TSR_OK)
+        << tsr_last_error();
+    for (int64_t step = 0; trainer && dataset && step < 4; ++step) {
+      float loss = 0;
+      EXPECT_EQ(tsr_trainer_step(trainer, dataset, step, &loss), TSR_OK)
+          << tsr_last_error();
+      result.push_back(loss);
+    }
+    tsr_dataset_destroy(dataset);
+    tsr_trainer_destroy(trainer);
+    return result;
+  };
+  int64_t device0 = liveBuffers("fakeCudaLiveDevice");
+  ArtifactPtr host = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  ArtifactPtr device = loadArtifact(artifactWithManifest(
+      dir, deviceLinearManifest("cuda"), TSR_TEST_LINEAR_ARTIFACT));
+  ASSERT_TRUE(host && device);
+  std::vector<float> expected = losses(host.get());
+  ASSERT_EQ(expected.size(), 4u);
+  EXPECT_EQ(losses(device.get()), expected);
+  EXPECT_EQ(liveBuffers("fakeCudaLiveDevice"), device0);
+}
+
+TEST(Placement, TrainerRefusesMixedBuffers) {
+  std::string dir = scratchDir();
+  // w in host memory, in and out; b and the rest in device memory.
+  std::string mixed = deviceLinearManifest("rocm");
+  for (int i = 0; i < 2; ++i)
+    mixed = replaced(mixed, R"({"name": "w", "placement": "device", )",
+                     R"({"name": "w", "placement": "host", )");
+  ArtifactPtr artifact =
+      loadArtifact(artifactWithManifest(dir, mixed, TSR_TEST_LINEAR_ARTIFACT));
   ASSERT_TRUE(artifact);
   tsr_trainer_t *trainer = nullptr;
   EXPECT_EQ(tsr_trainer_create(artifact.get(), &trainer),
             TSR_ERROR_UNSUPPORTED);
   EXPECT_EQ(trainer, nullptr);
-  expectLastError("/art: input 0 'w' lives in device memory, but the trainer "
-                  "keeps its buffers in host memory (training such artifacts "
-                  "is not supported)");
+  expectLastError("/art: input 1 'b' lives in device memory, but the trainer "
+                  "needs every buffer in host memory or every one in device "
+                  "memory");
 
   // A dataset fills host tensors only.
   ArtifactPtr linear = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);

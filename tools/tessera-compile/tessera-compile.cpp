@@ -15,7 +15,9 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/GPU/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
@@ -59,9 +61,9 @@ static cl::opt<std::string>
          cl::desc("What to compile: infer (the model), grad (loss and "
                   "gradients), train (one optimizer step)"),
          cl::init("infer"), cl::cat(compileCat));
-static cl::opt<std::string> targetName("target",
-                                       cl::desc("Code generation target: cpu"),
-                                       cl::init("cpu"), cl::cat(compileCat));
+static cl::opt<std::string>
+    targetName("target", cl::desc("Code generation target: cpu or cuda"),
+               cl::init("cpu"), cl::cat(compileCat));
 static cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Static shape of a graph input: NAME=DxDx... "
@@ -77,6 +79,12 @@ static cl::opt<int64_t> cpuVectorSize(
     cl::desc("--target=cpu: most elements in one vector of tsr-cpu-vectorize "
              "(0: no vectorization, scalar loops)"),
     cl::init(tessera::CpuTargetOptions().vectorSize), cl::cat(compileCat));
+
+static cl::opt<std::string>
+    gpuArch("gpu-arch",
+            cl::desc("--target=cuda: the GPU architecture of the kernels' "
+                     "SASS (PTX of the same version rides along)"),
+            cl::init(tessera::CudaTargetOptions().arch), cl::cat(compileCat));
 
 static cl::OptionCategory trainCat("Training (--mode=grad|train)");
 static cl::opt<std::string>
@@ -639,6 +647,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   tessera::registerTesseraCPUPasses();
+  tessera::registerTesseraGPUPasses();
   tessera::registerTsrToLinalgPasses();
   // --help lists Tessera's options only; LLVM's and MLIR's stay settable.
   cl::HideUnrelatedOptions({&compileCat, &trainCat});
@@ -716,11 +725,22 @@ int main(int argc, char **argv) {
     return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +
                 " is negative (0 turns vectorization off)");
   std::unique_ptr<tessera::TargetBackend> target;
-  if (targetName == "cpu")
+  if (gpuArch.getNumOccurrences() && targetName != "cuda")
+    return fail("--gpu-arch needs --target=cuda");
+  if (targetName == "cpu") {
     target = tessera::createCpuTarget({cpuVectorSize});
-  else
+  } else if (targetName == "cuda") {
+    if (!tessera::isKnownGpuArch(gpuArch))
+      return fail("--gpu-arch=" + gpuArch +
+                  " is not a GPU architecture LLVM knows (e.g. sm_90a, "
+                  "sm_80)");
+    tessera::CudaTargetOptions cuda;
+    cuda.arch = gpuArch;
+    target = tessera::createCudaTarget(cuda);
+  } else {
     return fail("--target=" + targetName +
-                " is not supported (supported: cpu)");
+                " is not supported (supported: cpu, cuda)");
+  }
   if (emit != "" && emit != "tsr" && emit != "llvm-dialect")
     return fail("--emit=" + emit + " is not one of: tsr, llvm-dialect");
   if (emit.empty() && outputDir.empty())
@@ -742,6 +762,8 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  // The CUDA target's kernels go through LLVM IR inside the pipeline.
+  registerAllToLLVMIRTranslations(registry);
   registry
       .insert<tsr::TsrDialect, tsrt::TsrtDialect, onnx_generic::OnnxDialect>();
   tessera::registerGradientRules(registry);

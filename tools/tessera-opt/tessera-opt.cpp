@@ -7,10 +7,12 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tessera/Analysis/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
 #include "tessera/Conversion/CollectivesToRuntime/Passes.h"
+#include "tessera/Conversion/GPU/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
@@ -30,8 +32,11 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // The CUDA target's kernels go through LLVM IR inside the pipeline.
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::registerAllPasses();
   mlir::tessera::registerTesseraCPUPasses();
+  mlir::tessera::registerTesseraGPUPasses();
   mlir::tessera::registerTsrToLinalgPasses();
   mlir::tessera::registerCollectivesToRuntimePasses();
   mlir::tessera::registerTesseraPipelines();

@@ -173,6 +173,28 @@ struct CpuTargetOptions {
 std::unique_ptr<TargetBackend>
 createCpuTarget(const CpuTargetOptions &options = {});
 
+/// Options of the CUDA target.
+struct CudaTargetOptions {
+  /// The GPU architecture of the SASS in the fatbin; PTX for the same
+  /// virtual architecture rides along for the driver to JIT elsewhere.
+  std::string arch = "sm_90a";
+  /// The CUDA toolkit: ptxas, fatbinary and libdevice come from there.
+  std::string toolkit = "/usr/local/cuda";
+};
+
+std::unique_ptr<TargetBackend>
+createCudaTarget(const CudaTargetOptions &options = {});
+
+/// Whether LLVM's NVPTX back end knows `arch` (sm_80, sm_90a, ...); the
+/// toolkit's ptxas may still lack it (CUDA 13 has nothing below sm_75).
+bool isKnownGpuArch(StringRef arch);
+
+/// Translates a module of host LLVM dialect (and `gpu.binary` ops, embedded
+/// as data) to an object for this machine at -O3 and links `dir`/model.so
+/// from it with clang and `libraries` (linker arguments).
+LogicalResult emitHostLibrary(ModuleOp lowered, StringRef dir,
+                              ArrayRef<StringRef> libraries);
+
 /// The numpy-style name of a tensor element type, or "" if unsupported.
 std::string getDTypeName(Type elementType);
 

@@ -1,0 +1,159 @@
+//===- CudaTarget.cpp - The CUDA target: kernels in a fatbin, host code ---===//
+//
+// tsr → linalg → one-shot bufferization → one gpu.launch per linalg op
+// (tsr-gpu-launch), buffers in device memory → kernels outlined into a
+// gpu.module and lowered to NVVM → SASS for the chosen architecture plus PTX
+// in a fatbin (ptxas and fatbinary from the toolkit, libdevice linked) →
+// host code calling the `mgpu*` launch ABI, which libtessera_runtime
+// implements over the CUDA driver → model.so. See docs/gpu.md.
+//
+//===----------------------------------------------------------------------===//
+#include "tessera/Pipelines/Target.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/GPU/Passes.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTargetMC();
+
+using namespace mlir;
+using namespace mlir::tessera;
+
+namespace {
+
+class CudaTarget : public TargetBackend {
+public:
+  explicit CudaTarget(const CudaTargetOptions &options) : options(options) {}
+
+  StringRef getName() const override { return "cuda"; }
+
+  /// Device memory, in memref's default space: the host never touches a
+  /// buffer of the program (tsr-gpu-launch checks it).
+  SmallVector<TargetMemorySpace> getMemorySpaces(MLIRContext *) const override {
+    return {{"device", Attribute()}};
+  }
+
+  bool isSupportedElementType(Type elementType) const override {
+    return !getDTypeName(elementType).empty();
+  }
+
+  // One H100 SXM from NVIDIA's data sheet, which a cluster file replaces:
+  // the f32 CUDA-core peak (67 TFLOP/s; the generated kernels use no tensor
+  // cores yet) and HBM3 bandwidth (3.35 TB/s).
+  CostParameters getCostParameters() const override {
+    return {/*peakFlops=*/67e12, /*memoryBandwidth=*/3.35e12};
+  }
+
+  /// NCCL over NVLink inside one node: 10 microseconds per message and
+  /// 200 GB/s per direction (estimates, not measurements).
+  LinkCost getDefaultLinkCost(ArrayRef<int64_t>, unsigned) const override {
+    return {/*alpha=*/10e-6, /*beta=*/1.0 / 200e9};
+  }
+
+  /// The legacy default stream, which orders a collective after every
+  /// kernel queued before it and every kernel after it.
+  CollectiveStreamBuilder getCollectiveStream() const override {
+    return buildNullStream;
+  }
+
+  void buildTensorPipeline(OpPassManager &funcPm) const override {
+    funcPm.addPass(createTsrCpuFuseElementwise());
+  }
+
+  void buildCodegenPipeline(OpPassManager &pm) const override {
+    pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
+    pm.addPass(createTsrCpuMemoryPlan());
+    pm.addNestedPass<func::FuncOp>(createTsrGpuLaunch());
+    pm.addPass(createGpuKernelOutliningPass());
+    pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+
+    GpuNVVMAttachTargetOptions nvvm;
+    nvvm.chip = options.arch;
+    // PTX ISA 8.0 is the first with sm_90a; LLVM's default (6.0) aborts.
+    nvvm.features = "+ptx80";
+    nvvm.optLevel = 3;
+    nvvm.linkLibs.push_back(options.toolkit +
+                            "/nvvm/libdevice/libdevice.10.bc");
+    pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+    kernels.addPass(createStripDebugInfoPass());
+    kernels.addPass(createConvertGpuOpsToNVVMOps());
+    kernels.addPass(createCanonicalizerPass());
+    kernels.addPass(createCSEPass());
+    kernels.addPass(createReconcileUnrealizedCastsPass());
+
+    pm.addPass(arith::createArithExpandOpsPass());
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createConvertIndexToLLVMPass());
+    pm.addPass(createConvertControlFlowToLLVMPass());
+    ConvertFuncToLLVMPassOptions funcToLlvm;
+    funcToLlvm.useBarePtrCallConv = true;
+    pm.addPass(createConvertFuncToLLVMPass(funcToLlvm));
+    pm.addPass(createGpuToLLVMConversionPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(createUBToLLVMConversionPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+
+    GpuModuleToBinaryPassOptions binary;
+    binary.toolkitPath = options.toolkit;
+    binary.compilationTarget = "fatbin";
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+    pm.addPass(createTsrCpuEntryPoint());
+  }
+
+  /// The kernels' fatbin is data of model.so; the `mgpu*` functions its
+  /// host code calls resolve against libtessera_runtime when the runtime
+  /// loads it, so model.so itself needs no CUDA library.
+  LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const override {
+    registerGPUDialectTranslation(*lowered.getContext());
+    registerNVVMDialectTranslation(*lowered.getContext());
+    return emitHostLibrary(lowered, dir, {});
+  }
+
+private:
+  CudaTargetOptions options;
+};
+
+} // namespace
+
+bool mlir::tessera::isKnownGpuArch(StringRef arch) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTargetMC();
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  return info && info->isCPUStringValid(arch);
+}
+
+std::unique_ptr<TargetBackend>
+mlir::tessera::createCudaTarget(const CudaTargetOptions &options) {
+  return std::make_unique<CudaTarget>(options);
+}

@@ -1,0 +1,244 @@
+//===- Kernels.cpp - The launch ABI of compiled CUDA programs -------------===//
+//
+// The host code of a `--target=cuda` artifact calls the `mgpu*` functions
+// that MLIR's gpu-to-llvm lowering emits (MLIR 22's signatures); upstream
+// implements them in libmlir_cuda_runtime, which Debian does not ship and
+// which links libcuda. These do the same over the CUDA driver, loaded with
+// dlopen("libcuda.so.1") on first use, and over Device.h for memory and
+// streams.
+//
+// Loading is lazy: the artifact's global constructor only registers its
+// fatbin (mgpuModuleLoad), so dlopen of model.so works on a machine without
+// a GPU; the driver and the module load at the first launch. The functions
+// return no status, as the ABI has none: the first failure is kept, later
+// launches are skipped, and tsr_artifact_invoke reports it after the call
+// (tsr::takeKernelError).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeInternal.h"
+#include "tessera-runtime/Device.h"
+
+#include <cstdint>
+#include <dlfcn.h>
+#include <mutex>
+#include <string>
+
+using namespace tsr;
+
+namespace {
+
+// The driver entry points used, with their C signatures (CUresult is int,
+// handles are pointers, CUdevice is int).
+struct CudaDriver {
+  int (*init)(unsigned);
+  int (*ctxGetCurrent)(void **);
+  int (*ctxSetCurrent)(void *);
+  int (*deviceGet)(int *, int);
+  int (*primaryCtxRetain)(void **, int);
+  int (*moduleLoadData)(void **, const void *);
+  int (*moduleUnload)(void *);
+  int (*moduleGetFunction)(void **, void *, const char *);
+  int (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, unsigned, void *, void **, void **);
+  int (*getErrorString)(int, const char **);
+};
+
+CudaDriver driver;
+std::string driverError;
+std::once_flag driverOnce;
+
+/// The first failure since the last tsr::takeKernelError.
+std::mutex errorMutex;
+std::string kernelError;
+
+void setError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  if (kernelError.empty())
+    kernelError = message;
+}
+
+bool failed() {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  return !kernelError.empty();
+}
+
+template <typename T> bool bind(void *handle, T &slot, const char *name) {
+  slot = reinterpret_cast<T>(dlsym(handle, name));
+  if (!slot)
+    driverError = std::string("libcuda has no ") + name;
+  return slot != nullptr;
+}
+
+std::string describe(int code) {
+  const char *text = nullptr;
+  if (driver.getErrorString)
+    driver.getErrorString(code, &text);
+  return text ? std::string(text) : "CUDA driver error " + std::to_string(code);
+}
+
+void loadDriver() {
+  void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    driverError = std::string("no CUDA driver (") + dlerror() + ")";
+    return;
+  }
+  bool ok = bind(handle, driver.init, "cuInit") &&
+            bind(handle, driver.ctxGetCurrent, "cuCtxGetCurrent") &&
+            bind(handle, driver.ctxSetCurrent, "cuCtxSetCurrent") &&
+            bind(handle, driver.deviceGet, "cuDeviceGet") &&
+            bind(handle, driver.primaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+            bind(handle, driver.moduleLoadData, "cuModuleLoadData") &&
+            bind(handle, driver.moduleUnload, "cuModuleUnload") &&
+            bind(handle, driver.moduleGetFunction, "cuModuleGetFunction") &&
+            bind(handle, driver.launchKernel, "cuLaunchKernel") &&
+            bind(handle, driver.getErrorString, "cuGetErrorString");
+  if (!ok)
+    return;
+  // CUDA_ERROR_STUB_LIBRARY (34): the toolkit's stub, not a driver.
+  if (int code = driver.init(0)) {
+    driverError = code == 34 ? "no CUDA driver (libcuda.so.1 is the "
+                               "toolkit's stub library)"
+                             : "cuInit: " + describe(code);
+    return;
+  }
+  driverError.clear();
+}
+
+/// Loads the driver and makes a context current on this thread: the one
+/// the CUDA runtime (Device.cpp) uses, else the device's primary one.
+bool driverReady() {
+  std::call_once(driverOnce, loadDriver);
+  if (!driver.launchKernel || !driverError.empty()) {
+    setError(driverError.empty() ? "no CUDA driver" : driverError);
+    return false;
+  }
+  void *context = nullptr;
+  if (int code = driver.ctxGetCurrent(&context))
+    return setError("cuCtxGetCurrent: " + describe(code)), false;
+  if (context)
+    return true;
+  int device = 0;
+  if (int code = driver.deviceGet(&device, 0))
+    return setError("cuDeviceGet: " + describe(code)), false;
+  if (int code = driver.primaryCtxRetain(&context, device))
+    return setError("cuDevicePrimaryCtxRetain: " + describe(code)), false;
+  if (int code = driver.ctxSetCurrent(context))
+    return setError("cuCtxSetCurrent: " + describe(code)), false;
+  return true;
+}
+
+/// A fatbin registered by an artifact's constructor, loaded on first use.
+struct LazyModule {
+  const void *image;
+  std::once_flag once;
+  void *module = nullptr;
+};
+
+/// The stream every compiled program runs on.
+void *computeStream = nullptr;
+std::once_flag streamOnce;
+
+} // namespace
+
+std::string tsr::takeKernelError() {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  std::string error;
+  error.swap(kernelError);
+  return error;
+}
+
+extern "C" {
+
+TSR_API void *mgpuModuleLoad(void *data, size_t /*size*/) {
+  auto *lazy = new LazyModule;
+  lazy->image = data;
+  return lazy;
+}
+
+TSR_API void mgpuModuleUnload(void *module) {
+  auto *lazy = static_cast<LazyModule *>(module);
+  if (!lazy)
+    return;
+  if (lazy->module)
+    driver.moduleUnload(lazy->module);
+  delete lazy;
+}
+
+TSR_API void *mgpuModuleGetFunction(void *module, const char *name) {
+  auto *lazy = static_cast<LazyModule *>(module);
+  if (!lazy) {
+    setError(std::string("kernel '") + name +
+             "': its module was never registered (the artifact's "
+             "constructors did not run)");
+    return nullptr;
+  }
+  if (failed() || !driverReady())
+    return nullptr;
+  std::call_once(lazy->once, [&] {
+    if (int code = driver.moduleLoadData(&lazy->module, lazy->image))
+      setError("loading the artifact's kernels (cuModuleLoadData): " +
+               describe(code));
+  });
+  if (!lazy->module)
+    return nullptr;
+  void *function = nullptr;
+  if (int code = driver.moduleGetFunction(&function, lazy->module, name)) {
+    setError(std::string("kernel '") + name + "': " + describe(code));
+    return nullptr;
+  }
+  return function;
+}
+
+TSR_API void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                              intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                              intptr_t blockZ, int32_t sharedBytes,
+                              void *stream, void **params, void **extra,
+                              size_t /*paramsCount*/) {
+  if (!function || failed())
+    return;
+  if (int code =
+          driver.launchKernel(function, gridX, gridY, gridZ, blockX, blockY,
+                              blockZ, sharedBytes, stream, params, extra))
+    setError("launching a kernel (grid " + std::to_string(gridX) + ", block " +
+             std::to_string(blockX) + "): " + describe(code));
+}
+
+/// Every program runs on one stream, created on first use and kept.
+TSR_API void *mgpuStreamCreate() {
+  std::call_once(streamOnce, [] {
+    if (tsr_stream_create(&computeStream) != TSR_OK)
+      setError(tsr_last_error());
+  });
+  return computeStream;
+}
+
+TSR_API void mgpuStreamDestroy(void * /*stream*/) {}
+
+TSR_API void mgpuStreamSynchronize(void *stream) {
+  if (tsr_stream_synchronize(stream) != TSR_OK)
+    setError(tsr_last_error());
+}
+
+TSR_API void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/,
+                           bool /*hostShared*/) {
+  void *ptr = nullptr;
+  if (failed())
+    return nullptr;
+  if (tsr_device_alloc(bytes ? bytes : 1, &ptr) != TSR_OK)
+    setError(std::string("device buffer of ") + std::to_string(bytes) +
+             " bytes: " + tsr_last_error());
+  return ptr;
+}
+
+TSR_API void mgpuMemFree(void *ptr, void * /*stream*/) { tsr_device_free(ptr); }
+
+TSR_API void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
+  if (failed())
+    return;
+  if (tsr_device_memcpy(dst, src, bytes, stream) != TSR_OK)
+    setError(std::string("copy of ") + std::to_string(bytes) +
+             " bytes: " + tsr_last_error());
+}
+
+} // extern "C"
