@@ -30,6 +30,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/GPU/Passes.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -103,6 +104,10 @@ public:
   void buildCodegenPipeline(OpPassManager &pm) const override {
     pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
     pm.addPass(createTsrCpuMemoryPlan());
+    if (!options.gpuMapping.empty()) {
+      pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
+      pm.addNestedPass<func::FuncOp>(createTsrGpuEmulate({options.gpuMapping}));
+    }
     pm.addPass(createTsrLinalgToBlas());
     OpPassManager &funcPm = pm.nest<func::FuncOp>();
     funcPm.addPass(createTsrCpuVectorize({options.vectorSize}));

@@ -1,9 +1,9 @@
 //===- CudaTarget.cpp - The CUDA target: kernels in a fatbin, host code ---===//
 //
 // tsr → linalg → one-shot bufferization → one gpu.launch per linalg op
-// (tsr-gpu-launch), buffers in device memory → kernels outlined into a
-// gpu.module and lowered to NVVM → SASS for the chosen architecture plus PTX
-// in a fatbin (ptxas and fatbinary from the toolkit, libdevice linked) →
+// (tsr-gpu-map, tsr-gpu-launch), buffers in device memory → kernels outlined
+// into a gpu.module and lowered to NVVM → SASS for the chosen architecture plus
+// PTX in a fatbin (ptxas and fatbinary from the toolkit, libdevice linked) →
 // host code calling the `mgpu*` launch ABI, which libtessera_runtime
 // implements over the CUDA driver → model.so. See docs/gpu.md.
 //
@@ -83,6 +83,7 @@ public:
   void buildCodegenPipeline(OpPassManager &pm) const override {
     pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
     pm.addPass(createTsrCpuMemoryPlan());
+    pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
     pm.addNestedPass<func::FuncOp>(createTsrGpuLaunch());
     pm.addPass(createGpuKernelOutliningPass());
     pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

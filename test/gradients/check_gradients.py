@@ -33,7 +33,10 @@ sides agree on. Ops that cannot be checked are listed with the reason, and
 XFAIL lists known-wrong rules that are reported but do not fail the run.
 
 Run: .venv/bin/python test/gradients/check_gradients.py [--build build]
-[--only OP,...] [--keep DIR]; ctest runs it as the `gradients` test.
+[--only OP,...] [--keep DIR] [--compile-flag FLAG...]; ctest runs it as the
+`gradients` test, and with --compile-flag=--gpu-mapping=shuffle (the CUDA
+target's kernels run on the CPU, blocks and threads shuffled) as
+`gradients-gpu-mapping`.
 """
 
 import argparse
@@ -896,10 +899,10 @@ def _(m):
 # Compiling and checking
 # ---------------------------------------------------------------------------
 
-def compile_model(bin_dir, path, art):
+def compile_model(bin_dir, path, art, flags):
     result = subprocess.run(
         [str(bin_dir / "tessera-compile"), str(path), "--mode=grad", "-o",
-         str(art)], capture_output=True, text=True)
+         str(art), *flags], capture_output=True, text=True)
     ops = set()
     if result.returncode == 0:
         tsr = subprocess.run(
@@ -1000,7 +1003,7 @@ def check_one(name, m, step, art_dir, result):
     return worst, "; ".join(problems) or None
 
 
-def run(built, bin_dir, workdir, jobs):
+def run(built, bin_dir, workdir, jobs, flags):
     """Compiles and checks everything; returns (rows, failures, notes)."""
     paths = []
     for name, m, _ in built:
@@ -1008,7 +1011,8 @@ def run(built, bin_dir, workdir, jobs):
         onnx.save(m.finish(), str(workdir / f"{slug}.onnx"))
         paths.append((workdir / f"{slug}.onnx", workdir / f"{slug}.art"))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        compiled = list(pool.map(lambda p: compile_model(bin_dir, *p), paths))
+        compiled = list(pool.map(lambda p: compile_model(bin_dir, *p, flags),
+                                 paths))
 
     rows, failures, notes, covered = [], [], [], set()
     for (name, m, step), (_, art_dir), (result, ops) in zip(built, paths,
@@ -1039,6 +1043,9 @@ def main():
                         help="write the models and artifacts here")
     parser.add_argument("--jobs", type=int, default=2,
                         help="concurrent tessera-compile runs")
+    parser.add_argument("--compile-flag", action="append", default=[],
+                        help="an extra tessera-compile flag (repeatable), "
+                             "e.g. --compile-flag=--gpu-mapping=shuffle")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
     runtime = args.build / "lib" / "libtessera_runtime.so"
@@ -1050,7 +1057,8 @@ def main():
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         rows, failures, notes, covered = run(built, args.build / "bin",
-                                             workdir, args.jobs)
+                                             workdir, args.jobs,
+                                             args.compile_flag)
     if not only:
         unclassified = (td_mnemonics() - DIFFERENTIABLE_TSR_OPS -
                         NON_DIFFERENTIABLE_TSR_OPS)

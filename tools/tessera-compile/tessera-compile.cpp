@@ -80,6 +80,12 @@ static cl::opt<int64_t> cpuVectorSize(
              "(0: no vectorization, scalar loops)"),
     cl::init(tessera::CpuTargetOptions().vectorSize), cl::cat(compileCat));
 
+static cl::opt<std::string> gpuMapping(
+    "gpu-mapping",
+    cl::desc("--target=cpu: run the CUDA target's kernels on the CPU instead "
+             "of the CPU's own code, blocks and threads in this order: "
+             "forward, reverse or shuffle (a check of the GPU mapping)"),
+    cl::cat(compileCat));
 static cl::opt<std::string>
     gpuArch("gpu-arch",
             cl::desc("--target=cuda: the GPU architecture of the kernels' "
@@ -727,8 +733,14 @@ int main(int argc, char **argv) {
   std::unique_ptr<tessera::TargetBackend> target;
   if (gpuArch.getNumOccurrences() && targetName != "cuda")
     return fail("--gpu-arch needs --target=cuda");
+  if (gpuMapping.getNumOccurrences() && targetName != "cpu")
+    return fail("--gpu-mapping needs --target=cpu");
+  if (gpuMapping.getNumOccurrences() && gpuMapping != "forward" &&
+      gpuMapping != "reverse" && gpuMapping != "shuffle")
+    return fail("--gpu-mapping=" + gpuMapping +
+                " is not an order (forward, reverse or shuffle)");
   if (targetName == "cpu") {
-    target = tessera::createCpuTarget({cpuVectorSize});
+    target = tessera::createCpuTarget({cpuVectorSize, gpuMapping});
   } else if (targetName == "cuda") {
     if (!tessera::isKnownGpuArch(gpuArch))
       return fail("--gpu-arch=" + gpuArch +

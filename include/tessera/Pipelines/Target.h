@@ -168,6 +168,11 @@ struct CpuTargetOptions {
   /// Most elements in one vector of `tsr-cpu-vectorize`; 0 lowers every
   /// linalg op that is not a BLAS call to scalar loops instead.
   int64_t vectorSize = 64;
+  /// Non-empty: run the CUDA target's kernels (tsr-gpu-map) on the CPU
+  /// instead of the CPU's own code, blocks and threads in this order
+  /// (tsr-gpu-emulate: forward, reverse or shuffle). A check of the GPU
+  /// mapping without a GPU.
+  std::string gpuMapping;
 };
 
 std::unique_ptr<TargetBackend>

@@ -1,25 +1,22 @@
 // RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-launch))" --split-input-file --verify-diagnostics
 
-// The grid is sized at compile time.
-#id = affine_map<(d0) -> (d0)>
-func.func @dynamic(%x: memref<?xf32>, %y: memref<?xf32>) {
-  // expected-error @+1 {{tsr-gpu-launch: the cuda target needs static loop bounds}}
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
-      ins(%x : memref<?xf32>) outs(%y : memref<?xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    linalg.yield %a : f32
-  }
+// Only tsr-gpu-map's kernels have a launch.
+func.func @not_a_kernel(%x: memref<8xf32>) {
+  // expected-error @+1 {{tsr-gpu-launch: expected a kernel of tsr-gpu-map (a loop over #gpu.block<x> holding one over #gpu.thread<x>, static bounds)}}
+  scf.forall (%t) in (8) {
+    %v = memref.load %x[%t] : memref<8xf32>
+    memref.store %v, %x[%t] : memref<8xf32>
+  } {mapping = [#gpu.thread<x>]}
   return
 }
 
 // -----
 
-// A value read from device memory that the host then needs.
-func.func @host_read(%x: memref<4xi64>, %y: memref<?xf32>) {
+// The host cannot touch device memory.
+func.func @host_access(%x: memref<8xf32>) {
   %c0 = arith.constant 0 : index
-  // expected-error @+1 {{tsr-gpu-launch: the cuda target cannot run memref.load on the host (it reads or writes a buffer in device memory) nor on the GPU (the host uses its result)}}
-  %n64 = memref.load %x[%c0] : memref<4xi64>
-  %n = arith.index_cast %n64 : i64 to index
-  %v = memref.subview %y[0] [%n] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  %zero = arith.constant 0.0 : f32
+  // expected-error @+1 {{tsr-gpu-launch: the cuda target cannot run memref.store on the host: it reads or writes a buffer in device memory (run tsr-gpu-map first)}}
+  memref.store %zero, %x[%c0] : memref<8xf32>
   return
 }

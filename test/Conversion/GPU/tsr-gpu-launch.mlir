@@ -1,66 +1,33 @@
 // RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-launch))" --split-input-file | FileCheck %s
 
-// An elementwise op: one thread per element of its 40x50 iteration space,
-// 256 threads to a block, 8 blocks, a guard for the last one; its temporary
-// buffer lives in device memory.
-#id = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-LABEL: func.func @elementwise
-// CHECK: %[[TMP:.*]] = gpu.alloc () : memref<40x50xf32>
+// A kernel of tsr-gpu-map becomes a gpu.launch of as many blocks and
+// threads, whose ids replace the loops' induction variables; the temporary
+// buffer moves to device memory.
+#linear = affine_map<(d0, d1) -> (d0 * 256 + d1)>
+// CHECK-LABEL: func.func @kernel
+// CHECK: %[[TMP:.*]] = gpu.alloc () : memref<2000xf32>
 // CHECK: %[[EIGHT:.*]] = arith.constant 8 : index
-// CHECK: %[[BLOCK:.*]] = arith.constant 256 : index
-// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[EIGHT]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCK]],
-// CHECK: %[[I:.*]] = affine.apply #{{.*}}(%[[BX]], %[[TX]])
-// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c2000
-// CHECK: scf.if %[[IN]] {
-// CHECK: affine.delinearize_index %[[I]] into (40, 50)
-// CHECK: math.exp
-// CHECK: memref.store %{{.*}}, %[[TMP]]
+// CHECK: %[[WIDTH:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[EIGHT]], {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[WIDTH]],
+// CHECK-NEXT: %[[I:.*]] = affine.apply #{{.*}}(%[[B]], %[[T]])
+// CHECK: memref.store %{{.*}}, %[[TMP]][%[[I]]]
 // CHECK: gpu.terminator
-// CHECK: gpu.dealloc %[[TMP]] : memref<40x50xf32>
-func.func @elementwise(%x: memref<40x50xf32>, %y: memref<40x50xf32>) {
-  %tmp = memref.alloc() : memref<40x50xf32>
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%x : memref<40x50xf32>) outs(%tmp : memref<40x50xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %e = math.exp %a : f32
-    linalg.yield %e : f32
-  }
-  memref.copy %tmp, %y : memref<40x50xf32> to memref<40x50xf32>
-  memref.dealloc %tmp : memref<40x50xf32>
-  return
-}
-
-// -----
-
-// A row reduction: one thread per row (40 threads, one block), the
-// reduction a serial loop in the thread; a full reduction to a scalar has no
-// parallel dimension and runs on one thread.
-#id = affine_map<(d0, d1) -> (d0, d1)>
-#row = affine_map<(d0, d1) -> (d0)>
-// CHECK-LABEL: func.func @reductions
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c40
-// CHECK: memref.store %cst
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c40
-// CHECK: scf.if
-// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %c50
-// CHECK: arith.addf
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{.*}}, {{.*}} threads({{.*}}) in (%{{.*}} = %c1{{.*}}, %
-// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %c40
-// CHECK: memref.store %{{.*}}, %arg2[] : memref<f32>
-func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>) {
-  %zero = arith.constant 0.0 : f32
-  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
-  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<40x50xf32>) outs(%s : memref<40xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %r = arith.addf %a, %o : f32
-    linalg.yield %r : f32
-  }
-  linalg.reduce ins(%s : memref<40xf32>) outs(%t : memref<f32>) dimensions = [0]
-    (%a: f32, %o: f32) {
-      %r = arith.addf %a, %o : f32
-      linalg.yield %r : f32
-    }
+// CHECK: gpu.dealloc %[[TMP]] : memref<2000xf32>
+// CHECK-NOT: scf.forall
+func.func @kernel(%x: memref<2000xf32>) {
+  %c2000 = arith.constant 2000 : index
+  %tmp = memref.alloc() : memref<2000xf32>
+  scf.forall (%b) in (8) {
+    scf.forall (%t) in (256) {
+      %i = affine.apply #linear(%b, %t)
+      %in = arith.cmpi ult, %i, %c2000 : index
+      scf.if %in {
+        %v = memref.load %x[%i] : memref<2000xf32>
+        memref.store %v, %tmp[%i] : memref<2000xf32>
+      }
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  memref.dealloc %tmp : memref<2000xf32>
   return
 }
 
@@ -79,36 +46,11 @@ memref.global "private" constant @bias : memref<3xf32> = dense<[1.0, 2.0, 3.0]>
 // CHECK-NEXT: return
 func.func @constant(%b: memref<3xf32>) {
   %g = memref.get_global @bias : memref<3xf32>
-  memref.copy %g, %b : memref<3xf32> to memref<3xf32>
-  return
-}
-
-// -----
-
-// Loops that tsr-to-linalg emits directly (a scatter with accumulation)
-// touch buffers outside any linalg op: consecutive ones share one launch on
-// one thread.
-// CHECK-LABEL: func.func @host_loops
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{.*}}) threads
-// CHECK-NEXT: scf.for
-// CHECK: scf.for
-// CHECK: gpu.terminator
-// CHECK-NOT: gpu.launch
-func.func @host_loops(%idx: memref<4xi64>, %src: memref<4xf32>, %dst: memref<8xf32>) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c4 = arith.constant 4 : index
-  scf.for %i = %c0 to %c4 step %c1 {
-    %v = memref.load %src[%i] : memref<4xf32>
-    memref.store %v, %dst[%i] : memref<8xf32>
-  }
-  scf.for %i = %c0 to %c4 step %c1 {
-    %j64 = memref.load %idx[%i] : memref<4xi64>
-    %j = arith.index_cast %j64 : i64 to index
-    %v = memref.load %src[%i] : memref<4xf32>
-    %o = memref.load %dst[%j] : memref<8xf32>
-    %s = arith.addf %v, %o : f32
-    memref.store %s, %dst[%j] : memref<8xf32>
-  }
+  scf.forall (%blk) in (1) {
+    scf.forall (%t) in (3) {
+      %v = memref.load %g[%t] : memref<3xf32>
+      memref.store %v, %b[%t] : memref<3xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
   return
 }

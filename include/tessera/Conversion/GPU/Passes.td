@@ -4,55 +4,56 @@
 
 include "mlir/Pass/PassBase.td"
 
-def TsrGpuLaunch : Pass<"tsr-gpu-launch", "func::FuncOp"> {
-  let summary = "Run every linalg op on buffers as a gpu.launch, buffers in device memory";
+def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
+  let summary = "Map every linalg op on buffers to a kernel: a loop over blocks of a loop over threads";
   let description = [{
-    The first mapping of the CUDA target (docs/gpu.md): after bufferization,
-    each linalg op of a host function (a `memref.copy` counts as a
-    `linalg.copy`) becomes its loop nest (`linalg::linalgOpToParallelLoops`:
-    `scf.parallel` over the parallel dimensions, `scf.for` over the
-    reductions) inside one `gpu.launch`. The outermost `scf.parallel` is
-    linearized: one thread per point of its iteration space, 256 threads to
-    a block, the index split back into the loop's induction variables with
-    `affine.delinearize_index`, a guard for the last block. An op with no
-    parallel dimension (a full reduction, a rank-0 op) runs on one thread.
-    Reductions are therefore serial per output element; the tiled, fused and
-    warp-reduced mapping is the next step.
+    The first GPU mapping of Tessera (docs/gpu.md), target-independent so
+    that the same kernels run on the GPU (tsr-gpu-launch) and, as a check,
+    on the CPU (tsr-gpu-emulate). After bufferization, each linalg op of a
+    host function (a `memref.copy` counts as a `linalg.copy`) becomes its
+    loop nest (`linalg::linalgOpToParallelLoops`: `scf.parallel` over the
+    parallel dimensions, `scf.for` over the reductions), and the nest
+    becomes a kernel: an `scf.forall` over blocks (`#gpu.block<x>`) whose
+    body is one `scf.forall` over 256 threads (`#gpu.thread<x>`). The
+    outermost `scf.parallel` is linearized: one thread per point of its
+    iteration space, the index split back into the loop's induction
+    variables with `affine.delinearize_index`, a guard for the last block.
+    An op with no parallel dimension (a full reduction, a rank-0 op) runs on
+    one thread of one block, as do the loops that tsr-to-linalg emits
+    directly (a scatter with accumulation), each run of consecutive ones in
+    one kernel. Reductions are therefore serial per output element; tiled,
+    fused and warp-reduced kernels are the next step.
 
-    Host buffers become device buffers: `memref.alloc`/`memref.dealloc`
-    become `gpu.alloc`/`gpu.dealloc`, and a constant (`memref.get_global`)
-    is copied to a device buffer at its use, freed before the function
-    returns. Loop bounds must be static. Any other host op that reads or
-    writes a buffer is an error naming the op, since the host cannot touch
+    Loop bounds must be static. A value such a loop computes that the host
+    then uses is an error naming the op: on the GPU the host cannot read
     device memory.
 
     Before:
 
     ```mlir
-    func.func @f(%x: memref<1000xf32>, %y: memref<1000xf32>) {
-      linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
-          ins(%x : memref<1000xf32>) outs(%y : memref<1000xf32>) {
-      ^bb0(%a: f32, %b: f32):
-        %e = math.exp %a : f32
-        linalg.yield %e : f32
-      }
-      return
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<40x50xf32>) outs(%y : memref<40x50xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %e = math.exp %a : f32
+      linalg.yield %e : f32
     }
     ```
 
     After:
 
     ```mlir
-    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, ...) threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
-      %i = affine.apply affine_map<(d0, d1) -> (d0 * 256 + d1)>(%bx, %tx)
-      %in = arith.cmpi ult, %i, %c1000 : index
-      scf.if %in {
-        %a = memref.load %x[%i] : memref<1000xf32>
-        %e = math.exp %a : f32
-        memref.store %e, %y[%i] : memref<1000xf32>
-      }
-      gpu.terminator
-    }
+    scf.forall (%b) in (8) {
+      scf.forall (%t) in (256) {
+        %i = affine.apply affine_map<(d0, d1) -> (d0 * 256 + d1)>(%b, %t)
+        %in = arith.cmpi ult, %i, %c2000 : index
+        scf.if %in {
+          %ij:2 = affine.delinearize_index %i into (40, 50) : index, index
+          %a = memref.load %x[%ij#0, %ij#1] : memref<40x50xf32>
+          %e = math.exp %a : f32
+          memref.store %e, %y[%ij#0, %ij#1] : memref<40x50xf32>
+        }
+      } {mapping = [#gpu.thread<x>]}
+    } {mapping = [#gpu.block<x>]}
     ```
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
@@ -60,6 +61,78 @@ def TsrGpuLaunch : Pass<"tsr-gpu-launch", "func::FuncOp"> {
                            "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::linalg::LinalgDialect"];
+}
+
+def TsrGpuLaunch : Pass<"tsr-gpu-launch", "func::FuncOp"> {
+  let summary = "Turn tsr-gpu-map's kernels into gpu.launch and put the buffers in device memory";
+  let description = [{
+    The CUDA target's step after tsr-gpu-map: each kernel (a loop over
+    `#gpu.block<x>` holding one over `#gpu.thread<x>`) becomes a `gpu.launch`
+    with as many blocks and threads, its induction variables the block and
+    thread ids. Host buffers become device buffers: `memref.alloc` and
+    `memref.dealloc` become `gpu.alloc` and `gpu.dealloc`, and a constant
+    (`memref.get_global`) is copied to a device buffer at its use, freed
+    before the function returns. Any host op left that reads or writes a
+    buffer is an error naming it.
+
+    Before:
+
+    ```mlir
+    %t = memref.alloc() : memref<2000xf32>
+    scf.forall (%b) in (8) {
+      scf.forall (%th) in (256) {
+        ...
+      } {mapping = [#gpu.thread<x>]}
+    } {mapping = [#gpu.block<x>]}
+    memref.dealloc %t : memref<2000xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %t = gpu.alloc () : memref<2000xf32>
+    gpu.launch blocks(%b, %by, %bz) in (%gx = %c8, %gy = %c1, %gz = %c1)
+               threads(%th, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      ...
+      gpu.terminator
+    }
+    gpu.dealloc %t : memref<2000xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect"];
+}
+
+def TsrGpuEmulate : Pass<"tsr-gpu-emulate", "func::FuncOp"> {
+  let summary = "Run tsr-gpu-map's kernels on the CPU: blocks and threads as loops, in a chosen order";
+  let description = [{
+    The check of the GPU mapping without a GPU (`tessera-compile
+    --target=cpu --gpu-mapping=ORDER`, docs/gpu.md): each kernel becomes
+    two nested `scf.for` loops, every block in turn and every thread of it
+    in turn, and the program continues through the CPU target's pipeline
+    with its buffers in host memory. The order of the blocks and of the
+    threads is `forward`, `reverse`, or `shuffle` (i -> i * m mod n with m
+    coprime to n). The kernels use no barriers or shared memory, so a thread
+    run to completion before the next is a legal schedule; results that
+    differ between orders reveal a race between threads.
+
+    Before: a kernel of tsr-gpu-map (`scf.forall (%b) in (8) { scf.forall
+    (%t) in (256) { ... } }`). After, with order=reverse:
+
+    ```mlir
+    scf.for %i = %c0 to %c8 step %c1 {
+      %b = arith.subi %c7, %i : index
+      scf.for %j = %c0 to %c256 step %c1 {
+        %t = arith.subi %c255, %j : index
+        ...
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"order", "order", "std::string", /*default=*/"\"forward\"",
+           "The order of blocks and threads: forward, reverse or shuffle">
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
 #endif // TESSERA_CONVERSION_GPU_PASSES_TD

@@ -1,0 +1,264 @@
+//===- Map.cpp - Each linalg op on buffers as a kernel: blocks of threads
+//--===//
+#include "tessera/Conversion/GPU/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRGPUMAP
+#include "tessera/Conversion/GPU/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+
+namespace {
+
+/// Threads per block of the linearized mapping.
+constexpr int64_t kBlockSize = 256;
+
+/// Whether `op` reads or writes a buffer.
+bool touchesBuffer(Operation *op) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
+           e.getValue() && isa<MemRefType>(e.getValue().getType());
+  });
+}
+
+/// Whether `op` or an op nested in it reads or writes a buffer.
+bool touchesBufferWithin(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        return touchesBuffer(nested) ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Creates a kernel nest (KernelNest.h) of `blocks` blocks of `threads`
+/// threads before `rewriter`'s insertion point and moves the insertion point
+/// into the thread loop; returns the thread loop.
+scf::ForallOp createKernel(IRRewriter &rewriter, Location loc, int64_t blocks,
+                           int64_t threads) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto grid = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(blocks)},
+      ValueRange{},
+      rewriter.getArrayAttr(
+          gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)));
+  rewriter.setInsertionPoint(grid.getBody()->getTerminator());
+  auto block = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},
+      ValueRange{},
+      rewriter.getArrayAttr(
+          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
+  rewriter.setInsertionPoint(block.getBody()->getTerminator());
+  return block;
+}
+
+/// Replaces the loop nest `parallel` (no reductions, static bounds) by a
+/// kernel with one thread per point of its iteration space.
+LogicalResult linearize(IRRewriter &rewriter, scf::ParallelOp parallel) {
+  Location loc = parallel.getLoc();
+  if (!parallel.getInitVals().empty())
+    return parallel.emitError("tsr-gpu-map: a parallel loop with "
+                              "reductions has no mapping yet");
+  SmallVector<int64_t> lower, step, trips;
+  for (auto [lb, ub, st] :
+       llvm::zip(parallel.getLowerBound(), parallel.getUpperBound(),
+                 parallel.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(st);
+    if (!l || !u || !s || *s <= 0)
+      return parallel.emitError("tsr-gpu-map: the GPU mapping needs "
+                                "static loop bounds");
+    lower.push_back(*l);
+    step.push_back(*s);
+    trips.push_back(std::max<int64_t>(0, llvm::divideCeil(*u - *l, *s)));
+  }
+  int64_t total = 1;
+  for (int64_t t : trips)
+    total *= t;
+  rewriter.setInsertionPoint(parallel);
+  if (total == 0) {
+    rewriter.eraseOp(parallel);
+    return success();
+  }
+  int64_t threads = std::min(total, kBlockSize);
+  scf::ForallOp block =
+      createKernel(rewriter, loc, llvm::divideCeil(total, threads), threads);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  Value linear = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(2, 0,
+                     rewriter.getAffineDimExpr(0) * threads +
+                         rewriter.getAffineDimExpr(1)),
+      ValueRange{blockId, block.getInductionVar(0)});
+  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       linear, index(total));
+  auto guard = scf::IfOp::create(rewriter, loc, inside);
+  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  SmallVector<Value> ivs;
+  if (trips.size() == 1) {
+    ivs.push_back(linear);
+  } else {
+    auto split = affine::AffineDelinearizeIndexOp::create(
+        rewriter, loc, linear, trips, /*hasOuterBound=*/true);
+    llvm::append_range(ivs, split.getResults());
+  }
+  for (size_t i = 0; i < ivs.size(); ++i)
+    if (lower[i] != 0 || step[i] != 1)
+      ivs[i] = affine::AffineApplyOp::create(
+          rewriter, loc,
+          AffineMap::get(1, 0,
+                         rewriter.getAffineDimExpr(0) * step[i] + lower[i]),
+          ValueRange{ivs[i]});
+  Block *body = parallel.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, guard.thenBlock()->getTerminator(), ivs);
+  rewriter.eraseOp(parallel);
+  return success();
+}
+
+/// Lowers `op` to its loop nest and maps the nest to blocks and threads.
+LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
+  Block *block = op->getBlock();
+  Operation *before = op->getPrevNode();
+  rewriter.setInsertionPoint(op);
+  if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
+    return op->emitError("tsr-gpu-map: cannot lower ")
+           << op->getName() << " to loops";
+  // What the loop nest computes on the host first (bounds: constants,
+  // memref.dim) stays there; the rest goes into the kernel.
+  SmallVector<Operation *> created;
+  for (Operation *it = before ? before->getNextNode() : &block->front();
+       it != op.getOperation(); it = it->getNextNode())
+    if (!created.empty() || touchesBufferWithin(it))
+      created.push_back(it);
+  rewriter.eraseOp(op);
+  if (created.empty())
+    return success();
+  if (created.size() == 1)
+    if (auto parallel = dyn_cast<scf::ParallelOp>(created.front()))
+      return linearize(rewriter, parallel);
+  // No parallel dimension: the whole nest on one thread.
+  rewriter.setInsertionPoint(created.front());
+  Operation *terminator =
+      createKernel(rewriter, op.getLoc(), 1, 1).getBody()->getTerminator();
+  for (Operation *moved : created)
+    rewriter.moveOpBefore(moved, terminator);
+  return success();
+}
+
+struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    IRRewriter rewriter(&getContext());
+
+    // Copies are kernels like any other linalg op.
+    function.walk([&](memref::CopyOp copy) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    });
+    SmallVector<linalg::LinalgOp> ops;
+    function.walk([&](linalg::LinalgOp op) {
+      if (!op->getParentOfType<scf::ForallOp>())
+        ops.push_back(op);
+    });
+    for (linalg::LinalgOp op : ops)
+      if (failed(mapLinalgOp(rewriter, op)))
+        return signalPassFailure();
+    if (failed(mapHostCode(rewriter, function)))
+      return signalPassFailure();
+  }
+
+  /// Puts the function body's loops and other ops that read or write a
+  /// buffer (what tsr-to-linalg lowers to `scf` directly, e.g. a scatter
+  /// with accumulation) on one thread, each run of consecutive ones in one
+  /// kernel: buffers are in device memory on the GPU. A value they compute
+  /// that the host uses is an error.
+  LogicalResult mapHostCode(IRRewriter &rewriter, func::FuncOp function) {
+    auto needsDevice = [](Operation *op) {
+      if (isa<scf::ForallOp, memref::AllocOp, memref::DeallocOp>(op))
+        return false;
+      return touchesBufferWithin(op);
+    };
+    SmallVector<SmallVector<Operation *>> runs;
+    bool open = false;
+    for (Operation &op : function.getBody().getOps()) {
+      if (!needsDevice(&op)) {
+        open = false;
+        continue;
+      }
+      if (!open)
+        runs.emplace_back();
+      runs.back().push_back(&op);
+      open = true;
+    }
+    for (ArrayRef<Operation *> run : runs) {
+      llvm::SmallPtrSet<Operation *, 8> members(run.begin(), run.end());
+      for (Operation *op : run)
+        for (Operation *user : op->getUsers())
+          if (isa<func::ReturnOp>(user) ||
+              !members.contains(
+                  function.getBody().front().findAncestorOpInBlock(*user)))
+            return op->emitError("tsr-gpu-map: the GPU mapping cannot run ")
+                   << op->getName()
+                   << " on the host (it reads or writes a buffer, in device "
+                      "memory on the GPU) nor in a kernel (the host uses its "
+                      "result)";
+      rewriter.setInsertionPoint(run.front());
+      Operation *terminator =
+          createKernel(rewriter, run.front()->getLoc(), 1, 1)
+              .getBody()
+              ->getTerminator();
+      for (Operation *op : run)
+        rewriter.moveOpBefore(op, terminator);
+    }
+    return success();
+  }
+};
+
+} // namespace
+
+scf::ForallOp mlir::tessera::getKernelThreads(scf::ForallOp grid) {
+  auto isMapped = [](scf::ForallOp loop, bool block) {
+    std::optional<ArrayAttr> mapping = loop.getMapping();
+    if (loop.getRank() != 1 || !loop.getOutputs().empty() || !mapping ||
+        mapping->size() != 1 ||
+        ShapedType::isDynamic(loop.getStaticUpperBound()[0]) ||
+        !loop.isNormalized())
+      return false;
+    Attribute id = (*mapping)[0];
+    return block ? isa<gpu::GPUBlockMappingAttr>(id)
+                 : isa<gpu::GPUThreadMappingAttr>(id);
+  };
+  if (!isMapped(grid, true))
+    return {};
+  Block *body = grid.getBody();
+  if (body->getOperations().size() != 2)
+    return {};
+  auto threads = dyn_cast<scf::ForallOp>(body->front());
+  return threads && isMapped(threads, false) ? threads : scf::ForallOp();
+}
