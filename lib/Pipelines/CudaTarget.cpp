@@ -85,7 +85,11 @@ public:
     pm.addPass(createTsrCpuMemoryPlan());
     pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
     pm.addNestedPass<func::FuncOp>(createTsrGpuLaunch());
+    // Constants and index math used in a kernel are recomputed there rather
+    // than passed in as parameters.
+    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
+    pm.addPass(createTsrGpuMergeKernels());
     pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
@@ -120,7 +124,7 @@ public:
 
     GpuModuleToBinaryPassOptions binary;
     binary.toolkitPath = options.toolkit;
-    binary.compilationTarget = "fatbin";
+    binary.compilationTarget = options.binaryFormat;
     pm.addPass(createGpuModuleToBinaryPass(binary));
     pm.addPass(createTsrCpuEntryPoint());
   }

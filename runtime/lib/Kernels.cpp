@@ -5,7 +5,8 @@
 // implements them in libmlir_cuda_runtime, which Debian does not ship and
 // which links libcuda. These do the same over the CUDA driver, loaded with
 // dlopen("libcuda.so.1") on first use, and over Device.h for memory and
-// streams.
+// streams, with a pool of device blocks counted like host code's buffers
+// (tsr_memory_stats).
 //
 // Loading is lazy: the artifact's global constructor only registers its
 // fatbin (mgpuModuleLoad), so dlopen of model.so works on a machine without
@@ -23,6 +24,7 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 using namespace tsr;
 
@@ -135,6 +137,64 @@ struct LazyModule {
   void *module = nullptr;
 };
 
+/// The device memory of compiled programs: sizes by pointer, for the
+/// accounting (tsr_memory_stats counts the bytes asked for, as for host
+/// code), and freed blocks by size, reused before cudaMalloc (which
+/// synchronizes the device) is called again, up to kCacheLimit bytes. Every
+/// program runs on one stream, so a block a kernel still reads is only ever
+/// reused by work queued after that kernel.
+class DevicePool {
+public:
+  void *take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(bytes);
+    if (it == cache.end())
+      return nullptr;
+    void *ptr = it->second;
+    cache.erase(it);
+    cached -= bytes;
+    live[ptr] = bytes;
+    noteCompiledAllocated(bytes);
+    return ptr;
+  }
+
+  void add(void *ptr, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    live[ptr] = bytes;
+    noteCompiledAllocated(bytes);
+  }
+
+  /// Returns the block to the cache, or false if it does not fit there
+  /// (then the caller frees it).
+  bool give(void *ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = live.find(ptr);
+    if (it == live.end())
+      return false;
+    size_t bytes = it->second;
+    live.erase(it);
+    noteCompiledFreed(bytes);
+    if (cached + bytes > kCacheLimit)
+      return false;
+    cache.emplace(bytes, ptr);
+    cached += bytes;
+    return true;
+  }
+
+private:
+  static constexpr size_t kCacheLimit = size_t(4) << 30;
+  std::mutex mutex;
+  std::unordered_map<void *, size_t> live;
+  std::unordered_multimap<size_t, void *> cache;
+  size_t cached = 0;
+};
+
+/// Never destroyed: artifacts may free during static destruction.
+DevicePool &pool() {
+  static DevicePool *instance = new DevicePool();
+  return *instance;
+}
+
 /// The stream every compiled program runs on.
 void *computeStream = nullptr;
 std::once_flag streamOnce;
@@ -222,16 +282,24 @@ TSR_API void mgpuStreamSynchronize(void *stream) {
 
 TSR_API void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/,
                            bool /*hostShared*/) {
-  void *ptr = nullptr;
   if (failed())
     return nullptr;
-  if (tsr_device_alloc(bytes ? bytes : 1, &ptr) != TSR_OK)
+  if (void *ptr = pool().take(bytes))
+    return ptr;
+  void *ptr = nullptr;
+  if (tsr_device_alloc(bytes ? bytes : 1, &ptr) != TSR_OK) {
     setError(std::string("device buffer of ") + std::to_string(bytes) +
              " bytes: " + tsr_last_error());
+    return nullptr;
+  }
+  pool().add(ptr, bytes);
   return ptr;
 }
 
-TSR_API void mgpuMemFree(void *ptr, void * /*stream*/) { tsr_device_free(ptr); }
+TSR_API void mgpuMemFree(void *ptr, void * /*stream*/) {
+  if (ptr && !pool().give(ptr))
+    tsr_device_free(ptr);
+}
 
 TSR_API void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (failed())

@@ -156,6 +156,10 @@ void tsr::tagGradientBuffer(void *ptr, size_t bytes) {
 
 void tsr::noteTensorFreed(size_t bytes) { tensors.subtract(bytes); }
 
+void tsr::noteCompiledAllocated(size_t bytes) { compiledCode.add(bytes); }
+
+void tsr::noteCompiledFreed(size_t bytes) { compiledCode.subtract(bytes); }
+
 //===----------------------------------------------------------------------===//
 // C API
 //===----------------------------------------------------------------------===//

@@ -221,6 +221,11 @@ void tagGradientBuffer(void *ptr, size_t bytes);
 
 /// Counts `bytes` of tensor buffers as allocated or freed.
 void noteTensorAllocated(size_t bytes);
+
+/// Counts `bytes` of device memory that compiled code allocated or freed
+/// (Kernels.cpp) in tsr_memory_stats, with its host allocations.
+void noteCompiledAllocated(size_t bytes);
+void noteCompiledFreed(size_t bytes);
 void noteTensorFreed(size_t bytes);
 
 /// Reads a whole regular file. Messages start with `path`.

@@ -410,6 +410,36 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
   EXPECT_EQ(liveBuffers("fakeCudaLiveDevice"), device0);
 }
 
+// The device memory of compiled CUDA programs (the launch ABI's
+// mgpuMemAlloc/mgpuMemFree): counted in tsr_memory_stats like host code's,
+// and a freed block reused for the next request of its size without another
+// cudaMalloc.
+extern "C" void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+extern "C" void mgpuMemFree(void *ptr, void *stream);
+
+TEST(Placement, CompiledCodeDevicePool) {
+  tsr_memory_reset_peak();
+  size_t current0 = 0, peak = 0, current = 0;
+  tsr_memory_stats(&current0, nullptr);
+  int64_t device0 = liveBuffers("fakeCudaLiveDevice");
+  void *a = mgpuMemAlloc(1000, nullptr, false);
+  void *b = mgpuMemAlloc(24, nullptr, false);
+  ASSERT_TRUE(a && b) << tsr_last_error();
+  EXPECT_EQ(liveBuffers("fakeCudaLiveDevice"), device0 + 2);
+  tsr_memory_stats(&current, &peak);
+  EXPECT_EQ(current, current0 + 1024);
+  mgpuMemFree(a, nullptr);
+  tsr_memory_stats(&current, nullptr);
+  EXPECT_EQ(current, current0 + 24);
+  EXPECT_EQ(mgpuMemAlloc(1000, nullptr, false), a);
+  EXPECT_EQ(liveBuffers("fakeCudaLiveDevice"), device0 + 2);
+  mgpuMemFree(a, nullptr);
+  mgpuMemFree(b, nullptr);
+  tsr_memory_stats(&current, &peak);
+  EXPECT_EQ(current, current0);
+  EXPECT_EQ(peak, current0 + 1024);
+}
+
 TEST(Placement, TrainerRefusesMixedBuffers) {
   std::string dir = scratchDir();
   // w in host memory, in and out; b and the rest in device memory.

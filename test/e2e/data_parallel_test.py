@@ -58,19 +58,14 @@ import time
 
 import onnx
 
+from checks import check, finish
+
 for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
                    ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
     os.environ.setdefault(key, value)
 
 BATCH, STEPS, RTOL = 16, 20, 1e-5
-failures = []
-
-
-def check(ok, message):
-    print(("PASS " if ok else "FAIL ") + message, flush=True)
-    if not ok:
-        failures.append(message)
 
 
 def mpirun(ranks):
@@ -427,8 +422,7 @@ def main():
 
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"data_parallel_test.py: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return finish("data_parallel_test.py")
 
 
 if __name__ == "__main__":

@@ -49,18 +49,11 @@ import tempfile
 
 import numpy as np
 
+from checks import check, finish
+
 TOLERANCE = 1e-5
 STEPS = 20
 TORCH_PYTHON = "/usr/bin/python3"
-
-failures = []
-
-
-def check(ok, message):
-    print(("PASS " if ok else "FAIL ") + message, flush=True)
-    if not ok:
-        failures.append(message)
-
 
 def run(cmd, **kw):
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
@@ -332,11 +325,7 @@ def main():
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"gpu_test.py: error: {e}", file=sys.stderr)
         return 2
-    if failures:
-        print(f"gpu_test.py: {len(failures)} check(s) failed")
-        return 1
-    print("gpu_test.py: every check passed")
-    return 0
+    return finish("gpu_test.py")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, finish
+
 for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
                    ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
@@ -59,13 +61,6 @@ for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
 
 STEPS, BATCH = 20, 8
 TORCH_PYTHON = "/usr/bin/python3"
-failures = []
-
-
-def check(ok, message):
-    print(("PASS " if ok else "FAIL ") + message, flush=True)
-    if not ok:
-        failures.append(message)
 
 
 def run(cmd):
@@ -247,8 +242,7 @@ def main():
           "an MLP with dropout: --remat=full repeats the dropout with its "
           "seed, 20 losses bitwise equal")
 
-    print(f"{'FAILED' if failures else 'PASSED'}: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return finish("remat_test.py")
 
 
 if __name__ == "__main__":

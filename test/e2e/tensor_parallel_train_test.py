@@ -57,6 +57,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from checks import check, finish
+
 for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
                    ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
@@ -64,13 +66,6 @@ for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
 
 STEPS, RTOL = 20, 1e-5
 TORCH_PYTHON = "/usr/bin/python3"
-failures = []
-
-
-def check(ok, message):
-    print(("PASS " if ok else "FAIL ") + message, flush=True)
-    if not ok:
-        failures.append(message)
 
 
 def mpirun(ranks):
@@ -309,8 +304,7 @@ def main():
           f"{worst:.2e} of a tensor's largest magnitude ({len(compared)} of "
           f"{len(want)} tensors)")
 
-    print(f"{'FAILED' if failures else 'PASSED'}: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return finish("tensor_parallel_train_test.py")
 
 
 if __name__ == "__main__":

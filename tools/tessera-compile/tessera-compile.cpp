@@ -5,10 +5,11 @@
 // Imports the ONNX model, builds the loss-and-gradient function (grad) or
 // the whole training step (train) when asked, lowers it for the target and
 // writes the artifact directory ART (model.so + manifest.json) that
-// tessera-run executes. --emit=tsr|llvm-dialect stops early and prints the
+// tessera-run executes. --emit=tsr|llvm-dialect|ptx stops early and prints the
 // IR instead.
 //
 //===----------------------------------------------------------------------===//
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -71,7 +72,8 @@ static cl::list<std::string>
                 cl::value_desc("NAME=DxD..."), cl::cat(compileCat));
 static cl::opt<std::string>
     emit("emit",
-         cl::desc("Stop after a stage and print its IR: tsr, llvm-dialect"),
+         cl::desc("Stop after a stage and print its IR: tsr, llvm-dialect, "
+                  "ptx (--target=cuda: the kernels' PTX)"),
          cl::init(""), cl::cat(compileCat));
 
 static cl::opt<int64_t> cpuVectorSize(
@@ -748,13 +750,17 @@ int main(int argc, char **argv) {
                   "sm_80)");
     tessera::CudaTargetOptions cuda;
     cuda.arch = gpuArch;
+    if (emit == "ptx")
+      cuda.binaryFormat = "isa";
     target = tessera::createCudaTarget(cuda);
   } else {
     return fail("--target=" + targetName +
                 " is not supported (supported: cpu, cuda)");
   }
-  if (emit != "" && emit != "tsr" && emit != "llvm-dialect")
-    return fail("--emit=" + emit + " is not one of: tsr, llvm-dialect");
+  if (emit != "" && emit != "tsr" && emit != "llvm-dialect" && emit != "ptx")
+    return fail("--emit=" + emit + " is not one of: tsr, llvm-dialect, ptx");
+  if (emit == "ptx" && targetName != "cuda")
+    return fail("--emit=ptx needs --target=cuda");
   if (emit.empty() && outputDir.empty())
     return fail("no output directory: give -o ART");
   llvm::Expected<tessera::ClusterSpec> cluster = readCluster();
@@ -841,6 +847,15 @@ int main(int argc, char **argv) {
     if (failed(tessera::lowerModel(*module, *target, *cluster)))
       return 1;
     module->print(llvm::outs());
+    return 0;
+  }
+  if (emit == "ptx") {
+    if (failed(tessera::lowerModel(*module, *target, *cluster)))
+      return 1;
+    module->walk([](gpu::BinaryOp binary) {
+      for (Attribute object : binary.getObjects())
+        llvm::outs() << cast<gpu::ObjectAttr>(object).getObject().getValue();
+    });
     return 0;
   }
   tessera::ArtifactSignature sig;

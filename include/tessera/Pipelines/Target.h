@@ -185,6 +185,9 @@ struct CudaTargetOptions {
   std::string arch = "sm_90a";
   /// The CUDA toolkit: ptxas, fatbinary and libdevice come from there.
   std::string toolkit = "/usr/local/cuda";
+  /// What gpu-module-to-binary makes of the kernels: "fatbin" for an
+  /// artifact, "isa" for their PTX (tessera-compile --emit=ptx).
+  std::string binaryFormat = "fatbin";
 };
 
 std::unique_ptr<TargetBackend>

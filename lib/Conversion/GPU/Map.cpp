@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPUMAP
@@ -190,6 +191,13 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
       if (failed(mapLinalgOp(rewriter, op)))
         return signalPassFailure();
     if (failed(mapHostCode(rewriter, function)))
+      return signalPassFailure();
+
+    // The loop generator's identity index maps and the loads of outputs
+    // that elementwise bodies ignore go; constants fold.
+    RewritePatternSet patterns(&getContext());
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, &getContext());
+    if (failed(applyPatternsGreedily(function, std::move(patterns))))
       return signalPassFailure();
   }
 

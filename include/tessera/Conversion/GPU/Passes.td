@@ -102,6 +102,40 @@ def TsrGpuLaunch : Pass<"tsr-gpu-launch", "func::FuncOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect"];
 }
 
+def TsrGpuMergeKernels : Pass<"tsr-gpu-merge-kernels", "ModuleOp"> {
+  let summary = "Put every outlined kernel in one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` makes one `gpu.module` per kernel, and
+    `gpu-module-to-binary` runs ptxas and fatbinary once per module: 95% of
+    the character LM's training-step compile went there (334 modules). This
+    pass moves every kernel into one module, `tessera_kernels`, each function
+    renamed after its old module (the outliner names every kernel function
+    after its host function, so those collide), and points the launches at
+    it: one ptxas run and one fatbin per program, loaded once.
+
+    Before:
+
+    ```mlir
+    gpu.module @main_kernel { gpu.func @main_kernel(...) kernel { ... } }
+    gpu.module @main_kernel_0 { gpu.func @main_kernel(...) kernel { ... } }
+    gpu.launch_func @main_kernel::@main_kernel ...
+    gpu.launch_func @main_kernel_0::@main_kernel ...
+    ```
+
+    After:
+
+    ```mlir
+    gpu.module @tessera_kernels {
+      gpu.func @main_kernel(...) kernel { ... }
+      gpu.func @main_kernel_0(...) kernel { ... }
+    }
+    gpu.launch_func @tessera_kernels::@main_kernel ...
+    gpu.launch_func @tessera_kernels::@main_kernel_0 ...
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 def TsrGpuEmulate : Pass<"tsr-gpu-emulate", "func::FuncOp"> {
   let summary = "Run tsr-gpu-map's kernels on the CPU: blocks and threads as loops, in a chosen order";
   let description = [{
