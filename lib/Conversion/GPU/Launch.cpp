@@ -1,5 +1,4 @@
-//===- Launch.cpp - tsr-gpu-map's kernels as gpu.launch, buffers on the GPU
-//===//
+//===- Launch.cpp - Kernels as gpu.launch, buffers on the GPU -------------===//
 #include "tessera/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -1,5 +1,4 @@
-//===- Map.cpp - Each linalg op on buffers as a kernel: blocks of threads
-//--===//
+//===- Map.cpp - Each linalg op on buffers as a kernel of blocks, threads -===//
 #include "tessera/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"

@@ -1,5 +1,4 @@
-//===- MergeKernels.cpp - Every outlined kernel in one gpu.module
-//----------===//
+//===- MergeKernels.cpp - Every outlined kernel in one gpu.module ---------===//
 #include "tessera/Conversion/GPU/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
