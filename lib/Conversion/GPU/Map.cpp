@@ -49,9 +49,9 @@ bool touchesBufferWithin(Operation *op) {
       .wasInterrupted();
 }
 
-/// Creates a kernel nest (KernelNest.h) of `blocks` blocks of `threads`
-/// threads before `rewriter`'s insertion point and moves the insertion point
-/// into the thread loop; returns the thread loop.
+/// Creates a kernel (see getKernelThreads in Passes.h) of `blocks` blocks of
+/// `threads` threads before `rewriter`'s insertion point and moves the
+/// insertion point into the thread loop; returns the thread loop.
 scf::ForallOp createKernel(IRRewriter &rewriter, Location loc, int64_t blocks,
                            int64_t threads) {
   MLIRContext *ctx = rewriter.getContext();
