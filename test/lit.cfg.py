@@ -48,3 +48,18 @@ llvm_config.add_tool_substitutions(
 # (no GPU needed); tests of it say `REQUIRES: cuda-toolkit`.
 if os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("cuda-toolkit")
+
+# A machine with NVIDIA's driver: tests that fake a GPU-less machine's
+# runtime (the toolkit's stub libcuda, a fake libcudart) do not run there.
+try:
+    has_driver = b"libcuda.so.1 " in subprocess.run(
+        ["ldconfig", "-p"], capture_output=True).stdout
+except OSError:
+    has_driver = False
+if has_driver or os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("nvidia-driver")
+# The runtime tests' fake CUDA runtime (runtime/test/FakeCudart.c): device
+# memory that is host memory, for the paths past device allocation.
+config.substitutions.append(
+    ("%fake_cudart_dir",
+     os.path.join(config.tessera_obj_root, "runtime", "test", "fake-cuda")))
