@@ -140,6 +140,7 @@ LogicalResult linearize(IRRewriter &rewriter, scf::ParallelOp parallel) {
 
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
 LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
+  Location loc = op.getLoc();
   Block *block = op->getBlock();
   Operation *before = op->getPrevNode();
   rewriter.setInsertionPoint(op);
@@ -162,7 +163,7 @@ LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
   // No parallel dimension: the whole nest on one thread.
   rewriter.setInsertionPoint(created.front());
   Operation *terminator =
-      createKernel(rewriter, op.getLoc(), 1, 1).getBody()->getTerminator();
+      createKernel(rewriter, loc, 1, 1).getBody()->getTerminator();
   for (Operation *moved : created)
     rewriter.moveOpBefore(moved, terminator);
   return success();
