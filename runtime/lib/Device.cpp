@@ -48,13 +48,6 @@ bool loaded = false;
 std::string loadError;
 std::once_flag loadOnce;
 
-template <typename T> bool bind(void *handle, T &slot, const char *name) {
-  slot = reinterpret_cast<T>(dlsym(handle, name));
-  if (!slot)
-    loadError = std::string("libcudart has no ") + name;
-  return slot != nullptr;
-}
-
 void load() {
   std::string tried;
   void *handle = nullptr;
@@ -73,24 +66,26 @@ void load() {
     loadError = "no CUDA runtime (libcudart):" + tried;
     return;
   }
-  loaded = bind(handle, cuda.getDeviceCount, "cudaGetDeviceCount") &&
-           bind(handle, cuda.setDevice, "cudaSetDevice") &&
-           bind(handle, cuda.malloc, "cudaMalloc") &&
-           bind(handle, cuda.free, "cudaFree") &&
-           bind(handle, cuda.mallocHost, "cudaMallocHost") &&
-           bind(handle, cuda.freeHost, "cudaFreeHost") &&
-           bind(handle, cuda.memcpy, "cudaMemcpy") &&
-           bind(handle, cuda.memcpyAsync, "cudaMemcpyAsync") &&
-           bind(handle, cuda.memset, "cudaMemset") &&
-           bind(handle, cuda.streamCreate, "cudaStreamCreate") &&
-           bind(handle, cuda.streamDestroy, "cudaStreamDestroy") &&
-           bind(handle, cuda.streamSynchronize, "cudaStreamSynchronize") &&
-           bind(handle, cuda.eventCreate, "cudaEventCreate") &&
-           bind(handle, cuda.eventDestroy, "cudaEventDestroy") &&
-           bind(handle, cuda.eventRecord, "cudaEventRecord") &&
-           bind(handle, cuda.eventSynchronize, "cudaEventSynchronize") &&
-           bind(handle, cuda.eventElapsedTime, "cudaEventElapsedTime") &&
-           bind(handle, cuda.getErrorString, "cudaGetErrorString");
+  auto bind = [&](auto &slot, const char *name) {
+    return bindSymbol(handle, "libcudart", name, slot, loadError);
+  };
+  loaded = bind(cuda.getDeviceCount, "cudaGetDeviceCount") &&
+           bind(cuda.setDevice, "cudaSetDevice") &&
+           bind(cuda.malloc, "cudaMalloc") && bind(cuda.free, "cudaFree") &&
+           bind(cuda.mallocHost, "cudaMallocHost") &&
+           bind(cuda.freeHost, "cudaFreeHost") &&
+           bind(cuda.memcpy, "cudaMemcpy") &&
+           bind(cuda.memcpyAsync, "cudaMemcpyAsync") &&
+           bind(cuda.memset, "cudaMemset") &&
+           bind(cuda.streamCreate, "cudaStreamCreate") &&
+           bind(cuda.streamDestroy, "cudaStreamDestroy") &&
+           bind(cuda.streamSynchronize, "cudaStreamSynchronize") &&
+           bind(cuda.eventCreate, "cudaEventCreate") &&
+           bind(cuda.eventDestroy, "cudaEventDestroy") &&
+           bind(cuda.eventRecord, "cudaEventRecord") &&
+           bind(cuda.eventSynchronize, "cudaEventSynchronize") &&
+           bind(cuda.eventElapsedTime, "cudaEventElapsedTime") &&
+           bind(cuda.getErrorString, "cudaGetErrorString");
   if (!loaded)
     return;
   int count = 0;

@@ -65,13 +65,6 @@ bool failed() {
   return !kernelError.empty();
 }
 
-template <typename T> bool bind(void *handle, T &slot, const char *name) {
-  slot = reinterpret_cast<T>(dlsym(handle, name));
-  if (!slot)
-    driverError = std::string("libcuda has no ") + name;
-  return slot != nullptr;
-}
-
 std::string describe(int code) {
   const char *text = nullptr;
   if (driver.getErrorString)
@@ -85,16 +78,19 @@ void loadDriver() {
     driverError = std::string("no CUDA driver (") + dlerror() + ")";
     return;
   }
-  bool ok = bind(handle, driver.init, "cuInit") &&
-            bind(handle, driver.ctxGetCurrent, "cuCtxGetCurrent") &&
-            bind(handle, driver.ctxSetCurrent, "cuCtxSetCurrent") &&
-            bind(handle, driver.deviceGet, "cuDeviceGet") &&
-            bind(handle, driver.primaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
-            bind(handle, driver.moduleLoadData, "cuModuleLoadData") &&
-            bind(handle, driver.moduleUnload, "cuModuleUnload") &&
-            bind(handle, driver.moduleGetFunction, "cuModuleGetFunction") &&
-            bind(handle, driver.launchKernel, "cuLaunchKernel") &&
-            bind(handle, driver.getErrorString, "cuGetErrorString");
+  auto bind = [&](auto &slot, const char *name) {
+    return bindSymbol(handle, "libcuda", name, slot, driverError);
+  };
+  bool ok = bind(driver.init, "cuInit") &&
+            bind(driver.ctxGetCurrent, "cuCtxGetCurrent") &&
+            bind(driver.ctxSetCurrent, "cuCtxSetCurrent") &&
+            bind(driver.deviceGet, "cuDeviceGet") &&
+            bind(driver.primaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+            bind(driver.moduleLoadData, "cuModuleLoadData") &&
+            bind(driver.moduleUnload, "cuModuleUnload") &&
+            bind(driver.moduleGetFunction, "cuModuleGetFunction") &&
+            bind(driver.launchKernel, "cuLaunchKernel") &&
+            bind(driver.getErrorString, "cuGetErrorString");
   if (!ok)
     return;
   // CUDA_ERROR_STUB_LIBRARY (34): the toolkit's stub, not a driver.
@@ -130,11 +126,16 @@ bool driverReady() {
   return true;
 }
 
-/// A fatbin registered by an artifact's constructor, loaded on first use.
+/// A fatbin registered by an artifact's constructor, loaded on first use,
+/// and its kernels by name. The host code asks for a kernel before every
+/// launch, passing the name's constant in model.so, so the pointer is the
+/// key.
 struct LazyModule {
   const void *image;
   std::once_flag once;
   void *module = nullptr;
+  std::mutex mutex;
+  std::unordered_map<const char *, void *> functions;
 };
 
 /// The device memory of compiled programs: sizes by pointer, for the
@@ -233,7 +234,15 @@ TSR_API void *mgpuModuleGetFunction(void *module, const char *name) {
              "constructors did not run)");
     return nullptr;
   }
-  if (failed() || !driverReady())
+  if (failed())
+    return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(lazy->mutex);
+    auto known = lazy->functions.find(name);
+    if (known != lazy->functions.end())
+      return known->second;
+  }
+  if (!driverReady())
     return nullptr;
   std::call_once(lazy->once, [&] {
     if (int code = driver.moduleLoadData(&lazy->module, lazy->image))
@@ -247,6 +256,8 @@ TSR_API void *mgpuModuleGetFunction(void *module, const char *name) {
     setError(std::string("kernel '") + name + "': " + describe(code));
     return nullptr;
   }
+  std::lock_guard<std::mutex> lock(lazy->mutex);
+  lazy->functions.emplace(name, function);
   return function;
 }
 

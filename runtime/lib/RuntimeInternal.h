@@ -11,6 +11,7 @@
 #include "tessera-runtime/Runtime.h"
 
 #include <cstdint>
+#include <dlfcn.h>
 #include <new>
 #include <string>
 #include <vector>
@@ -155,6 +156,17 @@ namespace tsr {
 
 /// Records `message` as this thread's last error and returns `status`.
 tsr_status_t fail(tsr_status_t status, std::string message);
+
+/// Points `slot` at the symbol `name` of the dlopen'ed `library` (`handle`);
+/// if it has none, sets `error` to "<library> has no <name>" and returns false.
+template <typename T>
+bool bindSymbol(void *handle, const char *library, const char *name, T &slot,
+                std::string &error) {
+  slot = reinterpret_cast<T>(dlsym(handle, name));
+  if (!slot)
+    error = std::string(library) + " has no " + name;
+  return slot != nullptr;
+}
 
 /// The first failure of a compiled program's kernel launches since the last
 /// call (Kernels.cpp), or "".

@@ -211,7 +211,6 @@ def same_bits(arrays, what):
 
 
 def check_all(root, bin_dir, py, work):
-    tessera_run = os.path.join(bin_dir, "tessera-run")
     with open(os.path.join(work, "plan.json")) as f:
         plan = json.load(f)
     for variant in plan["variants"]:

@@ -1,6 +1,8 @@
 //===- Emulate.cpp - tsr-gpu-map's kernels as CPU loops, in a chosen order ===//
 #include "tessera/Conversion/GPU/Passes.h"
 
+#include "Kernels.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -36,22 +38,11 @@ struct TsrGpuEmulatePass : tessera::impl::TsrGpuEmulateBase<TsrGpuEmulatePass> {
       return signalPassFailure();
     }
     IRRewriter rewriter(&getContext());
-    SmallVector<std::pair<scf::ForallOp, scf::ForallOp>> kernels;
-    WalkResult walk =
-        getOperation()->walk<WalkOrder::PreOrder>([&](scf::ForallOp grid) {
-          scf::ForallOp threads = tessera::getKernelThreads(grid);
-          if (!threads) {
-            grid.emitError("tsr-gpu-emulate: expected a kernel of "
-                           "tsr-gpu-map (a loop over #gpu.block<x> holding "
-                           "one over #gpu.thread<x>, static bounds)");
-            return WalkResult::interrupt();
-          }
-          kernels.emplace_back(grid, threads);
-          return WalkResult::skip();
-        });
-    if (walk.wasInterrupted())
+    FailureOr<SmallVector<tessera::Kernel>> kernels =
+        tessera::collectKernels(getOperation(), getArgument());
+    if (failed(kernels))
       return signalPassFailure();
-    for (auto [grid, threads] : kernels)
+    for (auto [grid, threads] : *kernels)
       emulate(rewriter, grid, threads);
   }
 

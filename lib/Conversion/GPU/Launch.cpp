@@ -1,13 +1,14 @@
 //===- Launch.cpp - Kernels as gpu.launch, buffers on the GPU -------------===//
 #include "tessera/Conversion/GPU/Passes.h"
 
+#include "Kernels.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPULAUNCH
@@ -17,19 +18,6 @@ namespace mlir::tessera {
 using namespace mlir;
 
 namespace {
-
-/// Whether `op` reads or writes a buffer.
-bool touchesBuffer(Operation *op) {
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effects)
-    return false;
-  SmallVector<MemoryEffects::EffectInstance> list;
-  effects.getEffects(list);
-  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
-           e.getValue() && isa<MemRefType>(e.getValue().getType());
-  });
-}
 
 /// Replaces the kernel nest `grid` (its thread loop `threads`) by a
 /// gpu.launch of as many blocks and threads.
@@ -60,22 +48,11 @@ struct TsrGpuLaunchPass : tessera::impl::TsrGpuLaunchBase<TsrGpuLaunchPass> {
   void runOnOperation() override {
     func::FuncOp function = getOperation();
     IRRewriter rewriter(&getContext());
-    SmallVector<std::pair<scf::ForallOp, scf::ForallOp>> kernels;
-    WalkResult walk =
-        function->walk<WalkOrder::PreOrder>([&](scf::ForallOp grid) {
-          scf::ForallOp threads = tessera::getKernelThreads(grid);
-          if (!threads) {
-            grid.emitError("tsr-gpu-launch: expected a kernel of tsr-gpu-map "
-                           "(a loop over #gpu.block<x> holding one over "
-                           "#gpu.thread<x>, static bounds)");
-            return WalkResult::interrupt();
-          }
-          kernels.emplace_back(grid, threads);
-          return WalkResult::skip();
-        });
-    if (walk.wasInterrupted())
+    FailureOr<SmallVector<tessera::Kernel>> kernels =
+        tessera::collectKernels(function, getArgument());
+    if (failed(kernels))
       return signalPassFailure();
-    for (auto [grid, threads] : kernels)
+    for (auto [grid, threads] : *kernels)
       launch(rewriter, grid, threads);
 
     if (failed(placeBuffers(rewriter, function)))
@@ -86,7 +63,7 @@ struct TsrGpuLaunchPass : tessera::impl::TsrGpuLaunchBase<TsrGpuLaunchPass> {
         return WalkResult::skip();
       if (op->getDialect() && isa<gpu::GPUDialect>(op->getDialect()))
         return WalkResult::advance();
-      if (touchesBuffer(op)) {
+      if (tessera::touchesBuffer(op)) {
         op->emitError("tsr-gpu-launch: the cuda target cannot run ")
             << op->getName()
             << " on the host: it reads or writes a buffer in device "

@@ -1,6 +1,8 @@
 //===- Map.cpp - Each linalg op on buffers as a kernel of blocks, threads -===//
 #include "tessera/Conversion/GPU/Passes.h"
 
+#include "Kernels.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,7 +13,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
@@ -26,30 +27,17 @@ namespace {
 /// Threads per block of the linearized mapping.
 constexpr int64_t kBlockSize = 256;
 
-/// Whether `op` reads or writes a buffer.
-bool touchesBuffer(Operation *op) {
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effects)
-    return false;
-  SmallVector<MemoryEffects::EffectInstance> list;
-  effects.getEffects(list);
-  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
-           e.getValue() && isa<MemRefType>(e.getValue().getType());
-  });
-}
-
 /// Whether `op` or an op nested in it reads or writes a buffer.
 bool touchesBufferWithin(Operation *op) {
   return op
       ->walk([](Operation *nested) {
-        return touchesBuffer(nested) ? WalkResult::interrupt()
-                                     : WalkResult::advance();
+        return tessera::touchesBuffer(nested) ? WalkResult::interrupt()
+                                              : WalkResult::advance();
       })
       .wasInterrupted();
 }
 
-/// Creates a kernel (see getKernelThreads in Passes.h) of `blocks` blocks of
+/// Creates a kernel (Kernels.h) of `blocks` blocks of
 /// `threads` threads before `rewriter`'s insertion point and moves the
 /// insertion point into the thread loop; returns the thread loop.
 scf::ForallOp createKernel(IRRewriter &rewriter, Location loc, int64_t blocks,
@@ -249,24 +237,3 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
 };
 
 } // namespace
-
-scf::ForallOp mlir::tessera::getKernelThreads(scf::ForallOp grid) {
-  auto isMapped = [](scf::ForallOp loop, bool block) {
-    std::optional<ArrayAttr> mapping = loop.getMapping();
-    if (loop.getRank() != 1 || !loop.getOutputs().empty() || !mapping ||
-        mapping->size() != 1 ||
-        ShapedType::isDynamic(loop.getStaticUpperBound()[0]) ||
-        !loop.isNormalized())
-      return false;
-    Attribute id = (*mapping)[0];
-    return block ? isa<gpu::GPUBlockMappingAttr>(id)
-                 : isa<gpu::GPUThreadMappingAttr>(id);
-  };
-  if (!isMapped(grid, true))
-    return {};
-  Block *body = grid.getBody();
-  if (body->getOperations().size() != 2)
-    return {};
-  auto threads = dyn_cast<scf::ForallOp>(body->front());
-  return threads && isMapped(threads, false) ? threads : scf::ForallOp();
-}
