@@ -12,6 +12,8 @@ debs=(
   nlohmann-json3-dev
   # the rematerialization MILP's solver
   coinor-libcbc-dev
+  # bf16 GEMM on CPU (OpenBLAS has none): dnnl_gemm_bf16bf16f32
+  libdnnl-dev
   python3 python3-venv python3-numpy
   # lit's per-test timeout (test/lit.cfg.py) needs psutil in /usr/bin/python3
   python3-psutil

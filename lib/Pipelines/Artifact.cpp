@@ -261,6 +261,23 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       f->removeAttr(tsr::attr::kRemat);
     }
   }
+  for (func::FuncOp f : publicFuncs)
+    if (auto policy = f->getAttrOfType<StringAttr>(tsr::attr::kPrecision)) {
+      sig.precision = policy.str();
+      f->removeAttr(tsr::attr::kPrecision);
+    }
+  module.walk([&](Operation *op) {
+    auto type = op->getAttrOfType<StringAttr>(tsr::attr::kPrecision);
+    if (!type)
+      return;
+    ArtifactPrecision d;
+    d.op = op->getName().getStringRef().str();
+    d.node = tsr::getNodeName(op->getLoc());
+    d.type = type.str();
+    if (auto reason = op->getAttrOfType<StringAttr>(tsr::attr::kReason))
+      d.reason = reason.str();
+    sig.precisionDecisions.push_back(std::move(d));
+  });
   module.walk([&](Operation *op) {
     if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
              tsr::AllToAllOp, tsr::BroadcastFromOp>(op))
@@ -360,6 +377,8 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                               {"library", "model.so"},
                               {"programs", std::move(programs)},
                               {"schedule", std::move(schedule)}};
+  if (!sig->precision.empty())
+    manifest["precision"] = sig->precision;
   if (!sig->mesh.empty()) {
     llvm::json::Array mesh, collectives;
     for (auto &[name, size] : sig->mesh)

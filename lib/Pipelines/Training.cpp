@@ -21,6 +21,12 @@ void mlir::tessera::buildTrainingPipeline(
     pm.addPass(createTsrShardingPropagation(*options.tensorParallel));
     pm.addPass(createTsrShardingPartition());
   }
+  // The backward pass inherits each op's precision through the gradient
+  // rules (a cast's gradient is the cast back).
+  if (options.precision.precision != "fp32") {
+    pm.addPass(createTsrPrecisionPlan(options.precision));
+    pm.addPass(createTsrPrecision());
+  }
   pm.addPass(createTsrAutodiff(options.autodiff));
   // Drop what does not reach the loss and fold the seed before the
   // micro-step is outlined.

@@ -54,11 +54,7 @@ std::once_flag driverOnce;
 std::mutex errorMutex;
 std::string kernelError;
 
-void setError(const std::string &message) {
-  std::lock_guard<std::mutex> lock(errorMutex);
-  if (kernelError.empty())
-    kernelError = message;
-}
+void setError(const std::string &message) { tsr::noteKernelError(message); }
 
 bool failed() {
   std::lock_guard<std::mutex> lock(errorMutex);
@@ -201,6 +197,12 @@ void *computeStream = nullptr;
 std::once_flag streamOnce;
 
 } // namespace
+
+void tsr::noteKernelError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  if (kernelError.empty())
+    kernelError = message;
+}
 
 std::string tsr::takeKernelError() {
   std::lock_guard<std::mutex> lock(errorMutex);

@@ -168,9 +168,12 @@ bool bindSymbol(void *handle, const char *library, const char *name, T &slot,
   return slot != nullptr;
 }
 
-/// The first failure of a compiled program's kernel launches since the last
-/// call (Kernels.cpp), or "".
+/// The first failure of a compiled program's kernel launches or library
+/// calls since the last call (Kernels.cpp), or "".
 std::string takeKernelError();
+
+/// Records `message` as that failure unless one is already recorded.
+void noteKernelError(const std::string &message);
 
 /// Prepends `context + ": "` to the last error if `status` is a failure.
 tsr_status_t withContext(tsr_status_t status, const std::string &context);

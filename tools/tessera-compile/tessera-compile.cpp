@@ -35,6 +35,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
@@ -155,6 +156,18 @@ static cl::opt<std::string> memoryBudget(
              "1000000): a solver decides, per saved activation, keep or "
              "recompute, at the least added time that fits"),
     cl::cat(trainCat));
+static cl::opt<std::string> precisionPolicy(
+    "precision",
+    cl::desc("fp32 (the model's types), bf16 or fp16: matmuls and "
+             "convolutions in the low type with f32 accumulation, "
+             "softmax, norms, reductions and losses in f32, parameters kept "
+             "as f32 master copies (--explain lists every op's choice)"),
+    cl::init("fp32"), cl::cat(trainCat));
+static cl::list<std::string> keepFp32(
+    "keep-fp32",
+    cl::desc("With --precision: GLOB over ONNX node and parameter names "
+             "kept in f32; repeatable"),
+    cl::cat(trainCat));
 static cl::opt<std::string> rematSolver(
     "remat-solver",
     cl::desc("Under --memory-budget: milp (exact, COIN-OR CBC), beam (a "
@@ -176,9 +189,10 @@ static cl::opt<bool> sequenceParallel(
     cl::init(false), cl::cat(trainCat));
 static cl::opt<bool>
     explain("explain",
-            cl::desc("Print every collective of the compiled step: its "
+            cl::desc("Print every collective of the compiled step (its "
                      "group, the bytes one rank sends, the model node and "
-                     "why it is there"),
+                     "why it is there) and, with --precision, every op's "
+                     "compute type and the rule that chose it"),
             cl::init(false), cl::cat(compileCat));
 static cl::list<std::string> shardPins(
     "shard",
@@ -384,6 +398,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   options.autodiff.trainable.assign(trainable.begin(), trainable.end());
   options.autodiff.wrtInputs = mode == "grad";
   options.microBatches = microBatches;
+  options.precision.precision = precisionPolicy;
+  options.precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   options.remat.policy = remat;
   if (!memoryBudget.empty()) {
     options.remat.policy = "auto";
@@ -537,6 +553,16 @@ static void printTrainedSummary(const tessera::ArtifactSignature &sig,
 
 /// Every collective of the step, in program order, with why it is there.
 static void printExplanation(const tessera::ArtifactSignature &sig) {
+  if (!sig.precision.empty()) {
+    llvm::outs() << "precision " << sig.precision << ", each op's compute "
+                 << "type (" << sig.precisionDecisions.size() << "):\n";
+    for (const auto &d : sig.precisionDecisions) {
+      llvm::outs() << "  " << d.type << " " << d.op;
+      if (!d.node.empty())
+        llvm::outs() << ", node '" << d.node << "'";
+      llvm::outs() << ": " << d.reason << "\n";
+    }
+  }
   llvm::outs() << "collectives of one step, in program order ("
                << sig.collectives.size() << "):\n";
   for (auto [i, c] : llvm::enumerate(sig.collectives)) {
@@ -718,6 +744,15 @@ int main(int argc, char **argv) {
     return fail("--remat-solver needs --memory-budget");
   if (remat != "none" && !training)
     return fail("--remat needs --mode=grad or --mode=train");
+  if (precisionPolicy != "fp32" && precisionPolicy != "bf16" &&
+      precisionPolicy != "fp16")
+    return fail("--precision=" + precisionPolicy +
+                " is not a precision (fp32, bf16 or fp16)");
+  if (!keepFp32.empty() && precisionPolicy == "fp32")
+    return fail("--keep-fp32 needs --precision=bf16 or fp16");
+  for (const std::string &glob : keepFp32)
+    if (llvm::Error e = llvm::GlobPattern::create(glob).takeError())
+      return fail("--keep-fp32 '" + glob + "': " + toString(std::move(e)));
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
   if (!shardPins.empty() && tensorParallel < 2)
@@ -838,6 +873,18 @@ int main(int argc, char **argv) {
     if (failed(built))
       return 1;
     train = *built;
+  } else if (precisionPolicy != "fp32") {
+    if (tsrModule)
+      return fail("--precision applies to ONNX models; " + inputFile +
+                  " is compiled as it is");
+    PassManager pm(&context);
+    tessera::TsrPrecisionPlanOptions precision;
+    precision.precision = precisionPolicy;
+    precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+    pm.addPass(tessera::createTsrPrecisionPlan(precision));
+    pm.addPass(tessera::createTsrPrecision());
+    if (failed(pm.run(*module)))
+      return 1;
   }
   if (emit == "tsr") {
     module->print(llvm::outs());

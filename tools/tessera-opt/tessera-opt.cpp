@@ -27,6 +27,7 @@
 #include "tessera/Transforms/Parallel/Passes.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
 #include "tessera/Transforms/Remat/Passes.h"
+#include "tessera/Transforms/Precision/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -44,6 +45,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraAutodiffPasses();
   mlir::tessera::registerTesseraOptimizerPasses();
   mlir::tessera::registerTesseraRematPasses();
+  mlir::tessera::registerTesseraPrecisionPasses();
   mlir::tessera::registerTesseraParallelPasses();
   mlir::tessera::registerTesseraAnalysisPasses();
   mlir::tessera::registerGradientRules(registry);

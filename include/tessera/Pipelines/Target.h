@@ -67,6 +67,12 @@ struct ArtifactCollective {
   double bytes = 0;
 };
 
+/// One op's compute type, from tsr-precision-plan (`tsr.precision`).
+struct ArtifactPrecision {
+  /// The op's name (tsr.matmul), its model node, the type and the rule.
+  std::string op, node, type, reason;
+};
+
 /// What `tessera-run --train` needs beyond the signature.
 struct TrainingManifest {
   /// batchSize: this rank's batch (dimension 0 of its data inputs); the
@@ -116,6 +122,10 @@ struct ArtifactSignature {
   SmallVector<std::pair<std::string, int64_t>> mesh;
   std::optional<int64_t> zero;
   SmallVector<ArtifactCollective> collectives;
+  /// The precision policy (`tsr.precision`: bf16 or fp16; empty for the
+  /// model's own types) and every decision of it, in program order.
+  std::string precision;
+  SmallVector<ArtifactPrecision> precisionDecisions;
   /// Initializers that training leaves frozen, with the reason (`tsr.frozen`).
   SmallVector<std::pair<std::string, std::string>> frozen;
 };

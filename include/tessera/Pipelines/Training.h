@@ -2,7 +2,7 @@
 //
 // From an imported model (trainable initializers as `tsr.role = "param"`
 // arguments) to a training step or a loss-and-gradient function, still in
-// tsr: loss → autodiff → gradient accumulation → optimizer update →
+// tsr: loss → precision → autodiff → gradient accumulation → optimizer update →
 // rematerialization.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +13,7 @@
 #include "tessera/Transforms/Autodiff/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
+#include "tessera/Transforms/Precision/Passes.h"
 #include "tessera/Transforms/Remat/Passes.h"
 
 namespace mlir::tessera {
@@ -31,6 +32,8 @@ struct TrainingPipelineOptions {
   std::optional<TsrBatchNormStatisticsOptions> batchNorm;
   /// Absent: stop after the gradients (`--mode=grad`).
   std::optional<TsrOptimizerOptions> optimizer;
+  /// The compute type of each op (fp32: the model's own types).
+  TsrPrecisionPlanOptions precision;
   /// Which saved activations the backward pass recomputes.
   TsrRematPlanOptions remat;
 };

@@ -1,4 +1,5 @@
-//===- LinalgToBlas.cpp - f32 matmuls as OpenBLAS calls -------------------===//
+//===- LinalgToBlas.cpp - Matmuls as library calls
+//-------------------------===//
 #include "tessera/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,11 +22,28 @@ namespace {
 // CBLAS enumerators (cblas.h).
 constexpr int32_t kRowMajor = 101, kNoTrans = 111;
 constexpr StringLiteral kSgemm = "cblas_sgemm";
+/// The runtime's bf16 x bf16 -> f32 GEMM (oneDNN; runtime/lib/Gemm.cpp).
+constexpr StringLiteral kGemmBf16 = "tsr_gemm_bf16";
 
-bool isContiguousF32(Value v) {
+bool isContiguous(Value v, Type element) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  return type && type.hasStaticShape() && type.getElementType().isF32() &&
+  return type && type.hasStaticShape() && type.getElementType() == element &&
          type.getLayout().isIdentity();
+}
+
+func::FuncOp getOrInsertGemmBf16(ModuleOp module, OpBuilder &b) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(kGemmBf16))
+    return f;
+  MLIRContext *ctx = module.getContext();
+  Type i64 = b.getI64Type(), f32 = b.getF32Type(),
+       ptr = LLVM::LLVMPointerType::get(ctx);
+  auto type = FunctionType::get(
+      ctx, {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64, f32}, {});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto f = func::FuncOp::create(b, module.getLoc(), kGemmBf16, type);
+  f.setPrivate();
+  return f;
 }
 
 func::FuncOp getOrInsertSgemm(ModuleOp module, OpBuilder &b) {
@@ -35,7 +53,8 @@ func::FuncOp getOrInsertSgemm(ModuleOp module, OpBuilder &b) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type(),
        ptr = LLVM::LLVMPointerType::get(ctx);
   auto type = FunctionType::get(
-      ctx, {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
+      ctx,
+      {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
       {});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
@@ -49,8 +68,8 @@ Value pointerTo(OpBuilder &b, Location loc, Value v, Value byteOffset) {
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, v);
   Value addr = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
   addr = arith::AddIOp::create(b, loc, addr, byteOffset);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                  addr);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
 }
 
 /// Rewrites C[b] += A[b] * B[b] (b optional) into sgemm calls.
@@ -58,21 +77,29 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !op.hasPureBufferSemantics())
     return failure();
-  Value a = op.getDpsInputOperand(0)->get(), b = op.getDpsInputOperand(1)->get(),
-        c = op.getDpsInitOperand(0)->get();
-  if (!isContiguousF32(a) || !isContiguousF32(b) || !isContiguousF32(c))
+  Value a = op.getDpsInputOperand(0)->get(),
+        b = op.getDpsInputOperand(1)->get(), c = op.getDpsInitOperand(0)->get();
+  Type f32 = rewriter.getF32Type(), bf16 = rewriter.getBF16Type();
+  bool single =
+      isContiguous(a, f32) && isContiguous(b, f32) && isContiguous(c, f32);
+  bool half =
+      isContiguous(a, bf16) && isContiguous(b, bf16) && isContiguous(c, f32);
+  if (!single && !half)
     return failure();
   auto at = cast<MemRefType>(a.getType()), bt = cast<MemRefType>(b.getType());
   bool batched = at.getRank() == 3;
   int64_t batch = batched ? at.getDimSize(0) : 1;
-  int64_t m = at.getDimSize(at.getRank() - 2), k = at.getDimSize(at.getRank() - 1),
+  int64_t m = at.getDimSize(at.getRank() - 2),
+          k = at.getDimSize(at.getRank() - 1),
           n = bt.getDimSize(bt.getRank() - 1);
   if (m == 0 || n == 0 || k == 0 || batch == 0)
     return failure();
 
   Location loc = op.getLoc();
   auto module = op->getParentOfType<ModuleOp>();
-  func::FuncOp sgemm = getOrInsertSgemm(module, rewriter);
+  func::FuncOp gemm = single ? getOrInsertSgemm(module, rewriter)
+                             : getOrInsertGemmBf16(module, rewriter);
+  int64_t inBytes = single ? 4 : 2;
   rewriter.setInsertionPoint(op);
   auto i32 = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(rewriter, loc, v, 32);
@@ -80,21 +107,27 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
   auto i64 = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(rewriter, loc, v, 64);
   };
-  Value one = arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
-                                             APFloat(1.0f));
+  Value one = arith::ConstantFloatOp::create(
+      rewriter, loc, rewriter.getF32Type(), APFloat(1.0f));
   auto emitCall = [&](OpBuilder &bld, Value batchIndex) {
-    auto offset = [&](int64_t elements) -> Value {
+    auto offset = [&](int64_t bytes) -> Value {
       if (!batchIndex)
         return i64(0);
-      return arith::MulIOp::create(bld, loc, batchIndex, i64(elements * 4));
+      return arith::MulIOp::create(bld, loc, batchIndex, i64(bytes));
     };
-    Value pa = pointerTo(bld, loc, a, offset(m * k));
-    Value pb = pointerTo(bld, loc, b, offset(k * n));
-    Value pc = pointerTo(bld, loc, c, offset(m * n));
-    func::CallOp::create(bld, loc, sgemm,
-                         ValueRange{i32(kRowMajor), i32(kNoTrans), i32(kNoTrans),
-                                    i32(m), i32(n), i32(k), one, pa, i32(k), pb,
-                                    i32(n), one, pc, i32(n)});
+    Value pa = pointerTo(bld, loc, a, offset(m * k * inBytes));
+    Value pb = pointerTo(bld, loc, b, offset(k * n * inBytes));
+    Value pc = pointerTo(bld, loc, c, offset(m * n * 4));
+    if (single)
+      func::CallOp::create(bld, loc, gemm,
+                           ValueRange{i32(kRowMajor), i32(kNoTrans),
+                                      i32(kNoTrans), i32(m), i32(n), i32(k),
+                                      one, pa, i32(k), pb, i32(n), one, pc,
+                                      i32(n)});
+    else
+      func::CallOp::create(bld, loc, gemm,
+                           ValueRange{i64(m), i64(n), i64(k), pa, i64(k), pb,
+                                      i64(n), pc, i64(n), one});
   };
   if (!batched) {
     emitCall(rewriter, Value());
@@ -141,7 +174,8 @@ struct TsrLinalgToBlasPass
     patterns.add<MatmulToBlas, BatchMatmulToBlas>(&getContext());
     GreedyRewriteConfig config;
     config.enableFolding(false);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };

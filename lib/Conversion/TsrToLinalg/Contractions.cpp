@@ -30,6 +30,26 @@ Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
                       scalarConstant(b, loc, type.getElementType(), 0.0));
 }
 
+/// The type a contraction over `elem` accumulates in: f32 for the 16-bit
+/// floats (Micikevicius et al. 2018; what cuBLAS and oneDNN do), else `elem`.
+Type accumulatorType(Type elem) {
+  if (isa<BFloat16Type, Float16Type>(elem))
+    return Float32Type::get(elem.getContext());
+  return elem;
+}
+
+/// `acc` rounded to `elem` (one truncf per element), or `acc` itself.
+Value roundTo(OpBuilder &b, Location loc, Value acc, Type elem) {
+  auto type = cast<RankedTensorType>(acc.getType());
+  if (type.getElementType() == elem)
+    return acc;
+  return buildElementwise(b, loc, type.clone(elem), acc,
+                          [&](OpBuilder &nb, Location l, ValueRange args) {
+                            return arith::TruncFOp::create(nb, l, elem,
+                                                           args[0]);
+                          });
+}
+
 /// Brings `v` = [batch..., R, C] to [B, R, C], broadcasting its batch
 /// dimensions to `batch` (linalg.broadcast after dropping the size-1
 /// dimensions that broadcast) and collapsing them.
@@ -87,13 +107,14 @@ struct MatMulPattern : OpConversionPattern<tsr::MatMulOp> {
     if (failed(batch))
       return rewriter.notifyMatchFailure(op, "batch dims do not broadcast");
     int64_t batchSize = product(*batch);
+    Type acc = accumulatorType(elem);
     Value result;
     if (bs.size() == 2 || batchSize == 1) {
       // [B·M, K] × [K, N]: one plain matmul.
       Value l =
           reshapeTo(rewriter, loc, lhs, tensorOf({batchSize * m, k}, elem));
       Value r = reshapeTo(rewriter, loc, rhs, tensorOf({k, n}, elem));
-      auto outType = tensorOf({batchSize * m, n}, elem);
+      auto outType = tensorOf({batchSize * m, n}, acc);
       result =
           linalg::MatmulOp::create(rewriter, loc, outType, ValueRange{l, r},
                                    zeros(rewriter, loc, outType))
@@ -101,12 +122,13 @@ struct MatMulPattern : OpConversionPattern<tsr::MatMulOp> {
     } else {
       Value l = toBatch3D(rewriter, loc, lhs, *batch);
       Value r = toBatch3D(rewriter, loc, rhs, *batch);
-      auto outType = tensorOf({batchSize, m, n}, elem);
+      auto outType = tensorOf({batchSize, m, n}, acc);
       result = linalg::BatchMatmulOp::create(rewriter, loc, outType,
                                              ValueRange{l, r},
                                              zeros(rewriter, loc, outType))
                    .getResult(0);
     }
+    result = roundTo(rewriter, loc, result, elem);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, resultType));
     return success();
   }
@@ -182,11 +204,12 @@ struct ConvPattern : OpConversionPattern<tsr::ConvOp> {
                     tensorOf({g, cg * kProd, n * oProd}, elem));
     Value w = reshapeTo(rewriter, loc, adaptor.getW(),
                         tensorOf({g, mg, cg * kProd}, elem));
-    auto mmType = tensorOf({g, mg, n * oProd}, elem);
+    auto mmType = tensorOf({g, mg, n * oProd}, accumulatorType(elem));
     Value mm =
         linalg::BatchMatmulOp::create(rewriter, loc, mmType, ValueRange{w, col},
                                       zeros(rewriter, loc, mmType))
             .getResult(0);
+    mm = roundTo(rewriter, loc, mm, elem);
     SmallVector<int64_t> mmShape = {g, mg, n};
     llvm::append_range(mmShape, out);
     mm = reshapeTo(rewriter, loc, mm, tensorOf(mmShape, elem));

@@ -229,6 +229,12 @@ Value tsr_to_linalg::buildReduction(OpBuilder &b, Location loc, Value input,
     outShape.push_back(inType.getDimSize(d));
     outExprs.push_back(getAffineDimExpr(d, ctx));
   }
+  // 16-bit floats accumulate in f32 and round once at the end.
+  Type elem = init.getType();
+  bool widen = isa<BFloat16Type, Float16Type>(elem);
+  Type f32 = b.getF32Type();
+  if (widen)
+    init = arith::ExtFOp::create(b, loc, f32, init);
   auto outType = RankedTensorType::get(outShape, init.getType());
   Value acc = filledTensor(b, loc, outType, init);
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
@@ -236,9 +242,18 @@ Value tsr_to_linalg::buildReduction(OpBuilder &b, Location loc, Value input,
   auto generic = linalg::GenericOp::create(
       b, loc, outType, input, acc, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args));
+        Value x = args[0];
+        if (widen)
+          x = arith::ExtFOp::create(nb, nloc, f32, x);
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, {x, args[1]}));
       });
-  return generic.getResult(0);
+  if (!widen)
+    return generic.getResult(0);
+  return buildElementwise(b, loc, outType.clone(elem), generic.getResult(0),
+                          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                            return arith::TruncFOp::create(nb, nloc, elem,
+                                                           args[0]);
+                          });
 }
 
 Value tsr_to_linalg::reshapeTo(OpBuilder &b, Location loc, Value v,

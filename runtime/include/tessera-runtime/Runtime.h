@@ -577,6 +577,18 @@ TSR_API void tsr_memory_gradient_stats(size_t *out_current, size_t *out_peak);
  * values. */
 TSR_API void tsr_memory_reset_peak(void);
 
+/*===----------------------------------------------------------------------===*
+ * Library calls from compiled code
+ *===----------------------------------------------------------------------===*/
+
+/* C (f32, row-major, M x N, row stride ldc) = A (bf16, M x K, lda) times
+ * B (bf16, K x N, ldb), plus beta times C, through oneDNN's matmul (Debian's
+ * OpenBLAS has no bf16 GEMM). Products accumulate in f32. A failure makes
+ * the tsr_artifact_invoke that ran the code fail with oneDNN's message. */
+TSR_API void tsr_gemm_bf16(int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb, float *c,
+                           int64_t ldc, float beta);
+
 #ifdef __cplusplus
 }
 #endif

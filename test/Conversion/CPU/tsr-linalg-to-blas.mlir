@@ -40,3 +40,28 @@ func.func @not_blas(%a: memref<4x8xi32>, %b: memref<8x16xi32>, %c: memref<4x16xi
   linalg.matmul ins(%s, %d : memref<4x8xf32, strided<[16, 1]>>, memref<8x16xf32>) outs(%e : memref<4x16xf32>)
   return
 }
+
+// -----
+
+// bf16 operands with an f32 accumulator go to the runtime's oneDNN GEMM
+// (i64 sizes and leading dimensions, beta = 1); a batch steps 2-byte
+// operands and the 4-byte output.
+// CHECK-LABEL: func @bf16
+func.func @bf16(%a: memref<2x4x8xbf16>, %b: memref<2x8x16xbf16>, %c: memref<2x4x16xf32>,
+                %x: memref<4x8xbf16>, %y: memref<8x16xbf16>, %z: memref<4x16xbf16>) {
+  // CHECK-DAG: %[[M:.*]] = arith.constant 4 : i64
+  // CHECK-DAG: %[[N:.*]] = arith.constant 16 : i64
+  // CHECK-DAG: %[[K:.*]] = arith.constant 8 : i64
+  // CHECK-DAG: %[[ASTEP:.*]] = arith.constant 64 : i64
+  // CHECK-DAG: %[[CSTEP:.*]] = arith.constant 256 : i64
+  // CHECK: scf.for
+  // CHECK: arith.muli %{{.*}}, %[[ASTEP]] : i64
+  // CHECK: arith.muli %{{.*}}, %[[CSTEP]] : i64
+  // CHECK: call @tsr_gemm_bf16(%[[M]], %[[N]], %[[K]], %{{.*}}, %[[K]], %{{.*}}, %[[N]], %{{.*}}, %[[N]], %{{.*}})
+  // CHECK-NOT: linalg.batch_matmul
+  linalg.batch_matmul ins(%a, %b : memref<2x4x8xbf16>, memref<2x8x16xbf16>) outs(%c : memref<2x4x16xf32>)
+  // A bf16 accumulator keeps its loops.
+  // CHECK: linalg.matmul
+  linalg.matmul ins(%x, %y : memref<4x8xbf16>, memref<8x16xbf16>) outs(%z : memref<4x16xbf16>)
+  return
+}

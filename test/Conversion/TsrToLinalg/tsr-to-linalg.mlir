@@ -90,6 +90,26 @@ func.func @matmul_fold_batch(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tens
 
 // -----
 
+// 16-bit float contractions and sums accumulate in f32 and round once.
+// CHECK-LABEL: func.func @bf16_accumulates_in_f32
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x5xf32>)
+// CHECK: %[[M:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x3xbf16>, tensor<3x5xbf16>) outs(%[[Z]] : tensor<4x5xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[M]] : tensor<4x5xf32>) outs(%{{.*}} : tensor<4x5xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}} : tensor<4x5xbf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @bf16_accumulates_in_f32(%a: tensor<4x3xbf16>, %b: tensor<3x5xbf16>) -> tensor<4xbf16> {
+  %0 = tsr.matmul %a, %b : tensor<4x3xbf16>, tensor<3x5xbf16> -> tensor<4x5xbf16>
+  %1 = tsr.reduce_sum %0 {axes = array<i64: 1>, keepdims = false} : (tensor<4x5xbf16>) -> tensor<4xbf16>
+  return %1 : tensor<4xbf16>
+}
+
+// -----
+
 // Broadcast batch dimensions use linalg.broadcast, then one batch_matmul.
 // CHECK-LABEL: func.func @matmul_broadcast_batch
 // CHECK: linalg.broadcast ins(%{{.*}} : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<2x5x3x4xf32>) dimensions = [1]

@@ -5,15 +5,18 @@
 include "mlir/Pass/PassBase.td"
 
 def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
-  let summary = "Replace f32 matmuls on contiguous buffers by OpenBLAS sgemm calls";
+  let summary = "Replace matmuls on contiguous buffers by OpenBLAS sgemm and oneDNN bf16 calls";
   let description = [{
     After bufferization, every `linalg.matmul` and `linalg.batch_matmul` on
     f32 memrefs with the identity layout (contiguous, row-major) becomes one
     `cblas_sgemm` call per batch (beta = 1: linalg accumulates into its
-    output, whose fill stays in place). Matmuls on other element types or on
-    strided views keep their loops. OpenBLAS runs at the machine's peak on
-    every shape the models use, which generated loops do not; that is why
-    GEMM is a library call (see docs/pipeline.md).
+    output, whose fill stays in place). One with bf16 operands and an f32
+    output (what tsr-to-linalg makes of a bf16 `tsr.matmul`: f32
+    accumulation) becomes a call of the runtime's `tsr_gemm_bf16` (oneDNN's
+    matmul; Debian's OpenBLAS has no bf16 GEMM). Matmuls on other element
+    types or on strided views keep their loops. The libraries run at the
+    machine's peak on every shape the models use, which generated loops do
+    not; that is why GEMM is a library call (see docs/pipeline.md).
 
     Before:
 

@@ -506,11 +506,24 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == attr::kPrecision) {
+    static const StringRef policies[] = {"bf16", "fp16"},
+                           types[] = {"f32", "bf16", "f16"};
+    auto choice = dyn_cast<StringAttr>(value);
+    ArrayRef<StringRef> allowed = isa<FunctionOpInterface>(op)
+                                      ? ArrayRef<StringRef>(policies)
+                                      : ArrayRef<StringRef>(types);
+    if (!choice || !llvm::is_contained(allowed, choice.getValue()))
+      return op->emitOpError("attribute '")
+             << name << "' must be one of " << llvm::join(allowed, ", ")
+             << ", got " << value;
+    return success();
+  }
   return op->emitOpError("has unknown attribute '")
          << name << "' (known on ops: " << attr::kMesh << ", " << attr::kZero
          << ", " << attr::kFrozen << ", " << attr::kBackward << ", "
-         << attr::kRemat << ", " << attr::kPeakAllocBytes << ", "
-         << attr::kSchedule << ", " << attr::kSharding << ", "
-         << attr::kOperandShardings << ", " << attr::kPartitioned << ", "
-         << attr::kReason << ")";
+         << attr::kRemat << ", " << attr::kPrecision << ", "
+         << attr::kPeakAllocBytes << ", " << attr::kSchedule << ", "
+         << attr::kSharding << ", " << attr::kOperandShardings << ", "
+         << attr::kPartitioned << ", " << attr::kReason << ")";
 }

@@ -44,8 +44,9 @@ inline constexpr llvm::StringLiteral kSharding = "tsr.sharding";
 /// results have the layouts of its `tsr.sharding`.
 inline constexpr llvm::StringLiteral kOperandShardings =
     "tsr.operand_shardings";
-/// On a collective a pass inserted: why (a string), for
-/// `tessera-compile --explain`.
+/// Why a pass decided what it did (a string), for `tessera-compile
+/// --explain`: on a collective a pass inserted, on an op with
+/// `tsr.precision`.
 inline constexpr llvm::StringLiteral kReason = "tsr.reason";
 /// Built by tsr-autodiff: part of the backward pass (a unit attribute).
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
@@ -54,6 +55,10 @@ inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 /// clones the op there). On a public function: the policy chosen (none,
 /// selective or full).
 inline constexpr llvm::StringLiteral kRemat = "tsr.remat";
+/// On an op, from tsr-precision-plan: the type it computes and stores its
+/// floating-point results in ("f32", "bf16" or "f16"). On a public
+/// function: the policy (bf16 or fp16).
+inline constexpr llvm::StringLiteral kPrecision = "tsr.precision";
 
 // On a function.
 /// The initializers that training leaves frozen, each with the reason

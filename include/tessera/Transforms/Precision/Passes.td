@@ -1,0 +1,109 @@
+//===- Passes.td - Mixed precision -------------------------*- tablegen -*-===//
+#ifndef TESSERA_TRANSFORMS_PRECISION_PASSES_TD
+#define TESSERA_TRANSFORMS_PRECISION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TsrPrecisionPlan : Pass<"tsr-precision-plan", "ModuleOp"> {
+  let summary = "Decide the compute type of every floating-point op";
+  let description = [{
+    The decide half of mixed precision (attributes only). Runs on the loss
+    function before `tsr-autodiff`, so the backward pass inherits every
+    choice through the gradient rules. Each op with a floating-point operand
+    or result gets `tsr.precision` (the type it computes and stores its
+    results in: `f32`, `bf16` or `f16`) and `tsr.reason` (the rule that
+    chose it, which `tessera-compile --explain` prints). With
+    `precision=bf16` (or `f16`):
+
+    - `tsr.matmul` and `tsr.conv` compute in the low type; their lowering
+      accumulates in f32 and rounds once (Micikevicius et al. 2018).
+    - Softmax, log-softmax, layer and batch normalization, every reduction,
+      cumulative sums, the losses, and `exp`, `log`, `pow`, `sqrt`,
+      `reciprocal`, `softplus` compute in f32: they need its range or sum
+      many terms.
+    - Elementwise and data-movement ops follow their inputs: the widest
+      floating-point type among their operands that are activations, that
+      is, neither parameters (or other non-data arguments) nor constants,
+      which adapt to the op. An op with no such operand computes in f32.
+    - Ops with no rule (einsum, pooling, ...) compute in f32.
+    - `keep-fp32` globs force to f32 every op whose ONNX node name matches
+      one of them, and every op with an operand that is a parameter whose
+      name matches.
+
+    Parameters stay f32 (the master copies the optimizer updates);
+    `tsr-precision` casts each to the low type once, where it is used. The
+    function records the policy (`tsr.precision = "bf16"`). With
+    `precision=fp32` the pass changes nothing.
+
+    Before (`precision=bf16`):
+
+    ```mlir
+    %h = tsr.matmul %x, %w : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+    %a = tsr.add %h, %b : tensor<8x32xf32>, tensor<32xf32> -> tensor<8x32xf32>
+    %p = tsr.softmax %a {axis = 1 : i64} : tensor<8x32xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %h = tsr.matmul %x, %w {tsr.precision = "bf16",
+        tsr.reason = "matmul: bf16 operands, f32 accumulation"} : ...
+    %a = tsr.add %h, %b {tsr.precision = "bf16",
+        tsr.reason = "follows its activation operands"} : ...
+    %p = tsr.softmax %a {axis = 1 : i64, tsr.precision = "f32",
+        tsr.reason = "softmax: f32 (range and accumulation)"} : ...
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, bf16 or fp16">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "Globs over ONNX node and parameter names kept in f32">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to plan (default: the module's one public function)">,
+  ];
+  let dependentDialects = ["mlir::tsr::TsrDialect"];
+}
+
+def TsrPrecision : Pass<"tsr-precision", "ModuleOp"> {
+  let summary = "Apply the precision plan: retype ops and insert the casts";
+  let description = [{
+    The apply half of mixed precision. Every op with `tsr.precision` gets
+    the floating-point results of that type, and every floating-point
+    operand of another type goes through a `tsr.cast`. A value is cast at
+    most once to each type, right after it is defined (a parameter at the
+    top of the function), so each f32 master parameter has one low working
+    copy per step, made before its first use. Ops without a plan (returns,
+    the model's own casts, integer ops) see their operands in their original
+    types again. The function's signature is unchanged: parameters, data
+    and the loss keep their types.
+
+    Before:
+
+    ```mlir
+    func.func @main(%w: tensor<16x32xf32> {tsr.role = #tsr.role<param>}, %x: tensor<8x16xf32>) -> tensor<8x32xf32> {
+      %h = tsr.matmul %x, %w {tsr.precision = "bf16", ...} : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+      return %h : tensor<8x32xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%w: tensor<16x32xf32> {tsr.role = #tsr.role<param>}, %x: tensor<8x16xf32>) -> tensor<8x32xf32> {
+      %wl = tsr.cast %w : tensor<16x32xf32> to tensor<16x32xbf16>
+      %xl = tsr.cast %x : tensor<8x16xf32> to tensor<8x16xbf16>
+      %h = tsr.matmul %xl, %wl {tsr.precision = "bf16", ...} : tensor<8x16xbf16>, tensor<16x32xbf16> -> tensor<8x32xbf16>
+      %r = tsr.cast %h : tensor<8x32xbf16> to tensor<8x32xf32>
+      return %r : tensor<8x32xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public function)">,
+  ];
+  let dependentDialects = ["mlir::tsr::TsrDialect"];
+}
+
+#endif // TESSERA_TRANSFORMS_PRECISION_PASSES_TD

@@ -1,0 +1,95 @@
+//===- Gemm.cpp - bf16 matrix products for compiled CPU code --------------===//
+//
+// tsr-linalg-to-blas turns a bf16 x bf16 -> f32 matmul into a call of
+// tsr_gemm_bf16. Debian's OpenBLAS is built without bf16 (cblas_sbgemm is
+// declared, not exported); oneDNN's matmul primitive runs it with the
+// AVX512-BF16 brgemm kernels where the CPU has them (docs/precision.md has
+// the figures). A primitive is made once per shape and kept: oneDNN's own
+// cache would hash the descriptor on every call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeInternal.h"
+#include "tessera-runtime/Runtime.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace {
+
+using Shape =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+
+struct Gemms {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mutex;
+  std::map<Shape, dnnl::matmul> primitives;
+
+  dnnl::matmul &get(const Shape &shape) {
+    auto it = primitives.find(shape);
+    if (it != primitives.end())
+      return it->second;
+    auto [m, n, k, lda, ldb, ldc, accumulate] = shape;
+    using dt = dnnl::memory::data_type;
+    dnnl::memory::desc a({m, k}, dt::bf16, dnnl::memory::dims{lda, 1});
+    dnnl::memory::desc b({k, n}, dt::bf16, dnnl::memory::dims{ldb, 1});
+    dnnl::memory::desc c({m, n}, dt::f32, dnnl::memory::dims{ldc, 1});
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
+    return primitives.emplace(shape, dnnl::matmul(pd)).first->second;
+  }
+};
+
+Gemms &gemms() {
+  static Gemms instance;
+  return instance;
+}
+
+} // namespace
+
+extern "C" TSR_API void tsr_gemm_bf16(int64_t m, int64_t n, int64_t k,
+                                      const void *a, int64_t lda, const void *b,
+                                      int64_t ldb, float *c, int64_t ldc,
+                                      float beta) {
+  if (m == 0 || n == 0)
+    return;
+  try {
+    Gemms &g = gemms();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    // C = beta·C first where the primitive cannot: its sum post-op adds C
+    // once (beta = 1), without it C is overwritten (beta = 0).
+    if ((beta != 0.0f && beta != 1.0f) || k == 0)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    if (k == 0)
+      return;
+    Shape shape{m, n, k, lda, ldb, ldc, beta != 0.0f};
+    dnnl::matmul &mm = g.get(shape);
+    using dt = dnnl::memory::data_type;
+    dnnl::memory ma({{m, k}, dt::bf16, dnnl::memory::dims{lda, 1}}, g.engine,
+                    const_cast<void *>(a));
+    dnnl::memory mb({{k, n}, dt::bf16, dnnl::memory::dims{ldb, 1}}, g.engine,
+                    const_cast<void *>(b));
+    dnnl::memory mc({{m, n}, dt::f32, dnnl::memory::dims{ldc, 1}}, g.engine, c);
+    mm.execute(
+        g.stream,
+        {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    g.stream.wait();
+  } catch (const dnnl::error &e) {
+    tsr::noteKernelError(std::string("bf16 matmul ") + std::to_string(m) + "x" +
+                         std::to_string(k) + " by " + std::to_string(k) + "x" +
+                         std::to_string(n) + " (oneDNN): " + e.what());
+  } catch (const std::bad_alloc &) {
+    tsr::noteKernelError("bf16 matmul: out of memory");
+  }
+}
