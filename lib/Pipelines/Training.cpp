@@ -27,6 +27,8 @@ void mlir::tessera::buildTrainingPipeline(
     pm.addPass(createTsrPrecisionPlan(options.precision));
     pm.addPass(createTsrPrecision());
   }
+  if (options.lossScale.scale != "none")
+    pm.addPass(createTsrLossScale(options.lossScale));
   pm.addPass(createTsrAutodiff(options.autodiff));
   // Drop what does not reach the loss and fold the seed before the
   // micro-step is outlined.

@@ -79,11 +79,14 @@ None), init (a state input: its initial value, else None)."""
 
 StepRecord = collections.namedtuple(
     "StepRecord",
-    ["step", "steps", "loss", "seconds", "items_per_second", "unit"])
+    ["step", "steps", "loss", "seconds", "items_per_second", "unit",
+     "loss_scale", "skipped"])
 StepRecord.__doc__ = """One completed training step (tsr_step_record_t).
 
 step (counted from 1) of steps, loss (may be nan or inf), seconds (the time
-of the step), items_per_second and unit ("tokens" or "samples")."""
+of the step), items_per_second and unit ("tokens" or "samples"); with
+dynamic loss scaling loss_scale (after the step) and skipped (the step found
+a gradient overflow and kept the parameters), else 0.0 and False."""
 
 
 class TesseraError(RuntimeError):
@@ -114,6 +117,8 @@ class _StepRecordStruct(ctypes.Structure):
         ("seconds", ctypes.c_double),
         ("items_per_second", ctypes.c_double),
         ("unit", ctypes.c_char_p),
+        ("loss_scale", ctypes.c_double),
+        ("skipped", ctypes.c_int),
     ]
 
 
@@ -403,7 +408,8 @@ class Artifact:
         def step_callback(_, raw):
             r = raw.contents
             record = StepRecord(r.step, r.steps, r.loss, r.seconds,
-                                r.items_per_second, r.unit.decode())
+                                r.items_per_second, r.unit.decode(),
+                                r.loss_scale, bool(r.skipped))
             records.append(record)
             if on_step and not raised:
                 try:

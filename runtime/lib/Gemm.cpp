@@ -7,8 +7,14 @@
 // the figures). A primitive is made once per shape and kept: oneDNN's own
 // cache would hash the descriptor on every call.
 //
+// An f16 x f16 -> f32 matmul calls tsr_gemm_f16: no x86 CPU library here
+// multiplies f16 without AVX512-FP16, so the operands are widened to f32
+// (exactly) into scratch buffers kept between calls, and oneDNN's sgemm
+// multiplies them.
+//
 //===----------------------------------------------------------------------===//
 
+#include "Float16.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Runtime.h"
 
@@ -17,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 namespace {
 
@@ -54,6 +61,14 @@ Gemms &gemms() {
   return instance;
 }
 
+/// Records "<type> matmul MxK by KxN: <what>" as the program's failure.
+void fail(const char *type, int64_t m, int64_t n, int64_t k,
+          const std::string &what) {
+  tsr::noteKernelError(std::string(type) + " matmul " + std::to_string(m) +
+                       "x" + std::to_string(k) + " by " + std::to_string(k) +
+                       "x" + std::to_string(n) + ": " + what);
+}
+
 } // namespace
 
 extern "C" TSR_API void tsr_gemm_bf16(int64_t m, int64_t n, int64_t k,
@@ -86,10 +101,38 @@ extern "C" TSR_API void tsr_gemm_bf16(int64_t m, int64_t n, int64_t k,
         {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     g.stream.wait();
   } catch (const dnnl::error &e) {
-    tsr::noteKernelError(std::string("bf16 matmul ") + std::to_string(m) + "x" +
-                         std::to_string(k) + " by " + std::to_string(k) + "x" +
-                         std::to_string(n) + " (oneDNN): " + e.what());
+    fail("bf16", m, n, k, std::string("oneDNN: ") + e.what());
   } catch (const std::bad_alloc &) {
-    tsr::noteKernelError("bf16 matmul: out of memory");
+    fail("bf16", m, n, k, "out of memory");
+  }
+}
+
+extern "C" TSR_API void tsr_gemm_f16(int64_t m, int64_t n, int64_t k,
+                                     const void *a, int64_t lda, const void *b,
+                                     int64_t ldb, float *c, int64_t ldc,
+                                     float beta) {
+  if (m == 0 || n == 0)
+    return;
+  try {
+    // The widened operands, dense (leading dimensions k and n).
+    static thread_local std::vector<float> wideA, wideB;
+    wideA.resize(static_cast<size_t>(m * k));
+    wideB.resize(static_cast<size_t>(k * n));
+    auto widen = [](const void *src, int64_t rows, int64_t cols, int64_t ld,
+                    std::vector<float> &dst) {
+      const auto *half = static_cast<const uint16_t *>(src);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          dst[i * cols + j] = tsr::halfToFloat(half[i * ld + j]);
+    };
+    widen(a, m, k, lda, wideA);
+    widen(b, k, n, ldb, wideB);
+    if (dnnl_status_t status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, wideA.data(),
+                                          k, wideB.data(), n, beta, c, ldc);
+        status != dnnl_success)
+      fail("f16", m, n, k,
+           "oneDNN sgemm: status " + std::to_string(static_cast<int>(status)));
+  } catch (const std::bad_alloc &) {
+    fail("f16", m, n, k, "out of memory");
   }
 }

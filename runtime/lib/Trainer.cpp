@@ -68,6 +68,12 @@ struct tsr_trainer {
   /// saves its copy of the state: coordinate 0 on every axis but dp.
   int64_t meshGroup = -1;
   bool saves = true;
+  /// Dynamic loss scaling: the output and input of the "loss_scale" state
+  /// (-1 without), its value after the last step and whether that step was
+  /// skipped (the scale went down).
+  int64_t lossScaleOutput = -1, lossScaleInput = -1;
+  double lossScale = 0;
+  bool skipped = false;
 };
 
 namespace {
@@ -435,6 +441,14 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
       return s;
     if (manifest.outputs[i].updates >= 0)
       trainer->swaps.emplace_back(i, manifest.outputs[i].updates);
+    if (manifest.outputs[i].updates >= 0 &&
+        manifest.outputs[i].role == TSR_ROLE_STATE &&
+        manifest.outputs[i].name == "loss_scale" &&
+        manifest.outputs[i].dtype == TSR_DTYPE_FLOAT32 &&
+        manifest.outputs[i].shape.empty()) {
+      trainer->lossScaleOutput = static_cast<int64_t>(i);
+      trainer->lossScaleInput = manifest.outputs[i].updates;
+    }
   }
   if (placement == TSR_PLACEMENT_DEVICE) {
     auto mirror = [](const char *kind,
@@ -509,6 +523,14 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
       lossTensor.dtype == TSR_DTYPE_FLOAT64
           ? static_cast<float>(*static_cast<const double *>(lossTensor.data))
           : *static_cast<const float *>(lossTensor.data);
+  if (trainer.lossScaleOutput >= 0) {
+    float before = *static_cast<const float *>(
+        trainer.inputs[trainer.lossScaleInput]->data);
+    float after = *static_cast<const float *>(
+        trainer.outputs[trainer.lossScaleOutput]->data);
+    trainer.lossScale = after;
+    trainer.skipped = after < before;
+  }
   for (const auto &[output, input] : trainer.swaps)
     std::swap(trainer.outputs[output]->data, trainer.inputs[input]->data);
   return TSR_OK;
@@ -824,7 +846,9 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
                                loss,
                                seconds,
                                seconds > 0 ? perStep / seconds : 0,
-                               tokenInput >= 0 ? "tokens" : "samples"};
+                               tokenInput >= 0 ? "tokens" : "samples",
+                               trainer.lossScale,
+                               trainer.skipped ? 1 : 0};
       options.on_step(options.user, &record);
     }
     // The loss is the mean over all ranks: they stop together.

@@ -1,40 +1,63 @@
 #!/usr/bin/env python3
-"""The bundled character LM trained in bf16 against the same run in fp32.
+"""The bundled character LM trained in bf16 and fp16 against fp32, and fp16
+loss scaling under overflow.
 
 Generates the charlm of charlm_train_test.sh (1 layer, d_model 64, 4 heads,
-seq 32, batch 16), compiles its Adam training step twice, plain and with
-`--precision=bf16`, trains each 760 steps on the same token stream (same
-batches in the same order) and checks:
+seq 32, batch 16), compiles its Adam training step three times, plain, with
+`--precision=bf16` and with `--precision=fp16` (dynamic loss scaling by
+default), trains each 760 steps on the same token stream (same batches in
+the same order) and checks:
 
-- the bf16 step really computes its matmuls in bf16 through oneDNN:
-  model.so calls `tsr_gemm_bf16`, the fp32 one does not (it calls
-  `cblas_sgemm`);
-- both learned: the last loss is below 2.0 nats;
-- bf16 ends where fp32 ends: the mean loss of the last 76 steps (10% of the
-  run) is within 2% of fp32's. One step's loss is one batch's, and which
-  licence text the batch holds moves it by tenths of a nat; two runs whose
-  weights differ by rounding differ per batch by a few percent (measured:
-  3.0% at step 760, 0.25% over the last 76 steps), so the mean over the same
-  76 batches is the figure that compares the two models;
+- each low-precision step really computes its matmuls in its type: the bf16
+  model.so calls `tsr_gemm_bf16` (oneDNN), the fp16 one `tsr_gemm_f16`, the
+  fp32 one neither (it calls `cblas_sgemm`);
+- all learned: the last loss is below 2.0 nats;
+- bf16 and fp16 end where fp32 ends: the mean loss of the last 76 steps
+  (10% of the run) is within 2% of fp32's. One step's loss is one batch's,
+  and which licence text the batch holds moves it by tenths of a nat; two
+  runs whose weights differ by rounding differ per batch by a few percent
+  (measured: 2.9% at step 760 for bf16, 0.07% over the last 76 steps), so
+  the mean over the same 76 batches is the figure that compares the models;
 - the manifest records the precision and parameters stay float32 (master
-  weights): the trained parameters are float32 in both.
+  weights); the fp16 log carries the loss scale (2^16 throughout: no
+  overflow at the default scale on this model).
+
+Then loss scaling under overflow: the fp16 step compiled with
+`--loss-scale-init=2^40` (every gradient overflows fp16 until the scale
+falls near 2^17), on one process and as dp=2 with ZeRO-2 under mpirun
+(each rank holds half of the optimizer state and checks its half of the
+gradients; the overflow test spans the ranks):
+- the first steps are skipped, the scale halving at each (2^39, 2^38, ...),
+  then training proceeds at the scale reached and the loss falls;
+- a checkpoint after 5 skipped steps holds the untrained parameters bit for
+  bit, Adam's moments all zero and its step counter 0, the scale 2^35 and
+  no clean steps: on every rank, since the dp=2 checkpoint is assembled
+  from both ranks' shards;
+- the dp=2 run skips exactly the steps the single process skips.
 
 Run: .venv/bin/python test/e2e/precision_train_test.py BUILD_DIR [--keep DIR]
 """
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
 import tempfile
 
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from checks import check, finish  # noqa: E402
+from data_parallel_test import checkpoint_tensors, mpirun  # noqa: E402
 
 STEPS = 760
 TAIL = 76
+GEMM = {"fp32": None, "bf16": "tsr_gemm_bf16", "fp16": "tsr_gemm_f16"}
 
 
 def run(cmd, **kw):
@@ -47,9 +70,79 @@ def run(cmd, **kw):
     return result.stdout
 
 
+def records(log):
+    return [json.loads(line) for line in log.read_text().splitlines()
+            if line.strip()]
+
+
 def losses(log):
-    return [json.loads(line)["loss"] for line in log.read_text().splitlines()
-            if line.strip() and "loss" in json.loads(line)]
+    return [r["loss"] for r in records(log)]
+
+
+def compile_step(bin_dir, work, out, *flags):
+    run([bin_dir / "tessera-compile", work / "charlm.onnx", "--mode=train",
+         "--loss=cross_entropy", "--logits=logits", "--labels=targets",
+         "--batch-size", 16, "--optimizer=adam", "--lr=3e-3", "-o", out,
+         *flags])
+
+
+def overflow(bin_dir, work):
+    """fp16 with a first scale of 2^40, on 1 and on 2 ranks (ZeRO-2)."""
+    initial = {i.name: numpy_helper.to_array(i) for i in
+               onnx.load(str(work / "charlm.onnx")).graph.initializer}
+    skipped = {}
+    for ranks in [1, 2]:
+        art = work / f"overflow{ranks}.art"
+        mesh = ["--mesh", "dp=2", "--zero=2"] if ranks == 2 else []
+        compile_step(bin_dir, work, art, "--precision=fp16",
+                     f"--loss-scale-init={2.0 ** 40}", *mesh)
+        for steps, ckpt in [(5, True), (30, False)]:
+            log = work / f"overflow{ranks}-{steps}.json"
+            ckdir = work / f"overflow{ranks}-ckpt"
+            cmd = [bin_dir / "tessera-run", art, "--train", "--data",
+                   work / "tokens.bin", "--steps", steps, "--batch-size", 16,
+                   "--log-json", log]
+            if ckpt:
+                cmd += ["--checkpoint-dir", ckdir, "--checkpoint-every", 5]
+            run((mpirun(ranks) if ranks > 1 else []) + cmd)
+            recs = records(log)
+            if ckpt:
+                tensors = checkpoint_tensors(str(ckdir / "step-00000005"))
+                values = {name: np.frombuffer(data, dtype=np.dtype(
+                    {"float32": np.float32, "int64": np.int64}[dtype]))
+                    for name, (dtype, _, data) in tensors.items()}
+                same = all(np.array_equal(values[n], initial[n].ravel())
+                           for n in initial if n in values)
+                check(same and all(n in values for n in initial),
+                      f"{ranks} rank(s): after 5 skipped steps every "
+                      f"parameter is untrained, bit for bit")
+                moments = [n for n in values if n.startswith("adam.")]
+                check(moments and all(not values[n].any() for n in moments),
+                      f"{ranks} rank(s): all {len(moments)} Adam moments "
+                      f"are zero")
+                check(values["step"].tolist() == [0],
+                      f"{ranks} rank(s): Adam's step counter is "
+                      f"{values['step'].tolist()}")
+                check(values["loss_scale"].tolist() == [2.0 ** 35] and
+                      values["loss_scale.clean_steps"].tolist() == [0],
+                      f"{ranks} rank(s): the scale is "
+                      f"{values['loss_scale'].tolist()} (2^35), clean steps "
+                      f"{values['loss_scale.clean_steps'].tolist()}")
+                continue
+            flags = [r["skipped"] for r in recs]
+            first = flags.index(False) if False in flags else len(flags)
+            skipped[ranks] = flags
+            halving = all(recs[k]["loss_scale"] == 2.0 ** (39 - k)
+                          for k in range(first))
+            check(first >= 5 and halving and not any(flags[first:]),
+                  f"{ranks} rank(s): steps 1-{first} skipped, the scale "
+                  f"halving from 2^39 to {recs[first - 1]['loss_scale']:g}, "
+                  f"then none")
+            check(recs[-1]["loss"] < recs[first]["loss"] - 0.3,
+                  f"{ranks} rank(s): after the skipped steps the loss falls "
+                  f"({recs[first]['loss']:.3f} to {recs[-1]['loss']:.3f})")
+    check(skipped[1] == skipped[2],
+          "dp=2 with ZeRO-2 skips exactly the single process's steps")
 
 
 def main():
@@ -64,17 +157,15 @@ def main():
          "--out", work, "--seq", 32, "--batch", 16, "--layers", 1,
          "--d-model", 64, "--heads", 4])
     final = {}
-    for precision in ["fp32", "bf16"]:
+    for precision in ["fp32", "bf16", "fp16"]:
         art = work / f"{precision}.art"
-        run([bin_dir / "tessera-compile", work / "charlm.onnx", "--mode=train",
-             "--loss=cross_entropy", "--logits=logits", "--labels=targets",
-             "--batch-size", 16, "--optimizer=adam", "--lr=3e-3",
-             f"--precision={precision}", "-o", art])
+        compile_step(bin_dir, work, art, f"--precision={precision}")
         symbols = run(["nm", "-D", "--undefined-only", art / "model.so"])
-        bf16_gemm = "tsr_gemm_bf16" in symbols
-        check(bf16_gemm == (precision == "bf16"),
-              f"{precision}: model.so {'calls' if bf16_gemm else 'does not call'}"
-              f" tsr_gemm_bf16")
+        for name in ["tsr_gemm_bf16", "tsr_gemm_f16"]:
+            called = name in symbols
+            check(called == (GEMM[precision] == name),
+                  f"{precision}: model.so "
+                  f"{'calls' if called else 'does not call'} {name}")
         manifest = json.loads((art / "manifest.json").read_text())
         check(manifest.get("precision", "fp32") == precision,
               f"{precision}: the manifest records precision "
@@ -88,15 +179,22 @@ def main():
         run([bin_dir / "tessera-run", art, "--train", "--data",
              work / "tokens.bin", "--steps", STEPS, "--batch-size", 16,
              "--log-json", log])
-        curve = losses(log)
+        recs = records(log)
+        curve = [r["loss"] for r in recs]
         check(len(curve) == STEPS, f"{precision}: {len(curve)} losses logged")
         check(curve[-1] < 2.0, f"{precision}: last loss {curve[-1]:.4f} < 2.0")
+        if precision == "fp16":
+            scales = {r.get("loss_scale") for r in recs}
+            check(scales == {2.0 ** 16} and not any(r["skipped"] for r in recs),
+                  f"fp16: the loss scale stays {scales} without overflow")
         final[precision] = sum(curve[-TAIL:]) / TAIL
         print(f"{precision}: last loss {curve[-1]:.4f}, mean of the last "
               f"{TAIL} {final[precision]:.4f}")
-    gap = abs(final["bf16"] - final["fp32"]) / final["fp32"]
-    check(gap <= 0.02, f"bf16's mean loss of the last {TAIL} steps is within "
-          f"2% of fp32's ({100 * gap:.2f}%)")
+    for precision in ["bf16", "fp16"]:
+        gap = abs(final[precision] - final["fp32"]) / final["fp32"]
+        check(gap <= 0.02, f"{precision}'s mean loss of the last {TAIL} steps "
+              f"is within 2% of fp32's ({100 * gap:.2f}%)")
+    overflow(bin_dir, work)
     return finish("precision_train_test.py")
 
 

@@ -40,6 +40,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -163,6 +164,29 @@ static cl::opt<std::string> precisionPolicy(
              "softmax, norms, reductions and losses in f32, parameters kept "
              "as f32 master copies (--explain lists every op's choice)"),
     cl::init("fp32"), cl::cat(trainCat));
+static cl::opt<std::string> lossScaleOpt(
+    "loss-scale",
+    cl::desc("With --mode=train: none, dynamic (start at --loss-scale-init, "
+             "halve and skip the step on an overflow, double after "
+             "--loss-scale-growth-interval clean steps) or a constant "
+             "(default: dynamic with --precision=fp16, else none)"),
+    cl::cat(trainCat));
+static cl::opt<double>
+    lossScaleInit("loss-scale-init",
+                  cl::desc("The dynamic loss scale's first value"),
+                  cl::init(65536.0), cl::cat(trainCat));
+static cl::opt<int64_t> lossScaleInterval(
+    "loss-scale-growth-interval",
+    cl::desc("Clean steps in a row after which the dynamic scale doubles"),
+    cl::init(2000), cl::cat(trainCat));
+static cl::opt<double>
+    lossScaleGrowth("loss-scale-growth",
+                    cl::desc("Factor of the dynamic scale's growth"),
+                    cl::init(2.0), cl::cat(trainCat));
+static cl::opt<double>
+    lossScaleBackoff("loss-scale-backoff",
+                     cl::desc("Factor of the dynamic scale on an overflow"),
+                     cl::init(0.5), cl::cat(trainCat));
 static cl::list<std::string> keepFp32(
     "keep-fp32",
     cl::desc("With --precision: GLOB over ONNX node and parameter names "
@@ -384,6 +408,13 @@ static std::optional<int64_t> parseBytes(StringRef text) {
   return static_cast<int64_t>(value * scale);
 }
 
+/// --loss-scale, or its default: dynamic for fp16 training, else none.
+static std::string effectiveLossScale() {
+  if (lossScaleOpt.getNumOccurrences())
+    return lossScaleOpt;
+  return precisionPolicy == "fp16" && mode == "train" ? "dynamic" : "none";
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 static FailureOr<tessera::TrainingManifest>
@@ -400,6 +431,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   options.microBatches = microBatches;
   options.precision.precision = precisionPolicy;
   options.precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+  options.lossScale.scale = effectiveLossScale();
+  options.lossScale.init = lossScaleInit;
   options.remat.policy = remat;
   if (!memoryBudget.empty()) {
     options.remat.policy = "auto";
@@ -445,6 +478,10 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     opt.batchSize = baseBatchSize > 0 ? batchSize.getValue() : 0;
     opt.baseBatchSize = baseBatchSize;
     opt.clipNorm = clipGradNorm;
+    opt.lossScale = options.lossScale.scale;
+    opt.lossScaleGrowthInterval = lossScaleInterval;
+    opt.lossScaleGrowth = lossScaleGrowth;
+    opt.lossScaleBackoff = lossScaleBackoff;
     if (baseBatchSize > 0 && batchSize == 0)
       return module.emitError("--base-batch-size needs --batch-size");
     options.optimizer = opt;
@@ -753,6 +790,34 @@ int main(int argc, char **argv) {
   for (const std::string &glob : keepFp32)
     if (llvm::Error e = llvm::GlobPattern::create(glob).takeError())
       return fail("--keep-fp32 '" + glob + "': " + toString(std::move(e)));
+  if (lossScaleOpt.getNumOccurrences()) {
+    double constant = 0;
+    if (lossScaleOpt != "none" && lossScaleOpt != "dynamic" &&
+        (StringRef(lossScaleOpt).getAsDouble(constant) || !(constant > 0) ||
+         !std::isfinite(constant)))
+      return fail("--loss-scale=" + lossScaleOpt +
+                  " is not none, dynamic or a positive number");
+    if (mode != "train")
+      return fail("--loss-scale needs --mode=train (the optimizer unscales "
+                  "the gradients)");
+  }
+  bool dynamicScale = effectiveLossScale() == "dynamic";
+  for (auto *opt : {static_cast<cl::Option *>(&lossScaleInit),
+                    static_cast<cl::Option *>(&lossScaleInterval),
+                    static_cast<cl::Option *>(&lossScaleGrowth),
+                    static_cast<cl::Option *>(&lossScaleBackoff)})
+    if (opt->getNumOccurrences() && !dynamicScale)
+      return fail("--" + opt->ArgStr.str() +
+                  " needs dynamic loss scaling (--loss-scale=dynamic, the "
+                  "default with --precision=fp16 --mode=train)");
+  if (!(lossScaleInit > 0) || !std::isfinite(lossScaleInit))
+    return fail("--loss-scale-init must be a positive number");
+  if (lossScaleInterval < 1)
+    return fail("--loss-scale-growth-interval must be at least 1");
+  if (!(lossScaleGrowth >= 1))
+    return fail("--loss-scale-growth must be at least 1");
+  if (!(lossScaleBackoff > 0 && lossScaleBackoff < 1))
+    return fail("--loss-scale-backoff must lie in (0, 1)");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
   if (!shardPins.empty() && tensorParallel < 2)

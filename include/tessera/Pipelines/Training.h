@@ -34,6 +34,9 @@ struct TrainingPipelineOptions {
   std::optional<TsrOptimizerOptions> optimizer;
   /// The compute type of each op (fp32: the model's own types).
   TsrPrecisionPlanOptions precision;
+  /// Loss scaling before autodiff (the optimizer's `loss-scale` options
+  /// must match).
+  TsrLossScaleOptions lossScale;
   /// Which saved activations the backward pass recomputes.
   TsrRematPlanOptions remat;
 };

@@ -22,8 +22,9 @@ namespace {
 // CBLAS enumerators (cblas.h).
 constexpr int32_t kRowMajor = 101, kNoTrans = 111;
 constexpr StringLiteral kSgemm = "cblas_sgemm";
-/// The runtime's bf16 x bf16 -> f32 GEMM (oneDNN; runtime/lib/Gemm.cpp).
-constexpr StringLiteral kGemmBf16 = "tsr_gemm_bf16";
+/// The runtime's bf16 x bf16 -> f32 and f16 x f16 -> f32 GEMMs (oneDNN;
+/// runtime/lib/Gemm.cpp).
+constexpr StringLiteral kGemmBf16 = "tsr_gemm_bf16", kGemmF16 = "tsr_gemm_f16";
 
 bool isContiguous(Value v, Type element) {
   auto type = dyn_cast<MemRefType>(v.getType());
@@ -31,8 +32,8 @@ bool isContiguous(Value v, Type element) {
          type.getLayout().isIdentity();
 }
 
-func::FuncOp getOrInsertGemmBf16(ModuleOp module, OpBuilder &b) {
-  if (auto f = module.lookupSymbol<func::FuncOp>(kGemmBf16))
+func::FuncOp getOrInsertGemm16(ModuleOp module, OpBuilder &b, StringRef name) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
   Type i64 = b.getI64Type(), f32 = b.getF32Type(),
@@ -41,7 +42,7 @@ func::FuncOp getOrInsertGemmBf16(ModuleOp module, OpBuilder &b) {
       ctx, {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64, f32}, {});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  auto f = func::FuncOp::create(b, module.getLoc(), kGemmBf16, type);
+  auto f = func::FuncOp::create(b, module.getLoc(), name, type);
   f.setPrivate();
   return f;
 }
@@ -72,19 +73,22 @@ Value pointerTo(OpBuilder &b, Location loc, Value v, Value byteOffset) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
 }
 
-/// Rewrites C[b] += A[b] * B[b] (b optional) into sgemm calls.
+/// Rewrites C[b] += A[b] * B[b] (b optional) into sgemm or 16-bit GEMM calls.
 LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !op.hasPureBufferSemantics())
     return failure();
   Value a = op.getDpsInputOperand(0)->get(),
         b = op.getDpsInputOperand(1)->get(), c = op.getDpsInitOperand(0)->get();
-  Type f32 = rewriter.getF32Type(), bf16 = rewriter.getBF16Type();
+  Type f32 = rewriter.getF32Type(), bf16 = rewriter.getBF16Type(),
+       f16 = rewriter.getF16Type();
   bool single =
       isContiguous(a, f32) && isContiguous(b, f32) && isContiguous(c, f32);
-  bool half =
-      isContiguous(a, bf16) && isContiguous(b, bf16) && isContiguous(c, f32);
-  if (!single && !half)
+  auto halfOf = [&](Type t) {
+    return isContiguous(a, t) && isContiguous(b, t) && isContiguous(c, f32);
+  };
+  bool brain = halfOf(bf16), half = halfOf(f16);
+  if (!single && !brain && !half)
     return failure();
   auto at = cast<MemRefType>(a.getType()), bt = cast<MemRefType>(b.getType());
   bool batched = at.getRank() == 3;
@@ -98,7 +102,8 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
   Location loc = op.getLoc();
   auto module = op->getParentOfType<ModuleOp>();
   func::FuncOp gemm = single ? getOrInsertSgemm(module, rewriter)
-                             : getOrInsertGemmBf16(module, rewriter);
+                             : getOrInsertGemm16(module, rewriter,
+                                                 brain ? kGemmBf16 : kGemmF16);
   int64_t inBytes = single ? 4 : 2;
   rewriter.setInsertionPoint(op);
   auto i32 = [&](int64_t v) -> Value {

@@ -38,18 +38,6 @@ Type accumulatorType(Type elem) {
   return elem;
 }
 
-/// `acc` rounded to `elem` (one truncf per element), or `acc` itself.
-Value roundTo(OpBuilder &b, Location loc, Value acc, Type elem) {
-  auto type = cast<RankedTensorType>(acc.getType());
-  if (type.getElementType() == elem)
-    return acc;
-  return buildElementwise(b, loc, type.clone(elem), acc,
-                          [&](OpBuilder &nb, Location l, ValueRange args) {
-                            return arith::TruncFOp::create(nb, l, elem,
-                                                           args[0]);
-                          });
-}
-
 /// Brings `v` = [batch..., R, C] to [B, R, C], broadcasting its batch
 /// dimensions to `batch` (linalg.broadcast after dropping the size-1
 /// dimensions that broadcast) and collapsing them.
@@ -128,7 +116,7 @@ struct MatMulPattern : OpConversionPattern<tsr::MatMulOp> {
                                              zeros(rewriter, loc, outType))
                    .getResult(0);
     }
-    result = roundTo(rewriter, loc, result, elem);
+    result = narrowTo(rewriter, loc, result, elem);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, resultType));
     return success();
   }
@@ -209,7 +197,7 @@ struct ConvPattern : OpConversionPattern<tsr::ConvOp> {
         linalg::BatchMatmulOp::create(rewriter, loc, mmType, ValueRange{w, col},
                                       zeros(rewriter, loc, mmType))
             .getResult(0);
-    mm = roundTo(rewriter, loc, mm, elem);
+    mm = narrowTo(rewriter, loc, mm, elem);
     SmallVector<int64_t> mmShape = {g, mg, n};
     llvm::append_range(mmShape, out);
     mm = reshapeTo(rewriter, loc, mm, tensorOf(mmShape, elem));

@@ -30,6 +30,11 @@ Value addF(OpBuilder &b, Location l, ValueRange args) {
 Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
                                                  Value x, int64_t axis,
                                                  bool log) {
+  // 16-bit floats: f32 arithmetic inside, the result rounded once.
+  Type stored = cast<RankedTensorType>(x.getType()).getElementType();
+  if (isa<BFloat16Type, Float16Type>(stored))
+    return narrowTo(
+        b, loc, buildSoftmax(b, loc, widenToF32(b, loc, x), axis, log), stored);
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   Type elem = type.getElementType();
@@ -133,7 +138,17 @@ struct LayerNormPattern : OpConversionPattern<tsr::LayerNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
-    Value x = adaptor.getX();
+    Value x = adaptor.getX(), scale = adaptor.getScale(),
+          bias = adaptor.getBias();
+    // 16-bit floats: f32 arithmetic inside, the result rounded once.
+    Type stored = cast<RankedTensorType>(x.getType()).getElementType();
+    bool widen = isa<BFloat16Type, Float16Type>(stored);
+    if (widen) {
+      x = widenToF32(rewriter, loc, x);
+      scale = widenToF32(rewriter, loc, scale);
+      if (bias)
+        bias = widenToF32(rewriter, loc, bias);
+    }
     auto type = cast<RankedTensorType>(x.getType());
     Type elem = type.getElementType();
     int64_t rank = type.getRank(), axis = op.getAxis();
@@ -172,13 +187,12 @@ struct LayerNormPattern : OpConversionPattern<tsr::LayerNormOp> {
           return arith::AddFOp::create(
               b, l, arith::MulFOp::create(b, l, a[0], a[0]), a[1]);
         }));
-    SmallVector<Value> inputs = {centred, var, adaptor.getScale()};
+    SmallVector<Value> inputs = {centred, var, scale};
     SmallVector<AffineMap> maps = {
         id, row,
-        broadcastMap(
-            cast<RankedTensorType>(adaptor.getScale().getType()).getShape(),
-            type.getShape(), ctx)};
-    if (Value bias = adaptor.getBias()) {
+        broadcastMap(cast<RankedTensorType>(scale.getType()).getShape(),
+                     type.getShape(), ctx)};
+    if (bias) {
       inputs.push_back(bias);
       maps.push_back(
           broadcastMap(cast<RankedTensorType>(bias.getType()).getShape(),
@@ -200,7 +214,7 @@ struct LayerNormPattern : OpConversionPattern<tsr::LayerNormOp> {
                     linalg::YieldOp::create(b, l, r);
                   })
                   .getResult(0);
-    rewriter.replaceOp(op, y);
+    rewriter.replaceOp(op, widen ? narrowTo(rewriter, loc, y, stored) : y);
     return success();
   }
 };

@@ -70,8 +70,16 @@ AffineMap broadcastMap(ArrayRef<int64_t> operand, ArrayRef<int64_t> result,
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                        ValueRange inputs, BodyFn body);
 
+/// `v` (a tensor of floats) with every element extended to f32.
+Value widenToF32(OpBuilder &b, Location loc, Value v);
+
+/// `v` (a tensor of floats) with every element rounded to `elem`, or `v`
+/// itself if it already has that element type.
+Value narrowTo(OpBuilder &b, Location loc, Value v, Type elem);
+
 /// Reduces `input` over `axes` (sorted) starting from `init`; the result drops
-/// the reduced dimensions. `combine(b, loc, {element, accumulator})`.
+/// the reduced dimensions. `combine(b, loc, {element, accumulator})`. For
+/// 16-bit floats the accumulator is f32, rounded once at the end.
 Value buildReduction(OpBuilder &b, Location loc, Value input,
                      ArrayRef<int64_t> axes, Value init, BodyFn combine);
 

@@ -211,6 +211,28 @@ Value tsr_to_linalg::buildElementwise(OpBuilder &b, Location loc,
   return generic.getResult(0);
 }
 
+Value tsr_to_linalg::widenToF32(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Type f32 = b.getF32Type();
+  if (type.getElementType() == f32)
+    return v;
+  return buildElementwise(b, loc, type.clone(f32), v,
+                          [&](OpBuilder &nb, Location l, ValueRange args) {
+                            return arith::ExtFOp::create(nb, l, f32, args[0]);
+                          });
+}
+
+Value tsr_to_linalg::narrowTo(OpBuilder &b, Location loc, Value v, Type elem) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == elem)
+    return v;
+  return buildElementwise(b, loc, type.clone(elem), v,
+                          [&](OpBuilder &nb, Location l, ValueRange args) {
+                            return arith::TruncFOp::create(nb, l, elem,
+                                                           args[0]);
+                          });
+}
+
 Value tsr_to_linalg::buildReduction(OpBuilder &b, Location loc, Value input,
                                     ArrayRef<int64_t> axes, Value init,
                                     BodyFn combine) {
@@ -247,13 +269,7 @@ Value tsr_to_linalg::buildReduction(OpBuilder &b, Location loc, Value input,
           x = arith::ExtFOp::create(nb, nloc, f32, x);
         linalg::YieldOp::create(nb, nloc, combine(nb, nloc, {x, args[1]}));
       });
-  if (!widen)
-    return generic.getResult(0);
-  return buildElementwise(b, loc, outType.clone(elem), generic.getResult(0),
-                          [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                            return arith::TruncFOp::create(nb, nloc, elem,
-                                                           args[0]);
-                          });
+  return narrowTo(b, loc, generic.getResult(0), elem);
 }
 
 Value tsr_to_linalg::reshapeTo(OpBuilder &b, Location loc, Value v,

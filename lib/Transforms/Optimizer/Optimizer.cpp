@@ -398,21 +398,22 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       grad = zero->gradView(g, grad, paramViews.back());
     }
 
-    if (clipNorm > 0) {
-      // The squares of the blocks of split parameters add up over the
-      // ranks holding the other blocks, one sum per group of axes; whole
-      // parameters are the same on those ranks and count once.
-      Value sq;
+    // Σ over every parameter of `term(grad)` (an f64 scalar per gradient)
+    // for the whole model: the terms of the blocks of split parameters add
+    // up over the ranks holding the other blocks, one sum per group of
+    // axes; whole parameters are the same on those ranks and count once.
+    auto globalSum = [&](function_ref<Value(Value)> term) {
+      Value total;
       SmallVector<StringRef> names;
       std::map<SmallVector<StringRef>, std::pair<Value, SmallVector<StringRef>>>
           split;
       for (auto &[p, grad] : params) {
-        Value s = sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
+        Value s = term(grad);
         StringRef name = argName(func, p.getArgNumber());
         names.push_back(name);
         SmallVector<StringRef> axes = splitAxes.lookup(name);
         if (axes.empty()) {
-          sq = sq ? g.add(sq, s) : s;
+          total = total ? g.add(total, s) : s;
           continue;
         }
         auto &[sum, serves] = split[axes];
@@ -421,9 +422,77 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       }
       for (auto &[axes, entry] : split) {
         Value s = sumOverBlocks(g, entry.first, axes, entry.second);
-        sq = sq ? g.add(sq, s) : s;
+        total = total ? g.add(total, s) : s;
       }
-      sq = zero->sumOverShards(g, sq, names);
+      return zero->sumOverShards(g, total, names);
+    };
+
+    Value loss = ret.getOperand(0);
+    // With dynamic loss scaling: whether every gradient is finite (an i1
+    // scalar), and the scale's states, which are updated even when the
+    // step is skipped.
+    Value finite;
+    SmallVector<State> scaleStates;
+    if (lossScale != "none") {
+      Type f32 = b.getF32Type();
+      Value scale;
+      if (lossScale == "dynamic") {
+        for (BlockArgument arg : func.getArguments())
+          if (getArgRole(func, arg.getArgNumber()) == tsr::Role::state &&
+              argName(func, arg.getArgNumber()) == "loss_scale")
+            scale = arg;
+        if (!scale)
+          return func.emitError("dynamic loss scaling needs the loss_scale "
+                                "state that tsr-loss-scale adds before "
+                                "autodiff");
+      } else {
+        double constant = 0;
+        if (StringRef(lossScale).getAsDouble(constant) || !(constant > 0) ||
+            !std::isfinite(constant))
+          return func.emitError("loss scale '")
+                 << lossScale << "' is not none, dynamic or a positive number";
+        scale = g.scalar(f32, constant);
+      }
+      if (lossScaleGrowthInterval < 1 || !(lossScaleGrowth >= 1) ||
+          !(lossScaleBackoff > 0) || !(lossScaleBackoff < 1))
+        return func.emitError("loss-scale growth interval must be at least "
+                              "1, growth at least 1 and backoff in (0, 1)");
+      Value inverse = g.div(g.scalar(f32, 1.0), scale);
+      for (auto &entry : params)
+        entry.second = g.mul(
+            entry.second,
+            g.castTo(inverse, getElementTypeOrSelf(entry.second.getType())));
+      loss = g.div(loss, g.castTo(scale, getElementTypeOrSelf(loss.getType())));
+      if (lossScale == "dynamic") {
+        Type f64 = b.getF64Type();
+        // inf·0 and NaN·0 are NaN: the sum is 0 exactly when every
+        // gradient element is finite, on every rank alike.
+        Value poisoned = globalSum([&](Value grad) {
+          return sumAll(g, g.castTo(g.mul(grad, g.scalarLike(grad, 0.0)), f64));
+        });
+        finite = g.equal(poisoned, g.scalar(f64, 0.0));
+        auto i64 = RankedTensorType::get({}, b.getI64Type());
+        BlockArgument clean = addState(i64, "loss_scale.clean_steps");
+        Value next = g.add(clean, g.splat(i64, 1.0));
+        // Due when this clean step is the interval's last.
+        Value due =
+            g.less(g.splat(i64, double(lossScaleGrowthInterval - 2)), clean);
+        Value grown =
+            g.select(due, g.mul(scale, g.scalar(f32, lossScaleGrowth)), scale);
+        scaleStates.push_back(
+            {cast<BlockArgument>(scale),
+             g.select(finite, grown,
+                      g.mul(scale, g.scalar(f32, lossScaleBackoff)))});
+        scaleStates.push_back(
+            {clean, g.select(finite, g.select(due, g.splat(i64, 0.0), next),
+                             g.splat(i64, 0.0))});
+      }
+    }
+
+    if (clipNorm > 0) {
+      Value sq = globalSum([&](Value grad) {
+        return sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
+      });
       Type f64 = b.getF64Type();
       Value scale =
           tsr::MinOp::create(b, loc, g.scalar(f64, 1.0),
@@ -435,7 +504,7 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
             g.castTo(scale, getElementTypeOrSelf(entry.second.getType())));
     }
 
-    SmallVector<Value> results{ret.getOperand(0)};
+    SmallVector<Value> results{loss};
     SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)
                                           ? func.getResultAttrDict(0)
                                           : b.getDictionaryAttr({})};
@@ -468,9 +537,12 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
                           grad, lr64, t64);
       // ZeRO 1 and 2 keep whole parameters on every rank.
       next = zero->nextParam(g, next, p, full, name);
-      updated(next, p, tsr::Role::param);
+      updated(finite ? g.select(finite, next, p) : next, p, tsr::Role::param);
     }
     for (State &st : states)
+      updated(finite ? g.select(finite, st.next, st.arg) : st.next, st.arg,
+              tsr::Role::state);
+    for (State &st : scaleStates)
       updated(st.next, st.arg, tsr::Role::state);
     for (unsigned i : carried) {
       results.push_back(ret.getOperand(i));

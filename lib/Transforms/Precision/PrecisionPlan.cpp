@@ -31,11 +31,19 @@ bool isContraction(Operation *op) {
   return isa<tsr::MatMulOp, tsr::ConvOp>(op);
 }
 
+/// Ops whose lowering computes in f32 inside and rounds its results once
+/// to the type it stores them in, with the rule's words.
+StringRef widenedRule(Operation *op) {
+  if (isa<tsr::SoftmaxOp, tsr::LogSoftmaxOp>(op))
+    return "softmax: f32 arithmetic inside, stored in its input's type";
+  if (isa<tsr::LayerNormOp>(op))
+    return "layer norm: f32 arithmetic inside, stored in its input's type";
+  return "";
+}
+
 /// Ops that need f32's range or sum many terms, with the rule's words.
 StringRef sensitiveRule(Operation *op) {
-  if (isa<tsr::SoftmaxOp, tsr::LogSoftmaxOp>(op))
-    return "softmax: f32 (range and accumulation)";
-  if (isa<tsr::LayerNormOp, tsr::BatchNormOp>(op))
+  if (isa<tsr::BatchNormOp>(op))
     return "normalization: f32 (mean and variance accumulate)";
   if (isa<tsr::ReduceSumOp, tsr::ReduceMeanOp, tsr::ReduceProdOp,
           tsr::CumSumOp>(op))
@@ -152,7 +160,9 @@ struct TsrPrecisionPlanPass
                      .str();
       } else if (StringRef rule = sensitiveRule(op); !rule.empty()) {
         reason = rule.str();
-      } else if (follows(op)) {
+      } else if (bool widened = !widenedRule(op).empty();
+                 widened || follows(op)) {
+        // The widest type among the activation operands (f32 if none).
         bool any = false;
         for (Value operand : op->getOperands()) {
           if (!isFloatTensor(operand.getType()) || adaptable(operand))
@@ -168,8 +178,11 @@ struct TsrPrecisionPlanPass
         // Only the types the policy uses: an f64 model keeps its ops.
         if (chosen != low && chosen != f32)
           return;
-        reason = any ? "follows its activation operands"
-                     : "follows its operands: no activation operand, f32";
+        if (widened)
+          reason = widenedRule(op).str();
+        else
+          reason = any ? "follows its activation operands"
+                       : "follows its operands: no activation operand, f32";
       } else {
         reason = "no " + lowName.str() + " rule for this op: f32";
       }

@@ -497,6 +497,11 @@ typedef struct tsr_step_record_t {
   /* What an item is: "tokens" for an artifact with train.tokens (a batch of
    * B windows of T tokens is B * T of them), else "samples". */
   const char *unit;
+  /* With dynamic loss scaling (a float32 state "loss_scale" that the step
+   * updates): the scale after the step, and 1 if the step found a gradient
+   * overflow, skipped the update and lowered the scale. 0 and 0 without. */
+  double loss_scale;
+  int skipped;
 } tsr_step_record_t;
 
 /* What tsr_trainer_run did besides steps: wrote the ONNX model or a
@@ -588,6 +593,12 @@ TSR_API void tsr_memory_reset_peak(void);
 TSR_API void tsr_gemm_bf16(int64_t m, int64_t n, int64_t k, const void *a,
                            int64_t lda, const void *b, int64_t ldb, float *c,
                            int64_t ldc, float beta);
+
+/* The same with f16 operands: widened to f32 (exactly) and multiplied by
+ * oneDNN's sgemm, since no CPU library here multiplies f16 directly. */
+TSR_API void tsr_gemm_f16(int64_t m, int64_t n, int64_t k, const void *a,
+                          int64_t lda, const void *b, int64_t ldb, float *c,
+                          int64_t ldc, float beta);
 
 #ifdef __cplusplus
 }

@@ -130,10 +130,14 @@ struct Progress {
 
 void printStep(void *user, const tsr_step_record_t *record) {
   auto &progress = *static_cast<Progress *>(user);
+  char scale[96] = "";
+  if (record->loss_scale > 0)
+    std::snprintf(scale, sizeof scale, "  scale %.9g%s", record->loss_scale,
+                  record->skipped ? " (overflow: step skipped)" : "");
   progress.process.print(
-      "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms\n",
+      "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms%s\n",
       record->step, record->steps, formatLoss(record->loss).c_str(),
-      record->items_per_second, record->unit, record->seconds * 1000);
+      record->items_per_second, record->unit, record->seconds * 1000, scale);
   if (!progress.log)
     return;
   // Non-finite numbers are written as null.
@@ -142,6 +146,10 @@ void printStep(void *user, const tsr_step_record_t *record) {
       {"loss", shortestDecimal(record->loss)},
       {"seconds", record->seconds},
       {std::string(record->unit) + "_per_second", record->items_per_second}};
+  if (record->loss_scale > 0) {
+    line["loss_scale"] = record->loss_scale;
+    line["skipped"] = record->skipped != 0;
+  }
   std::fprintf(progress.log, "%s\n", line.dump().c_str());
   std::fflush(progress.log);
 }

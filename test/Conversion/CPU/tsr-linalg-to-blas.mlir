@@ -65,3 +65,14 @@ func.func @bf16(%a: memref<2x4x8xbf16>, %b: memref<2x8x16xbf16>, %c: memref<2x4x
   linalg.matmul ins(%x, %y : memref<4x8xbf16>, memref<8x16xbf16>) outs(%z : memref<4x16xbf16>)
   return
 }
+
+// -----
+
+// f16 operands with an f32 accumulator: the runtime's widening GEMM.
+// CHECK-LABEL: func @f16
+func.func @f16(%a: memref<4x8xf16>, %b: memref<8x16xf16>, %c: memref<4x16xf32>) {
+  // CHECK: call @tsr_gemm_f16(
+  // CHECK-NOT: linalg.matmul
+  linalg.matmul ins(%a, %b : memref<4x8xf16>, memref<8x16xf16>) outs(%c : memref<4x16xf32>)
+  return
+}

@@ -110,6 +110,24 @@ func.func @bf16_accumulates_in_f32(%a: tensor<4x3xbf16>, %b: tensor<3x5xbf16>) -
 
 // -----
 
+// A bf16 softmax computes in f32 inside: the input widened first, the
+// result rounded once at the end.
+// CHECK-LABEL: func.func @bf16_softmax_in_f32
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<2x8xbf16>) outs(%{{.*}} : tensor<2x8xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: linalg.generic {{.*}} ins(%[[W]] : tensor<2x8xf32>) outs(%{{.*}} : tensor<2xf32>)
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<2x8xf32>) outs(%{{.*}} : tensor<2x8xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @bf16_softmax_in_f32(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
+  %0 = tsr.softmax %x {axis = 1 : i64} : tensor<2x8xbf16>
+  return %0 : tensor<2x8xbf16>
+}
+
+// -----
+
 // Broadcast batch dimensions use linalg.broadcast, then one batch_matmul.
 // CHECK-LABEL: func.func @matmul_broadcast_batch
 // CHECK: linalg.broadcast ins(%{{.*}} : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<2x5x3x4xf32>) dimensions = [1]

@@ -5,9 +5,10 @@
 
 // An MLP with a softmax and its loss. Matmuls go to the low type; the bias
 // add and the relu follow the matmul; the residual add of an f32 input and
-// a bf16 activation is f32 (the widest); softmax, the reduction, exp and the
-// loss stay f32; the gather of a parameter by indices has no activation
-// operand and stays f32; integer ops get nothing.
+// a bf16 activation is f32 (the widest); the softmax stores its input's
+// type; the reduction, exp and the loss stay f32; the gather of a parameter
+// by indices has no activation operand and stays f32; integer ops get
+// nothing.
 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: tsr.precision = "bf16"
@@ -38,7 +39,9 @@ func.func @main(%x: tensor<4x8xf32>, %ids: tensor<4xi64>,
   // CHECK: tsr.matmul {{.*}}tsr.precision = "bf16"
   // KEEP: tsr.matmul {{.*}}tsr.precision = "f32", tsr.reason = "--keep-fp32 matches node 'n_fc2.mm'"
   %l = tsr.matmul %x2, %w2 : tensor<4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32> loc("n_fc2.mm")
-  // CHECK: tsr.softmax {{.*}}tsr.precision = "f32", tsr.reason = "softmax: f32 (range and accumulation)"
+  // The softmax of the bf16 logits stores bf16 (f32 inside).
+  // CHECK: tsr.softmax {{.*}}tsr.precision = "bf16", tsr.reason = "softmax: f32 arithmetic inside, stored in its input's type"
+  // KEEP: tsr.softmax {{.*}}tsr.precision = "f32", tsr.reason = "softmax: f32 arithmetic inside, stored in its input's type"
   %p = tsr.softmax %l {axis = 1 : i64} : tensor<4x3xf32>
   // CHECK: tsr.reduce_sum {{.*}}tsr.precision = "f32", tsr.reason = "reduction: f32 (accumulation)"
   %t = tsr.reduce_sum %p {axes = array<i64: 1>, keepdims = false} : (tensor<4x3xf32>) -> tensor<4xf32>

@@ -13,7 +13,9 @@ def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
     output, whose fill stays in place). One with bf16 operands and an f32
     output (what tsr-to-linalg makes of a bf16 `tsr.matmul`: f32
     accumulation) becomes a call of the runtime's `tsr_gemm_bf16` (oneDNN's
-    matmul; Debian's OpenBLAS has no bf16 GEMM). Matmuls on other element
+    matmul; Debian's OpenBLAS has no bf16 GEMM), one with f16 operands a
+    call of `tsr_gemm_f16` (widened to f32 for oneDNN's sgemm: no CPU
+    library here multiplies f16 without AVX512-FP16). Matmuls on other element
     types or on strided views keep their loops. The libraries run at the
     machine's peak on every shape the models use, which generated loops do
     not; that is why GEMM is a library call (see docs/pipeline.md).

@@ -85,6 +85,19 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
     are first scaled by min(1, clip-norm / (‖g‖₂ + 1e-6)), ‖g‖₂ over all
     parameters together.
 
+    With `loss-scale` (after `tsr-loss-scale` with the same setting before
+    autodiff) the gradients are divided by the scale first, before
+    clipping, and the loss result is the unscaled loss. With
+    `loss-scale=dynamic` the step also checks every gradient (a NaN or
+    infinity anywhere makes Σ g·0 NaN; the sum spans ZeRO shards and
+    tensor-parallel blocks, so every rank of the mesh agrees) and adds the
+    state `loss_scale.clean_steps`: on an overflow every parameter and
+    optimizer state keeps its value (the step is skipped, its step counter
+    too), the scale is multiplied by `loss-scale-backoff` and the count of
+    clean steps restarts; after `loss-scale-growth-interval` clean steps in
+    a row the scale is multiplied by `loss-scale-growth` (PyTorch's
+    GradScaler: 0.5, 2000 and 2).
+
     Before:
 
     ```mlir
@@ -145,6 +158,16 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
            "Linear scaling rule: the batch size lr was tuned for">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Global-norm gradient clipping threshold (0: off)">,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+           "none, dynamic (the loss_scale state of tsr-loss-scale) or the "
+           "constant scale the loss was multiplied by">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval",
+           "int64_t", /*default=*/"2000",
+           "Clean steps after which the dynamic scale grows">,
+    Option<"lossScaleGrowth", "loss-scale-growth", "double",
+           /*default=*/"2.0", "Factor of the dynamic scale's growth">,
+    Option<"lossScaleBackoff", "loss-scale-backoff", "double",
+           /*default=*/"0.5", "Factor of the dynamic scale on an overflow">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,

@@ -17,10 +17,14 @@ def TsrPrecisionPlan : Pass<"tsr-precision-plan", "ModuleOp"> {
 
     - `tsr.matmul` and `tsr.conv` compute in the low type; their lowering
       accumulates in f32 and rounds once (Micikevicius et al. 2018).
-    - Softmax, log-softmax, layer and batch normalization, every reduction,
-      cumulative sums, the losses, and `exp`, `log`, `pow`, `sqrt`,
-      `reciprocal`, `softplus` compute in f32: they need its range or sum
-      many terms.
+    - Softmax, log-softmax and layer normalization store their results in
+      the type of their activation input but compute in f32 inside: their
+      lowering widens the input and rounds the result once (so a softmax
+      over bf16 attention scores keeps one bf16 copy of the probabilities
+      for the backward pass, not an f32 one and a bf16 one).
+    - Batch normalization, every reduction, cumulative sums, the losses,
+      and `exp`, `log`, `pow`, `sqrt`, `reciprocal`, `softplus` compute in
+      f32: they need its range or sum many terms.
     - Elementwise and data-movement ops follow their inputs: the widest
       floating-point type among their operands that are activations, that
       is, neither parameters (or other non-data arguments) nor constants,
@@ -50,8 +54,8 @@ def TsrPrecisionPlan : Pass<"tsr-precision-plan", "ModuleOp"> {
         tsr.reason = "matmul: bf16 operands, f32 accumulation"} : ...
     %a = tsr.add %h, %b {tsr.precision = "bf16",
         tsr.reason = "follows its activation operands"} : ...
-    %p = tsr.softmax %a {axis = 1 : i64, tsr.precision = "f32",
-        tsr.reason = "softmax: f32 (range and accumulation)"} : ...
+    %p = tsr.softmax %a {axis = 1 : i64, tsr.precision = "bf16",
+        tsr.reason = "softmax: f32 arithmetic inside, stored in its input's type"} : ...
     ```
   }];
   let options = [
@@ -100,6 +104,57 @@ def TsrPrecision : Pass<"tsr-precision", "ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public function)">,
+  ];
+  let dependentDialects = ["mlir::tsr::TsrDialect"];
+}
+
+def TsrLossScale : Pass<"tsr-loss-scale", "ModuleOp"> {
+  let summary = "Scale the loss before autodiff, so that 16-bit gradients do not underflow";
+  let description = [{
+    Loss scaling (Micikevicius et al. 2018) for fp16 steps. Runs on the loss
+    function before `tsr-autodiff`: the loss it returns becomes `loss ×
+    scale`, so every gradient autodiff derives is `scale` times the true
+    one and small fp16 gradients keep their digits. `tsr-optimizer` with
+    the matching `loss-scale` option divides the gradients by the scale
+    again (before clipping) and reports the unscaled loss.
+
+    - `scale=dynamic` adds a state argument `loss_scale` (f32, starting at
+      `init`, by default 2^16): the optimizer doubles it after
+      `growth-interval` steps without an overflow and halves it, skipping
+      the step, when a gradient is infinite or NaN (PyTorch's GradScaler).
+      Being state, it is checkpointed with the optimizer's.
+    - `scale=S` (a positive number): a constant scale, no skipping.
+    - `scale=none`: nothing.
+
+    Before (`scale=dynamic`):
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32>, ...) -> (tensor<f32> {tsr.role = #tsr.role<loss>}) {
+      ...
+      return %loss : tensor<f32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32>, ...,
+                    %s: tensor<f32> {tsr.init = 6.553600e+04 : f64, tsr.name = "loss_scale",
+                                     tsr.role = #tsr.role<state>})
+        -> (tensor<f32> {tsr.role = #tsr.role<loss>}) {
+      ...
+      %scaled = tsr.mul %loss, %s {tsr.reason = "loss scaling: the gradients are scale times the loss's"} : ...
+      return %scaled : tensor<f32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"scale", "scale", "std::string", /*default=*/"\"none\"",
+           "none, dynamic, or a constant scale">,
+    Option<"init", "init", "double", /*default=*/"65536.0",
+           "The dynamic scale's first value">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public function)">,
   ];
