@@ -6,6 +6,14 @@
 using namespace mlir;
 using namespace mlir::tessera;
 
+void mlir::tessera::buildPrecisionPipeline(
+    OpPassManager &pm, const TsrPrecisionPlanOptions &options) {
+  if (options.precision == "fp32")
+    return;
+  pm.addPass(createTsrPrecisionPlan(options));
+  pm.addPass(createTsrPrecision());
+}
+
 void mlir::tessera::buildTrainingPipeline(
     OpPassManager &pm, const TrainingPipelineOptions &options) {
   // A training step draws fresh dropout masks every step; a gradient
@@ -23,10 +31,7 @@ void mlir::tessera::buildTrainingPipeline(
   }
   // The backward pass inherits each op's precision through the gradient
   // rules (a cast's gradient is the cast back).
-  if (options.precision.precision != "fp32") {
-    pm.addPass(createTsrPrecisionPlan(options.precision));
-    pm.addPass(createTsrPrecision());
-  }
+  buildPrecisionPipeline(pm, options.precision);
   if (options.lossScale.scale != "none")
     pm.addPass(createTsrLossScale(options.lossScale));
   pm.addPass(createTsrAutodiff(options.autodiff));

@@ -32,6 +32,7 @@
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
+#include "tessera/Transforms/Precision/LossScale.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -791,10 +792,7 @@ int main(int argc, char **argv) {
     if (llvm::Error e = llvm::GlobPattern::create(glob).takeError())
       return fail("--keep-fp32 '" + glob + "': " + toString(std::move(e)));
   if (lossScaleOpt.getNumOccurrences()) {
-    double constant = 0;
-    if (lossScaleOpt != "none" && lossScaleOpt != "dynamic" &&
-        (StringRef(lossScaleOpt).getAsDouble(constant) || !(constant > 0) ||
-         !std::isfinite(constant)))
+    if (!tessera::isLossScaleSetting(lossScaleOpt))
       return fail("--loss-scale=" + lossScaleOpt +
                   " is not none, dynamic or a positive number");
     if (mode != "train")
@@ -946,8 +944,7 @@ int main(int argc, char **argv) {
     tessera::TsrPrecisionPlanOptions precision;
     precision.precision = precisionPolicy;
     precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
-    pm.addPass(tessera::createTsrPrecisionPlan(precision));
-    pm.addPass(tessera::createTsrPrecision());
+    tessera::buildPrecisionPipeline(pm, precision);
     if (failed(pm.run(*module)))
       return 1;
   }

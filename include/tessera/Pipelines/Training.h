@@ -41,6 +41,12 @@ struct TrainingPipelineOptions {
   TsrRematPlanOptions remat;
 };
 
+/// Adds the precision policy's decide and apply passes to `pm` (on the
+/// module), unless the policy is fp32: the training pipeline's first half
+/// of mixed precision, and all of it for an inference function.
+void buildPrecisionPipeline(OpPassManager &pm,
+                            const TsrPrecisionPlanOptions &options);
+
 /// Adds the training passes, in order, to `pm` (on the module).
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);

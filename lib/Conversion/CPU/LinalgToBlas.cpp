@@ -32,34 +32,16 @@ bool isContiguous(Value v, Type element) {
          type.getLayout().isIdentity();
 }
 
-func::FuncOp getOrInsertGemm16(ModuleOp module, OpBuilder &b, StringRef name) {
+/// The private declaration of the library function `name` taking
+/// `inputs`, made on first use.
+func::FuncOp getOrInsertCall(ModuleOp module, OpBuilder &b, StringRef name,
+                             ArrayRef<Type> inputs) {
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
-  MLIRContext *ctx = module.getContext();
-  Type i64 = b.getI64Type(), f32 = b.getF32Type(),
-       ptr = LLVM::LLVMPointerType::get(ctx);
-  auto type = FunctionType::get(
-      ctx, {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64, f32}, {});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  auto f = func::FuncOp::create(b, module.getLoc(), name, type);
-  f.setPrivate();
-  return f;
-}
-
-func::FuncOp getOrInsertSgemm(ModuleOp module, OpBuilder &b) {
-  if (auto f = module.lookupSymbol<func::FuncOp>(kSgemm))
-    return f;
-  MLIRContext *ctx = module.getContext();
-  Type i32 = b.getI32Type(), f32 = b.getF32Type(),
-       ptr = LLVM::LLVMPointerType::get(ctx);
-  auto type = FunctionType::get(
-      ctx,
-      {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
-      {});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  auto f = func::FuncOp::create(b, module.getLoc(), kSgemm, type);
+  auto f = func::FuncOp::create(b, module.getLoc(), name,
+                                b.getFunctionType(inputs, {}));
   f.setPrivate();
   return f;
 }
@@ -101,9 +83,15 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
 
   Location loc = op.getLoc();
   auto module = op->getParentOfType<ModuleOp>();
-  func::FuncOp gemm = single ? getOrInsertSgemm(module, rewriter)
-                             : getOrInsertGemm16(module, rewriter,
-                                                 brain ? kGemmBf16 : kGemmF16);
+  Type i32t = rewriter.getI32Type(), i64t = rewriter.getI64Type(),
+       ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+  func::FuncOp gemm =
+      single ? getOrInsertCall(module, rewriter, kSgemm,
+                               {i32t, i32t, i32t, i32t, i32t, i32t, f32, ptr,
+                                i32t, ptr, i32t, f32, ptr, i32t})
+             : getOrInsertCall(
+                   module, rewriter, brain ? kGemmBf16 : kGemmF16,
+                   {i64t, i64t, i64t, ptr, i64t, ptr, i64t, ptr, i64t, f32});
   int64_t inBytes = single ? 4 : 2;
   rewriter.setInsertionPoint(op);
   auto i32 = [&](int64_t v) -> Value {

@@ -30,14 +30,6 @@ Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
                       scalarConstant(b, loc, type.getElementType(), 0.0));
 }
 
-/// The type a contraction over `elem` accumulates in: f32 for the 16-bit
-/// floats (Micikevicius et al. 2018; what cuBLAS and oneDNN do), else `elem`.
-Type accumulatorType(Type elem) {
-  if (isa<BFloat16Type, Float16Type>(elem))
-    return Float32Type::get(elem.getContext());
-  return elem;
-}
-
 /// Brings `v` = [batch..., R, C] to [B, R, C], broadcasting its batch
 /// dimensions to `batch` (linalg.broadcast after dropping the size-1
 /// dimensions that broadcast) and collapsing them.

@@ -32,7 +32,7 @@ Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
                                                  bool log) {
   // 16-bit floats: f32 arithmetic inside, the result rounded once.
   Type stored = cast<RankedTensorType>(x.getType()).getElementType();
-  if (isa<BFloat16Type, Float16Type>(stored))
+  if (accumulatorType(stored) != stored)
     return narrowTo(
         b, loc, buildSoftmax(b, loc, widenToF32(b, loc, x), axis, log), stored);
   MLIRContext *ctx = b.getContext();
@@ -142,7 +142,7 @@ struct LayerNormPattern : OpConversionPattern<tsr::LayerNormOp> {
           bias = adaptor.getBias();
     // 16-bit floats: f32 arithmetic inside, the result rounded once.
     Type stored = cast<RankedTensorType>(x.getType()).getElementType();
-    bool widen = isa<BFloat16Type, Float16Type>(stored);
+    bool widen = accumulatorType(stored) != stored;
     if (widen) {
       x = widenToF32(rewriter, loc, x);
       scale = widenToF32(rewriter, loc, scale);

@@ -70,6 +70,10 @@ AffineMap broadcastMap(ArrayRef<int64_t> operand, ArrayRef<int64_t> result,
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                        ValueRange inputs, BodyFn body);
 
+/// The type arithmetic on `elem` accumulates in: f32 for the 16-bit floats
+/// (Micikevicius et al. 2018; what cuBLAS and oneDNN do), else `elem`.
+Type accumulatorType(Type elem);
+
 /// `v` (a tensor of floats) with every element extended to f32.
 Value widenToF32(OpBuilder &b, Location loc, Value v);
 

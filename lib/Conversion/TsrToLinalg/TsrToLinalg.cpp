@@ -211,6 +211,12 @@ Value tsr_to_linalg::buildElementwise(OpBuilder &b, Location loc,
   return generic.getResult(0);
 }
 
+Type tsr_to_linalg::accumulatorType(Type elem) {
+  if (isa<BFloat16Type, Float16Type>(elem))
+    return Float32Type::get(elem.getContext());
+  return elem;
+}
+
 Value tsr_to_linalg::widenToF32(OpBuilder &b, Location loc, Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   Type f32 = b.getF32Type();
@@ -252,9 +258,8 @@ Value tsr_to_linalg::buildReduction(OpBuilder &b, Location loc, Value input,
     outExprs.push_back(getAffineDimExpr(d, ctx));
   }
   // 16-bit floats accumulate in f32 and round once at the end.
-  Type elem = init.getType();
-  bool widen = isa<BFloat16Type, Float16Type>(elem);
-  Type f32 = b.getF32Type();
+  Type elem = init.getType(), f32 = accumulatorType(elem);
+  bool widen = f32 != elem;
   if (widen)
     init = arith::ExtFOp::create(b, loc, f32, init);
   auto outType = RankedTensorType::get(outShape, init.getType());

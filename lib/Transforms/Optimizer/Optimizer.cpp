@@ -13,6 +13,7 @@
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/Sharding.h"
+#include "tessera/Transforms/Precision/LossScale.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -439,19 +440,18 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       if (lossScale == "dynamic") {
         for (BlockArgument arg : func.getArguments())
           if (getArgRole(func, arg.getArgNumber()) == tsr::Role::state &&
-              argName(func, arg.getArgNumber()) == "loss_scale")
+              argName(func, arg.getArgNumber()) == kLossScaleState)
             scale = arg;
         if (!scale)
           return func.emitError("dynamic loss scaling needs the loss_scale "
                                 "state that tsr-loss-scale adds before "
                                 "autodiff");
       } else {
-        double constant = 0;
-        if (StringRef(lossScale).getAsDouble(constant) || !(constant > 0) ||
-            !std::isfinite(constant))
+        std::optional<double> constant = parseConstantLossScale(lossScale);
+        if (!constant)
           return func.emitError("loss scale '")
                  << lossScale << "' is not none, dynamic or a positive number";
-        scale = g.scalar(f32, constant);
+        scale = g.scalar(f32, *constant);
       }
       if (lossScaleGrowthInterval < 1 || !(lossScaleGrowth >= 1) ||
           !(lossScaleBackoff > 0) || !(lossScaleBackoff < 1))

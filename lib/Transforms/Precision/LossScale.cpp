@@ -1,4 +1,5 @@
 //===- LossScale.cpp - Scale the loss before autodiff ---------------------===//
+#include "tessera/Transforms/Precision/LossScale.h"
 #include "tessera/Transforms/Precision/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,10 +28,9 @@ struct TsrLossScalePass : tessera::impl::TsrLossScaleBase<TsrLossScalePass> {
     if (scale == "none")
       return;
     ModuleOp module = getOperation();
-    double constant = 0;
     bool dynamic = scale == "dynamic";
-    if (!dynamic && (StringRef(scale).getAsDouble(constant) ||
-                     !(constant > 0) || !std::isfinite(constant))) {
+    std::optional<double> constant = parseConstantLossScale(scale);
+    if (!dynamic && !constant) {
       module.emitError("loss scale '")
           << scale << "' is not none, dynamic or a positive number";
       return signalPassFailure();
@@ -62,7 +62,7 @@ struct TsrLossScalePass : tessera::impl::TsrLossScaleBase<TsrLossScalePass> {
       unsigned index = func.getNumArguments();
       auto type = RankedTensorType::get({}, b.getF32Type());
       SmallVector<NamedAttribute> attrs{
-          b.getNamedAttr(tsr::attr::kName, b.getStringAttr("loss_scale")),
+          b.getNamedAttr(tsr::attr::kName, b.getStringAttr(kLossScaleState)),
           b.getNamedAttr(tsr::attr::kRole,
                          tsr::RoleAttr::get(b.getContext(), tsr::Role::state)),
           b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(init))};
@@ -73,7 +73,7 @@ struct TsrLossScalePass : tessera::impl::TsrLossScaleBase<TsrLossScalePass> {
     Location loc = NameLoc::get(b.getStringAttr("loss_scale"), ret.getLoc());
     GradientBuilder g(b, loc);
     if (!s)
-      s = g.scalar(b.getF32Type(), constant);
+      s = g.scalar(b.getF32Type(), *constant);
     Value scaled = g.mul(loss, g.castTo(s, element));
     scaled.getDefiningOp()->setAttr(
         tsr::attr::kReason,

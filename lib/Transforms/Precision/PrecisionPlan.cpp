@@ -160,8 +160,8 @@ struct TsrPrecisionPlanPass
                      .str();
       } else if (StringRef rule = sensitiveRule(op); !rule.empty()) {
         reason = rule.str();
-      } else if (bool widened = !widenedRule(op).empty();
-                 widened || follows(op)) {
+      } else if (StringRef widened = widenedRule(op);
+                 !widened.empty() || follows(op)) {
         // The widest type among the activation operands (f32 if none).
         bool any = false;
         for (Value operand : op->getOperands()) {
@@ -173,13 +173,11 @@ struct TsrPrecisionPlanPass
             chosen = t;
           any = true;
         }
-        if (!any)
-          chosen = f32;
         // Only the types the policy uses: an f64 model keeps its ops.
         if (chosen != low && chosen != f32)
           return;
-        if (widened)
-          reason = widenedRule(op).str();
+        if (!widened.empty())
+          reason = widened.str();
         else
           reason = any ? "follows its activation operands"
                        : "follows its operands: no activation operand, f32";
