@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Mixed precision: step time and memory in fp32, bf16 and fp16, and the GEMMs.
+"""Mixed precision: step time and memory in fp32, bf16, fp16 and with int8
+optimizer states, and the GEMMs.
 
 For the bundled character LM (python/tessera_examples/make_charlm.py) and a
 GPT exported by PyTorch (python/tessera_examples/make_torch_gpt.py),
 compiles the Adam training step with --precision=fp32, bf16 and fp16
-(dynamic loss scaling), trains each for a few steps with tessera-run on the
-same tokens and prints, per setting: the median step time and its ratio to
-fp32, and the peak of the step's own allocations (the activations and
-temporaries the allocator counts, `peak step memory`) and its ratio to fp32,
-all from the same run.
+(dynamic loss scaling), and fp32 and bf16 with --optimizer-state=int8,
+trains each for a few steps with tessera-run on the same tokens and prints,
+per setting: the median step time and its ratio to fp32, the peak of the
+step's own allocations (the activations and temporaries the allocator
+counts, `peak step memory`) and the bytes of the optimizer state (the
+manifest's state inputs), each with its ratio to fp32, all from the same
+run.
 
 Then the GEMMs alone, at the shapes of a GPT-2-small layer (tokens x 768 x
 768 and x 3072): OpenBLAS sgemm (what fp32 steps call), the runtime's
@@ -36,7 +39,14 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
-PRECISIONS = ("fp32", "bf16", "fp16")
+# (label, tessera-compile flags)
+SETTINGS = [
+    ("fp32", ["--precision=fp32"]),
+    ("bf16", ["--precision=bf16"]),
+    ("fp16", ["--precision=fp16"]),
+    ("fp32, int8 states", ["--precision=fp32", "--optimizer-state=int8"]),
+    ("bf16, int8 states", ["--precision=bf16", "--optimizer-state=int8"]),
+]
 
 
 def run(cmd, **kw):
@@ -49,18 +59,26 @@ def run(cmd, **kw):
     return done.stdout + done.stderr
 
 
-def step(bin_dir, model, labels, batch, art, precision, data, steps, threads):
+DTYPE_BYTES = {"float32": 4, "int64": 8, "int8": 1, "bfloat16": 2,
+               "float16": 2}
+
+
+def step(bin_dir, model, labels, batch, art, flags, data, steps, threads):
     run([bin_dir / "tessera-compile", model, "--mode=train",
          "--loss=cross_entropy", "--logits=logits", *labels,
-         f"--batch-size={batch}", "--optimizer=adam", "--lr=1e-3",
-         f"--precision={precision}", "-o", art])
+         f"--batch-size={batch}", "--optimizer=adam", "--lr=1e-3", *flags,
+         "-o", art])
+    with open(os.path.join(art, "manifest.json")) as f:
+        inputs = json.load(f)["programs"][0]["inputs"]
+    state = sum(DTYPE_BYTES[t["dtype"]] * int(np.prod(t["shape"]))
+                for t in inputs if t.get("role") == "state")
     log = f"{art}.json"
     out = run([bin_dir / "tessera-run", art, "--train", "--data", data,
                "--steps", steps, "--threads", threads, "--log-json", log])
     peak = int(re.search(r"peak step memory: (\d+) bytes", out).group(1))
     with open(log) as f:
         records = [json.loads(line) for line in f]
-    return statistics.median(r["seconds"] for r in records[2:]), peak
+    return statistics.median(r["seconds"] for r in records[2:]), peak, state
 
 
 def gemms(threads):
@@ -141,18 +159,20 @@ def main():
 
     print(f"training step, Adam, batch {args.batch} x seq {args.seq}, "
           f"median of {args.steps - 2} steps, {args.threads} threads")
-    print("| model | precision | ms/step | vs fp32 | peak step bytes | "
-          "vs fp32 |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| model | setting | ms/step | vs fp32 | peak step bytes | "
+          "vs fp32 | optimizer state bytes | vs fp32 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name, model, labels in models:
         base = None
-        for precision in PRECISIONS:
-            art = os.path.join(work, f"{name.split()[0]}-{precision}")
-            seconds, peak = step(bin_dir, model, labels, args.batch, art,
-                                 precision, data, args.steps, args.threads)
-            base = base or (seconds, peak)
-            print(f"| {name} | {precision} | {seconds * 1e3:.2f} | "
-                  f"{seconds / base[0]:.2f} | {peak} | {peak / base[1]:.2f} |")
+        for k, (setting, flags) in enumerate(SETTINGS):
+            art = os.path.join(work, f"{name.split()[0]}-{k}")
+            seconds, peak, state = step(bin_dir, model, labels, args.batch,
+                                        art, flags, data, args.steps,
+                                        args.threads)
+            base = base or (seconds, peak, state)
+            print(f"| {name} | {setting} | {seconds * 1e3:.2f} | "
+                  f"{seconds / base[0]:.2f} | {peak} | {peak / base[1]:.2f} | "
+                  f"{state} | {state / base[2]:.2f} |")
 
     print(f"\nGEMM C = A·B (f32 result), best of 7, {args.threads} threads")
     print("| M x K x N | sgemm GFLOP/s | bf16 GFLOP/s | bf16/sgemm | "

@@ -68,6 +68,8 @@ static FailureOr<ArtifactTensor> describe(Operation *where, Type type,
     if (auto init = attrs.getAs<FloatAttr>(tsr::attr::kInit))
       t.init = init.getValueAsDouble();
     t.statistics = bool(attrs.get(tsr::attr::kStatistics));
+    if (auto reason = attrs.getAs<StringAttr>(tsr::attr::kReason))
+      t.reason = reason.str();
     if (auto sharding = attrs.getAs<tsr::ShardingAttr>(tsr::attr::kSharding))
       for (Attribute dim : sharding.getDims()) {
         t.sharding.emplace_back();
@@ -184,7 +186,16 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     FailureOr<ArtifactProgram> program = getArtifactProgram(f);
     if (failed(program) || failed(verifyElementTypes(f, target)))
       return failure();
-    program->predictedPeakBytes = predictPeakMemory(f).peakBytes;
+    PeakMemory peak = predictPeakMemory(f);
+    program->predictedPeakBytes = peak.peakBytes;
+    for (const PeakBuffer &buffer : peak.liveAtPeak)
+      program->predictedPeakByType[buffer.value
+                                       ? getDTypeName(getElementTypeOrSelf(
+                                             buffer.value.getType()))
+                                       : "scratch"] +=
+          buffer.bytes + buffer.padding;
+    if (peak.calleeBytes)
+      program->predictedPeakByType["callee"] += peak.calleeBytes;
     FailureOr<FunctionCost> cost = costModel.getFunctionCost(f);
     if (failed(cost))
       return failure();
@@ -307,7 +318,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     for (StringRef attr :
          {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kUpdates,
           tsr::attr::kGradOf, tsr::attr::kInit, tsr::attr::kStatistics,
-          tsr::attr::kShards, tsr::attr::kGlobalShape, tsr::attr::kSharding}) {
+          tsr::attr::kShards, tsr::attr::kGlobalShape, tsr::attr::kSharding,
+          tsr::attr::kReason}) {
       StringAttr name = StringAttr::get(module.getContext(), attr);
       for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
         f.removeArgAttr(i, name);

@@ -45,7 +45,7 @@ void mlir::tessera::buildTrainingPipeline(
   // Gradients are reduced once per step, after the micro-batches.
   if (options.dataParallel) {
     pm.addPass(createTsrDataParallelPlan(*options.dataParallel));
-    pm.addPass(createTsrDataParallel());
+    pm.addPass(createTsrDataParallel(options.dataParallelApply));
   }
   if (options.optimizer) {
     pm.addPass(createTsrOptimizer(*options.optimizer));

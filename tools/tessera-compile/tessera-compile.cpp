@@ -240,6 +240,22 @@ static cl::opt<std::string>
     optimizerName("optimizer",
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
                   cl::init("sgd"), cl::cat(trainCat));
+static cl::opt<bool> reduceInFp32(
+    "reduce-in-fp32",
+    cl::desc("With --precision=bf16|fp16 and --mesh dp=N: all-reduce (or "
+             "reduce-scatter) the gradients in f32 rather than in the 16-bit "
+             "type"),
+    cl::cat(trainCat));
+static cl::opt<std::string> optimizerState(
+    "optimizer-state",
+    cl::desc("Storage of the optimizer's moments: fp32, bf16 or int8 "
+             "(8-bit block-wise quantized, as in 8-bit Adam)"),
+    cl::init("fp32"), cl::cat(trainCat));
+static cl::opt<int64_t> optimizerStateMinElements(
+    "optimizer-state-min-elements",
+    cl::desc("With --optimizer-state=int8: parameters with fewer elements "
+             "keep f32 moments"),
+    cl::init(4096), cl::cat(trainCat));
 static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.01),
                           cl::cat(trainCat));
 static cl::opt<double> momentum("momentum", cl::desc("sgd, lars: momentum"),
@@ -453,6 +469,10 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
         "dp", dataParallel, zeroStage,
         std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024))};
+  // Gradients are reduced in the step's 16-bit type unless asked otherwise.
+  if (precisionPolicy != "fp32" && !reduceInFp32)
+    options.dataParallelApply.reduceType =
+        precisionPolicy == "bf16" ? "bf16" : "f16";
   if (batchNormMode != "batch" && batchNormMode != "running")
     return module.emitError("--batch-norm=")
            << batchNormMode.getValue() << " is not one of: batch, running";
@@ -483,6 +503,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     opt.lossScaleGrowthInterval = lossScaleInterval;
     opt.lossScaleGrowth = lossScaleGrowth;
     opt.lossScaleBackoff = lossScaleBackoff;
+    opt.stateType = optimizerState;
+    opt.int8MinElements = optimizerStateMinElements;
     if (baseBatchSize > 0 && batchSize == 0)
       return module.emitError("--base-batch-size needs --batch-size");
     options.optimizer = opt;
@@ -601,6 +623,20 @@ static void printExplanation(const tessera::ArtifactSignature &sig) {
       llvm::outs() << ": " << d.reason << "\n";
     }
   }
+  // The optimizer's moments, when --optimizer-state stores them in another
+  // type than the parameters'.
+  if (optimizerState != "fp32")
+    for (const auto &program : sig.programs) {
+      SmallVector<const tessera::ArtifactTensor *> states;
+      for (const auto &t : program.inputs)
+        if (t.role == "state" && t.dtype != "int64")
+          states.push_back(&t);
+      llvm::outs() << "optimizer state, --optimizer-state=" << optimizerState
+                   << " (" << states.size() << "):\n";
+      for (const auto *t : states)
+        llvm::outs() << "  " << t->dtype << " " << t->name
+                     << (t->reason.empty() ? "" : ": " + t->reason) << "\n";
+    }
   llvm::outs() << "collectives of one step, in program order ("
                << sig.collectives.size() << "):\n";
   for (auto [i, c] : llvm::enumerate(sig.collectives)) {
@@ -664,6 +700,20 @@ static void printReport(const tessera::ArtifactSignature &sig) {
         "the same, predicted on tsr before lowering (lib/Analysis)");
     int64_t total = params + state + batch + outputs + peak;
     row("total", total, "caller's buffers plus the peak");
+    // The same bytes by element type.
+    std::map<std::string, int64_t> callers;
+    for (const auto *list : {&program.inputs, &program.outputs})
+      for (const auto &t : *list)
+        callers[t.dtype] += tensorBytes(t);
+    auto byType = [](const char *what,
+                     const std::map<std::string, int64_t> &bytes) {
+      llvm::outs() << "  " << what << " by type:";
+      for (auto [i, entry] : llvm::enumerate(bytes))
+        llvm::outs() << (i ? ", " : " ") << entry.first << " " << entry.second;
+      llvm::outs() << "\n";
+    };
+    byType("caller's buffers", callers);
+    byType("predicted peak", program.predictedPeakByType);
     if (!memoryBudget.empty()) {
       int64_t budget = *parseBytes(memoryBudget);
       std::string note = total <= budget
@@ -816,6 +866,23 @@ int main(int argc, char **argv) {
     return fail("--loss-scale-growth must be at least 1");
   if (!(lossScaleBackoff > 0 && lossScaleBackoff < 1))
     return fail("--loss-scale-backoff must lie in (0, 1)");
+  if (reduceInFp32 && (precisionPolicy == "fp32" || dataParallel == 0))
+    return fail("--reduce-in-fp32 needs --precision=bf16 or fp16 and --mesh "
+                "dp=N (f32 gradients are reduced in f32 already)");
+  if (optimizerState != "fp32" && optimizerState != "bf16" &&
+      optimizerState != "int8")
+    return fail("--optimizer-state=" + optimizerState +
+                " is not fp32, bf16 or int8");
+  for (auto *opt : {static_cast<cl::Option *>(&optimizerState),
+                    static_cast<cl::Option *>(&optimizerStateMinElements)})
+    if (opt->getNumOccurrences() && mode != "train")
+      return fail("--" + opt->ArgStr.str() +
+                  " needs --mode=train (only a training step has an "
+                  "optimizer)");
+  if (optimizerStateMinElements.getNumOccurrences() && optimizerState != "int8")
+    return fail("--optimizer-state-min-elements needs --optimizer-state=int8");
+  if (optimizerStateMinElements < 0)
+    return fail("--optimizer-state-min-elements must not be negative");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
   if (!shardPins.empty() && tensorParallel < 2)

@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,9 @@ struct ArtifactTensor {
   /// Param inputs holding running statistics (`tsr.statistics`), which
   /// training updates from batches rather than by gradient.
   bool statistics = false;
+  /// Why an optimizer state input is stored as it is (`tsr.reason`), when
+  /// tsr-optimizer said; not in the manifest, `--explain` prints it.
+  std::string reason;
   /// A block of a tensor-parallel value (`tsr.sharding`): per dimension of
   /// `globalShape`, the mesh axes it is split over; empty when the value is
   /// whole.
@@ -96,6 +100,10 @@ struct ArtifactProgram {
   std::optional<int64_t> peakAllocBytes;
   /// The same peak as predicted on tsr before lowering (lib/Analysis).
   int64_t predictedPeakBytes = 0;
+  /// The buffers live at the predicted peak by element type (manifest
+  /// dtype names; "scratch" for a lowering's scratch buffers, "callee" for
+  /// what a called function holds), padding included.
+  std::map<std::string, int64_t> predictedPeakByType;
   /// The rematerialization policy its backward pass follows
   /// (`tsr.remat`: none, selective, full or auto); empty without
   /// tsr-remat-plan.

@@ -27,6 +27,8 @@ struct TrainingPipelineOptions {
   std::optional<TsrShardingPropagationOptions> tensorParallel;
   /// One rank's part of a data-parallel step (absent: a single device).
   std::optional<TsrDataParallelPlanOptions> dataParallel;
+  /// How tsr-data-parallel applies it (the type gradients are reduced in).
+  TsrDataParallelOptions dataParallelApply;
   /// Train batch normalization with batch statistics (absent: keep the
   /// running statistics fixed, ONNX inference semantics).
   std::optional<TsrBatchNormStatisticsOptions> batchNorm;

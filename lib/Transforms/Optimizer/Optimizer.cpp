@@ -3,6 +3,8 @@
 // Every formula is computed in the parameter's element type from scalars
 // (learning rate, bias corrections) computed in f64. The step counter is an
 // i64 state tensor, so schedules and bias corrections need no host logic.
+// Moments may be stored in bf16 or as 8-bit block-wise quantized codes; they
+// are widened to the parameter's type for the update either way.
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Optimizer/Passes.h"
@@ -15,8 +17,12 @@
 #include "tessera/Transforms/Parallel/Sharding.h"
 #include "tessera/Transforms/Precision/LossScale.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace mlir::tessera {
@@ -33,6 +39,64 @@ StringRef argName(func::FuncOp f, unsigned i) {
   return getArgString(f, i, tsr::attr::kName);
 }
 
+/// Elements per quantization block of an int8 moment: bitsandbytes' block
+/// of 256 (Dettmers et al. 2022 used 2048).
+constexpr int64_t kQuantBlock = 256;
+
+/// The names of the parameters that a tsr.gather reads as its table (the
+/// embeddings), through casts, reshapes, slices and all-gathers, and from a
+/// callee's argument (a micro-step's) to its callers' operands.
+llvm::StringSet<> embeddingTables(ModuleOp module) {
+  llvm::StringSet<> names;
+  SmallVector<Value> work;
+  module.walk([&](tsr::GatherOp op) { work.push_back(op.getData()); });
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (Operation *def = v.getDefiningOp()) {
+      if (isa<tsr::CastOp, tsr::ReshapeOp, tsr::SliceOp, tsr::AllGatherOp>(def))
+        work.push_back(def->getOperand(0));
+      continue;
+    }
+    auto arg = cast<BlockArgument>(v);
+    auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!f)
+      continue;
+    if (auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                   tsr::attr::kName))
+      names.insert(name.getValue());
+    module.walk([&](func::CallOp call) {
+      if (call.getCallee() == f.getSymName())
+        work.push_back(call.getOperand(arg.getArgNumber()));
+    });
+  }
+  return names;
+}
+
+/// The dynamic tree map of 8-bit Adam, sorted: for exponents e = 0..6 the
+/// midpoints of 2^e (signed; 2^(e+1) unsigned) equal steps of
+/// [0.1, 1]·10^(e−6), with both signs when signed, plus 0 and 1.
+std::array<float, 256> dynamicMap(bool isSigned) {
+  std::vector<double> codes{0.0, 1.0};
+  for (int e = 0; e < 7; ++e) {
+    int items = isSigned ? 1 << e : 1 << (e + 1);
+    double scale = std::pow(10.0, e - 6);
+    for (int j = 0; j < items; ++j) {
+      double mean = 0.1 + 0.9 * (j + 0.5) / items;
+      codes.push_back(scale * mean);
+      if (isSigned)
+        codes.push_back(-scale * mean);
+    }
+  }
+  llvm::sort(codes);
+  std::array<float, 256> out;
+  for (size_t i = 0; i < 256; ++i)
+    out[i] = static_cast<float>(codes[i]);
+  return out;
+}
+
 struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   using Base::Base;
 
@@ -40,6 +104,15 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   struct State {
     BlockArgument arg;
     Value next;
+  };
+  /// An element-wise moment of a parameter: its state (the value, or with
+  /// int8 the codes) and with int8 the state of its per-block maxima.
+  struct Moment {
+    size_t index;
+    std::optional<size_t> absmax;
+    bool isSigned = true;
+    /// The moment as the update computes with it (the parameter's type).
+    RankedTensorType type;
   };
 
   func::FuncOp func;
@@ -50,6 +123,11 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
   /// The mesh axes each parameter (by name) is split over by tensor
   /// parallelism (its argument's tsr.sharding): its norms sum over them.
   llvm::StringMap<SmallVector<StringRef>> splitAxes;
+  /// The code tables of int8 moments: [signed][midpoints].
+  Value tables[2][2];
+  /// Parameters read as embedding tables: their moments stay in f32 with
+  /// state-type=int8, as 8-bit Adam's StableEmbedding keeps them.
+  llvm::StringSet<> embeddings;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -57,6 +135,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     if (failed(f))
       return signalPassFailure();
     func = *f;
+    if (stateType == "int8")
+      embeddings = embeddingTables(getOperation());
     if (failed(checkOptions()) || failed(run()))
       signalPassFailure();
   }
@@ -80,6 +160,15 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return func.emitError("nesterov needs optimizer sgd with momentum > 0");
     if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
       return func.emitError("beta1 and beta2 must lie in [0, 1)");
+    if (!llvm::is_contained({"fp32", "bf16", "int8"}, stateType))
+      return func.emitError("unknown optimizer state type '")
+             << stateType << "' (supported: fp32, bf16, int8)";
+    if (stateType == "int8" && optimizer == "adafactor")
+      return func.emitError("int8 optimizer states quantize element-wise "
+                            "moments; adafactor's are factored (use fp32 or "
+                            "bf16)");
+    if (int8MinElements < 0)
+      return func.emitError("int8-min-elements must not be negative");
     if (schedule == "warmup" && warmupSteps == 0)
       return func.emitError("schedule warmup needs warmup-steps > 0");
     if (schedule == "cosine" && totalSteps <= warmupSteps)
@@ -113,6 +202,184 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs),
                               func.getLoc());
     return func.getArgument(index);
+  }
+
+  /// Adds the state of element-wise moment `slot` of parameter `name`
+  /// (whose view on this rank has `type`), stored as `state-type` says.
+  Moment addMoment(StringRef slot, StringRef name, RankedTensorType type,
+                   ArrayRef<int64_t> globalShape, tsr::ShardingAttr sharding,
+                   bool isSigned) {
+    MLIRContext *ctx = func.getContext();
+    std::string stateName =
+        (Twine(optimizer.getValue()) + "." + slot + "." + name).str();
+    // The whole parameter's size, whatever the layout: `globalShape` is
+    // this rank's tensor-parallel block.
+    int64_t globalElements = 1;
+    for (int64_t d : globalShape)
+      globalElements *= d;
+    if (SmallVector<StringRef> axes = splitAxes.lookup(name); !axes.empty()) {
+      tsr::MeshAttr mesh = *tsr::getEnclosingMesh(func);
+      for (StringRef axis : axes)
+        globalElements *= *mesh.getAxisSize(axis);
+    }
+    // Why an int8 moment stays f32, if it does.
+    StringRef keep;
+    if (stateType == "int8" && embeddings.contains(name))
+      keep = "f32: an embedding table (sparse rows; 8-bit Adam's "
+             "StableEmbedding keeps 32-bit states)";
+    else if (stateType == "int8" && globalElements < int8MinElements)
+      keep = "f32: fewer elements than int8-min-elements";
+    bool quantize = stateType == "int8" && keep.empty();
+    Type storage = type.getElementType();
+    if (stateType == "bf16")
+      storage = BFloat16Type::get(ctx);
+    if (quantize)
+      storage = IntegerType::get(ctx, 8);
+    Moment moment{states.size(), std::nullopt, isSigned, type};
+    BlockArgument arg = addState(type.clone(storage), stateName,
+                                 std::optional(globalShape), sharding);
+    states.push_back({arg, Value()});
+    if (!keep.empty())
+      func.setArgAttr(arg.getArgNumber(), tsr::attr::kReason,
+                      StringAttr::get(ctx, keep));
+    if (!quantize)
+      return moment;
+    // One maximum per block of this rank's view; the state's global shape
+    // is [tensor-parallel parts,] [ZeRO shards,] blocks. (A ZeRO shard's
+    // tsr.global_shape is that of this rank's tensor-parallel block.)
+    int64_t blocks = llvm::divideCeil(type.getNumElements(), kQuantBlock);
+    SmallVector<StringRef> axes = splitAxes.lookup(name);
+    SmallVector<int64_t> global;
+    SmallVector<Attribute> dims;
+    if (!axes.empty()) {
+      global.push_back(1);
+      SmallVector<StringRef> names(axes);
+      dims.push_back(Builder(ctx).getStrArrayAttr(names));
+    }
+    if (zero->isSharded())
+      global.push_back(zero->getLayout().size);
+    global.push_back(blocks);
+    while (dims.size() < global.size())
+      dims.push_back(ArrayAttr::get(ctx, {}));
+    auto f32 = Float32Type::get(ctx);
+    RankedTensorType local = RankedTensorType::get({blocks}, f32);
+    if (!axes.empty() && !zero->isSharded())
+      local = RankedTensorType::get({1, blocks}, f32);
+    std::optional<ArrayRef<int64_t>> shardOf;
+    if (zero->isSharded())
+      shardOf = ArrayRef<int64_t>(global);
+    tsr::ShardingAttr absmaxSharding;
+    if (!axes.empty())
+      absmaxSharding =
+          tsr::ShardingAttr::get(ctx, ArrayAttr::get(ctx, dims), ArrayAttr());
+    moment.absmax = states.size();
+    states.push_back(
+        {addState(local, stateName + ".absmax", shardOf, absmaxSharding),
+         Value()});
+    return moment;
+  }
+
+  /// The 256 codes of a dynamic map as a constant; with `midpoints`, the
+  /// table whose entry k > 0 is the midpoint of codes k − 1 and k.
+  Value codeTable(GradientBuilder &g, bool isSigned, bool midpoints) {
+    Value &cached = tables[isSigned][midpoints];
+    if (cached)
+      return cached;
+    std::array<float, 256> codes = dynamicMap(isSigned);
+    SmallVector<float> values(codes.begin(), codes.end());
+    if (midpoints) {
+      values.assign(1, -std::numeric_limits<float>::infinity());
+      for (size_t i = 0; i + 1 < codes.size(); ++i)
+        values.push_back(static_cast<float>(
+            (double(codes[i]) + double(codes[i + 1])) / 2.0));
+    }
+    // At the top of the function, so every parameter's update can use it.
+    OpBuilder::InsertionGuard guard(g.builder());
+    g.builder().setInsertionPointToStart(&func.getBody().front());
+    auto type = RankedTensorType::get({int64_t(values.size())},
+                                      g.builder().getF32Type());
+    cached = tsr::ConstantOp::create(
+        g.builder(), g.getLoc(),
+        DenseElementsAttr::get(type, ArrayRef<float>(values)));
+    return cached;
+  }
+
+  /// The view of `v` (n elements) as [blocks, width] quantization blocks,
+  /// padded with zeros, and its block count and width.
+  std::tuple<Value, int64_t, int64_t> blocked(GradientBuilder &g, Value v) {
+    int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
+    int64_t blocks = llvm::divideCeil(n, kQuantBlock);
+    int64_t width = blocks == 1 ? n : kQuantBlock;
+    Value flat = g.reshape(v, {n});
+    if (blocks * width != n) {
+      OpBuilder &b = g.builder();
+      flat = tsr::PadOp::create(
+          b, g.getLoc(), flat, b.getDenseI64ArrayAttr({0, blocks * width - n}),
+          tsr::PadModeAttr::get(b.getContext(), tsr::PadMode::constant),
+          b.getF64FloatAttr(0));
+    }
+    return {g.reshape(flat, {blocks, width}), blocks, width};
+  }
+  /// The inverse of `blocked`: the first elements of `v`, shaped `type`.
+  Value unblocked(GradientBuilder &g, Value v, RankedTensorType type) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    int64_t n = type.getNumElements(), padded = vt.getNumElements();
+    Value flat = g.reshape(v, {padded});
+    if (padded != n)
+      flat = g.slice(flat, {0}, {n}, {1});
+    return g.reshape(flat, type.getShape());
+  }
+
+  /// The current value of a moment, in the parameter's type.
+  Value load(GradientBuilder &g, const Moment &m) {
+    Value stored = states[m.index].arg;
+    if (!m.absmax)
+      return g.castTo(stored, m.type.getElementType());
+    OpBuilder &b = g.builder();
+    auto [codes, blocks, width] = blocked(g, stored);
+    Type i32 = b.getI32Type();
+    Value index = g.add(g.castTo(codes, i32), g.scalar(i32, 128.0));
+    Value unit =
+        tsr::GatherOp::create(b, g.getLoc(), codeTable(g, m.isSigned, false),
+                              index, b.getI64IntegerAttr(0));
+    Value absmax = g.reshape(states[*m.absmax].arg, {blocks, 1});
+    return g.castTo(unblocked(g, g.mul(unit, absmax), m.type),
+                    m.type.getElementType());
+  }
+
+  /// Stores `next` (in the parameter's type) as the moment's new value.
+  void store(GradientBuilder &g, const Moment &m, Value next) {
+    State &st = states[m.index];
+    Type storage = getElementTypeOrSelf(st.arg.getType());
+    if (!m.absmax) {
+      st.next = g.castTo(next, storage);
+      return;
+    }
+    OpBuilder &b = g.builder();
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    auto [x, blocks, width] = blocked(g, g.castTo(next, f32));
+    Value absmax = g.reduceMax(tsr::AbsOp::create(b, g.getLoc(), x), {1},
+                               /*keepdims=*/false);
+    Value zero = g.scalar(f32, 0.0);
+    Value divisor =
+        g.select(g.greater(absmax, zero), absmax, g.scalar(f32, 1.0));
+    Value unit = g.div(x, g.reshape(divisor, {blocks, 1}));
+    // The nearest code's index is the number of code midpoints below the
+    // value: a binary search over the 255 sorted midpoints.
+    Value mids = codeTable(g, m.isSigned, true);
+    auto indexType = RankedTensorType::get({blocks, width}, i32);
+    Value lo = g.splat(indexType, 0.0);
+    for (int64_t step = 128; step >= 1; step /= 2) {
+      Value probe = g.add(lo, g.scalar(i32, double(step)));
+      Value mid = tsr::GatherOp::create(b, g.getLoc(), mids, probe,
+                                        b.getI64IntegerAttr(0));
+      lo = g.select(g.less(mid, unit), probe, lo);
+    }
+    Value codes = g.castTo(g.sub(lo, g.scalar(i32, 128.0)), storage);
+    st.next = unblocked(g, codes, cast<RankedTensorType>(st.arg.getType()));
+    State &am = states[*m.absmax];
+    am.next =
+        g.reshape(absmax, cast<RankedTensorType>(am.arg.getType()).getShape());
   }
 
   /// The learning rate at 1-based step `t` (both f64 scalars).
@@ -200,12 +467,8 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     auto s = [&](double v) { return g.scalar(elem, v); };
     Value lrv = g.castTo(lr64, elem);
     Value t = g.castTo(t64, elem);
-    auto state = [&](StringRef slot, Type stateType) {
-      BlockArgument arg = addState(
-          stateType, Twine(optimizer.getValue()) + "." + slot + "." + name,
-          std::optional(globalShape), sharding);
-      states.push_back({arg, Value()});
-      return states.size() - 1;
+    auto moment = [&](StringRef slot, bool isSigned) {
+      return addMoment(slot, name, type, globalShape, sharding, isSigned);
     };
 
     if (optimizer == "sgd") {
@@ -213,9 +476,9 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       if (weightDecay > 0)
         d = g.add(d, g.mul(s(weightDecay), p));
       if (momentum > 0) {
-        size_t buf = state("momentum", type);
-        Value next = g.add(g.mul(s(momentum), states[buf].arg), d);
-        states[buf].next = next;
+        Moment buf = moment("momentum", /*isSigned=*/true);
+        Value next = g.add(g.mul(s(momentum), load(g, buf)), d);
+        store(g, buf, next);
         d = nesterov ? g.add(d, g.mul(s(momentum), next)) : next;
       }
       return g.sub(p, g.mul(lrv, d));
@@ -228,9 +491,9 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       Value d = g.add(grad, g.mul(s(weightDecay), p));
       Value step = g.mul(g.mul(lrv, local), d);
       if (momentum > 0) {
-        size_t buf = state("momentum", type);
-        step = g.add(g.mul(s(momentum), states[buf].arg), step);
-        states[buf].next = step;
+        Moment buf = moment("momentum", /*isSigned=*/true);
+        step = g.add(g.mul(s(momentum), load(g, buf)), step);
+        store(g, buf, step);
       }
       return g.sub(p, step);
     }
@@ -241,13 +504,13 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     Value d = grad;
     if (optimizer == "adam" && weightDecay > 0)
       d = g.add(d, g.mul(s(weightDecay), p));
-    size_t m = state("m", type), v = state("v", type);
-    Value mNext =
-        g.add(g.mul(s(beta1), states[m].arg), g.mul(s(1.0 - beta1), d));
-    Value vNext = g.add(g.mul(s(beta2), states[v].arg),
-                        g.mul(s(1.0 - beta2), g.mul(d, d)));
-    states[m].next = mNext;
-    states[v].next = vNext;
+    Moment m = moment("m", /*isSigned=*/true);
+    Moment v = moment("v", /*isSigned=*/false);
+    Value mNext = g.add(g.mul(s(beta1), load(g, m)), g.mul(s(1.0 - beta1), d));
+    Value vNext =
+        g.add(g.mul(s(beta2), load(g, v)), g.mul(s(1.0 - beta2), g.mul(d, d)));
+    store(g, m, mNext);
+    store(g, v, vNext);
     OpBuilder &b = g.builder();
     Value c1 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta1), t));
     Value c2 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta2), t));
@@ -278,10 +541,16 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     auto ema = [&](Value old, Value fresh) {
       return g.add(g.mul(beta, old), g.mul(g.sub(s(1.0), beta), fresh));
     };
-    auto newState = [&](StringRef slot, RankedTensorType stateType) {
-      BlockArgument arg = addState(stateType, "adafactor." + slot + "." + name);
-      states.push_back({arg, Value()});
-      return states.size() - 1;
+    // Factored states are not split: stored in bf16 with state-type=bf16.
+    auto newState = [&](StringRef slot, RankedTensorType shape) {
+      Moment moment{states.size(), std::nullopt, true, shape};
+      Type storage = shape.getElementType();
+      if (stateType == "bf16")
+        storage = BFloat16Type::get(func.getContext());
+      states.push_back(
+          {addState(shape.clone(storage), "adafactor." + slot + "." + name),
+           Value()});
+      return moment;
     };
     Value vhat;
     int64_t rank = type.getRank();
@@ -291,16 +560,16 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       SmallVector<int64_t> colShape(type.getShape());
       colShape.erase(colShape.end() - 2);
       int64_t n = type.getDimSize(rank - 1), m = type.getDimSize(rank - 2);
-      size_t row = newState("row", type.clone(rowShape));
-      size_t col = newState("col", type.clone(colShape));
+      Moment row = newState("row", type.clone(rowShape));
+      Moment col = newState("col", type.clone(colShape));
       Value rowMean =
           g.div(g.reduceSum(g2, {rank - 1}, /*keepdims=*/false), s(double(n)));
       Value colMean =
           g.div(g.reduceSum(g2, {rank - 2}, /*keepdims=*/false), s(double(m)));
-      Value r = ema(states[row].arg, rowMean);
-      Value c = ema(states[col].arg, colMean);
-      states[row].next = r;
-      states[col].next = c;
+      Value r = ema(load(g, row), rowMean);
+      Value c = ema(load(g, col), colMean);
+      store(g, row, r);
+      store(g, col, c);
       // V̂ = r cᵀ / mean(r)
       Value rMean =
           g.div(g.reduceSum(r, {rank - 2}, /*keepdims=*/true), s(double(m)));
@@ -312,9 +581,9 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       vhat = g.div(g.mul(g.reshape(r, rCol), g.reshape(c, cRow)),
                    g.reshape(rMean, rMeanShape));
     } else {
-      size_t v = newState("v", type);
-      vhat = ema(states[v].arg, g2);
-      states[v].next = vhat;
+      Moment v = newState("v", type);
+      vhat = ema(load(g, v), g2);
+      store(g, v, vhat);
     }
     Value u = g.div(grad, g.sqrt(vhat));
     Value rms =

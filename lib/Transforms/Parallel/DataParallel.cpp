@@ -39,6 +39,8 @@ struct TsrDataParallelPass
   /// A loss that ignores some labels: its mean has a different count on
   /// every rank (null if the loss has none).
   Operation *countedLoss = nullptr;
+  /// The type gradient buckets are reduced in (`reduce-type`), or null.
+  FloatType reduced16;
   /// For a counted loss, this rank's weight in the global mean:
   /// N * count / total count (a scalar of the loss's type).
   Value rankWeight;
@@ -49,6 +51,16 @@ struct TsrDataParallelPass
     if (failed(f))
       return signalPassFailure();
     func = *f;
+    if (reduceType == "bf16")
+      reduced16 = BFloat16Type::get(&getContext());
+    else if (reduceType == "f16")
+      reduced16 = Float16Type::get(&getContext());
+    else if (!reduceType.empty()) {
+      func.emitError("reduce-type '")
+          << reduceType << "' is not bf16 or f16 (or empty: the gradients' "
+          << "own type)";
+      return signalPassFailure();
+    }
     if (failed(run()))
       signalPassFailure();
   }
@@ -210,6 +222,18 @@ struct TsrDataParallelPass
       if (pieces.size() > 1)
         flat = tsr::ConcatOp::create(b, loc, pieces,
                                      b.getI64IntegerAttr(scatter ? 1 : 0));
+      // Reduced in the narrower type, if one is asked for: divided by N
+      // before the cast and summed, so that the partial sums stay within
+      // the range of the mean (fp16 overflows where the f32 sum would
+      // not; DeepSpeed's gradient pre-division).
+      Type wire = elem;
+      tsr::CollectiveReductionAttr reduction = mean;
+      if (reduced16 && isa<FloatType>(elem) &&
+          cast<FloatType>(elem).getWidth() > reduced16.getWidth()) {
+        wire = reduced16;
+        flat = g.castTo(g.mul(flat, g.scalar(elem, 1.0 / double(dp))), wire);
+        reduction = sum;
+      }
       // The bucket starts here, asynchronously; it is waited for (and
       // unpacked) only before the return, where the optimizer update goes,
       // so the rest of the backward pass runs while it is in flight.
@@ -217,17 +241,19 @@ struct TsrDataParallelPass
       if (scatter) {
         flat = g.reshape(flat, {dp * total});
         start = tsr::ReduceScatterOp::create(
-            b, loc, RankedTensorType::get({total}, elem), flat, mean,
+            b, loc, RankedTensorType::get({total}, wire), flat, reduction,
             b.getI64IntegerAttr(0), axes, servesAttr, bucketAttr, IntegerAttr(),
             b.getUnitAttr());
       } else {
-        start = tsr::AllReduceOp::create(b, loc, flat.getType(), flat, mean,
-                                         axes, servesAttr, bucketAttr,
-                                         IntegerAttr(), b.getUnitAttr());
+        start = tsr::AllReduceOp::create(
+            b, loc, flat.getType(), flat, reduction, axes, servesAttr,
+            bucketAttr, IntegerAttr(), b.getUnitAttr());
       }
       b.setInsertionPoint(ret);
       Value reduced = tsr::WaitOp::create(b, loc, start->getResult(0).getType(),
                                           start->getResult(0));
+      if (wire != elem)
+        reduced = g.castTo(reduced, elem);
       int64_t offset = 0;
       for (auto [grad, width] : llvm::zip(bucket, widths)) {
         Value piece = reduced;

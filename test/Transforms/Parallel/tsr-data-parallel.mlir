@@ -1,6 +1,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=0 bucket-bytes=24" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO0
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2" --tsr-data-parallel | FileCheck %s --check-prefix=IGNORE
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=0" --tsr-data-parallel | FileCheck %s --check-prefix=ONEBUCKET
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=0" "--tsr-data-parallel=reduce-type=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=2 bucket-bytes=1024" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO2
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=3" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO3
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=1" --tsr-data-parallel "--tsr-optimizer=optimizer=adam lr=0.01" | FileCheck %s --check-prefix=ADAM1
@@ -53,6 +54,18 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 2>, starts = array<i64: 0>
 // ONEBUCKET-NEXT: tsr.slice %[[R]] {limits = array<i64: 8>, starts = array<i64: 2>
 // ONEBUCKET-NOT: tsr.all_reduce %{{.*}} {bucket
+
+// reduce-type=bf16: the bucket is divided by N, cast, summed in bf16 and
+// cast back; the loss's mean stays f32.
+// BF16: %[[CAT:.*]] = tsr.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<2xf32>, tensor<6xf32>) -> tensor<8xf32>
+// BF16-NEXT: %[[HALF:.*]] = tsr.constant dense<5.000000e-01> : tensor<f32>
+// BF16-NEXT: %[[PRE:.*]] = tsr.mul %[[CAT]], %[[HALF]] : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+// BF16-NEXT: %[[LOW:.*]] = tsr.cast %[[PRE]] : tensor<8xf32> to tensor<8xbf16>
+// BF16-NEXT: %[[P:.*]] = tsr.all_reduce %[[LOW]] {async, bucket = 0 : i64, mesh_axes = ["dp"], serves = ["b", "w"]} : (tensor<8xbf16>) -> tensor<8xbf16>
+// BF16-NEXT: tsr.all_reduce %{{.*}} {mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["loss"]} : (tensor<f32>) -> tensor<f32>
+// BF16-NEXT: %[[R:.*]] = tsr.wait %[[P]] : (tensor<8xbf16>) -> tensor<8xbf16>
+// BF16-NEXT: %[[WIDE:.*]] = tsr.cast %[[R]] : tensor<8xbf16> to tensor<8xf32>
+// BF16-NEXT: tsr.slice %[[WIDE]] {limits = array<i64: 2>, starts = array<i64: 0>
 
 // ZeRO-2 on 4 ranks: every gradient is padded to 4·c (b: 2 -> 4, c = 1;
 // w: 6 -> 8, c = 2) and laid out as [4, c] blocks, so the reduce-scatter

@@ -98,6 +98,20 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
     a row the scale is multiplied by `loss-scale-growth` (PyTorch's
     GradScaler: 0.5, 2000 and 2).
 
+    With `state-type=bf16` every optimizer state tensor except the step
+    counter is stored in bf16 and widened to the parameter's type for the
+    update. With `state-type=int8` the element-wise moments (momentum
+    buffers, Adam's m and v) of parameters with at least
+    `int8-min-elements` elements are stored as 8-bit codes with one f32
+    absolute maximum per block of 2048 elements (`<state>.absmax`), as in
+    8-bit Adam (Dettmers et al. 2022): a moment is dequantized as
+    code[q]·absmax, updated in f32, and requantized to the nearest code
+    (by binary search over the code midpoints). The codes are the dynamic
+    tree map, signed for m and momentum, unsigned for v. Blocks cover this
+    rank's ZeRO shard or tensor-parallel block, so the absmax state's
+    shape records the layout: [ZeRO shards, blocks], with a leading
+    dimension for the tensor-parallel parts.
+
     Before:
 
     ```mlir
@@ -168,6 +182,13 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
            /*default=*/"2.0", "Factor of the dynamic scale's growth">,
     Option<"lossScaleBackoff", "loss-scale-backoff", "double",
            /*default=*/"0.5", "Factor of the dynamic scale on an overflow">,
+    Option<"stateType", "state-type", "std::string", /*default=*/"\"fp32\"",
+           "Storage of the element-wise moments: fp32, bf16 or int8 "
+           "(block-wise dynamic quantization)">,
+    Option<"int8MinElements", "int8-min-elements", "int64_t",
+           /*default=*/"4096",
+           "state-type=int8: parameters with fewer elements keep f32 "
+           "moments">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,

@@ -98,6 +98,14 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     over ranks, which gives exactly the mean over the global batch's counted
     labels.
 
+    With `reduce-type=bf16` (or `f16`) every bucket of wider float
+    gradients is divided by N, cast to that type, summed over the ranks and
+    cast back after the wait: half the bytes on the wire, one rounding of
+    each gradient and of each partial sum; dividing first keeps the partial
+    sums within the range of the mean, which matters for fp16 (what
+    `tessera-compile --precision=bf16|fp16` does unless
+    `--reduce-in-fp32`).
+
     Before (the plan above):
 
     ```mlir
@@ -120,6 +128,9 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"reduceType", "reduce-type", "std::string", /*default=*/"\"\"",
+           "Type the gradient buckets are reduced in: empty for the "
+           "gradients' own, bf16 or f16">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,

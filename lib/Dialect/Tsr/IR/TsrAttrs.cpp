@@ -314,6 +314,8 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
   }
   if (name == attr::kStatistics)
     return isa<UnitAttr>(value) ? success() : fail("a unit attribute");
+  if (name == attr::kReason)
+    return isa<StringAttr>(value) ? success() : fail("a string");
   if (name == attr::kShards) {
     auto i = dyn_cast<IntegerAttr>(value);
     return i && i.getInt() >= 1 ? success() : fail("a positive integer");
@@ -362,7 +364,8 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
                                       attr::kName, attr::kRole, attr::kUpdates,
                                       attr::kGradOf, attr::kBucket, attr::kInit,
                                       attr::kStatistics, attr::kShards,
-                                      attr::kGlobalShape, attr::kSharding},
+                                      attr::kGlobalShape, attr::kSharding,
+                                      attr::kReason},
                                   ", ")
                            << ")";
 }

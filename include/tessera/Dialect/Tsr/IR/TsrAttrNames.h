@@ -46,7 +46,8 @@ inline constexpr llvm::StringLiteral kOperandShardings =
     "tsr.operand_shardings";
 /// Why a pass decided what it did (a string), for `tessera-compile
 /// --explain`: on a collective a pass inserted, on an op with
-/// `tsr.precision`.
+/// `tsr.precision`, on an optimizer state argument whose storage type is
+/// not the one asked for.
 inline constexpr llvm::StringLiteral kReason = "tsr.reason";
 /// Built by tsr-autodiff: part of the backward pass (a unit attribute).
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
