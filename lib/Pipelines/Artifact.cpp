@@ -18,6 +18,53 @@
 using namespace mlir;
 using namespace mlir::tessera;
 
+/// The buffers live at the predicted peak of training function `f` by the
+/// phase of the op that allocates them: the working copies of parameters
+/// (a cast of a parameter argument, possibly all-gathered), the backward
+/// pass (ops marked tsr.backward, gradients included), the update (after
+/// the last of those) and the forward pass (the rest: activations saved
+/// for the backward pass); what a callee holds counts as "callee".
+static std::map<std::string, int64_t> peakByPhase(func::FuncOp f,
+                                                  const PeakMemory &peak) {
+  std::map<std::string, int64_t> bytes;
+  Block &body = f.getBody().front();
+  Operation *lastBackward = nullptr;
+  for (Operation &op : body)
+    if (op.hasAttr(tsr::attr::kBackward))
+      lastBackward = &op;
+  if (!lastBackward)
+    return bytes;
+  auto isParameter = [&](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<tsr::AllGatherOp, tsr::WaitOp, tsr::ReshapeOp, tsr::SliceOp>(
+              def))
+        return false;
+      v = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(v);
+    auto role = arg ? f.getArgAttrOfType<tsr::RoleAttr>(arg.getArgNumber(),
+                                                        tsr::attr::kRole)
+                    : tsr::RoleAttr();
+    return role && role.getValue() == tsr::Role::param;
+  };
+  for (const PeakBuffer &buffer : peak.liveAtPeak) {
+    Operation *op = body.findAncestorOpInBlock(*buffer.op);
+    StringRef phase = "forward";
+    if (!op)
+      phase = "backward";
+    else if (isa<tsr::CastOp>(op) && isParameter(op->getOperand(0)))
+      phase = "parameter copies";
+    else if (op->hasAttr(tsr::attr::kBackward))
+      phase = "backward";
+    else if (lastBackward->isBeforeInBlock(op))
+      phase = "update";
+    bytes[phase.str()] += buffer.bytes + buffer.padding;
+  }
+  if (peak.calleeBytes)
+    bytes["callee"] += peak.calleeBytes;
+  return bytes;
+}
+
 std::string mlir::tessera::getDTypeName(Type t) {
   if (t.isF16())
     return "float16";
@@ -196,6 +243,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
           buffer.bytes + buffer.padding;
     if (peak.calleeBytes)
       program->predictedPeakByType["callee"] += peak.calleeBytes;
+    program->predictedPeakByPhase = peakByPhase(f, peak);
     FailureOr<FunctionCost> cost = costModel.getFunctionCost(f);
     if (failed(cost))
       return failure();

@@ -52,6 +52,10 @@ void mlir::tessera::buildTrainingPipeline(
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  // The backward pass casts the parameters again rather than keeping the
+  // forward pass's 16-bit copies until it reads them.
+  if (options.precision.precision != "fp32")
+    pm.addPass(createTsrRecastParameters());
   // Last: the recomputations start at barriers, which CSE respects.
   if (options.remat.policy != "none") {
     pm.addPass(createTsrRematPlan(options.remat));

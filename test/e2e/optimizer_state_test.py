@@ -108,7 +108,8 @@ def quantize(x, signed):
     """Codes (int8, index - 128) and per-block maxima of f32 `x`."""
     b = blocks(x.astype(np.float32))
     absmax = np.abs(b).max(axis=1)
-    unit = b / np.where(absmax > 0, absmax, np.float32(1))[:, None]
+    unit = b * (np.float32(1) / np.where(absmax > 0, absmax,
+                                         np.float32(1)))[:, None]
     codes = dynamic_map(signed)
     mids = ((codes[:-1].astype(np.float64) + codes[1:]) / 2).astype(np.float32)
     index = np.searchsorted(mids, unit, side="left")  # midpoints below

@@ -700,20 +700,23 @@ static void printReport(const tessera::ArtifactSignature &sig) {
         "the same, predicted on tsr before lowering (lib/Analysis)");
     int64_t total = params + state + batch + outputs + peak;
     row("total", total, "caller's buffers plus the peak");
-    // The same bytes by element type.
+    // The same bytes by element type and, for the peak, by phase.
     std::map<std::string, int64_t> callers;
     for (const auto *list : {&program.inputs, &program.outputs})
       for (const auto &t : *list)
         callers[t.dtype] += tensorBytes(t);
-    auto byType = [](const char *what,
-                     const std::map<std::string, int64_t> &bytes) {
-      llvm::outs() << "  " << what << " by type:";
+    auto split = [](const char *what,
+                    const std::map<std::string, int64_t> &bytes) {
+      if (bytes.empty())
+        return;
+      llvm::outs() << "  " << what << ":";
       for (auto [i, entry] : llvm::enumerate(bytes))
         llvm::outs() << (i ? ", " : " ") << entry.first << " " << entry.second;
       llvm::outs() << "\n";
     };
-    byType("caller's buffers", callers);
-    byType("predicted peak", program.predictedPeakByType);
+    split("caller's buffers by type", callers);
+    split("predicted peak by type", program.predictedPeakByType);
+    split("predicted peak by phase", program.predictedPeakByPhase);
     if (!memoryBudget.empty()) {
       int64_t budget = *parseBytes(memoryBudget);
       std::string note = total <= budget

@@ -104,6 +104,9 @@ struct ArtifactProgram {
   /// dtype names; "scratch" for a lowering's scratch buffers, "callee" for
   /// what a called function holds), padding included.
   std::map<std::string, int64_t> predictedPeakByType;
+  /// The same buffers by the phase that allocates them (training functions
+  /// only): parameter copies, forward, backward, update, callee.
+  std::map<std::string, int64_t> predictedPeakByPhase;
   /// The rematerialization policy its backward pass follows
   /// (`tsr.remat`: none, selective, full or auto); empty without
   /// tsr-remat-plan.

@@ -363,17 +363,21 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     Value zero = g.scalar(f32, 0.0);
     Value divisor =
         g.select(g.greater(absmax, zero), absmax, g.scalar(f32, 1.0));
-    Value unit = g.div(x, g.reshape(divisor, {blocks, 1}));
+    Value unit =
+        g.mul(x, g.reshape(g.div(g.scalar(f32, 1.0), divisor), {blocks, 1}));
     // The nearest code's index is the number of code midpoints below the
-    // value: a binary search over the 255 sorted midpoints.
+    // value: a binary search over the 255 sorted midpoints. Each probe adds
+    // its step times the comparison (0 or 1) rather than selecting, which
+    // compiles to flag arithmetic, not to a branch per probe that random
+    // data mispredicts half the time.
     Value mids = codeTable(g, m.isSigned, true);
     auto indexType = RankedTensorType::get({blocks, width}, i32);
     Value lo = g.splat(indexType, 0.0);
     for (int64_t step = 128; step >= 1; step /= 2) {
-      Value probe = g.add(lo, g.scalar(i32, double(step)));
-      Value mid = tsr::GatherOp::create(b, g.getLoc(), mids, probe,
-                                        b.getI64IntegerAttr(0));
-      lo = g.select(g.less(mid, unit), probe, lo);
+      Value stepSize = g.scalar(i32, double(step));
+      Value mid = tsr::GatherOp::create(
+          b, g.getLoc(), mids, g.add(lo, stepSize), b.getI64IntegerAttr(0));
+      lo = g.add(lo, g.mul(g.castTo(g.less(mid, unit), i32), stepSize));
     }
     Value codes = g.castTo(g.sub(lo, g.scalar(i32, 128.0)), storage);
     st.next = unblocked(g, codes, cast<RankedTensorType>(st.arg.getType()));

@@ -111,9 +111,15 @@ struct TsrPrecisionPlanPass
       return !name.empty() &&
              llvm::any_of(globs, [&](const auto &g) { return g.match(name); });
     };
+    // Values computed from parameters and constants alone (a causal mask,
+    // a transposed tied embedding): they adapt to their users as
+    // parameters do.
+    DenseSet<Value> derived;
     // The name of the parameter (or other non-data argument) `v` is, or
     // nullopt if `v` is an activation: an op's result or a data input.
     auto adaptable = [&](Value v) -> std::optional<StringRef> {
+      if (derived.contains(v))
+        return StringRef();
       if (auto arg = dyn_cast<BlockArgument>(v)) {
         if (arg.getOwner() != &f.getBody().front())
           return std::nullopt;
@@ -138,6 +144,10 @@ struct TsrPrecisionPlanPass
       if (!isa<tsr::TsrDialect>(op->getDialect()) ||
           isa<tsr::CastOp, tsr::ConstantOp>(op))
         return;
+      if (op->getNumOperands() && op->getNumRegions() == 0 &&
+          llvm::all_of(op->getOperands(),
+                       [&](Value v) { return bool(adaptable(v)); }))
+        derived.insert(op->result_begin(), op->result_end());
       if (!llvm::any_of(op->getOperandTypes(), isFloatTensor) &&
           !llvm::any_of(op->getResultTypes(), isFloatTensor))
         return;
@@ -176,11 +186,23 @@ struct TsrPrecisionPlanPass
         // Only the types the policy uses: an f64 model keeps its ops.
         if (chosen != low && chosen != f32)
           return;
-        if (!widened.empty())
+        auto gather = dyn_cast<tsr::GatherOp>(op);
+        std::optional<StringRef> table =
+            gather ? adaptable(gather.getData()) : std::nullopt;
+        if (!widened.empty()) {
           reason = widened.str();
-        else
+        } else if (!any && table && !table->empty()) {
+          // An embedding lookup reads the table's working copy, so the
+          // residual stream it starts is stored in the low type (as
+          // Megatron's bf16 training does; PyTorch's autocast keeps it
+          // f32, which --keep-fp32 on this node reproduces).
+          chosen = low;
+          reason = "embedding lookup: " + lowName.str() +
+                   " rows of the table's working copy";
+        } else {
           reason = any ? "follows its activation operands"
                        : "follows its operands: no activation operand, f32";
+        }
       } else {
         reason = "no " + lowName.str() + " rule for this op: f32";
       }

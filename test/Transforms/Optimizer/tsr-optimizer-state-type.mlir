@@ -45,11 +45,12 @@ func.func @main(%emb: tensor<16x8xf32> {tsr.name = "emb", tsr.role = #tsr.role<p
 // INT8: tsr.slice {{.*}}limits = array<i64: 320>
 // v likewise, with the unsigned codes.
 // INT8: tsr.gather %[[UCODE]]
-// Requantize m: block maxima of |m'|, then eight probes of a binary search
-// over the midpoints, then the index minus 128 as i8.
+// Requantize m: block maxima of |m'|, the block scaled by their
+// reciprocals, eight probes of a binary search over the midpoints (each
+// adds its step times the comparison), then the index minus 128 as i8.
 // INT8: %[[ABS:.*]] = tsr.abs %{{.*}} : tensor<2x256xf32>
 // INT8: %[[NEWMAX:.*]] = tsr.reduce_max %[[ABS]] {axes = array<i64: 1>, keepdims = false} : (tensor<2x256xf32>) -> tensor<2xf32>
-// INT8: tsr.div %{{.*}}, %{{.*}} : tensor<2x256xf32>, tensor<2x1xf32> -> tensor<2x256xf32>
+// INT8: tsr.mul %{{.*}}, %{{.*}} : tensor<2x256xf32>, tensor<2x1xf32> -> tensor<2x256xf32>
 // INT8-COUNT-8: tsr.gather %[[SMID]]
 // INT8: %[[CODES:.*]] = tsr.cast %{{.*}} : tensor<2x256xi32> to tensor<2x256xi8>
 // INT8: tsr.slice %{{.*}} {limits = array<i64: 320>

@@ -7,8 +7,7 @@
 // add and the relu follow the matmul; the residual add of an f32 input and
 // a bf16 activation is f32 (the widest); the softmax stores its input's
 // type; the reduction, exp and the loss stay f32; the gather of a parameter
-// by indices has no activation operand and stays f32; integer ops get
-// nothing.
+// by indices (an embedding lookup) is bf16; integer ops get nothing.
 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: tsr.precision = "bf16"
@@ -21,6 +20,7 @@ func.func @main(%x: tensor<4x8xf32>, %ids: tensor<4xi64>,
                 %emb: tensor<10x8xf32> {tsr.name = "emb", tsr.role = #tsr.role<param>},
                 %w2: tensor<8x3xf32> {tsr.name = "w2", tsr.role = #tsr.role<param>},
                 %labels: tensor<4xi64> {tsr.role = #tsr.role<label>}) -> tensor<f32> {
+  %mask = tsr.constant dense<1.0> : tensor<4x8xf32>
   // CHECK: tsr.matmul {{.*}}tsr.precision = "bf16", tsr.reason = "matmul: bf16 operands, f32 accumulation"
   // FP16: tsr.matmul {{.*}}tsr.precision = "f16", tsr.reason = "matmul: f16 operands, f32 accumulation"
   // KEEP: tsr.matmul {{.*}}tsr.precision = "f32", tsr.reason = "--keep-fp32 matches parameter 'w1'"
@@ -29,11 +29,23 @@ func.func @main(%x: tensor<4x8xf32>, %ids: tensor<4xi64>,
   // KEEP: tsr.add {{.*}}tsr.precision = "f32", tsr.reason = "follows its activation operands"
   %a = tsr.add %h, %b1 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   // CHECK: tsr.relu {{.*}}tsr.precision = "bf16"
-  %r = tsr.relu %a : tensor<4x8xf32>
-  // CHECK: tsr.gather {{.*}}tsr.precision = "f32", tsr.reason = "follows its operands: no activation operand, f32"
+  %r0 = tsr.relu %a : tensor<4x8xf32>
+  // A value computed from constants alone (a mask) adapts to its user like
+  // a parameter: the add follows the bf16 activation.
+  // CHECK: tsr.neg {{.*}}tsr.precision = "f32", tsr.reason = "follows its operands: no activation operand, f32"
+  %m = tsr.neg %mask : tensor<4x8xf32>
+  // CHECK: tsr.add {{.*}}tsr.precision = "bf16", tsr.reason = "follows its activation operands"
+  %r = tsr.add %r0, %m : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  // An embedding lookup reads the table's bf16 working copy, so the
+  // stream it starts is bf16.
+  // CHECK: tsr.gather {{.*}}tsr.precision = "bf16", tsr.reason = "embedding lookup: bf16 rows of the table's working copy"
   %e = tsr.gather %emb, %ids {axis = 0 : i64} : (tensor<10x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
+  // CHECK: tsr.add {{.*}}tsr.precision = "bf16", tsr.reason = "follows its activation operands"
+  %s0 = tsr.add %e, %r : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  // The f32 data input and a bf16 value: the widest, f32 (PyTorch's
+  // promotion).
   // CHECK: tsr.add {{.*}}tsr.precision = "f32", tsr.reason = "follows its activation operands"
-  %s = tsr.add %e, %r : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = tsr.add %x, %s0 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   // CHECK: tsr.exp {{.*}}tsr.precision = "f32", tsr.reason = "exp/log/pow/sqrt/reciprocal/softplus: f32 (range)"
   %x2 = tsr.exp %s : tensor<4x8xf32>
   // CHECK: tsr.matmul {{.*}}tsr.precision = "bf16"
