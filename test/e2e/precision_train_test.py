@@ -19,7 +19,7 @@ the same order) and checks:
   (measured: 1.3% at step 760 for bf16, 0.16% over the last 76 steps), so
   the mean over the same 76 batches is the figure that compares the models;
 - the manifest records the precision and parameters stay float32 (master
-  weights); the fp16 log carries the loss scale (2^16 throughout: no
+  weights), and --save-onnx exports them as float32; the fp16 log carries the loss scale (2^16 throughout: no
   overflow at the default scale on this model).
 
 Then loss scaling under overflow: the fp16 step compiled with
@@ -251,9 +251,14 @@ def main():
               f"{precision}: all {len(params)} parameters are float32 master "
               f"weights")
         log = work / f"{precision}.json"
+        saved = work / f"{precision}-trained.onnx"
         run([bin_dir / "tessera-run", art, "--train", "--data",
              work / "tokens.bin", "--steps", STEPS, "--batch-size", 16,
-             "--log-json", log])
+             "--log-json", log, "--save-onnx", saved])
+        types = {i.data_type for i in onnx.load(str(saved)).graph.initializer}
+        check(types == {onnx.TensorProto.FLOAT},
+              f"{precision}: --save-onnx writes the f32 master weights "
+              f"(initializer types {sorted(types)})")
         recs = records(log)
         curve = [r["loss"] for r in recs]
         check(len(curve) == STEPS, f"{precision}: {len(curve)} losses logged")
