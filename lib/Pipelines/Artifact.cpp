@@ -244,6 +244,11 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     if (peak.calleeBytes)
       program->predictedPeakByType["callee"] += peak.calleeBytes;
     program->predictedPeakByPhase = peakByPhase(f, peak);
+    if (auto ranks = f->getAttrOfType<DictionaryAttr>(tsr::attr::kRanks))
+      for (NamedAttribute entry : ranks)
+        program->ranks.emplace_back(
+            entry.getName().str(),
+            cast<IntegerAttr>(entry.getValue()).getInt());
     FailureOr<FunctionCost> cost = costModel.getFunctionCost(f);
     if (failed(cost))
       return failure();
@@ -339,7 +344,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
   });
   module.walk([&](Operation *op) {
     if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
-             tsr::AllToAllOp, tsr::BroadcastFromOp>(op))
+             tsr::AllToAllOp, tsr::BroadcastFromOp, tsr::SendOp, tsr::RecvOp>(
+            op))
       return;
     ArtifactCollective c;
     c.kind = op->getName().stripDialect().str();
@@ -353,8 +359,12 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       c.reason = reason.str();
     c.node = tsr::getNodeName(op->getLoc());
     c.backward = op->hasAttr(tsr::attr::kBackward);
-    if (FailureOr<OpCost> cost = costModel.getCollectiveCost(op);
-        succeeded(cost))
+    if (!CostModel::isCollective(op))
+      c.bytes = double(tsr::getStaticTensorBytes(
+          (op->getNumResults() ? op->getResult(0) : op->getOperand(0))
+              .getType()));
+    else if (FailureOr<OpCost> cost = costModel.getCollectiveCost(op);
+             succeeded(cost))
       c.bytes = cost->bytes;
     op->setAttr("id", IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                        sig.collectives.size()));
@@ -428,8 +438,18 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     }
     programs.push_back(std::move(entry));
   }
-  for (const std::string &call : sig->schedule)
-    schedule.push_back(llvm::json::Object{{"program", call}});
+  for (const std::string &call : sig->schedule) {
+    llvm::json::Object entry{{"program", call}};
+    for (const ArtifactProgram &program : sig->programs) {
+      if (program.name != call || program.ranks.empty())
+        continue;
+      llvm::json::Object ranks;
+      for (const auto &[axis, coord] : program.ranks)
+        ranks[axis] = coord;
+      entry["ranks"] = std::move(ranks);
+    }
+    schedule.push_back(std::move(entry));
+  }
   llvm::json::Object manifest{{"format", "tessera-artifact"},
                               {"version", 2},
                               {"mode", sig->mode},

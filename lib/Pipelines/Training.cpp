@@ -34,21 +34,45 @@ void mlir::tessera::buildTrainingPipeline(
   buildPrecisionPipeline(pm, options.precision);
   if (options.lossScale.scale != "none")
     pm.addPass(createTsrLossScale(options.lossScale));
+  // Pipeline stages are chosen on the forward pass; autodiff gives each
+  // gradient op its forward op's stage.
+  if (options.pipelinePlan)
+    pm.addPass(createTsrPipelinePlan(*options.pipelinePlan));
   pm.addPass(createTsrAutodiff(options.autodiff));
   // Drop what does not reach the loss and fold the seed before the
   // micro-step is outlined.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (options.microBatches > 1)
+  // The functions the passes below rewrite: the step, or each stage's.
+  SmallVector<std::string> steps{""};
+  if (options.pipelinePlan) {
+    TsrPipelineOptions pipeline = options.pipeline;
+    pipeline.microBatches = options.microBatches;
+    pm.addPass(createTsrPipeline(pipeline));
+    steps.clear();
+    for (int64_t k = 0; k < options.pipelinePlan->stages; ++k)
+      steps.push_back("stage" + std::to_string(k));
+  } else if (options.microBatches > 1) {
     pm.addPass(createTsrAccumulateGradients(
         TsrAccumulateGradientsOptions{options.microBatches}));
-  // Gradients are reduced once per step, after the micro-batches.
-  if (options.dataParallel) {
-    pm.addPass(createTsrDataParallelPlan(*options.dataParallel));
-    pm.addPass(createTsrDataParallel(options.dataParallelApply));
+  }
+  for (const std::string &step : steps) {
+    // Gradients are reduced once per step, after the micro-batches.
+    if (options.dataParallel) {
+      TsrDataParallelPlanOptions plan = *options.dataParallel;
+      plan.function = step;
+      TsrDataParallelOptions apply = options.dataParallelApply;
+      apply.function = step;
+      pm.addPass(createTsrDataParallelPlan(plan));
+      pm.addPass(createTsrDataParallel(apply));
+    }
+    if (options.optimizer) {
+      TsrOptimizerOptions optimizer = *options.optimizer;
+      optimizer.function = step;
+      pm.addPass(createTsrOptimizer(optimizer));
+    }
   }
   if (options.optimizer) {
-    pm.addPass(createTsrOptimizer(*options.optimizer));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

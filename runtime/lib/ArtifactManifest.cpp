@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 
 using namespace tsr;
@@ -595,6 +596,50 @@ tsr_status_t checkBinding(const TensorSpec &spec, const std::string &at,
                                    tsr_role_name(bound.role) + ")");
 }
 
+/// This process's rank in the launcher's world (mpirun, srun), 0 without
+/// one.
+int64_t launcherRank() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char *value = std::getenv(name))
+      return std::atoll(value);
+  return 0;
+}
+
+/// Reads a call's "ranks" ({"pp": 1}: the ranks with that coordinate make
+/// the call) and sets `mine` to whether this process is one of them.
+tsr_status_t parseRanks(const Json &entry, const std::string &at, Manifest &out,
+                        bool &mine) {
+  mine = true;
+  const Json *ranks = findMember(entry, "ranks");
+  if (!ranks)
+    return TSR_OK;
+  if (!ranks->is_object())
+    return fail(TSR_ERROR_PARSE, at + ".ranks must be an object such as "
+                                      "{\"pp\": 1}");
+  if (out.selectedRank < 0)
+    out.selectedRank = launcherRank();
+  for (const auto &item : ranks->items()) {
+    const std::string &axis = item.key();
+    const Json &value = item.value();
+    int64_t index = findMeshAxis(out, axis), coord;
+    if (index < 0)
+      return fail(TSR_ERROR_PARSE,
+                  at + ".ranks: '" + axis + "' is not an axis of mesh");
+    int64_t size = out.mesh[index].second;
+    if (!getInteger(value, coord) || coord < 0 || coord >= size)
+      return fail(TSR_ERROR_PARSE, at + ".ranks." + axis +
+                                       " must be a coordinate from 0 to " +
+                                       std::to_string(size - 1));
+    // Row-major over the mesh, the last axis innermost.
+    int64_t inner = 1;
+    for (size_t a = index + 1; a < out.mesh.size(); ++a)
+      inner *= out.mesh[a].second;
+    mine &= (out.selectedRank / inner) % size == coord;
+  }
+  return TSR_OK;
+}
+
 /// Parses "schedule" and derives the step's inputs and outputs: a program
 /// input binds by name to an output of an earlier call of the step, else
 /// to the step input of that name (added on first use).
@@ -613,6 +658,11 @@ tsr_status_t parseSchedule(const Json &root, Manifest &out) {
       return fail(TSR_ERROR_PARSE, at + " must be an object");
     if (tsr_status_t s = requireString(entry, "program", at, name))
       return s;
+    bool mine = true;
+    if (tsr_status_t s = parseRanks(entry, at, out, mine))
+      return s;
+    if (!mine)
+      continue;
     CallSpec call;
     while (call.program < out.programs.size() &&
            out.programs[call.program].name != name)

@@ -481,6 +481,27 @@ void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                                send_count, dtype, stream));
 }
 
+void tsrt_permute(int64_t id, int64_t axis, const void *send, void *recv,
+                  int64_t send_count, int64_t dtype, int64_t recv_count,
+                  int64_t send_to, int64_t recv_from, void *stream) {
+  tsr_comm_t *comm = groupComm(id, axis);
+  std::string label = describe(id);
+  runNow(comm, id, recv, recv_from >= 0 ? bytesOf(recv_count, dtype) : 0, [=] {
+    if (!comm)
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "permute: the group has one rank, so there is no peer");
+    tsr_comm_set_label(comm, label.c_str());
+    auto type = static_cast<tsr_dtype_t>(dtype);
+    if (send_to >= 0)
+      if (tsr_status_t s =
+              tsr_comm_send(comm, send, send_count, type, send_to, stream))
+        return s;
+    if (recv_from >= 0)
+      return tsr_comm_recv(comm, recv, recv_count, type, recv_from, stream);
+    return TSR_OK;
+  });
+}
+
 void tsrt_wait(void *recv, void * /*stream*/) {
   std::shared_ptr<Task> task = Engine::get().unpark(recv);
   if (!task) {

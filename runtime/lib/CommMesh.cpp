@@ -204,6 +204,17 @@ tsr_status_t tsr_mesh_create_for_artifact(tsr_comm_t *world,
                   "tsr_mesh_create_for_artifact: null argument");
     *out_mesh = nullptr;
     const Manifest &manifest = artifact->manifest;
+    // The artifact kept the calls of the rank the launcher said this
+    // process is; the world communicator must agree.
+    if (manifest.selectedRank >= 0 && world &&
+        tsr_comm_rank(world) != manifest.selectedRank)
+      return fail(TSR_ERROR_MISMATCH,
+                  artifact->dir + ": the artifact kept the calls of rank " +
+                      std::to_string(manifest.selectedRank) +
+                      " (from the launcher's environment) but this process "
+                      "is rank " +
+                      std::to_string(tsr_comm_rank(world)) +
+                      " of the world communicator");
     std::vector<tsr_mesh_axis_t> axes;
     for (const auto &[name, size] : manifest.mesh)
       axes.push_back({name.c_str(), size});

@@ -32,6 +32,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -227,6 +228,7 @@ public:
       Watchdog::get().add(this);
   }
   ~MpiComm() override {
+    completeSends(/*wait=*/true);
     if (timeout > 0)
       Watchdog::get().remove(this);
     MPI_Comm_free(&watch);
@@ -304,11 +306,24 @@ public:
     return code == MPI_SUCCESS ? TSR_OK : mpiFail(code, "MPI_Bcast");
   }
 
+  /// A send never waits for its receive: it sends a copy of `buffer` with
+  /// MPI_Isend, completed later (pipeline stages send before they receive,
+  /// and a blocking send of a large message would wait for a receive that
+  /// the peer posts only after its own send).
   tsr_status_t send(const void *buffer, size_t count, tsr_dtype_t dtype,
                     int peer, void *) override {
-    int code = MPI_Send(buffer, static_cast<int>(count), mpiType(dtype), peer,
-                        0, comm);
-    return code == MPI_SUCCESS ? TSR_OK : mpiFail(code, "MPI_Send");
+    if (tsr_status_t s = completeSends(/*wait=*/false))
+      return s;
+    size_t bytes = count * tsr_dtype_size(dtype);
+    auto message = std::make_unique<Outgoing>();
+    message->data.assign(static_cast<const char *>(buffer),
+                         static_cast<const char *>(buffer) + bytes);
+    int code = MPI_Isend(message->data.data(), static_cast<int>(count),
+                         mpiType(dtype), peer, 0, comm, &message->request);
+    if (code != MPI_SUCCESS)
+      return mpiFail(code, "MPI_Isend");
+    outgoing.push_back(std::move(message));
+    return TSR_OK;
   }
 
   tsr_status_t recv(void *buffer, size_t count, tsr_dtype_t dtype, int peer,
@@ -319,6 +334,8 @@ public:
   }
 
   tsr_status_t barrier() override {
+    if (tsr_status_t s = completeSends(/*wait=*/true))
+      return s;
     int code = MPI_Barrier(comm);
     return code == MPI_SUCCESS ? TSR_OK : mpiFail(code, "MPI_Barrier");
   }
@@ -333,6 +350,22 @@ public:
   }
 
   /// Wraps `comm` (owned from now on) with its watch duplicate.
+  /// Frees the copies of completed sends; with `wait`, waits for all.
+  tsr_status_t completeSends(bool wait) {
+    while (!outgoing.empty()) {
+      int done = 0;
+      MPI_Request &request = outgoing.front()->request;
+      int code = wait ? MPI_Wait(&request, MPI_STATUS_IGNORE)
+                      : MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (code != MPI_SUCCESS)
+        return mpiFail(code, wait ? "MPI_Wait" : "MPI_Test");
+      if (!wait && !done)
+        break;
+      outgoing.pop_front();
+    }
+    return TSR_OK;
+  }
+
   static tsr_status_t wrap(MPI_Comm comm, double timeout,
                            std::unique_ptr<CommBackend> &out) {
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -367,6 +400,12 @@ public:
   MPI_Comm comm, watch;
   std::vector<int> worldRanks;
   double timeout;
+  /// Sends in flight, oldest first, each with the copy it sends.
+  struct Outgoing {
+    std::vector<char> data;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::deque<std::unique_ptr<Outgoing>> outgoing;
   int myRank = 0, mySize = 1;
 
   // Written by the caller's thread, read by the watchdog.

@@ -118,6 +118,10 @@ struct Manifest {
   /// The device mesh (axis name, size), in the order compiled code numbers
   /// the axes; the ZeRO stage; the collectives in id order.
   std::vector<std::pair<std::string, int64_t>> mesh;
+  /// With calls for some ranks only ("ranks" in the schedule): the world
+  /// rank whose calls the step keeps (from the launcher's environment when
+  /// the manifest was read), else -1.
+  int64_t selectedRank = -1;
   int64_t zero = 0;
   std::vector<CollectiveSpec> collectives;
 };

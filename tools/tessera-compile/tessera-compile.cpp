@@ -200,12 +200,24 @@ static cl::opt<std::string> rematSolver(
     cl::init("auto"), cl::cat(trainCat));
 static cl::opt<std::string>
     meshSpec("mesh",
-             cl::desc("Device mesh of the step, e.g. dp=4 or dp=2,tp=2 (the "
-                      "rank layout: row-major, the last axis innermost): one "
-                      "program per rank, the global batch split across the "
-                      "dp ranks, the model split across the tp ranks "
-                      "(--mode=grad so far)"),
+             cl::desc("Device mesh of the step, e.g. dp=4, dp=2,tp=2 or "
+                      "dp=2,pp=2 (the rank layout: row-major, the last axis "
+                      "innermost): one program per rank, the global batch "
+                      "split across the dp ranks, the model split across "
+                      "the tp ranks, its layers into pipeline stages across "
+                      "the pp ranks"),
              cl::cat(trainCat));
+static cl::opt<std::string> pipelineSchedule(
+    "schedule",
+    cl::desc("With --mesh pp=N: the pipeline schedule, gpipe or 1f1b "
+             "(default)"),
+    cl::init("1f1b"), cl::cat(trainCat));
+static cl::list<std::string> pipelineSplit(
+    "pipeline-split",
+    cl::desc("With --mesh pp=N: the ONNX nodes that start stages 1 to N-1 "
+             "(comma-separated; default: the cost model balances the "
+             "stages)"),
+    cl::CommaSeparated, cl::cat(trainCat));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("With --mesh tp=N: also split the activations between the "
@@ -334,9 +346,10 @@ static int fail(const Twine &message) {
 static SmallVector<std::pair<std::string, int64_t>> meshAxes;
 static int64_t dataParallel = 0;
 static int64_t tensorParallel = 0;
+static int64_t pipelineParallel = 0;
 
-/// Parses --mesh: comma-separated AXIS=N with AXIS dp (data parallelism)
-/// or tp (tensor parallelism), each at most once.
+/// Parses --mesh: comma-separated AXIS=N with AXIS dp (data parallelism),
+/// tp (tensor parallelism) or pp (pipeline parallelism), each at most once.
 static LogicalResult parseMesh(StringRef spec) {
   SmallVector<StringRef> parts;
   spec.split(parts, ',');
@@ -347,6 +360,7 @@ static LogicalResult parseMesh(StringRef spec) {
       return failure();
     int64_t *slot = axis == "dp"   ? &dataParallel
                     : axis == "tp" ? &tensorParallel
+                    : axis == "pp" ? &pipelineParallel
                                    : nullptr;
     if (!slot || *slot != 0)
       return failure();
@@ -464,6 +478,18 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     tp.sequenceParallel = sequenceParallel;
     tp.shard.assign(shardPins.begin(), shardPins.end());
     options.tensorParallel = tp;
+  }
+  if (pipelineParallel > 0) {
+    tessera::TsrPipelinePlanOptions plan;
+    plan.axis = "pp";
+    plan.stages = pipelineParallel;
+    plan.split.assign(pipelineSplit.begin(), pipelineSplit.end());
+    plan.peakFlops = costs.peakFlops;
+    plan.bandwidth = costs.memoryBandwidth;
+    options.pipelinePlan = plan;
+    options.pipeline.schedule = pipelineSchedule;
+    options.pipeline.peakFlops = costs.peakFlops;
+    options.pipeline.bandwidth = costs.memoryBandwidth;
   }
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
@@ -794,8 +820,20 @@ int main(int argc, char **argv) {
   if (!meshSpec.empty()) {
     if (failed(parseMesh(meshSpec)))
       return fail("malformed --mesh '" + meshSpec +
-                  "' (expected AXIS=N[,AXIS=N] with AXIS dp or tp, each at "
-                  "most once, N >= 1; e.g. dp=2,tp=2)");
+                  "' (expected AXIS=N[,AXIS=N] with AXIS dp, tp or pp, each "
+                  "at most once, N >= 1; e.g. dp=2,tp=2)");
+    if (pipelineParallel > 0 && mode != "train")
+      return fail("--mesh pp=" + Twine(pipelineParallel) +
+                  " needs --mode=train");
+    if (pipelineParallel > 0 && batchSize == 0)
+      return fail("--mesh pp=" + Twine(pipelineParallel) +
+                  " needs --batch-size (the global batch, split into "
+                  "--micro-batches)");
+    if (pipelineParallel > 0 && zeroStage > 1)
+      return fail("--zero=" + Twine(zeroStage.getValue()) +
+                  " does not go with --mesh pp: ZeRO-2 and 3 would reduce "
+                  "or gather every micro-batch's gradients and parameters "
+                  "(use --zero=0 or 1)");
     if (tensorParallel > 1 && mode == "infer")
       return fail("--mesh tp=" + Twine(tensorParallel) +
                   " needs --mode=grad or --mode=train");

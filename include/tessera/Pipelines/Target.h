@@ -118,6 +118,9 @@ struct ArtifactProgram {
   /// Estimated seconds of one call by the cost model (lib/Analysis) with
   /// the target's figures: compute ops and collectives.
   double computeSeconds = 0, communicationSeconds = 0;
+  /// The ranks that call it (`tsr.ranks`: mesh axis, coordinate); empty:
+  /// every rank.
+  SmallVector<std::pair<std::string, int64_t>> ranks;
 };
 
 /// What the manifest records besides the library itself.

@@ -41,6 +41,12 @@ struct TrainingPipelineOptions {
   TsrLossScaleOptions lossScale;
   /// Which saved activations the backward pass recomputes.
   TsrRematPlanOptions remat;
+  /// Split the step into pipeline stages over a mesh axis (absent: one
+  /// program). Its stages count sets how many per-stage functions
+  /// (@stage0, ...) the passes after it rewrite; `microBatches` is then the
+  /// pipeline's.
+  std::optional<TsrPipelinePlanOptions> pipelinePlan;
+  TsrPipelineOptions pipeline;
 };
 
 /// Adds the precision policy's decide and apply passes to `pm` (on the

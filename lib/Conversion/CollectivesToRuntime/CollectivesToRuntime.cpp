@@ -5,6 +5,8 @@
 // buffers:
 //
 //   tsrt_<op>[_start](id, group, send, recv, count, dtype, [op|root,] stream)
+//   tsrt_permute(id, group, send, recv, send_count, dtype, recv_count,
+//                send_to, recv_from, stream)
 //
 // tsrt.wait becomes tsrt_wait(recv, stream) and tsrt.axis_rank
 // tsrt_axis_rank(group). The dtype and reduction codes are the runtime's
@@ -154,15 +156,20 @@ template <typename OpT> int64_t getCount(OpT op) {
     return shaped(op.getInput()).getNumElements();
 }
 
-/// The argument after the dtype: the reduction or the root.
-template <typename OpT> std::optional<int64_t> getExtraArgument(OpT op) {
+/// The arguments after the dtype: the reduction, the root, or a permute's
+/// receive count and peers.
+template <typename OpT> SmallVector<int64_t> getExtraArguments(OpT op) {
   if constexpr (std::is_same_v<OpT, tsrt::AllReduceOp> ||
                 std::is_same_v<OpT, tsrt::ReduceScatterOp>)
-    return static_cast<int64_t>(op.getReduction());
+    return {static_cast<int64_t>(op.getReduction())};
   else if constexpr (std::is_same_v<OpT, tsrt::BroadcastOp>)
-    return static_cast<int64_t>(op.getRoot());
+    return {static_cast<int64_t>(op.getRoot())};
+  else if constexpr (std::is_same_v<OpT, tsrt::PermuteOp>)
+    return {cast<ShapedType>(op.getInit().getType()).getNumElements(),
+            static_cast<int64_t>(op.getSendTo()),
+            static_cast<int64_t>(op.getRecvFrom())};
   else
-    return std::nullopt;
+    return {};
 }
 
 template <typename OpT> bool isAsync(OpT op) {
@@ -211,8 +218,8 @@ template <typename OpT> struct CollectiveToCall : OpConversionPattern<OpT> {
         recvAddress,
         i64Constant(rewriter, loc, getCount(op)),
         i64Constant(rewriter, loc, static_cast<int64_t>(op.getDtype()))};
-    if (std::optional<int64_t> extra = getExtraArgument(op))
-      args.push_back(i64Constant(rewriter, loc, *extra));
+    for (int64_t extra : getExtraArguments(op))
+      args.push_back(i64Constant(rewriter, loc, extra));
     args.push_back(stream(rewriter, loc));
     std::string callee =
         ("tsrt_" + op->getName().stripDialect() + (async ? "_start" : ""))
@@ -288,6 +295,7 @@ void mlir::tessera::populateCollectivesToRuntimePatterns(
                CollectiveToCall<tsrt::ReduceScatterOp>,
                CollectiveToCall<tsrt::AllGatherOp>,
                CollectiveToCall<tsrt::AllToAllOp>,
-               CollectiveToCall<tsrt::BroadcastOp>, WaitToCall>(ctx, stream);
+               CollectiveToCall<tsrt::BroadcastOp>,
+               CollectiveToCall<tsrt::PermuteOp>, WaitToCall>(ctx, stream);
   patterns.add<AxisRankToCall>(ctx);
 }

@@ -179,6 +179,58 @@ struct CollectivePattern : OpConversionPattern<OpT> {
   }
 };
 
+/// tsr.send and tsr.recv: a tsrt.permute with an empty other side.
+template <typename OpT> struct PointToPointPattern : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    constexpr bool isSend = std::is_same_v<OpT, tsr::SendOp>;
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    RankedTensorType type;
+    if constexpr (isSend)
+      type = cast<RankedTensorType>(adaptor.getX().getType());
+    else
+      type = cast<RankedTensorType>(
+          this->getTypeConverter()->convertType(op.getType()));
+    std::optional<tsrt::DType> dtype = getDType(type.getElementType());
+    if (!dtype)
+      return op.emitOpError("has element type ")
+             << type.getElementType()
+             << ", which the runtime's messages do not carry";
+    FailureOr<int64_t> group = getGroupMask(op, op.getMeshAxes());
+    if (failed(group))
+      return failure();
+    int64_t peer = static_cast<int64_t>(op.getPeer());
+    SmallVector<NamedAttribute> attrs{
+        rewriter.getNamedAttr("group", rewriter.getI64IntegerAttr(*group)),
+        rewriter.getNamedAttr("dtype", tsrt::DTypeAttr::get(ctx, *dtype)),
+        rewriter.getNamedAttr("send_to",
+                              rewriter.getI64IntegerAttr(isSend ? peer : -1)),
+        rewriter.getNamedAttr("recv_from",
+                              rewriter.getI64IntegerAttr(isSend ? -1 : peer))};
+    if (std::optional<uint64_t> id = op.getId())
+      attrs.push_back(
+          rewriter.getNamedAttr("id", rewriter.getI64IntegerAttr(*id)));
+    auto none = RankedTensorType::get({0}, type.getElementType());
+    Value empty = emptyTensor(rewriter, loc, none);
+    if constexpr (isSend) {
+      tsrt::PermuteOp::create(rewriter, loc, TypeRange{none},
+                              ValueRange{adaptor.getX(), empty}, attrs);
+      rewriter.eraseOp(op);
+    } else {
+      Value init = emptyTensor(rewriter, loc, type);
+      rewriter.replaceOp(op,
+                         tsrt::PermuteOp::create(rewriter, loc, TypeRange{type},
+                                                 ValueRange{empty, init}, attrs)
+                             ->getResult(0));
+    }
+    return success();
+  }
+};
+
 /// tsr.wait of a collective along dimension 0 (the collective's pattern
 /// replaces the others).
 struct WaitPattern : OpConversionPattern<tsr::WaitOp> {
@@ -234,10 +286,12 @@ struct LocalShardPattern : OpConversionPattern<tsr::LocalShardOp> {
 void mlir::tessera::tsr_to_linalg::populateCollectivePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<CollectivePattern<tsr::AllReduceOp, tsrt::AllReduceOp>,
-               CollectivePattern<tsr::ReduceScatterOp, tsrt::ReduceScatterOp>,
-               CollectivePattern<tsr::AllGatherOp, tsrt::AllGatherOp>,
-               CollectivePattern<tsr::AllToAllOp, tsrt::AllToAllOp>,
-               CollectivePattern<tsr::BroadcastFromOp, tsrt::BroadcastOp>,
-               LocalShardPattern, WaitPattern>(converter, ctx);
+  patterns
+      .add<CollectivePattern<tsr::AllReduceOp, tsrt::AllReduceOp>,
+           CollectivePattern<tsr::ReduceScatterOp, tsrt::ReduceScatterOp>,
+           CollectivePattern<tsr::AllGatherOp, tsrt::AllGatherOp>,
+           CollectivePattern<tsr::AllToAllOp, tsrt::AllToAllOp>,
+           CollectivePattern<tsr::BroadcastFromOp, tsrt::BroadcastOp>,
+           PointToPointPattern<tsr::SendOp>, PointToPointPattern<tsr::RecvOp>,
+           LocalShardPattern, WaitPattern>(converter, ctx);
 }

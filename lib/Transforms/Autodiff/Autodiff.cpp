@@ -24,12 +24,18 @@ namespace {
 /// Marks every op a gradient rule builds as backward (`tsr.backward`, the
 /// semantics later passes read) and locates it at the forward op it
 /// differentiates (`fused<"tsr.grad">[...]`, for diagnostics).
+/// A pipeline stage (`tsr.stage`, tsr-pipeline-plan) of the forward op
+/// carries over to its gradient's ops, so the backward pass of stage k runs
+/// where stage k's forward pass did.
 struct BackwardListener : OpBuilder::Listener {
   Location loc;
-  explicit BackwardListener(Location loc) : loc(loc) {}
+  Attribute stage;
+  BackwardListener(Location loc, Attribute stage) : loc(loc), stage(stage) {}
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     op->setLoc(loc);
     op->setAttr(tsr::attr::kBackward, UnitAttr::get(op->getContext()));
+    if (stage)
+      op->setAttr(tsr::attr::kStage, stage);
   }
 };
 
@@ -183,7 +189,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       Location gradLoc =
           FusedLoc::get(f.getContext(), {op->getLoc()},
                         StringAttr::get(f.getContext(), "tsr.grad"));
-      BackwardListener listener(gradLoc);
+      BackwardListener listener(gradLoc, op->getAttr(tsr::attr::kStage));
       b.setListener(&listener);
       SmallVector<Value> operandGrads;
       LogicalResult built = rule.buildGradients(b, resultGrads, operandGrads);

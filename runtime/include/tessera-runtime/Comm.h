@@ -105,6 +105,9 @@ TSR_API tsr_status_t tsr_comm_all_to_all(tsr_comm_t *comm, const void *send,
 TSR_API tsr_status_t tsr_comm_broadcast(tsr_comm_t *comm, void *buffer,
                                         size_t count, tsr_dtype_t dtype,
                                         int root, void *stream);
+/* A send does not wait for its receive (MPI sends a copy in the background;
+ * NCCL enqueues it on the stream); messages from one rank to another arrive
+ * in the order they were sent. */
 TSR_API tsr_status_t tsr_comm_send(tsr_comm_t *comm, const void *buffer,
                                    size_t count, tsr_dtype_t dtype, int peer,
                                    void *stream);
@@ -171,6 +174,13 @@ TSR_API void tsrt_wait(void *recv, void *stream);
 TSR_API void tsrt_all_to_all(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t count, int64_t dtype,
                              void *stream);
+/* Sends `send_count` elements of `send` to rank `send_to` and then
+ * receives `recv_count` elements into `recv` from rank `recv_from` (-1: no
+ * message that way). The send does not wait for its receive. */
+TSR_API void tsrt_permute(int64_t id, int64_t axis, const void *send,
+                          void *recv, int64_t send_count, int64_t dtype,
+                          int64_t recv_count, int64_t send_to,
+                          int64_t recv_from, void *stream);
 /* Every rank's `recv` gets rank `root`'s `send`. */
 TSR_API void tsrt_broadcast(int64_t id, int64_t axis, const void *send,
                             void *recv, int64_t count, int64_t dtype,

@@ -268,4 +268,180 @@ def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
   ];
 }
 
+def TsrPipelinePlan : Pass<"tsr-pipeline-plan", "ModuleOp"> {
+  let summary = "Decide the pipeline stage of every forward op of a loss "
+                "function";
+  let description = [{
+    The decision half of pipeline parallelism; `tsr-autodiff` carries each
+    stage over to the gradient's ops and `tsr-pipeline` applies it. Runs on
+    the loss function (after `tsr-append-loss`, before `tsr-autodiff`). The
+    function's ops, in program order (a topological order), are cut into
+    `stages` consecutive runs, one per rank of the mesh axis `axis`. Each
+    cut is either pinned (`split`: the first op of each named ONNX node
+    starts a stage) or chosen by the cost model: among the positions, the
+    one that minimizes |compute before it - k/P of the total| + (bytes of
+    the values crossing it) x `link-seconds-per-byte`, so a cut between two
+    transformer blocks (one residual stream crosses) beats one inside
+    attention (queries, keys and values cross). Constants get no stage
+    (`tsr-pipeline` copies them where they are used).
+
+    It records `tsr.stage = k` on every other op and, on the function,
+    `tsr.pipeline = {axis, stages, seconds = [...], cut_bytes = [...]}`:
+    each stage's estimated forward time and the bytes crossing each cut.
+
+    Before (`stages=2`):
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32>, %w1: ..., %w2: ...) -> tensor<f32> {
+      %h = tsr.matmul %x, %w1 : ...
+      %a = tsr.relu %h : tensor<4x8xf32>
+      %y = tsr.matmul %a, %w2 : ...
+      %l = tsr.reduce_mean %y ...
+      return %l : tensor<f32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(...) -> tensor<f32> attributes {tsr.pipeline = {axis = "pp", cut_bytes = [128], seconds = [...], stages = 2 : i64}} {
+      %h = tsr.matmul %x, %w1 {tsr.stage = 0 : i64} : ...
+      %a = tsr.relu %h {tsr.stage = 0 : i64} : tensor<4x8xf32>
+      %y = tsr.matmul %a, %w2 {tsr.stage = 1 : i64} : ...
+      %l = tsr.reduce_mean %y {tsr.stage = 1 : i64} ...
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"pp\"",
+           "The mesh axis whose ranks run the stages">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Number of stages (0: the size of `axis` in the module's "
+           "tsr.mesh)">,
+    ListOption<"split", "split", "std::string",
+               "Names of the ONNX nodes that start stages 1, 2, ... "
+               "(default: chosen by the cost model)">,
+    Option<"peakFlops", "peak-flops", "double", "185e9",
+           "The cost model's FLOP/s">,
+    Option<"bandwidth", "bandwidth", "double", "25e9",
+           "The cost model's memory bytes/s">,
+    Option<"linkSecondsPerByte", "link-seconds-per-byte", "double", "1e-10",
+           "Seconds to send a byte between stages (the cut's penalty)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
+  ];
+}
+
+def TsrPipeline : Pass<"tsr-pipeline", "ModuleOp"> {
+  let summary = "Split a loss-and-gradient function into per-stage programs "
+                "that run a static pipeline schedule";
+  let description = [{
+    The apply half of pipeline parallelism. Runs after `tsr-autodiff` on a
+    function whose ops carry `tsr.stage` (`tsr-pipeline-plan`). With P
+    stages, each op belongs to one of 2P cells, in the order F0, ..., F(P-1),
+    B(P-1), ..., B0: the forward pass (ops without `tsr.backward`) or the
+    backward pass of its stage. An op without a stage (a canonicalization's
+    product) goes to the latest cell among its operands' (else the earliest
+    of its users'), and a constant is copied into every cell that uses it.
+    Each cell becomes a private function (`@stage1.forward`,
+    `@stage1.backward`): its arguments the values it reads from other cells,
+    its results the values other cells read.
+
+    Each stage then gets a public function `@stageK` (its arguments: the
+    parameters it owns and the whole batch, `micro-batches` times the
+    micro-batch; its results: the mean loss and the mean gradients of its
+    parameters), with `tsr.ranks = {pp = K}`: the ranks that run it. Its
+    body is the stage's part of the `schedule` (`gpipe` or `1f1b`,
+    PipelineSchedule.h): for each micro-batch the calls of its cells on that
+    micro-batch's slice of the batch, each preceded by the `tsr.recv` of the
+    values it needs from other stages and followed by the `tsr.send` of the
+    values they need from it (all values from one cell to one stage travel
+    together, received where that stage first needs them). Gradients and
+    the loss are summed over the micro-batches and divided by their number;
+    the stage that computes the loss sends it to every stage
+    (`tsr.broadcast_from`), so every program returns it. A parameter used
+    by several stages lives on the first; the others receive it with each
+    micro-batch and send their share of its gradient back, where the
+    backward pass sums it. The original function is removed.
+
+    The pass simulates the schedule with the cost model's estimate of each
+    cell and records on each stage function `tsr.pipeline_schedule`: its
+    actions (`"F0"`, `"B0"`, ...), its estimated busy seconds and bubble
+    fraction, and its peak number of micro-batches in flight. Then it checks
+    the programs' messages as `tsr-verify-pipeline` does.
+
+    Refused with an error: a value that a stage's backward pass reads from
+    a later stage's forward pass, a gradient or loss computed on another
+    stage than the parameter's, state updates (batch-norm statistics), a
+    batch dimension that the micro-batches do not split.
+
+    Before (`schedule=1f1b micro-batches=2`, stages from the plan above):
+    the function of `tsr-autodiff`, returning the loss and both gradients.
+    After:
+
+    ```mlir
+    func.func private @stage0.forward(%x: tensor<4x8xf32>, %w1: ...) -> tensor<4x8xf32>
+    func.func private @stage1.forward(%a: tensor<4x8xf32>, %w2: ...) -> (tensor<f32>, ...)
+    func.func private @stage1.backward(...) -> (tensor<4x8xf32>, tensor<8x8xf32>)
+    func.func private @stage0.backward(...) -> tensor<8x8xf32>
+    func.func @stage0(%w1: ..., %x: tensor<8x8xf32>) -> (tensor<f32>, tensor<8x8xf32> {tsr.grad_of = 0 : i64, ...})
+        attributes {tsr.ranks = {pp = 0 : i64}, tsr.pipeline_schedule = {actions = ["F0", "F1", "B0", "B1"], ...}} {
+      %x0 = tsr.slice %x ...
+      %a0 = call @stage0.forward(%x0, %w1) ...
+      tsr.send %a0 {mesh_axes = ["pp"], peer = 1 : i64} : tensor<4x8xf32>
+      ...
+      %d0 = tsr.recv {mesh_axes = ["pp"], peer = 1 : i64} : tensor<4x8xf32>
+      %g0 = call @stage0.backward(..., %d0) ...
+      ...
+      %l = tsr.broadcast_from %zero {mesh_axes = ["pp"], root = 1 : i64} ...
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "The pipeline schedule: gpipe or 1f1b">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches per step (the batch arguments grow by this "
+           "factor)">,
+    Option<"peakFlops", "peak-flops", "double", "185e9",
+           "The cost model's FLOP/s">,
+    Option<"bandwidth", "bandwidth", "double", "25e9",
+           "The cost model's memory bytes/s">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
+  ];
+}
+
+def TsrVerifyPipeline : Pass<"tsr-verify-pipeline", "ModuleOp"> {
+  let summary = "Check that the per-rank programs of a pipeline exchange "
+                "their messages without a deadlock";
+  let description = [{
+    Runs every public function with `tsr.ranks` (the programs of
+    `tsr-pipeline`, one per rank of a mesh axis) symbolically: a `tsr.send`
+    queues its message on the channel to its peer and goes on, a `tsr.recv`
+    waits until the channel from its peer holds a message and takes the
+    oldest, and a collective over that axis waits until every rank has
+    reached one. It fails, naming the ops, if a received message has
+    another type than the receive expects, if the programs stop with every
+    remaining one waiting (a deadlock: each waiting op is named), if ranks
+    meet at different collectives, or if a message is never received. A
+    module without such functions is left alone.
+
+    For example, both ranks receiving first deadlock:
+
+    ```mlir
+    func.func @stage0() attributes {tsr.ranks = {pp = 0 : i64}} {
+      %a = tsr.recv {mesh_axes = ["pp"], peer = 1 : i64} : tensor<4xf32>
+      tsr.send %a {mesh_axes = ["pp"], peer = 1 : i64} : tensor<4xf32>
+      return
+    }
+    func.func @stage1() attributes {tsr.ranks = {pp = 1 : i64}} {
+      %b = tsr.recv {mesh_axes = ["pp"], peer = 0 : i64} : tensor<4xf32>
+      tsr.send %b {mesh_axes = ["pp"], peer = 0 : i64} : tensor<4xf32>
+      return
+    }
+    ```
+  }];
+}
+
 #endif // TESSERA_TRANSFORMS_PARALLEL_PASSES_TD

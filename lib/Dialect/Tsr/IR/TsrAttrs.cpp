@@ -409,6 +409,43 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a unit attribute, got " << value;
     return success();
   }
+  if (name == attr::kStage) {
+    auto stage = dyn_cast<IntegerAttr>(value);
+    if (!stage || stage.getInt() < 0)
+      return op->emitOpError("attribute '")
+             << name << "' must be a pipeline stage number, got " << value;
+    return success();
+  }
+  if (name == attr::kPipeline || name == attr::kPipelineSchedule) {
+    if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError("attribute '")
+             << name << "' must be a dictionary on a function, got " << value;
+    return success();
+  }
+  if (name == attr::kRanks) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    if (!dict || !isa<FunctionOpInterface>(op) ||
+        !llvm::all_of(dict, [](NamedAttribute entry) {
+          return isa<IntegerAttr>(entry.getValue());
+        }))
+      return op->emitOpError("attribute '")
+             << name
+             << "' must map mesh axes to coordinates on a function, such as "
+                "{pp = 1 : i64}, got "
+             << value;
+    for (NamedAttribute entry : dict) {
+      FailureOr<int64_t> size =
+          getMeshGroupSize(op, ArrayRef<StringRef>{entry.getName()});
+      if (failed(size))
+        return failure();
+      int64_t coord = cast<IntegerAttr>(entry.getValue()).getInt();
+      if (coord < 0 || coord >= *size)
+        return op->emitOpError("attribute '")
+               << name << "': coordinate " << coord << " is not on axis '"
+               << entry.getName().getValue() << "' of size " << *size;
+    }
+    return success();
+  }
   if (name == attr::kSharding) {
     auto list = dyn_cast<ArrayAttr>(value);
     if (!list || list.size() != op->getNumResults() ||
@@ -528,5 +565,7 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kRemat << ", " << attr::kPrecision << ", "
          << attr::kPeakAllocBytes << ", " << attr::kSchedule << ", "
          << attr::kSharding << ", " << attr::kOperandShardings << ", "
-         << attr::kPartitioned << ", " << attr::kReason << ")";
+         << attr::kPartitioned << ", " << attr::kReason << ", " << attr::kStage
+         << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
+         << attr::kPipelineSchedule << ")";
 }

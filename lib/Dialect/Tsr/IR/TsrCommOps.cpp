@@ -131,6 +131,25 @@ LogicalResult BroadcastFromOp::verify() {
   return success();
 }
 
+/// A point-to-point message goes to another rank of the group.
+static LogicalResult verifyPeer(Operation *op, ArrayAttr axes, int64_t peer) {
+  FailureOr<int64_t> size = getMeshGroupSize(op, axes);
+  if (failed(size))
+    return failure();
+  if (peer < 0 || peer >= *size)
+    return op->emitOpError("peer ") << peer << " is not a rank of the group "
+                                    << axes << " (size " << *size << ")";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getMeshAxes(), getPeer());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getMeshAxes(), getPeer());
+}
+
 LogicalResult LocalShardOp::verify() {
   FailureOr<int64_t> size = getMeshGroupSize(*this, getMeshAxes());
   if (failed(size))

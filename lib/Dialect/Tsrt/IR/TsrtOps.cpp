@@ -165,6 +165,24 @@ LogicalResult BroadcastOp::verify() {
   return verifySameShape(*this, getShaped(getInput()), getShaped(getInit()));
 }
 
+LogicalResult PermuteOp::verify() {
+  if (failed(verifyCollective(*this)))
+    return failure();
+  auto to = static_cast<int64_t>(getSendTo()),
+       from = static_cast<int64_t>(getRecvFrom());
+  if (to < -1 || from < -1 || (to < 0 && from < 0))
+    return emitOpError("send_to and recv_from must be ranks or -1, and one a "
+                       "rank; got ")
+           << to << " and " << from;
+  ShapedType in = getShaped(getInput()), out = getShaped(getInit());
+  if (to >= 0 && from >= 0)
+    return verifySameShape(*this, in, out);
+  if ((to < 0 && in.getNumElements() != 0) ||
+      (from < 0 && out.getNumElements() != 0))
+    return emitOpError("the side without a message must have no elements");
+  return success();
+}
+
 LogicalResult WaitOp::verify() {
   if (!isa<TensorType>(getPending().getType()))
     return success();
@@ -216,6 +234,10 @@ void AllGatherOp::getEffects(Effects &effects) {
              /*readsInit=*/false);
 }
 void AllToAllOp::getEffects(Effects &effects) {
+  addEffects(effects, &getInputMutable(), getInitMutable(),
+             /*readsInit=*/false);
+}
+void PermuteOp::getEffects(Effects &effects) {
   addEffects(effects, &getInputMutable(), getInitMutable(),
              /*readsInit=*/false);
 }

@@ -109,6 +109,7 @@ void mlir::tsrt::registerBufferizableOpInterfaceExternalModels(
     AllGatherOp::attachInterface<CollectiveOpInterface<AllGatherOp>>(*ctx);
     AllToAllOp::attachInterface<CollectiveOpInterface<AllToAllOp>>(*ctx);
     BroadcastOp::attachInterface<CollectiveOpInterface<BroadcastOp>>(*ctx);
+    PermuteOp::attachInterface<CollectiveOpInterface<PermuteOp>>(*ctx);
     WaitOp::attachInterface<WaitOpInterface>(*ctx);
   });
 }

@@ -51,6 +51,9 @@ inline constexpr llvm::StringLiteral kOperandShardings =
 inline constexpr llvm::StringLiteral kReason = "tsr.reason";
 /// Built by tsr-autodiff: part of the backward pass (a unit attribute).
 inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
+/// On an op of a training function: the pipeline stage that runs it
+/// (tsr-pipeline-plan on forward ops, tsr-autodiff on their gradients').
+inline constexpr llvm::StringLiteral kStage = "tsr.stage";
 /// On a forward op, from tsr-remat-plan: "recompute" if the backward pass
 /// recomputes the results it reads rather than keeping them (tsr-remat
 /// clones the op there). On a public function: the policy chosen (none,
@@ -78,6 +81,19 @@ inline constexpr llvm::StringLiteral kMesh = "tsr.mesh";
 /// The calls of one step, in order: an array of symbol references to the
 /// module's functions (the artifact's schedule).
 inline constexpr llvm::StringLiteral kSchedule = "tsr.schedule";
+
+// On a function of a pipeline.
+/// The stage split that tsr-pipeline-plan chose (a dictionary: axis,
+/// stages, each stage's estimated seconds, the bytes crossing each cut).
+inline constexpr llvm::StringLiteral kPipeline = "tsr.pipeline";
+/// On a public function: the ranks that run it, by their coordinates on
+/// some mesh axes (a dictionary such as {pp = 1 : i64}); without it, every
+/// rank does.
+inline constexpr llvm::StringLiteral kRanks = "tsr.ranks";
+/// On a stage's function, from tsr-pipeline: its actions in order and
+/// their simulated timing (a dictionary).
+inline constexpr llvm::StringLiteral kPipelineSchedule =
+    "tsr.pipeline_schedule";
 
 // On a public function.
 /// The peak bytes allocated by one call, from tsr-cpu-memory-plan.

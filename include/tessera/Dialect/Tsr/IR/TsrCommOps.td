@@ -131,6 +131,43 @@ def Tsr_BroadcastFromOp : Tsr_CommOp<"broadcast_from"> {
       Tsr_CommAttrs);
 }
 
+defvar Tsr_PeerDoc = "\n\nPoint-to-point messages belong to the per-rank "
+  "programs of a pipeline (`tsr-pipeline`), in which ranks run different "
+  "code: `peer` is the other rank's number in the group of `mesh_axes`. A "
+  "send never waits for its receive (the runtime copies the data and sends "
+  "it in the background); a receive waits until the message has arrived. "
+  "Messages between two ranks arrive in the order they were sent, so the "
+  "k-th receive from a peer gets the k-th message that peer sent to this "
+  "rank: `tsr-verify-pipeline` checks that the programs agree.";
+
+def Tsr_SendOp : Tsr_Op<"send"> {
+  let summary = "sends a tensor to one rank of a mesh-axis group";
+  let description = !strconcat("Sends `x` to rank `peer` of the group of "
+    "`mesh_axes`, whose matching `tsr.recv` has `x`'s type; `serves` names "
+    "the values the message carries.", Tsr_PeerDoc, "\n\nExample:\n\n"
+    "```mlir\ntsr.send %h {mesh_axes = [\"pp\"], peer = 1 : i64, serves = "
+    "[\"h.3\"]} : tensor<4x8xf32>\n```\n");
+  let arguments = (ins Tsr_NumericTensor:$x, Tsr_MeshAxes:$mesh_axes,
+      I64Attr:$peer, DefaultValuedAttr<StrArrayAttr, "{}">:$serves,
+      OptionalAttr<I64Attr>:$id);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+
+def Tsr_RecvOp : Tsr_Op<"recv"> {
+  let summary = "receives a tensor from one rank of a mesh-axis group";
+  let description = !strconcat("Returns the next message that rank `peer` "
+    "of the group of `mesh_axes` sent to this rank with `tsr.send`.",
+    Tsr_PeerDoc, "\n\nExample:\n\n```mlir\n%h = tsr.recv {mesh_axes = "
+    "[\"pp\"], peer = 0 : i64, serves = [\"h.3\"]} : tensor<4x8xf32>\n```\n");
+  let arguments = (ins Tsr_MeshAxes:$mesh_axes, I64Attr:$peer,
+      DefaultValuedAttr<StrArrayAttr, "{}">:$serves,
+      OptionalAttr<I64Attr>:$id);
+  let results = (outs Tsr_NumericTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tsr_WaitOp : Tsr_Op<"wait", [Tsr_CostOpInterface]> {
   let summary = "completes an asynchronous collective";
   let description = [{

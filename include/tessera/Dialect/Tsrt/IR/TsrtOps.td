@@ -115,6 +115,20 @@ def Tsrt_BroadcastOp : Tsrt_CollectiveOp<"broadcast"> {
                                             [IntNonNegative]>:$root));
 }
 
+def Tsrt_PermuteOp : Tsrt_CollectiveOp<"permute"> {
+  let summary = "sends a buffer to one rank and receives one from another";
+  let description = Tsrt_Doc<"Sends `ins` to rank `send_to` of the group and "
+    "receives `outs` from rank `recv_from` (-1: no message that way; at least "
+    "one is a rank). The send does not wait for its receive: the runtime "
+    "copies `ins` and sends it in the background. With no send `ins` has no "
+    "elements, with no receive `outs` has none; with both, `ins` and `outs` "
+    "have one shape.",
+    "tsrt_permute",
+    "%y = tsrt.permute ins(%x : tensor<4x8xf32>) outs(%e : tensor<0xf32>) {dtype = #tsrt.dtype<float32>, group = 4 : i64, recv_from = -1 : i64, send_to = 1 : i64} -> tensor<0xf32>">.text;
+  let arguments = !con(Tsrt_CommAttrs, (ins I64Attr:$send_to,
+                                            I64Attr:$recv_from));
+}
+
 def Tsrt_WaitOp : Tsrt_Op<"wait", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DestinationStyleOpInterface]> {

@@ -1,0 +1,586 @@
+//===- Pipeline.cpp - Per-stage programs of a pipelined training step -----===//
+#include "tessera/Transforms/Parallel/Passes.h"
+
+#include "tessera/Analysis/CostModel.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Transforms/Autodiff/GradientRules.h"
+#include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Pipeline.h"
+#include "tessera/Transforms/Parallel/PipelineSchedule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::tessera {
+#define GEN_PASS_DEF_TSRPIPELINE
+#include "tessera/Transforms/Parallel/Passes.h.inc"
+} // namespace mlir::tessera
+
+using namespace mlir;
+using namespace mlir::tessera;
+using pipeline::Phase;
+
+namespace {
+
+/// The batch's arguments: split into micro-batches, present on every stage.
+bool isBatchArgument(func::FuncOp f, unsigned i) {
+  tsr::Role role = getArgRole(f, i);
+  return role == tsr::Role::data || role == tsr::Role::label ||
+         role == tsr::Role::rng;
+}
+
+/// Values that travel together: those one cell computes (or the parameters
+/// it is the first to read) that another stage reads, per micro-batch.
+struct MessageGroup {
+  int64_t fromCell, toStage;
+  /// The cell of `toStage` that first reads one of them: the group is
+  /// received just before it runs.
+  int64_t neededBy;
+  SmallVector<Value> values;
+};
+
+struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
+  using Base::Base;
+
+  int64_t p = 0;
+  StringRef axis;
+  func::FuncOp f;
+  /// Cell of each op that is not copied (-1 while unknown).
+  llvm::DenseMap<Operation *, int64_t> cellOf;
+  /// Per cell: its ops in order, the values it reads from elsewhere (in
+  /// first-use order), the values it computes that others read.
+  SmallVector<SmallVector<Operation *>> cellOps;
+  SmallVector<llvm::SetVector<Value>> cellInputs, cellOutputs;
+  SmallVector<func::FuncOp> cellFuncs;
+  /// The stage that holds each parameter (the first to read it).
+  llvm::DenseMap<Value, int64_t> homeCell;
+  SmallVector<MessageGroup> groups;
+
+  void runOnOperation() override {
+    FailureOr<func::FuncOp> found =
+        getTrainingFunction(getOperation(), getArgument(), function);
+    if (failed(found))
+      return signalPassFailure();
+    f = *found;
+    if (failed(run()) || failed(verifyPipelinePrograms(getOperation())))
+      signalPassFailure();
+  }
+
+  int64_t cellIndex(int64_t stage, Phase phase) const {
+    return phase == Phase::Forward ? stage : 2 * p - 1 - stage;
+  }
+  int64_t stageOf(int64_t cell) const {
+    return cell < p ? cell : 2 * p - 1 - cell;
+  }
+  Phase phaseOf(int64_t cell) const {
+    return cell < p ? Phase::Forward : Phase::Backward;
+  }
+  std::string cellName(int64_t cell) const {
+    return "stage" + std::to_string(stageOf(cell)) +
+           (phaseOf(cell) == Phase::Forward ? ".forward" : ".backward");
+  }
+
+  /// What a message carries, for the runtime's messages: "micro-batch 3
+  /// of stage1.forward".
+  ArrayAttr describe(int64_t cell, int64_t microBatch) {
+    Builder b(f.getContext());
+    return b.getStrArrayAttr({"micro-batch " + std::to_string(microBatch) +
+                              " of " + cellName(cell)});
+  }
+
+  /// Whether `v` is an argument of the batch (on every stage).
+  bool isBatch(Value v) const {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && isBatchArgument(f, arg.getArgNumber());
+  }
+  bool isCopied(Value v) const {
+    Operation *def = v.getDefiningOp();
+    return def && isCopiedIntoStages(def);
+  }
+  /// The cell that computes `v` (or holds the parameter), -1 for the batch
+  /// and constants.
+  int64_t sourceCell(Value v) const {
+    if (isBatch(v) || isCopied(v))
+      return -1;
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return homeCell.lookup(v);
+    return cellOf.lookup(v.getDefiningOp());
+  }
+
+  LogicalResult run();
+  LogicalResult assignCells(Block &body);
+  void outlineCells(Block &body);
+  LogicalResult planMessages();
+  func::FuncOp buildStage(int64_t stage, const pipeline::Schedule &schedule,
+                          const pipeline::Timeline &timeline, int64_t lossCell);
+};
+
+LogicalResult TsrPipelinePass::assignCells(Block &body) {
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (Operation &op : body.without_terminator()) {
+    if (isCopiedIntoStages(&op))
+      continue;
+    int64_t cell = -1;
+    if (auto stage = op.getAttrOfType<IntegerAttr>(tsr::attr::kStage)) {
+      if (stage.getInt() >= p)
+        return op.emitOpError("is on pipeline stage ")
+               << stage.getInt() << ", but the pipeline has " << p;
+      cell = cellIndex(stage.getInt(), op.hasAttr(tsr::attr::kBackward)
+                                           ? Phase::Backward
+                                           : Phase::Forward);
+    }
+    int64_t latest = -1;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (auto it = cellOf.find(def); it != cellOf.end())
+          latest = std::max(latest, it->second);
+    if (cell < 0)
+      cell = latest;
+    else if (latest > cell)
+      return op.emitOpError("runs in pipeline cell ")
+             << cellName(cell) << " but reads a value of the later cell "
+             << cellName(latest);
+    cellOf[&op] = cell;
+  }
+  // Ops that read only arguments and constants run where they are first
+  // needed.
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    auto it = cellOf.find(&op);
+    if (it == cellOf.end() || it->second >= 0)
+      continue;
+    int64_t earliest = -1;
+    for (Operation *user : op.getUsers())
+      if (auto u = cellOf.find(user); u != cellOf.end() && u->second >= 0)
+        earliest = earliest < 0 ? u->second : std::min(earliest, u->second);
+    it->second = earliest;
+  }
+  // The parameters: held by the stage of the first cell that reads them.
+  for (BlockArgument arg : f.getArguments()) {
+    if (isBatch(arg))
+      continue;
+    int64_t first = -1;
+    for (Operation *user : arg.getUsers())
+      if (auto u = cellOf.find(user); u != cellOf.end() && u->second >= 0)
+        first = first < 0 ? u->second : std::min(first, u->second);
+    homeCell[arg] = first < 0 ? cellIndex(0, Phase::Forward) : first;
+  }
+  // What only the return reads: a gradient runs on its parameter's stage,
+  // the loss on the last.
+  for (OpOperand &use : ret->getOpOperands()) {
+    Operation *def = use.get().getDefiningOp();
+    auto it = def ? cellOf.find(def) : cellOf.end();
+    if (it == cellOf.end() || it->second >= 0)
+      continue;
+    unsigned i = use.getOperandNumber();
+    if (auto of = f.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf))
+      it->second =
+          cellIndex(stageOf(homeCell.lookup(f.getArgument(of.getInt()))),
+                    Phase::Backward);
+    else
+      it->second = cellIndex(p - 1, Phase::Forward);
+  }
+  for (auto &[op, cell] : cellOf)
+    if (cell < 0)
+      cell = cellIndex(0, Phase::Backward); // Unused: run it anywhere.
+  return success();
+}
+
+void TsrPipelinePass::outlineCells(Block &body) {
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  cellOps.assign(2 * p, {});
+  cellInputs.assign(2 * p, {});
+  cellOutputs.assign(2 * p, {});
+  for (Operation &op : body.without_terminator()) {
+    auto it = cellOf.find(&op);
+    if (it == cellOf.end())
+      continue;
+    int64_t cell = it->second;
+    cellOps[cell].push_back(&op);
+    for (Value operand : op.getOperands()) {
+      if (isCopied(operand))
+        continue;
+      int64_t source = sourceCell(operand);
+      if (source != cell || isa<BlockArgument>(operand)) {
+        cellInputs[cell].insert(operand);
+        if (source >= 0 && !isa<BlockArgument>(operand))
+          cellOutputs[source].insert(operand);
+      }
+    }
+  }
+  for (Value v : ret.getOperands())
+    if (!isCopied(v) && !isa<BlockArgument>(v))
+      cellOutputs[sourceCell(v)].insert(v);
+  // Outputs in program order, so every stage sends them in one order.
+  for (auto &outputs : cellOutputs) {
+    SmallVector<Value> sorted(outputs.begin(), outputs.end());
+    llvm::sort(sorted, [](Value a, Value b) {
+      Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+      if (x != y)
+        return x->isBeforeInBlock(y);
+      return cast<OpResult>(a).getResultNumber() <
+             cast<OpResult>(b).getResultNumber();
+    });
+    outputs = llvm::SetVector<Value>(sorted.begin(), sorted.end());
+  }
+
+  OpBuilder b(f);
+  cellFuncs.assign(2 * p, nullptr);
+  for (int64_t cell = 0; cell < 2 * p; ++cell) {
+    if (cellOps[cell].empty())
+      continue;
+    SmallVector<Type> inputs, outputs;
+    for (Value v : cellInputs[cell])
+      inputs.push_back(v.getType());
+    for (Value v : cellOutputs[cell])
+      outputs.push_back(v.getType());
+    auto callee = func::FuncOp::create(b, f.getLoc(), cellName(cell),
+                                       b.getFunctionType(inputs, outputs));
+    callee.setPrivate();
+    Block *entry = callee.addEntryBlock();
+    OpBuilder inner = OpBuilder::atBlockEnd(entry);
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(cellInputs[cell], entry->getArguments()))
+      map.map(v, arg);
+    for (Operation *op : cellOps[cell]) {
+      for (Value operand : op->getOperands())
+        if (isCopied(operand) && !map.contains(operand))
+          inner.clone(*operand.getDefiningOp(), map);
+      inner.clone(*op, map);
+    }
+    SmallVector<Value> results;
+    for (Value v : cellOutputs[cell])
+      results.push_back(map.lookup(v));
+    func::ReturnOp::create(inner, f.getLoc(), results);
+    cellFuncs[cell] = callee;
+  }
+}
+
+LogicalResult TsrPipelinePass::planMessages() {
+  // (source cell, destination stage) -> group.
+  llvm::MapVector<std::pair<int64_t, int64_t>, MessageGroup> byRoute;
+  for (int64_t cell = 0; cell < 2 * p; ++cell)
+    for (Value v : cellInputs[cell]) {
+      int64_t source = sourceCell(v);
+      if (source < 0 || stageOf(source) == stageOf(cell))
+        continue;
+      int64_t to = stageOf(cell);
+      MessageGroup &group = byRoute[{source, to}];
+      if (group.values.empty()) {
+        group.fromCell = source;
+        group.toStage = to;
+        group.neededBy = cell;
+      }
+      group.neededBy = std::min(group.neededBy, cell);
+      if (!llvm::is_contained(group.values, v))
+        group.values.push_back(v);
+    }
+  for (auto &[route, group] : byRoute) {
+    // Messages between two ranks arrive in order, so one route must carry
+    // one kind of message: forward values to later stages, backward values
+    // to earlier ones.
+    if (phaseOf(group.fromCell) == Phase::Forward &&
+        group.toStage < stageOf(group.fromCell))
+      return f.emitError("unsupported: the backward pass of pipeline stage ")
+             << group.toStage << " reads a value of the forward pass of stage "
+             << stageOf(group.fromCell);
+    // Arguments first, by number; then in program order.
+    llvm::sort(group.values, [](Value a, Value b) {
+      auto x = dyn_cast<BlockArgument>(a), y = dyn_cast<BlockArgument>(b);
+      if (x || y)
+        return x && (!y || x.getArgNumber() < y.getArgNumber());
+      Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+      if (da != db)
+        return da->isBeforeInBlock(db);
+      return cast<OpResult>(a).getResultNumber() <
+             cast<OpResult>(b).getResultNumber();
+    });
+    groups.push_back(group);
+  }
+  return success();
+}
+
+func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
+                                         const pipeline::Schedule &schedule,
+                                         const pipeline::Timeline &timeline,
+                                         int64_t lossCell) {
+  MLIRContext *ctx = f.getContext();
+  Block &body = f.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(f);
+  Location loc = NameLoc::get(
+      StringAttr::get(ctx, "pipeline stage " + std::to_string(stage)),
+      f.getLoc());
+  int64_t m = microBatches;
+
+  // Arguments: this stage's parameters, then the whole batch.
+  SmallVector<unsigned> argsOf;
+  SmallVector<Type> argTypes;
+  for (BlockArgument arg : f.getArguments())
+    if (!isBatch(arg) && stageOf(homeCell.lookup(arg)) == stage) {
+      argsOf.push_back(arg.getArgNumber());
+      argTypes.push_back(arg.getType());
+    }
+  for (BlockArgument arg : f.getArguments())
+    if (isBatch(arg)) {
+      argsOf.push_back(arg.getArgNumber());
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (type.getRank() > 0 &&
+          getArgRole(f, arg.getArgNumber()) != tsr::Role::rng) {
+        SmallVector<int64_t> shape(type.getShape());
+        shape[0] *= m;
+        argTypes.push_back(type.clone(shape));
+      } else {
+        argTypes.push_back(type);
+      }
+    }
+  llvm::DenseMap<unsigned, unsigned> newIndex;
+  for (auto [i, old] : llvm::enumerate(argsOf))
+    newIndex[old] = static_cast<unsigned>(i);
+  // Results: the loss, then the gradients of this stage's parameters.
+  SmallVector<unsigned> resultsOf{0};
+  for (unsigned i = 1, e = ret.getNumOperands(); i < e; ++i) {
+    auto of = f.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf);
+    if (newIndex.count(of.getInt()) && !isBatch(f.getArgument(of.getInt())))
+      resultsOf.push_back(i);
+  }
+  SmallVector<Type> resultTypes;
+  for (unsigned i : resultsOf)
+    resultTypes.push_back(ret.getOperand(i).getType());
+
+  auto fn = func::FuncOp::create(b, f.getLoc(), "stage" + std::to_string(stage),
+                                 b.getFunctionType(argTypes, resultTypes));
+  for (NamedAttribute attr : f->getDiscardableAttrs())
+    if (attr.getName() != tsr::attr::kPipeline)
+      fn->setAttr(attr.getName(), attr.getValue());
+  for (auto [i, old] : llvm::enumerate(argsOf))
+    fn.setArgAttrs(i, f.getArgAttrDict(old));
+  for (auto [i, old] : llvm::enumerate(resultsOf)) {
+    NamedAttrList attrs(f.getResultAttrDict(old));
+    if (auto of = f.getResultAttrOfType<IntegerAttr>(old, tsr::attr::kGradOf))
+      attrs.set(tsr::attr::kGradOf, b.getI64IntegerAttr(newIndex[of.getInt()]));
+    fn.setResultAttrs(i, attrs.getDictionary(ctx));
+  }
+
+  Block *entry = fn.addEntryBlock();
+  OpBuilder at = OpBuilder::atBlockEnd(entry);
+  GradientBuilder g(at, loc);
+  ArrayAttr axes = at.getStrArrayAttr({axis});
+  // Value of the step function for micro-batch k -> value here.
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> env;
+  auto lookup = [&](Value v, int64_t k) -> Value {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (auto it = newIndex.find(arg.getArgNumber());
+          it != newIndex.end() && !isBatch(v))
+        return entry->getArgument(it->second);
+      if (isBatch(v)) {
+        Value &slot = env[{v, k}];
+        if (slot)
+          return slot;
+        Value whole = entry->getArgument(newIndex[arg.getArgNumber()]);
+        auto micro = cast<RankedTensorType>(v.getType());
+        if (getArgRole(f, arg.getArgNumber()) == tsr::Role::rng) {
+          // Micro-batch k of step s draws the masks of stream s·M + k.
+          Value stream = g.mul(whole, g.splat(micro, double(m)));
+          slot = g.add(stream, g.splat(micro, double(k)));
+        } else if (micro.getRank() == 0 || m == 1) {
+          slot = whole;
+        } else {
+          int64_t rows = micro.getDimSize(0);
+          SmallVector<int64_t> starts(micro.getRank(), 0),
+              limits(micro.getShape()), steps(micro.getRank(), 1);
+          starts[0] = k * rows;
+          limits[0] = (k + 1) * rows;
+          slot = g.slice(whole, starts, limits, steps);
+        }
+        return slot;
+      }
+    }
+    return env.lookup({v, k});
+  };
+  auto sum = [&](Value &acc, Value v) { acc = acc ? g.add(acc, v) : v; };
+  SmallVector<Value> accumulated(resultsOf.size());
+
+  for (const pipeline::Action &action : schedule[stage]) {
+    int64_t cell = cellIndex(stage, action.phase);
+    int64_t k = action.microBatch;
+    // Receive what this cell is the first to need.
+    for (const MessageGroup &group : groups)
+      if (group.toStage == stage && group.neededBy == cell)
+        for (Value v : group.values) {
+          Value got =
+              tsr::RecvOp::create(at, loc, v.getType(), axes,
+                                  at.getI64IntegerAttr(stageOf(group.fromCell)),
+                                  describe(group.fromCell, k), IntegerAttr());
+          env[{v, k}] = got;
+        }
+    if (func::FuncOp callee = cellFuncs[cell]) {
+      SmallVector<Value> operands;
+      for (Value v : cellInputs[cell])
+        operands.push_back(lookup(v, k));
+      auto call = func::CallOp::create(at, loc, callee, operands);
+      for (auto [v, r] : llvm::zip(cellOutputs[cell], call.getResults()))
+        env[{v, k}] = r;
+    }
+    for (const MessageGroup &group : groups)
+      if (group.fromCell == cell)
+        for (Value v : group.values)
+          tsr::SendOp::create(at, loc, lookup(v, k), axes,
+                              at.getI64IntegerAttr(group.toStage),
+                              describe(cell, k), IntegerAttr());
+    for (auto [i, old] : llvm::enumerate(resultsOf)) {
+      Value v = ret.getOperand(old);
+      if (!isCopied(v) && sourceCell(v) == cell)
+        sum(accumulated[i], lookup(v, k));
+    }
+  }
+
+  SmallVector<Value> results;
+  for (auto [i, old] : llvm::enumerate(resultsOf)) {
+    Value v = ret.getOperand(old);
+    Value result;
+    if (i == 0) {
+      auto type = cast<RankedTensorType>(v.getType());
+      Value loss = stageOf(lossCell) == stage
+                       ? g.div(accumulated[0], g.splat(type, double(m)))
+                       : g.splat(type, 0.0);
+      result = tsr::BroadcastFromOp::create(
+          at, loc, type, loss, at.getI64IntegerAttr(stageOf(lossCell)), axes,
+          at.getStrArrayAttr({"loss"}), IntegerAttr(), IntegerAttr(),
+          UnitAttr());
+    } else if (isCopied(v)) {
+      IRMapping map;
+      result = at.clone(*v.getDefiningOp(), map)->getResult(0);
+    } else {
+      result =
+          m == 1
+              ? accumulated[i]
+              : g.div(accumulated[i],
+                      g.splat(cast<RankedTensorType>(v.getType()), double(m)));
+    }
+    results.push_back(result);
+  }
+  func::ReturnOp::create(at, loc, results);
+
+  // The schedule and its simulation, for --explain and the tests.
+  SmallVector<Attribute> actions;
+  for (const pipeline::Action &a : schedule[stage])
+    actions.push_back(at.getStringAttr((a.phase == Phase::Forward ? "F" : "B") +
+                                       std::to_string(a.microBatch)));
+  fn->setAttr(tsr::attr::kRanks, at.getDictionaryAttr({at.getNamedAttr(
+                                     axis, at.getI64IntegerAttr(stage))}));
+  fn->setAttr(tsr::attr::kPipelineSchedule,
+              at.getDictionaryAttr(
+                  {at.getNamedAttr("actions", at.getArrayAttr(actions)),
+                   at.getNamedAttr("busy_seconds",
+                                   at.getF64FloatAttr(timeline.busy[stage])),
+                   at.getNamedAttr("bubble",
+                                   at.getF64FloatAttr(timeline.bubble[stage])),
+                   at.getNamedAttr("step_seconds",
+                                   at.getF64FloatAttr(timeline.makespan)),
+                   at.getNamedAttr(
+                       "peak_in_flight",
+                       at.getI64IntegerAttr(timeline.peakInFlight[stage]))}));
+  return fn;
+}
+
+LogicalResult TsrPipelinePass::run() {
+  auto plan = f->getAttrOfType<DictionaryAttr>(tsr::attr::kPipeline);
+  auto stagesAttr = plan ? plan.getAs<IntegerAttr>("stages") : IntegerAttr();
+  auto axisAttr = plan ? plan.getAs<StringAttr>("axis") : StringAttr();
+  if (!stagesAttr || !axisAttr)
+    return f.emitError("tsr-pipeline needs the stage plan of "
+                       "tsr-pipeline-plan (the function has no tsr.pipeline)");
+  p = stagesAttr.getInt();
+  axis = axisAttr.getValue();
+  if (microBatches < 1)
+    return f.emitError("micro-batches must be at least 1, got ")
+           << microBatches.getValue();
+  FailureOr<int64_t> size = tsr::getMeshGroupSize(f, ArrayRef<StringRef>{axis});
+  if (failed(size))
+    return failure();
+  if (*size != p)
+    return f.emitError("the pipeline has ")
+           << p << " stages but mesh axis '" << axis << "' has " << *size
+           << " ranks";
+  if (!f.getBody().hasOneBlock())
+    return f.emitError("tsr-pipeline expects a single-block function");
+  Block &body = f.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0)
+    return f.emitError("tsr-pipeline expects the loss as the first result");
+  for (unsigned i = 1, e = ret.getNumOperands(); i < e; ++i)
+    if (!f.getResultAttr(i, tsr::attr::kGradOf))
+      return f.emitError("unsupported: result ")
+             << i
+             << " is not a gradient (a pipelined step returns the loss and "
+                "gradients only; batch-norm statistics are not supported)";
+  for (BlockArgument arg : f.getArguments())
+    if (isBatch(arg) && microBatches > 1) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (getArgRole(f, arg.getArgNumber()) != tsr::Role::rng &&
+          type.getRank() == 0)
+        return f.emitError("argument ")
+               << arg.getArgNumber()
+               << " of the batch is a scalar, which micro-batches cannot "
+                  "split";
+    }
+
+  if (failed(assignCells(body)))
+    return failure();
+  outlineCells(body);
+  if (failed(planMessages()))
+    return failure();
+  for (unsigned i = 1, e = ret.getNumOperands(); i < e; ++i) {
+    Value v = ret.getOperand(i);
+    auto of = f.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf);
+    BlockArgument arg = f.getArgument(of.getInt());
+    if (isCopied(v) || isBatch(arg))
+      continue;
+    int64_t home = stageOf(homeCell.lookup(arg));
+    if (stageOf(sourceCell(v)) != home)
+      return f.emitError("unsupported: the gradient of '")
+             << getArgString(f, arg.getArgNumber(), tsr::attr::kName)
+             << "' is computed on pipeline stage " << stageOf(sourceCell(v))
+             << " but the parameter lives on stage " << home;
+  }
+  Value loss = ret.getOperand(0);
+  int64_t lossCell =
+      isCopied(loss) ? cellIndex(p - 1, Phase::Forward) : sourceCell(loss);
+
+  pipeline::Schedule schedule;
+  std::string problem =
+      pipeline::generateSchedule(this->schedule, p, microBatches, schedule);
+  if (!problem.empty())
+    return f.emitError(problem);
+  CostModel costs({peakFlops, bandwidth}, {});
+  SmallVector<double> forward(p, 0), backward(p, 0);
+  for (int64_t cell = 0; cell < 2 * p; ++cell) {
+    if (!cellFuncs[cell])
+      continue;
+    FailureOr<FunctionCost> cost = costs.getFunctionCost(cellFuncs[cell]);
+    if (failed(cost))
+      return failure();
+    (phaseOf(cell) == Phase::Forward ? forward : backward)[stageOf(cell)] =
+        cost->getSeconds();
+  }
+  pipeline::Timeline timeline;
+  problem = pipeline::simulateSchedule(schedule, microBatches, forward,
+                                       backward, /*link=*/0, timeline);
+  if (!problem.empty())
+    return f.emitError(problem);
+
+  SmallVector<Attribute> calls;
+  for (int64_t stage = 0; stage < p; ++stage)
+    calls.push_back(FlatSymbolRefAttr::get(
+        buildStage(stage, schedule, timeline, lossCell)));
+  ModuleOp module = getOperation();
+  f.erase();
+  module->setAttr(tsr::attr::kSchedule,
+                  ArrayAttr::get(module.getContext(), calls));
+  return success();
+}
+
+} // namespace
