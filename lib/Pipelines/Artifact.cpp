@@ -309,9 +309,13 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       sig.mesh.push_back({name.str(), size});
   for (func::FuncOp f : publicFuncs) {
     if (auto frozen = f->getAttrOfType<DictionaryAttr>(tsr::attr::kFrozen)) {
+      // Each stage of a pipeline lists the model's frozen initializers.
       for (NamedAttribute entry : frozen)
-        sig.frozen.push_back(
-            {entry.getName().str(), cast<StringAttr>(entry.getValue()).str()});
+        if (!llvm::any_of(sig.frozen, [&](const auto &known) {
+              return known.first == entry.getName().getValue();
+            }))
+          sig.frozen.push_back({entry.getName().str(),
+                                cast<StringAttr>(entry.getValue()).str()});
       f->removeAttr(tsr::attr::kFrozen);
     }
     if (auto zero = f->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero)) {

@@ -608,8 +608,8 @@ int64_t launcherRank() {
 
 /// Reads a call's "ranks" ({"pp": 1}: the ranks with that coordinate make
 /// the call) and sets `mine` to whether this process is one of them.
-tsr_status_t parseRanks(const Json &entry, const std::string &at, Manifest &out,
-                        bool &mine) {
+tsr_status_t parseRanks(const Json &entry, const std::string &at,
+                        Manifest &out, size_t program, bool &mine) {
   mine = true;
   const Json *ranks = findMember(entry, "ranks");
   if (!ranks)
@@ -635,7 +635,10 @@ tsr_status_t parseRanks(const Json &entry, const std::string &at, Manifest &out,
     int64_t inner = 1;
     for (size_t a = index + 1; a < out.mesh.size(); ++a)
       inner *= out.mesh[a].second;
-    mine &= (out.selectedRank / inner) % size == coord;
+    bool here = (out.selectedRank / inner) % size == coord;
+    if (!here)
+      out.otherCalls.push_back({program, index, coord});
+    mine &= here;
   }
   return TSR_OK;
 }
@@ -658,11 +661,6 @@ tsr_status_t parseSchedule(const Json &root, Manifest &out) {
       return fail(TSR_ERROR_PARSE, at + " must be an object");
     if (tsr_status_t s = requireString(entry, "program", at, name))
       return s;
-    bool mine = true;
-    if (tsr_status_t s = parseRanks(entry, at, out, mine))
-      return s;
-    if (!mine)
-      continue;
     CallSpec call;
     while (call.program < out.programs.size() &&
            out.programs[call.program].name != name)
@@ -670,6 +668,11 @@ tsr_status_t parseSchedule(const Json &root, Manifest &out) {
     if (call.program == out.programs.size())
       return fail(TSR_ERROR_PARSE,
                   at + ".program: no program is named '" + name + "'");
+    bool mine = true;
+    if (tsr_status_t s = parseRanks(entry, at, out, call.program, mine))
+      return s;
+    if (!mine)
+      continue;
     const ProgramSpec &program = out.programs[call.program];
     std::string owner = where("programs", call.program);
     for (size_t i = 0; i < program.inputs.size(); ++i) {

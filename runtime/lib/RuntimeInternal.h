@@ -122,6 +122,13 @@ struct Manifest {
   /// rank whose calls the step keeps (from the launcher's environment when
   /// the manifest was read), else -1.
   int64_t selectedRank = -1;
+  /// The calls other ranks make (program, mesh axis, coordinate): a
+  /// pipeline's other stages, whose parameters --save-onnx collects.
+  struct OtherCall {
+    size_t program;
+    int64_t axis, coordinate;
+  };
+  std::vector<OtherCall> otherCalls;
   int64_t zero = 0;
   std::vector<CollectiveSpec> collectives;
 };

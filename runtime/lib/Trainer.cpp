@@ -550,23 +550,82 @@ tsr_status_t checkSave(const tsr_trainer &trainer) {
   return TSR_OK;
 }
 
+/// The index of the initializer named `name`, or -1.
+int findInitializer(const onnx::GraphProto &graph, const std::string &name) {
+  for (int k = 0; k < graph.initializer_size(); ++k)
+    if (graph.initializer(k).name() == name)
+      return k;
+  return -1;
+}
+
+/// Brings the parameters of a pipeline's other stages to rank 0: the first
+/// rank of each stage (coordinate 0 on every other axis) sends their whole
+/// values, in its program's input order, over the pipeline axis. Returns
+/// the initializers it filled.
+std::vector<int> collectStages(const tsr_trainer &trainer,
+                               onnx::GraphProto &graph) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  std::vector<int> filled;
+  if (manifest.otherCalls.empty())
+    return filled;
+  int64_t axis = manifest.otherCalls.front().axis;
+  int64_t group = int64_t(1) << axis;
+  for (size_t i = 0; i < manifest.mesh.size(); ++i)
+    if (static_cast<int64_t>(i) != axis && tsrt_axis_rank(int64_t(1) << i))
+      return filled;
+  if (tsrt_axis_rank(group) != 0) {
+    for (const auto &[input, k] : trainer.params) {
+      const std::string &data = graph.initializer(k).raw_data();
+      tsrt_permute(-1, group, data.data(), nullptr,
+                   static_cast<int64_t>(data.size()), TSR_DTYPE_UINT8, 0, 0,
+                   -1, nullptr);
+    }
+    return filled;
+  }
+  for (const Manifest::OtherCall &call : manifest.otherCalls) {
+    if (call.axis != axis)
+      continue;
+    for (const TensorSpec &spec : manifest.programs[call.program].inputs) {
+      if (spec.role != TSR_ROLE_PARAM)
+        continue;
+      std::string data(static_cast<size_t>(product(spec.globalShape)) *
+                           tsr_dtype_size(spec.dtype),
+                       '\0');
+      tsrt_permute(-1, group, nullptr, data.data(), 0, TSR_DTYPE_UINT8,
+                   static_cast<int64_t>(data.size()), -1, call.coordinate,
+                   nullptr);
+      int k = findInitializer(graph, spec.name);
+      if (k < 0)
+        continue;
+      graph.mutable_initializer(k)->set_raw_data(std::move(data));
+      filled.push_back(k);
+    }
+  }
+  return filled;
+}
+
 tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
   if (tsr_status_t s = checkSave(trainer))
     return s;
   // Lend the params' current values to the model for serializing only;
-  // every rank gathers ZeRO-3 shards and tensor-parallel blocks, rank 0
-  // writes.
+  // every rank gathers ZeRO-3 shards and tensor-parallel blocks, the
+  // pipeline's stages send theirs to rank 0, rank 0 writes.
   onnx::GraphProto *graph = trainer.model->mutable_graph();
-  for (const auto &[input, k] : trainer.params)
+  std::vector<int> lent;
+  for (const auto &[input, k] : trainer.params) {
     graph->mutable_initializer(k)->set_raw_data(wholeValue(trainer, input));
+    lent.push_back(k);
+  }
+  for (int k : collectStages(trainer, *graph))
+    lent.push_back(k);
   if (!trainer.saves || trainer.dpRank != 0) {
-    for (const auto &[input, k] : trainer.params)
+    for (int k : lent)
       graph->mutable_initializer(k)->clear_raw_data();
     return TSR_OK;
   }
   std::string bytes;
   bool serialized = trainer.model->SerializeToString(&bytes);
-  for (const auto &[input, k] : trainer.params)
+  for (int k : lent)
     graph->mutable_initializer(k)->clear_raw_data();
   if (!serialized)
     return fail(TSR_ERROR_IO, path + ": cannot serialize the ONNX model");
@@ -626,8 +685,20 @@ tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
   return TSR_OK;
 }
 
+tsr_status_t checkCheckpoints(const tsr_trainer &trainer) {
+  if (!trainer.artifact->manifest.otherCalls.empty())
+    return fail(TSR_ERROR_UNSUPPORTED,
+                trainer.artifact->dir +
+                    ": checkpoints of a pipeline-parallel artifact (its ranks "
+                    "run different programs) are not supported yet; "
+                    "--save-onnx saves the trained model");
+  return TSR_OK;
+}
+
 tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                             int64_t step) {
+  if (tsr_status_t s = checkCheckpoints(trainer))
+    return s;
   const Manifest &manifest = trainer.artifact->manifest;
   std::string print, mesh = meshText(manifest);
   tsr_status_t status = fingerprint(trainer, print);
@@ -755,6 +826,8 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
 
 tsr_status_t loadCheckpoint(tsr_trainer &trainer, const std::string &dir,
                             int64_t &outStep) {
+  if (tsr_status_t s = checkCheckpoints(trainer))
+    return s;
   std::vector<std::string> values;
   int64_t step = 0;
   tsr_status_t status = readCheckpoint(trainer, dir, values, step);
@@ -919,6 +992,14 @@ tsr_status_t tsr_trainer_check_save_onnx(const tsr_trainer_t *trainer) {
     if (!trainer)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
     return checkSave(*trainer);
+  });
+}
+
+tsr_status_t tsr_trainer_check_checkpoints(const tsr_trainer_t *trainer) {
+  return guard([&] {
+    if (!trainer)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    return checkCheckpoints(*trainer);
   });
 }
 

@@ -448,6 +448,12 @@ TSR_API tsr_status_t tsr_trainer_step(tsr_trainer_t *trainer,
  * write it: some initializer uses external data. */
 TSR_API tsr_status_t tsr_trainer_check_save_onnx(const tsr_trainer_t *trainer);
 
+/* Fails with a message if tsr_trainer_save_checkpoint and
+ * tsr_trainer_load_checkpoint cannot serve the artifact: so far, one whose
+ * ranks run different programs (pipeline stages). */
+TSR_API tsr_status_t
+tsr_trainer_check_checkpoints(const tsr_trainer_t *trainer);
+
 /* Writes the artifact's ONNX model with each param's initializer replaced
  * by the current value (raw_data; name, dims and data_type kept), to
  * `path`.tmp and then renames it to `path`. On a mesh every rank must call

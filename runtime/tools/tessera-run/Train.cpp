@@ -198,6 +198,12 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     else
       problem = checkParentDirectory("--save-onnx", options.saveOnnx);
   }
+  if (problem.empty() &&
+      (!options.checkpointDir.empty() || !options.resume.empty()) &&
+      tsr_trainer_check_checkpoints(trainer.get()) != TSR_OK)
+    problem = std::string(options.resume.empty() ? "--checkpoint-dir: "
+                                                 : "--resume: ") +
+              tsr_last_error();
   DatasetPtr dataset;
   if (problem.empty())
     problem = openDataset(options, artifact, dataset);
