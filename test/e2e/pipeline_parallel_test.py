@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Pipeline-parallel training under mpirun (CPU), against one process.
+
+Two language models, trained 20 steps on the charlm corpus (tokens.bin)
+with Adam, lr 3e-3, through ``tessera-compile --mode=train --mesh pp=P
+--schedule=S --micro-batches=M`` and ``tessera-run --train``:
+
+* the bundled character LM (make_charlm.py: 2 layers, d_model 64, 4 heads,
+  seq 32, vocabulary 86, global batch 16, and 24 for M = 6);
+* a 4-layer GPT exported by PyTorch (make_torch_gpt.py: d_model 64, 4
+  heads, seq 16, vocabulary 96; global batch 8).
+
+The oracle is the single-process run of the same global batch, without
+micro-batches, except for M = 6: there it is the single process that
+accumulates 6 micro-batches (--micro-batches=6), because the sum of six
+micro-batch gradients divided by 6 rounds differently from the whole
+batch's and Adam amplifies that on this model to 4.6e-4 by step 20 (the
+pipeline equals the accumulating process bit for bit). Checked:
+
+1. Losses: for pp=2 and pp=4 under gpipe and 1f1b with M in {1, 4, 6, 8}
+   (as the batch allows), dp=2 x pp=2 and tp=2 x pp=2, every step's loss
+   (rank 0's --log-json) equals the single run's to 1e-5 relative. A
+   pipeline sums each micro-batch's gradients and divides by M, so it adds
+   the same float32 terms in another order; 20 Adam steps carry the
+   difference along: measured worst 7e-7.
+2. Export: the pp=4 run's --save-onnx model, to which every stage sent its
+   parameters, holds the single run's trained weights to 1e-4 relative,
+   while every parameter moved from its initial value by more than ten
+   times that difference (so no stage's weights were left untrained); the
+   key biases, whose gradient is zero in exact arithmetic, left out.
+3. A checkpoint of a pipeline is refused before the first step, with a
+   message and a non-zero exit.
+
+Usage: pipeline_parallel_test.py BUILD_DIR REPO_ROOT [--work DIR]
+Exits 1 on a failed check, 2 on a setup error.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from checks import check, finish
+from tensor_parallel_train_test import (STEPS, TORCH_PYTHON, compile_artifact,
+                                        losses, mpirun, ranks_of, train,
+                                        worst_relative)
+
+RTOL = 1e-5
+
+
+def weights(path):
+    return {i.name: numpy_helper.to_array(i).astype(np.float64)
+            for i in onnx.load(path).graph.initializer
+            if i.data_type == onnx.TensorProto.FLOAT}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("root")
+    ap.add_argument("--work")
+    args = ap.parse_args()
+    bin_dir = os.path.join(args.build, "bin")
+    work = args.work or tempfile.mkdtemp(prefix="tessera-pp-")
+    os.makedirs(work, exist_ok=True)
+    examples = os.path.join(args.root, "python", "tessera_examples")
+    try:
+        subprocess.run([sys.executable, os.path.join(examples, "make_charlm.py"),
+                        "--out", os.path.join(work, "lm"), "--seq", "32",
+                        "--batch", "16", "--layers", "2", "--d-model", "64",
+                        "--heads", "4", "--no-verify"],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([TORCH_PYTHON, os.path.join(examples, "make_torch_gpt.py"),
+                        "--out", os.path.join(work, "gpt"), "--layers", "4"],
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"error: cannot make the models: {e}", file=sys.stderr)
+        return 2
+    data = os.path.join(work, "lm", "tokens.bin")
+    charlm = os.path.join(work, "lm", "charlm.onnx")
+    gpt = os.path.join(work, "gpt", "torch_gpt.onnx")
+
+    def pipeline(mesh, schedule, micro):
+        return ("--mesh", mesh, f"--schedule={schedule}",
+                f"--micro-batches={micro}")
+
+    # (model, batch) -> {name: flags}; "single" is the oracle.
+    jobs = {
+        (charlm, 16): {
+            "single": (),
+            "pp2-gpipe-m1": pipeline("pp=2", "gpipe", 1),
+            "pp2-gpipe-m4": pipeline("pp=2", "gpipe", 4),
+            "pp2-1f1b-m4": pipeline("pp=2", "1f1b", 4),
+            "pp2-1f1b-m8": pipeline("pp=2", "1f1b", 8),
+            "pp4-gpipe-m8": pipeline("pp=4", "gpipe", 8),
+            "pp4-1f1b-m4": pipeline("pp=4", "1f1b", 4),
+            "dp2pp2-1f1b-m4": pipeline("dp=2,pp=2", "1f1b", 4),
+            "tp2pp2-1f1b-m2": pipeline("tp=2,pp=2", "1f1b", 2),
+        },
+        (charlm, 24): {
+            "single": ("--micro-batches=6",),
+            "pp2-gpipe-m6": pipeline("pp=2", "gpipe", 6),
+            "pp4-1f1b-m6": pipeline("pp=4", "1f1b", 6),
+        },
+        (gpt, 8): {
+            "single": (),
+            "pp2-1f1b-m4": pipeline("pp=2", "1f1b", 4),
+            "pp4-gpipe-m4": pipeline("pp=4", "gpipe", 4),
+            "pp4-1f1b-m8": pipeline("pp=4", "1f1b", 8),
+        },
+    }
+    keys = [(model, batch, name) for (model, batch), named in jobs.items()
+            for name in named]
+
+    def label(model, batch, name):
+        return f"{os.path.basename(model)[:-5]}-b{batch}-{name}"
+
+    def build(key):
+        model, batch, name = key
+        return compile_artifact(bin_dir, model, batch,
+                                os.path.join(work, label(*key)),
+                                list(jobs[(model, batch)][name]))
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        arts = dict(zip(keys, pool.map(build, keys)))
+
+    steps = range(1, STEPS + 1)
+    singles = {}
+    for (model, batch) in jobs:
+        key = (model, batch, "single")
+        log = os.path.join(work, label(*key) + ".json")
+        extra = []
+        if (model, batch) == (gpt, 8):
+            extra = ["--save-onnx", os.path.join(work, "single.onnx")]
+        train(bin_dir, arts[key], 1, data, log, "--batch-size", str(batch),
+              *extra)
+        singles[(model, batch)] = losses(log)
+        first, last = singles[(model, batch)][1], singles[(model, batch)][STEPS]
+        check(len(singles[(model, batch)]) == STEPS and last < first,
+              f"{label(*key)}: the single run trains, loss {first:.4f} -> "
+              f"{last:.4f}")
+
+    # 1: losses.
+    for key in keys:
+        model, batch, name = key
+        if name == "single":
+            continue
+        flags = list(jobs[(model, batch)][name])
+        ranks = ranks_of(flags)
+        log = os.path.join(work, label(*key) + ".json")
+        extra = []
+        if key == (gpt, 8, "pp4-gpipe-m4"):
+            extra = ["--save-onnx", os.path.join(work, "pp.onnx")]
+        train(bin_dir, arts[key], ranks, data, log, "--batch-size", str(batch),
+              *extra)
+        worst = worst_relative(losses(log), singles[(model, batch)], steps)
+        check(worst <= RTOL, f"{label(*key)} on {ranks} ranks: 20 losses "
+              f"match the single run, worst relative difference {worst:.2e}")
+
+    # 2: the exported model of the pp=4 run.
+    initial, single = weights(gpt), weights(os.path.join(work, "single.onnx"))
+    exported = weights(os.path.join(work, "pp.onnx"))
+    # The key projection's bias has no gradient in exact arithmetic (it adds
+    # one constant to each row of scores, which softmax ignores): Adam
+    # normalizes its rounding noise into full-size random steps.
+    trained = [n for n in single if not np.array_equal(single[n], initial[n])
+               and not n.endswith(".k.bias")]
+    worst, names = 0.0, []
+    for n in trained:
+        scale = np.max(np.abs(single[n]))
+        diff = np.max(np.abs(exported[n] - single[n])) / scale
+        moved = np.max(np.abs(exported[n] - initial[n])) / scale
+        worst = max(worst, diff)
+        if not moved > 10 * diff:
+            names.append(n)
+    check(len(trained) > 50 and worst <= 1e-4 and not names,
+          f"pp=4 --save-onnx: the {len(trained)} trained parameters match the "
+          f"single run's to {worst:.1e} relative and all moved from their "
+          f"initial values" + (f" (not: {names[:4]})" if names else ""))
+
+    # 3: checkpoints are refused up front.
+    key = (charlm, 16, "pp2-1f1b-m4")
+    cmd = mpirun(2) + [os.path.join(bin_dir, "tessera-run"), arts[key],
+                       "--train", "--data", data, "--steps", "4",
+                       "--checkpoint-dir", os.path.join(work, "ckpt")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    check(run.returncode != 0 and "checkpoints of a pipeline-parallel "
+          "artifact" in run.stderr and not os.path.exists(
+              os.path.join(work, "ckpt", "step-00000002")),
+          f"a pipeline's --checkpoint-dir is refused before step 1 (exit "
+          f"{run.returncode})")
+    return finish("pipeline_parallel_test.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
