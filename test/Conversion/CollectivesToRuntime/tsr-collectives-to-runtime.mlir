@@ -151,3 +151,22 @@ func.func @async_strided(%x: memref<8x2xf32>, %z: memref<4x2xf32, strided<[4, 1]
   tsrt.wait outs(%z : memref<4x2xf32, strided<[4, 1]>>)
   return
 }
+
+// -----
+
+// A permute passes both counts and both peers: (id, group, send, recv,
+// send_count, dtype, recv_count, send_to, recv_from, stream).
+// CHECK-LABEL: func.func @permute(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<4x8xf32>, %[[E:[a-z0-9]+]]: memref<0xf32>
+func.func @permute(%x: memref<4x8xf32>, %e: memref<0xf32>) {
+  // CHECK-DAG: %[[ID:.*]] = arith.constant 3 : i64
+  // CHECK-DAG: %[[GROUP:.*]] = arith.constant 2 : i64
+  // CHECK-DAG: %[[SEND:.*]] = arith.constant 32 : i64
+  // CHECK-DAG: %[[F32:.*]] = arith.constant 1 : i64
+  // CHECK-DAG: %[[RECV:.*]] = arith.constant 0 : i64
+  // CHECK-DAG: %[[TO:.*]] = arith.constant 1 : i64
+  // CHECK-DAG: %[[FROM:.*]] = arith.constant -1 : i64
+  // CHECK: call @tsrt_permute(%[[ID]], %[[GROUP]], %{{.*}}, %{{.*}}, %[[SEND]], %[[F32]], %[[RECV]], %[[TO]], %[[FROM]], %{{.*}}) : (i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+  tsrt.permute ins(%x : memref<4x8xf32>) outs(%e : memref<0xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, id = 3 : i64, recv_from = -1 : i64, send_to = 1 : i64}
+  return
+}

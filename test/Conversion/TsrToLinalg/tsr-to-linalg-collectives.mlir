@@ -128,3 +128,24 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
     return %t : tensor<3x2xf32>
   }
 }
+
+// -----
+
+// A send and a receive are each a tsrt.permute whose other side is an empty
+// tensor: send_to or recv_from is the peer, the other -1 (pp is axis 1:
+// group 2).
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "pp"=2]>} {
+  // CHECK-LABEL: func.func @messages(
+  // CHECK-SAME: %[[H:[a-z0-9]+]]: tensor<4x8xf32>
+  func.func @messages(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    // CHECK: %[[N:.*]] = tensor.empty() : tensor<0xf32>
+    // CHECK-NEXT: tsrt.permute ins(%[[H]] : tensor<4x8xf32>) outs(%[[N]] : tensor<0xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, id = 3 : i64, recv_from = -1 : i64, send_to = 1 : i64} -> tensor<0xf32>
+    tsr.send %h {mesh_axes = ["pp"], peer = 1 : i64, id = 3 : i64} : tensor<4x8xf32>
+    // CHECK: %[[M:.*]] = tensor.empty() : tensor<0xf32>
+    // CHECK-NEXT: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
+    // CHECK-NEXT: %[[R:.*]] = tsrt.permute ins(%[[M]] : tensor<0xf32>) outs(%[[E]] : tensor<4x8xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, recv_from = 0 : i64, send_to = -1 : i64} -> tensor<4x8xf32>
+    %r = tsr.recv {mesh_axes = ["pp"], peer = 0 : i64} : tensor<4x8xf32>
+    // CHECK: return %[[R]]
+    return %r : tensor<4x8xf32>
+  }
+}

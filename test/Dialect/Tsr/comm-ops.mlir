@@ -50,3 +50,15 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "pp"=3, "tp"=4]>} {
     return %a, %g, %r : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x2xf32>
   }
 }
+
+// Point-to-point messages of a pipeline's per-rank programs.
+module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "pp"=4]>} {
+  // CHECK-LABEL: func.func @messages(
+  func.func @messages(%h: tensor<4x8xf32>) -> tensor<4x8xbf16> {
+    // CHECK: tsr.send %{{.*}} {mesh_axes = ["pp"], peer = 3 : i64, serves = ["micro-batch 0 of stage1.forward"]} : tensor<4x8xf32>
+    tsr.send %h {mesh_axes = ["pp"], peer = 3 : i64, serves = ["micro-batch 0 of stage1.forward"]} : tensor<4x8xf32>
+    // CHECK: tsr.recv {id = 4 : i64, mesh_axes = ["pp"], peer = 0 : i64} : tensor<4x8xbf16>
+    %r = tsr.recv {mesh_axes = ["pp"], peer = 0 : i64, id = 4 : i64} : tensor<4x8xbf16>
+    return %r : tensor<4x8xbf16>
+  }
+}

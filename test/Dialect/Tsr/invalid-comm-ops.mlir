@@ -169,3 +169,23 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "dp"=4]>} {
 // expected-error @+1 {{mesh axis 'tp' must have a positive size, got 0}}
 module attributes {tsr.mesh = #tsr.mesh<["tp"=0]>} {
 }
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>} {
+  func.func @peer_out_of_range(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'tsr.send' op peer 2 is not a rank of the group ["pp"] (size 2)}}
+    tsr.send %x {mesh_axes = ["pp"], peer = 2 : i64} : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>} {
+  func.func @recv_unknown_axis() -> tensor<4xf32> {
+    // expected-error @+1 {{'tsr.recv' op}}
+    %r = tsr.recv {mesh_axes = ["ep"], peer = 0 : i64} : tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+}

@@ -137,3 +137,19 @@ func.func @empty_rank_group() -> i64 {
   %r = tsrt.axis_rank group 0
   return %r : i64
 }
+
+// -----
+
+func.func @permute_without_peer(%x: tensor<4xf32>, %e: tensor<0xf32>) -> tensor<0xf32> {
+  // expected-error @+1 {{'tsrt.permute' op send_to and recv_from must be ranks or -1, and one a rank; got -1 and -1}}
+  %r = tsrt.permute ins(%x : tensor<4xf32>) outs(%e : tensor<0xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, recv_from = -1 : i64, send_to = -1 : i64} -> tensor<0xf32>
+  return %r : tensor<0xf32>
+}
+
+// -----
+
+func.func @permute_send_only_with_outs(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tsrt.permute' op the side without a message must have no elements}}
+  %r = tsrt.permute ins(%x : tensor<4xf32>) outs(%x : tensor<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, recv_from = -1 : i64, send_to = 1 : i64} -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -28,7 +28,7 @@
 #ifndef TESSERA_TRANSFORMS_PARALLEL_PIPELINESCHEDULE_H
 #define TESSERA_TRANSFORMS_PARALLEL_PIPELINESCHEDULE_H
 
-#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>

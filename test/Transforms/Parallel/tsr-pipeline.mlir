@@ -1,0 +1,94 @@
+// RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2" | FileCheck %s
+// RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=gpipe" | FileCheck %s --check-prefix=GPIPE
+
+// A two-layer MLP on two stages, 1F1B with two micro-batches. Each of the
+// four cells is a private function; each stage a public one that runs its
+// part of the schedule on its micro-batches (rows 0-3 and 4-7 of x).
+// CHECK: module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>, tsr.schedule = [@stage0, @stage1]}
+// CHECK-LABEL: func.func private @stage0.forward(
+// CHECK-SAME: %{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-LABEL: func.func private @stage1.forward(
+// CHECK-LABEL: func.func private @stage1.backward(
+// CHECK-LABEL: func.func private @stage0.backward(
+
+// Stage 0 holds w1 and takes the whole batch (8 rows); it returns the loss
+// and the mean of w1's gradients. 1F1B: two forwards (P - s = 2 in
+// flight), then the backwards.
+// CHECK-LABEL: func.func @stage0(
+// CHECK-SAME: %[[W1:.*]]: tensor<8x8xf32> {tsr.name = "w1", tsr.role = #tsr.role<param>}, %[[X:.*]]: tensor<8x8xf32> {tsr.name = "x"})
+// CHECK-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<8x8xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w1", tsr.role = #tsr.role<grad>})
+// CHECK-SAME: tsr.pipeline_schedule = {actions = ["F0", "F1", "B0", "B1"], bubble = {{.*}}, busy_seconds = {{.*}}, peak_in_flight = 2 : i64, step_seconds = {{.*}}}, tsr.ranks = {pp = 0 : i64}
+// CHECK: %[[X0:.*]] = tsr.slice %[[X]] {limits = array<i64: 4, 8>, starts = array<i64: 0, 0>
+// CHECK-NEXT: %[[F0:.*]]:2 = call @stage0.forward(%[[X0]], %[[W1]])
+// CHECK-NEXT: tsr.send %[[F0]]#1 {mesh_axes = ["pp"], peer = 1 : i64, serves = ["micro-batch 0 of stage0.forward"]} : tensor<4x8xf32>
+// CHECK-NEXT: %[[X1:.*]] = tsr.slice %[[X]] {limits = array<i64: 8, 8>, starts = array<i64: 4, 0>
+// CHECK-NEXT: %[[F1:.*]]:2 = call @stage0.forward(%[[X1]], %[[W1]])
+// CHECK-NEXT: tsr.send %[[F1]]#1 {{.*}}serves = ["micro-batch 1 of stage0.forward"]
+// CHECK-NEXT: %[[D0:.*]] = tsr.recv {mesh_axes = ["pp"], peer = 1 : i64, serves = ["micro-batch 0 of stage1.backward"]} : tensor<4x8xf32>
+// CHECK-NEXT: %[[G0:.*]] = call @stage0.backward(%[[F0]]#0, %[[D0]], %[[X0]])
+// CHECK-NEXT: %[[D1:.*]] = tsr.recv {{.*}}serves = ["micro-batch 1 of stage1.backward"]
+// CHECK-NEXT: %[[G1:.*]] = call @stage0.backward(%[[F1]]#0, %[[D1]], %[[X1]])
+// CHECK-NEXT: %[[SUM:.*]] = tsr.add %[[G0]], %[[G1]]
+// The loss comes from stage 1.
+// CHECK-NEXT: %[[ZERO:.*]] = tsr.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[LOSS:.*]] = tsr.broadcast_from %[[ZERO]] {mesh_axes = ["pp"], root = 1 : i64, serves = ["loss"]}
+// CHECK-NEXT: %[[TWO:.*]] = tsr.constant dense<2.000000e+00> : tensor<8x8xf32>
+// CHECK-NEXT: %[[MEAN:.*]] = tsr.div %[[SUM]], %[[TWO]]
+// CHECK-NEXT: return %[[LOSS]], %[[MEAN]]
+
+// Stage 1 alternates: one micro-batch in flight at most.
+// CHECK-LABEL: func.func @stage1(
+// CHECK-SAME: tsr.pipeline_schedule = {actions = ["F0", "B0", "F1", "B1"], {{.*}}peak_in_flight = 1 : i64{{.*}}tsr.ranks = {pp = 1 : i64}
+// CHECK: tsr.recv {{.*}}peer = 0 : i64, serves = ["micro-batch 0 of stage0.forward"]
+// CHECK: call @stage1.forward(
+// CHECK: call @stage1.backward(
+// CHECK: tsr.send {{.*}}peer = 0 : i64, serves = ["micro-batch 0 of stage1.backward"]
+// CHECK: tsr.recv {{.*}}serves = ["micro-batch 1 of stage0.forward"]
+// CHECK: tsr.broadcast_from %{{.*}} {mesh_axes = ["pp"], root = 1 : i64, serves = ["loss"]}
+
+// GPipe: every forward, then every backward, on both stages.
+// GPIPE: func.func @stage0({{.*}}actions = ["F0", "F1", "B0", "B1"]{{.*}}peak_in_flight = 2
+// GPIPE: func.func @stage1({{.*}}actions = ["F0", "F1", "B0", "B1"]{{.*}}peak_in_flight = 2
+module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>} {
+func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
+                %w1: tensor<8x8xf32> {tsr.name = "w1", tsr.role = #tsr.role<param>},
+                %w2: tensor<8x8xf32> {tsr.name = "w2", tsr.role = #tsr.role<param>})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
+  %h = tsr.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("fc")
+  %a = tsr.relu %h : tensor<4x8xf32> loc("act")
+  %y = tsr.matmul %a, %w2 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("head")
+  %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32> loc("loss")
+  return %l : tensor<f32>
+}
+}
+
+// -----
+
+// A parameter that two stages read (a tied embedding and output head) lives
+// on the first; it travels with each micro-batch's activations, and the
+// second stage sends its share of the gradient back, which the first one's
+// backward pass adds to its own.
+// CHECK-LABEL: func.func @stage0(
+// CHECK-SAME: %[[W:.*]]: tensor<8x8xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}
+// CHECK: tsr.send %[[W]] {{.*}}serves = ["micro-batch 0 of stage0.forward"]} : tensor<8x8xf32>
+// CHECK: tsr.recv {{.*}}serves = ["micro-batch 0 of stage1.backward"]} : tensor<4x8xf32>
+// CHECK-NEXT: %[[SHARE:.*]] = tsr.recv {{.*}}serves = ["micro-batch 0 of stage1.backward"]} : tensor<8x8xf32>
+// CHECK-NEXT: call @stage0.backward({{.*}}%[[SHARE]])
+// CHECK-LABEL: func.func @stage1(
+// CHECK-SAME: %{{.*}}: tensor<8x8xf32> {tsr.name = "x"}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>})
+// CHECK: %[[WR:.*]] = tsr.recv {{.*}} : tensor<8x8xf32>
+// CHECK: call @stage1.forward(%{{.*}}, %[[WR]])
+// CHECK: %[[B:.*]]:2 = call @stage1.backward(
+// CHECK-NEXT: tsr.send %[[B]]#0
+// CHECK-NEXT: tsr.send %[[B]]#1 {{.*}} : tensor<8x8xf32>
+module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>} {
+func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
+                %w: tensor<8x8xf32> {tsr.name = "w", tsr.role = #tsr.role<param>})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
+  %h = tsr.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("embed")
+  %a = tsr.relu %h : tensor<4x8xf32> loc("act")
+  %y = tsr.matmul %a, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("head")
+  %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32> loc("loss")
+  return %l : tensor<f32>
+}
+}
