@@ -209,6 +209,46 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
   return out;
 }
 
+/// Reads tsr-pipeline's `tsr.pipeline_schedule` (the dialect verified that
+/// it is a dictionary; tsr-pipeline wrote every field).
+static ArtifactPipelineStage
+getPipelineStage(DictionaryAttr info,
+                 ArrayRef<std::pair<std::string, int64_t>> ranks) {
+  ArtifactPipelineStage stage;
+  if (!ranks.empty())
+    stage.stage = ranks.front().second;
+  auto number = [&](StringRef key) {
+    auto value = info.getAs<FloatAttr>(key);
+    return value ? value.getValueAsDouble() : 0.0;
+  };
+  auto integer = [&](StringRef key) {
+    auto value = info.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : int64_t(0);
+  };
+  auto numbers = [&](StringRef key) {
+    std::vector<double> out;
+    if (auto list = info.getAs<DenseF64ArrayAttr>(key))
+      out.assign(list.asArrayRef().begin(), list.asArrayRef().end());
+    return out;
+  };
+  if (auto name = info.getAs<StringAttr>("schedule"))
+    stage.schedule = name.str();
+  if (auto actions = info.getAs<ArrayAttr>("actions"))
+    for (Attribute a : actions)
+      if (auto text = dyn_cast<StringAttr>(a))
+        stage.actions.push_back(text.str());
+  stage.microBatches = integer("micro_batches");
+  stage.peakInFlight = integer("peak_in_flight");
+  stage.starts = numbers("starts");
+  stage.ends = numbers("ends");
+  stage.forwardSeconds = number("forward_seconds");
+  stage.backwardSeconds = number("backward_seconds");
+  stage.busySeconds = number("busy_seconds");
+  stage.stepSeconds = number("step_seconds");
+  stage.bubble = number("bubble");
+  return stage;
+}
+
 FailureOr<ArtifactSignature>
 mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
                           const ClusterSpec &cluster) {
@@ -249,6 +289,9 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
         program->ranks.emplace_back(
             entry.getName().str(),
             cast<IntegerAttr>(entry.getValue()).getInt());
+    if (auto info =
+            f->getAttrOfType<DictionaryAttr>(tsr::attr::kPipelineSchedule))
+      program->pipeline = getPipelineStage(info, program->ranks);
     FailureOr<FunctionCost> cost = costModel.getFunctionCost(f);
     if (failed(cost))
       return failure();
@@ -328,6 +371,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
           program.remat = remat.str();
       f->removeAttr(tsr::attr::kRemat);
     }
+    f->removeAttr(tsr::attr::kPipelineSchedule);
+    f->removeAttr(tsr::attr::kRanks);
   }
   for (func::FuncOp f : publicFuncs)
     if (auto policy = f->getAttrOfType<StringAttr>(tsr::attr::kPrecision)) {
@@ -434,6 +479,19 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     if (program.peakAllocBytes)
       entry["peak_alloc_bytes"] = *program.peakAllocBytes;
     entry["predicted_peak_alloc_bytes"] = program.predictedPeakBytes;
+    if (const auto &stage = program.pipeline) {
+      llvm::json::Array actions;
+      for (const std::string &a : stage->actions)
+        actions.push_back(a);
+      entry["pipeline"] =
+          llvm::json::Object{{"stage", stage->stage},
+                             {"schedule", stage->schedule},
+                             {"micro_batches", stage->microBatches},
+                             {"actions", std::move(actions)},
+                             {"predicted_bubble", stage->bubble},
+                             {"predicted_step_seconds", stage->stepSeconds},
+                             {"peak_in_flight", stage->peakInFlight}};
+    }
     if (!program.remat.empty()) {
       entry["remat"] = program.remat;
       entry["recomputed_ops"] = program.recomputedOps;

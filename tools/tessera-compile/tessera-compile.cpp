@@ -9,6 +9,7 @@
 // IR instead.
 //
 //===----------------------------------------------------------------------===//
+#include "Timeline.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -313,6 +314,12 @@ static cl::opt<double>
     clipGradNorm("clip-grad-norm",
                  cl::desc("Global-norm gradient clipping (0: off)"),
                  cl::init(0.0), cl::cat(trainCat));
+
+static cl::opt<std::string> timeline(
+    "timeline",
+    cl::desc("With --mesh pp=N: draw the pipeline schedule the cost model "
+             "predicts (one row per stage) into FILE.svg"),
+    cl::value_desc("FILE.svg"), cl::cat(compileCat));
 
 static cl::opt<bool>
     report("report",
@@ -638,6 +645,42 @@ static void printTrainedSummary(const tessera::ArtifactSignature &sig,
 }
 
 /// Every collective of the step, in program order, with why it is there.
+/// The pipeline's stages: what each holds, its schedule and what the cost
+/// model predicts for it.
+static void printPipeline(const tessera::ArtifactSignature &sig) {
+  for (const auto &program : sig.programs) {
+    if (!program.pipeline)
+      continue;
+    const tessera::ArtifactPipelineStage &s = *program.pipeline;
+    if (s.stage == 0)
+      llvm::outs() << llvm::formatv(
+          "pipeline, --schedule={0} with {1} micro-batches (cost model: step "
+          "{2:f2} us):\n",
+          s.schedule, s.microBatches, s.stepSeconds * 1e6);
+    int64_t params = 0, values = 0;
+    for (const auto &t : program.inputs)
+      if (t.role == "param") {
+        ++params;
+        int64_t n = 1;
+        if (t.globalShape.empty())
+          for (int64_t d : t.shape)
+            n *= d;
+        else
+          for (int64_t d : t.globalShape)
+            n *= d;
+        values += n;
+      }
+    llvm::outs() << llvm::formatv(
+        "  stage {0} (@{1}): {2} parameters ({3} values); per micro-batch "
+        "forward {4:f2} us, backward {5:f2} us; bubble {6:f1}%, micro-batches "
+        "in flight "
+        "at most {7}\n    {8}\n",
+        s.stage, program.name, params, values, s.forwardSeconds * 1e6,
+        s.backwardSeconds * 1e6, s.bubble * 100, s.peakInFlight,
+        llvm::join(s.actions, " "));
+  }
+}
+
 static void printExplanation(const tessera::ArtifactSignature &sig) {
   if (!sig.precision.empty()) {
     llvm::outs() << "precision " << sig.precision << ", each op's compute "
@@ -663,6 +706,7 @@ static void printExplanation(const tessera::ArtifactSignature &sig) {
         llvm::outs() << "  " << t->dtype << " " << t->name
                      << (t->reason.empty() ? "" : ": " + t->reason) << "\n";
     }
+  printPipeline(sig);
   llvm::outs() << "collectives of one step, in program order ("
                << sig.collectives.size() << "):\n";
   for (auto [i, c] : llvm::enumerate(sig.collectives)) {
@@ -829,6 +873,9 @@ int main(int argc, char **argv) {
       return fail("--mesh pp=" + Twine(pipelineParallel) +
                   " needs --batch-size (the global batch, split into "
                   "--micro-batches)");
+    if (pipelineParallel > 0 && remat != "none")
+      return fail("--remat does not go with --mesh pp yet (each stage's "
+                  "backward pass keeps its activations)");
     if (pipelineParallel > 0 && zeroStage > 1)
       return fail("--zero=" + Twine(zeroStage.getValue()) +
                   " does not go with --mesh pp: ZeRO-2 and 3 would reduce "
@@ -848,6 +895,13 @@ int main(int argc, char **argv) {
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
                   ")");
   }
+  if (pipelineParallel == 0 && (pipelineSchedule.getNumOccurrences() ||
+                                !pipelineSplit.empty() || !timeline.empty()))
+    return fail("--schedule, --pipeline-split and --timeline need --mesh "
+                "pp=N");
+  if (pipelineParallel > 0 && !memoryBudget.empty())
+    return fail("--memory-budget does not go with --mesh pp yet (each "
+                "stage's backward pass keeps its activations)");
   if (!memoryBudget.empty()) {
     if (!parseBytes(memoryBudget))
       return fail("malformed --memory-budget '" + memoryBudget +
@@ -1080,6 +1134,13 @@ int main(int argc, char **argv) {
                                         train ? &*train : nullptr, &sig,
                                         *cluster)))
     return 1;
+  if (!timeline.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(timeline, ec);
+    if (ec)
+      return fail(timeline + ": cannot write: " + ec.message());
+    file << tessera_compile::renderTimelineSvg(sig);
+  }
   if (train)
     printTrainedSummary(sig, /*named=*/report ? -1 : 8);
   if (report)

@@ -90,6 +90,20 @@ struct TrainingManifest {
   std::string onnxPath;
 };
 
+/// A pipeline stage's program (`tsr.pipeline_schedule`, tsr-pipeline): its
+/// schedule and what the cost model predicts for it.
+struct ArtifactPipelineStage {
+  int64_t stage = 0, microBatches = 1, peakInFlight = 0;
+  std::string schedule;
+  /// Its actions ("F0", "B0", ...) with their simulated start and end.
+  std::vector<std::string> actions;
+  std::vector<double> starts, ends;
+  /// Seconds per micro-batch, busy seconds of a step, the step's seconds,
+  /// and the stage's idle fraction.
+  double forwardSeconds = 0, backwardSeconds = 0, busySeconds = 0,
+         stepSeconds = 0, bubble = 0;
+};
+
 /// One program of the artifact: a public function of the module, called
 /// through its C entry symbol.
 struct ArtifactProgram {
@@ -121,6 +135,8 @@ struct ArtifactProgram {
   /// The ranks that call it (`tsr.ranks`: mesh axis, coordinate); empty:
   /// every rank.
   SmallVector<std::pair<std::string, int64_t>> ranks;
+  /// Set for a pipeline stage's program.
+  std::optional<ArtifactPipelineStage> pipeline;
 };
 
 /// What the manifest records besides the library itself.

@@ -698,7 +698,22 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
         Value s = sumOverBlocks(g, entry.first, axes, entry.second);
         total = total ? g.add(total, s) : s;
       }
-      return zero->sumOverShards(g, total, names);
+      total = zero->sumOverShards(g, total, names);
+      // A pipeline stage's function (tsr.ranks, tsr-pipeline) holds some
+      // of the parameters: the other stages add theirs.
+      if (auto ranks = func->getAttrOfType<DictionaryAttr>(tsr::attr::kRanks))
+        for (NamedAttribute axis : ranks) {
+          total = tsr::AllReduceOp::create(
+              b, g.getLoc(), total, tsr::CollectiveReduction::sum,
+              b.getStrArrayAttr({axis.getName().getValue()}),
+              b.getStrArrayAttr({"all stages"}));
+          total.getDefiningOp()->setAttr(
+              tsr::attr::kReason,
+              b.getStringAttr("a sum over every parameter, which the "
+                              "pipeline's stages on " +
+                              axis.getName().getValue() + " hold in parts"));
+        }
+      return total;
     };
 
     Value loss = ret.getOperand(0);

@@ -58,6 +58,8 @@ struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
   /// The stage that holds each parameter (the first to read it).
   llvm::DenseMap<Value, int64_t> homeCell;
   SmallVector<MessageGroup> groups;
+  /// Each stage's estimated seconds per micro-batch.
+  SmallVector<double> forwardSeconds, backwardSeconds;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> found =
@@ -471,18 +473,32 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
                                        std::to_string(a.microBatch)));
   fn->setAttr(tsr::attr::kRanks, at.getDictionaryAttr({at.getNamedAttr(
                                      axis, at.getI64IntegerAttr(stage))}));
-  fn->setAttr(tsr::attr::kPipelineSchedule,
-              at.getDictionaryAttr(
-                  {at.getNamedAttr("actions", at.getArrayAttr(actions)),
-                   at.getNamedAttr("busy_seconds",
-                                   at.getF64FloatAttr(timeline.busy[stage])),
-                   at.getNamedAttr("bubble",
-                                   at.getF64FloatAttr(timeline.bubble[stage])),
-                   at.getNamedAttr("step_seconds",
-                                   at.getF64FloatAttr(timeline.makespan)),
-                   at.getNamedAttr(
-                       "peak_in_flight",
-                       at.getI64IntegerAttr(timeline.peakInFlight[stage]))}));
+  SmallVector<double> starts, ends;
+  for (const pipeline::Timeline::Block &block : timeline.blocks[stage]) {
+    starts.push_back(block.start);
+    ends.push_back(block.end);
+  }
+  fn->setAttr(
+      tsr::attr::kPipelineSchedule,
+      at.getDictionaryAttr(
+          {at.getNamedAttr("schedule", at.getStringAttr(this->schedule)),
+           at.getNamedAttr("micro_batches", at.getI64IntegerAttr(m)),
+           at.getNamedAttr("actions", at.getArrayAttr(actions)),
+           at.getNamedAttr("starts", at.getDenseF64ArrayAttr(starts)),
+           at.getNamedAttr("ends", at.getDenseF64ArrayAttr(ends)),
+           at.getNamedAttr("forward_seconds",
+                           at.getF64FloatAttr(forwardSeconds[stage])),
+           at.getNamedAttr("backward_seconds",
+                           at.getF64FloatAttr(backwardSeconds[stage])),
+           at.getNamedAttr("busy_seconds",
+                           at.getF64FloatAttr(timeline.busy[stage])),
+           at.getNamedAttr("bubble",
+                           at.getF64FloatAttr(timeline.bubble[stage])),
+           at.getNamedAttr("step_seconds",
+                           at.getF64FloatAttr(timeline.makespan)),
+           at.getNamedAttr(
+               "peak_in_flight",
+               at.getI64IntegerAttr(timeline.peakInFlight[stage]))}));
   return fn;
 }
 
@@ -556,16 +572,17 @@ LogicalResult TsrPipelinePass::run() {
   if (!problem.empty())
     return f.emitError(problem);
   CostModel costs({peakFlops, bandwidth}, {});
-  SmallVector<double> forward(p, 0), backward(p, 0);
+  SmallVector<double> &forward = forwardSeconds, &backward = backwardSeconds;
+  forward.assign(p, 0);
+  backward.assign(p, 0);
   for (int64_t cell = 0; cell < 2 * p; ++cell) {
     if (!cellFuncs[cell])
       continue;
     // Compute only: the pass has no link costs for the collectives of
     // other axes (tensor parallelism) inside a cell.
     double seconds = 0;
-    cellFuncs[cell].walk([&](Operation *op) {
-      seconds += costs.getComputeCost(op).seconds;
-    });
+    cellFuncs[cell].walk(
+        [&](Operation *op) { seconds += costs.getComputeCost(op).seconds; });
     (phaseOf(cell) == Phase::Forward ? forward : backward)[stageOf(cell)] =
         seconds;
   }

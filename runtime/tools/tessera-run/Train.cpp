@@ -300,8 +300,8 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     tsr_memory_gradient_stats(nullptr, &gradients);
     // Every rank reports its own line, on stdout.
     std::printf("memory rank %d of %d: params %zu bytes, gradients %zu "
-                "bytes, optimizer state %zu bytes\n",
-                process.rank, process.size, params, gradients, state);
+                "bytes, optimizer state %zu bytes, step peak %zu bytes\n",
+                process.rank, process.size, params, gradients, state, peak);
     std::fflush(stdout);
   }
   return 0;

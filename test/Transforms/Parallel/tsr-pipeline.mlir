@@ -17,7 +17,9 @@
 // CHECK-LABEL: func.func @stage0(
 // CHECK-SAME: %[[W1:.*]]: tensor<8x8xf32> {tsr.name = "w1", tsr.role = #tsr.role<param>}, %[[X:.*]]: tensor<8x8xf32> {tsr.name = "x"})
 // CHECK-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<8x8xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w1", tsr.role = #tsr.role<grad>})
-// CHECK-SAME: tsr.pipeline_schedule = {actions = ["F0", "F1", "B0", "B1"], bubble = {{.*}}, busy_seconds = {{.*}}, peak_in_flight = 2 : i64, step_seconds = {{.*}}}, tsr.ranks = {pp = 0 : i64}
+// The simulated schedule: each action's predicted start and end, the
+// stage's busy time and bubble, at most 2 micro-batches in flight.
+// CHECK-SAME: tsr.pipeline_schedule = {actions = ["F0", "F1", "B0", "B1"], backward_seconds = {{.*}}, bubble = {{.*}}, busy_seconds = {{.*}}, ends = array<f64: {{.*}}>, forward_seconds = {{.*}}, micro_batches = 2 : i64, peak_in_flight = 2 : i64, schedule = "1f1b", starts = array<f64: 0.000000e+00, {{.*}}>, step_seconds = {{.*}}}, tsr.ranks = {pp = 0 : i64}
 // CHECK: %[[X0:.*]] = tsr.slice %[[X]] {limits = array<i64: 4, 8>, starts = array<i64: 0, 0>
 // CHECK-NEXT: %[[F0:.*]]:2 = call @stage0.forward(%[[X0]], %[[W1]])
 // CHECK-NEXT: tsr.send %[[F0]]#1 {mesh_axes = ["pp"], peer = 1 : i64, serves = ["micro-batch 0 of stage0.forward"]} : tensor<4x8xf32>
