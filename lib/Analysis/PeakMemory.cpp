@@ -3,6 +3,8 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
+#include "mlir/Interfaces/CallInterfaces.h"
+
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -32,11 +34,23 @@ bool acceptsFusion(Operation *op) {
              tsr::ReduceMinOp, tsr::ReduceProdOp>(op);
 }
 
+/// Whether a call lies between `producer` and its user `consumer` of the
+/// same block: tsr-cpu-fuse-elementwise does not fuse across one, which
+/// would keep the producer's operands alive through the callee (a sum of
+/// per-micro-batch gradients, each after its own backward call).
+bool callBetween(Operation *producer, Operation *consumer) {
+  for (Operation *op = producer->getNextNode(); op && op != consumer;
+       op = op->getNextNode())
+    if (isa<CallOpInterface>(op))
+      return true;
+  return false;
+}
+
 /// The op whose loop nest `op` ends up in after elementwise fusion: `op`
 /// itself, or, for an elementwise op every user of which ends up in one op
-/// (in the same block) that accepts fusion, that op. Fusion takes a
-/// producer with one user; once the users that are themselves fused have
-/// joined their consumer, the producer's uses are that consumer's,
+/// (in the same block, no call between them) that accepts fusion, that op.
+/// Fusion takes a producer with one user; once the users that are themselves
+/// fused have joined their consumer, the producer's uses are that consumer's,
 /// deduplicated into one.
 Operation *fusionTarget(Operation *op,
                         DenseMap<Operation *, Operation *> &memo) {
@@ -45,9 +59,10 @@ Operation *fusionTarget(Operation *op,
   Operation *target = nullptr;
   if (isElementwise(op) && op->getNumResults() == 1) {
     for (Operation *user : op->getResult(0).getUsers()) {
-      Operation *t = user->getBlock() == op->getBlock()
-                         ? fusionTarget(user, memo)
-                         : nullptr;
+      Operation *t =
+          user->getBlock() == op->getBlock() && !callBetween(op, user)
+              ? fusionTarget(user, memo)
+              : nullptr;
       if (!t || !acceptsFusion(t) || (target && t != target)) {
         target = nullptr;
         break;

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
@@ -30,16 +31,32 @@ bool isGemm(Operation *op) {
   return isa_and_nonnull<linalg::MatmulOp, linalg::BatchMatmulOp>(op);
 }
 
+/// Whether a call lies between `producer` and `consumer` in their block:
+/// fusing across it would keep the producer's operands alive through the
+/// callee (a pipeline stage sums each micro-batch's gradients right after
+/// its backward call; fused, every micro-batch's would live to the end).
+/// lib/Analysis/PeakMemory.cpp models the same rule.
+bool callBetween(Operation *producer, Operation *consumer) {
+  if (producer->getBlock() != consumer->getBlock())
+    return true;
+  for (Operation *op = producer->getNextNode(); op && op != consumer;
+       op = op->getNextNode())
+    if (isa<CallOpInterface>(op))
+      return true;
+  return false;
+}
+
 struct TsrCpuFuseElementwisePass
     : tessera::impl::TsrCpuFuseElementwiseBase<TsrCpuFuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // As upstream: fuse a producer only into its single user; never across a
-    // GEMM, in either direction.
+    // GEMM, in either direction, nor across a call.
     linalg::ControlFusionFn control = [](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
       return producer && producer->hasOneUse() && !isGemm(producer) &&
-             !isGemm(fused->getOwner());
+             !isGemm(fused->getOwner()) &&
+             !callBetween(producer, fused->getOwner());
     };
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
