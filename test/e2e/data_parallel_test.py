@@ -49,6 +49,7 @@ import concurrent.futures
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -311,9 +312,13 @@ def main():
             want = (f"params {expected['params']} bytes, gradients "
                     f"{expected['gradients']} bytes, optimizer state "
                     f"{expected['optimizer state']} bytes")
-            check(len(reports) == ranks and all(r.endswith(want) for r in reports),
+            # Then each rank's own step peak (--memory-report).
+            check(len(reports) == ranks and all(
+                      re.fullmatch(r"memory rank \d+ of \d+: " + re.escape(want)
+                                   + r", step peak \d+ bytes", r)
+                      for r in reports),
                   f"mpirun -np {ranks} ZeRO-{zero}: every rank holds {want}"
-                  + ("" if reports and reports[0].endswith(want)
+                  + ("" if reports and want in reports[0]
                      else f" (got: {reports[:1]})"))
 
     log = os.path.join(work, "small.json")
