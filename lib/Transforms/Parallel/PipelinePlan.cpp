@@ -26,17 +26,6 @@ bool mlir::tessera::isCopiedIntoStages(Operation *op) {
 
 namespace {
 
-/// The ONNX node an op was imported from: its location's name.
-StringRef getNodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (StringRef name = getNodeName(inner); !name.empty())
-        return name;
-  return "";
-}
-
 struct TsrPipelinePlanPass
     : tessera::impl::TsrPipelinePlanBase<TsrPipelinePlanPass> {
   using Base::Base;
@@ -129,7 +118,7 @@ struct TsrPipelinePlanPass
       for (const std::string &node : split) {
         int64_t at = -1;
         for (int64_t j = 0; j < n && at < 0; ++j)
-          if (getNodeName(ops[j]->getLoc()) == node)
+          if (tsr::getNodeName(ops[j]->getLoc()) == node)
             at = j;
         if (at < 0)
           return f.emitError("pipeline split: no op comes from an ONNX node "
