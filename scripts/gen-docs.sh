@@ -48,14 +48,16 @@ else
   mkdir -p "$out"
 fi
 
-gen() { # gen BACKEND TD OUT.md
-  "$tblgen" "$1" -I include -I /usr/lib/llvm-22/include "$2" -o "$out/$3"
+gen() { # gen BACKEND TD OUT.md [OPTION...]
+  "$tblgen" "$1" -I include -I /usr/lib/llvm-22/include "$2" -o "$out/$3" "${@:4}"
 }
 
 gen -gen-op-doc include/tessera/Dialect/Tsr/IR/TsrOps.td TsrOps.md
 gen -gen-attrdef-doc include/tessera/Dialect/Tsr/IR/TsrAttrs.td TsrAttrs.md
 gen -gen-op-interface-docs include/tessera/Dialect/Tsr/IR/TsrInterfaces.td TsrInterfaces.md
-gen -gen-dialect-doc include/tessera/Dialect/Tsrt/IR/TsrtOps.td TsrtDialect.md
+# TsrtOps.td includes the gpu dialect's definitions (the async token).
+gen -gen-dialect-doc include/tessera/Dialect/Tsrt/IR/TsrtOps.td TsrtDialect.md \
+  -dialect=tsrt
 gen -gen-dialect-doc include/tessera/Dialect/Onnx/IR/OnnxOps.td OnnxDialect.md
 while IFS= read -r td; do
   gen -gen-pass-doc "$td" "$(basename "$(dirname "$td")")Passes.md"

@@ -2,7 +2,9 @@
 # Runs every GPU test of Tessera on a machine with an NVIDIA GPU: the CUDA
 # target against the CPU target (test/e2e/gpu_test.py: inference, gradients
 # and 20 training steps of the bundled models) and the runtime's device
-# tests (streams, events, memory, a one-rank NCCL all-reduce).
+# tests (streams, events, memory, a one-rank NCCL all-reduce); then the GPU
+# benchmark (bench/gpu.py: the GEMM path against torch.matmul, training
+# steps), printed as a table.
 #
 # On a machine without a GPU (nvidia-smi lists none) it says so and exits 0
 # without building or running anything: CI, which has no GPU, runs the same
@@ -21,4 +23,12 @@ bash scripts/build.sh || exit 1
 status=0
 ctest --test-dir build -L gpu --output-on-failure || status=1
 ctest --test-dir build -R '^runtime\.CommDevice\.' --output-on-failure || status=1
+# The benchmark's second phase needs PyTorch (the baseline): python3 where
+# the venv has none.
+bench="$(mktemp -d)"
+trap 'rm -rf "$bench"' EXIT
+torch_python=.venv/bin/python
+"$torch_python" -c "import torch" 2>/dev/null || torch_python=python3
+.venv/bin/python bench/gpu.py --prepare "$bench" &&
+  "$torch_python" bench/gpu.py --run "$bench" || status=1
 exit $status

@@ -83,6 +83,7 @@ public:
   void buildCodegenPipeline(OpPassManager &pm) const override {
     pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
     pm.addPass(createTsrCpuMemoryPlan());
+    pm.addNestedPass<func::FuncOp>(createTsrGpuGemm());
     pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
     pm.addNestedPass<func::FuncOp>(createTsrGpuLaunch());
     // Constants and index math used in a kernel are recomputed there rather
@@ -91,6 +92,7 @@ public:
     pm.addPass(createGpuKernelOutliningPass());
     pm.addPass(createTsrGpuMergeKernels());
     pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+    pm.addNestedPass<func::FuncOp>(createTsrGpuLibraryCalls());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());

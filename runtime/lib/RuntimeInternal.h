@@ -180,8 +180,9 @@ bool bindSymbol(void *handle, const char *library, const char *name, T &slot,
 }
 
 /// The first failure of a compiled program's kernel launches or library
-/// calls since the last call (Kernels.cpp), or "".
-std::string takeKernelError();
+/// calls since the last call (Kernels.cpp), or "". Exported for the
+/// runtime's tests of library calls (GpuGemmTest.cpp).
+TSR_API std::string takeKernelError();
 
 /// Records `message` as that failure unless one is already recorded.
 void noteKernelError(const std::string &message);

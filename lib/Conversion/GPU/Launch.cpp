@@ -61,7 +61,9 @@ struct TsrGpuLaunchPass : tessera::impl::TsrGpuLaunchBase<TsrGpuLaunchPass> {
     WalkResult host = function->walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<gpu::LaunchOp>(op))
         return WalkResult::skip();
-      if (op->getDialect() && isa<gpu::GPUDialect>(op->getDialect()))
+      // gpu ops and library calls that run on the device like them.
+      if ((op->getDialect() && isa<gpu::GPUDialect>(op->getDialect())) ||
+          isa<gpu::AsyncOpInterface>(op))
         return WalkResult::advance();
       if (tessera::touchesBuffer(op)) {
         op->emitError("tsr-gpu-launch: the cuda target cannot run ")

@@ -126,8 +126,43 @@ LogicalResult linearize(IRRewriter &rewriter, scf::ParallelOp parallel) {
   return success();
 }
 
+/// `op` with its parallel dimensions moved before its reductions, each
+/// group in its order (a named op generalized first): its loop nest then
+/// starts with the scf.parallel that becomes the threads, instead of a
+/// reduction loop that would put the whole nest on one thread (a bias
+/// gradient sums over the leading batch dimensions). Each output element's
+/// reduction runs in the same order as before.
+linalg::LinalgOp parallelFirst(IRRewriter &rewriter, linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<unsigned> order;
+  for (auto [i, it] : llvm::enumerate(iterators))
+    if (it == utils::IteratorType::parallel)
+      order.push_back(i);
+  if (order.empty())
+    return op;
+  for (auto [i, it] : llvm::enumerate(iterators))
+    if (it != utils::IteratorType::parallel)
+      order.push_back(i);
+  if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+    return op;
+  rewriter.setInsertionPoint(op);
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    FailureOr<linalg::GenericOp> general =
+        linalg::generalizeNamedOp(rewriter, op);
+    if (failed(general))
+      return op;
+    generic = *general;
+  }
+  FailureOr<linalg::GenericOp> swapped =
+      linalg::interchangeGenericOp(rewriter, generic, order);
+  return succeeded(swapped) ? linalg::LinalgOp(*swapped)
+                            : linalg::LinalgOp(generic);
+}
+
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
 LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
+  op = parallelFirst(rewriter, op);
   Location loc = op.getLoc();
   Block *block = op->getBlock();
   Operation *before = op->getPrevNode();
@@ -196,7 +231,9 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
   /// that the host uses is an error.
   LogicalResult mapHostCode(IRRewriter &rewriter, func::FuncOp function) {
     auto needsDevice = [](Operation *op) {
-      if (isa<scf::ForallOp, memref::AllocOp, memref::DeallocOp>(op))
+      // Library calls (tsrt.gpu_gemm) queue their own device work.
+      if (isa<scf::ForallOp, memref::AllocOp, memref::DeallocOp,
+              gpu::AsyncOpInterface>(op))
         return false;
       return touchesBufferWithin(op);
     };

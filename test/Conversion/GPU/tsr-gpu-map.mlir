@@ -73,6 +73,32 @@ func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>
 
 // -----
 
+// A column reduction (a bias gradient: the sum over leading batch rows)
+// has its parallel dimension moved first: one thread per column (64
+// threads), the serial loop over the 512 rows in the thread. A reduction
+// before the parallel dimension would put the whole nest on one thread.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @column_reduction
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK-NEXT: scf.forall (%[[T:.*]]) in (64) {
+// CHECK-NOT: scf.forall
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c512
+// CHECK: memref.load %arg0[%[[R]], %{{.*}}] : memref<512x64xf32>
+// CHECK: arith.addf
+// CHECK: } {mapping = [#gpu.thread<x>]}
+func.func @column_reduction(%dy: memref<512x64xf32>, %db: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<512x64xf32>) outs(%db : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Loops that tsr-to-linalg emits directly (a scatter with accumulation)
 // touch buffers outside any linalg op: consecutive ones share one kernel of
 // one thread.

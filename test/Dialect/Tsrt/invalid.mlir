@@ -153,3 +153,35 @@ func.func @permute_send_only_with_outs(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = tsrt.permute ins(%x : tensor<4xf32>) outs(%x : tensor<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, recv_from = -1 : i64, send_to = 1 : i64} -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+func.func @gemm_shapes(%a: memref<8x16xf32>, %b: memref<15x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects shapes [B,] M x K, K x N and M x N (of a and b as transposed)}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<15x4xf32>) outs(%c : memref<8x4xf32>)
+  return
+}
+
+// -----
+
+func.func @gemm_types(%a: memref<8x16xbf16>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects f32, bf16 or f16 operands (both alike) and an f32 result}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xbf16>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return
+}
+
+// -----
+
+func.func @gemm_strided(%a: memref<8x16xf32, strided<[32, 1]>>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects contiguous row-major buffers, got 'memref<8x16xf32, strided<[32, 1]>>'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32, strided<[32, 1]>>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return
+}
+
+// -----
+
+func.func @gemm_rank(%a: memref<2x8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a, b and c of rank 2, or 3 with a batch}}
+  tsrt.gpu_gemm ins(%a, %b : memref<2x8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return
+}

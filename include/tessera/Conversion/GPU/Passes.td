@@ -10,9 +10,12 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     The first GPU mapping of Tessera (docs/gpu.md), target-independent so
     that the same kernels run on the GPU (tsr-gpu-launch) and, as a check,
     on the CPU (tsr-gpu-emulate). After bufferization, each linalg op of a
-    host function (a `memref.copy` counts as a `linalg.copy`) becomes its
-    loop nest (`linalg::linalgOpToParallelLoops`: `scf.parallel` over the
-    parallel dimensions, `scf.for` over the reductions), and the nest
+    host function (a `memref.copy` counts as a `linalg.copy`) has its
+    parallel dimensions moved before its reductions
+    (`linalg::interchangeGenericOp`, a named op generalized first; each
+    output element's reduction keeps its order) and becomes its loop nest
+    (`linalg::linalgOpToParallelLoops`: `scf.parallel` over the parallel
+    dimensions, `scf.for` over the reductions inside it), and the nest
     becomes a kernel: an `scf.forall` over blocks (`#gpu.block<x>`) whose
     body is one `scf.forall` over 256 threads (`#gpu.thread<x>`). The
     outermost `scf.parallel` is linearized: one thread per point of its
@@ -21,8 +24,10 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     An op with no parallel dimension (a full reduction, a rank-0 op) runs on
     one thread of one block, as do the loops that tsr-to-linalg emits
     directly (a scatter with accumulation), each run of consecutive ones in
-    one kernel. Reductions are therefore serial per output element; tiled,
-    fused and warp-reduced kernels are the next step.
+    one kernel. Library ops that queue their own device work
+    (`tsrt.gpu_gemm`, from tsr-gpu-gemm) stay on the host. Reductions are
+    therefore serial per output element; tiled, fused and warp-reduced
+    kernels are the next step.
 
     Loop bounds must be static. A value such a loop computes that the host
     then uses is an error naming the op: on the GPU the host cannot read
@@ -61,6 +66,75 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
                            "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::linalg::LinalgDialect"];
+}
+
+def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
+  let summary = "Run matrix products through cuBLASLt: linalg.matmul and linalg.batch_matmul on buffers become tsrt.gpu_gemm";
+  let description = [{
+    The CUDA target's library path for matrix products, before tsr-gpu-map
+    (whose kernels reduce serially per output element). A `linalg.matmul`
+    or `linalg.batch_matmul` without user-defined indexing maps whose
+    buffers are static, non-empty and contiguous row-major, `f32 x f32`,
+    `bf16 x bf16` or `f16 x f16` into `f32`, becomes a `tsrt.gpu_gemm`,
+    which the runtime runs with cuBLASLt (`runtime/lib/GpuGemm.cpp`). Where
+    the product's destination is a fresh buffer whose only earlier use is a
+    `linalg.fill` of zero, the fill goes and the product overwrites the
+    buffer (`accumulate = false`, cuBLASLt's beta 0); otherwise it adds to
+    it. Any other matmul (an empty one, other types, strided views) stays
+    for tsr-gpu-map.
+
+    Before:
+
+    ```mlir
+    %c = memref.alloc() : memref<8x4xf32>
+    linalg.fill ins(%zero : f32) outs(%c : memref<8x4xf32>)
+    linalg.matmul ins(%a, %b : memref<8x16xbf16>, memref<16x4xbf16>)
+                  outs(%c : memref<8x4xf32>)
+    ```
+
+    After:
+
+    ```mlir
+    %c = memref.alloc() : memref<8x4xf32>
+    tsrt.gpu_gemm ins(%a, %b : memref<8x16xbf16>, memref<16x4xbf16>) outs(%c : memref<8x4xf32>) {accumulate = false}
+    ```
+  }];
+  let dependentDialects = ["mlir::tsrt::TsrtDialect"];
+}
+
+def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "func::FuncOp"> {
+  let summary = "Lower the GPU library ops (tsrt.gpu_gemm) to runtime calls on their stream";
+  let description = [{
+    After `gpu-async-region`, each `tsrt.gpu_gemm` is asynchronous with one
+    dependency, the token of the work queued before it on the stream. It
+    becomes a call of the runtime's
+    `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, accumulate)`
+    with the buffers' addresses, `dtype` the runtime's code of the
+    operands' element type (`tsr_dtype_t`). The stream is the dependency
+    token itself, cast to `!llvm.ptr`: `gpu-to-llvm` lowers tokens to the
+    streams their work runs on, and the cast resolves there. The runtime
+    queues the product on that stream, so the op's own token is replaced by
+    its dependency. An op that is not asynchronous with one dependency is an
+    error.
+
+    Before:
+
+    ```mlir
+    %t1 = tsrt.gpu_gemm async [%t0] ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+    %t2 = gpu.launch_func async [%t1] @tessera_kernels::@main_kernel ...
+    ```
+
+    After:
+
+    ```mlir
+    %s = builtin.unrealized_conversion_cast %t0 : !gpu.async.token to !llvm.ptr
+    call @tsrt_gpu_gemm(%s, %c1_i64, %c8_i64, %c4_i64, %c16_i64, %pa, %pb, %pc, %c1_i32, %c1_i32) : (...) -> ()
+    %t2 = gpu.launch_func async [%t0] @tessera_kernels::@main_kernel ...
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 def TsrGpuLaunch : Pass<"tsr-gpu-launch", "func::FuncOp"> {

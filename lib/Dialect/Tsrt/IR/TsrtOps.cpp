@@ -193,6 +193,36 @@ LogicalResult WaitOp::verify() {
   return success();
 }
 
+LogicalResult GpuGemmOp::verify() {
+  auto a = cast<MemRefType>(getA().getType()),
+       b = cast<MemRefType>(getB().getType()),
+       c = cast<MemRefType>(getC().getType());
+  for (MemRefType t : {a, b, c})
+    if (!t.getLayout().isIdentity())
+      return emitOpError("expects contiguous row-major buffers, got ") << t;
+  if (a.getRank() != c.getRank() || b.getRank() != c.getRank() ||
+      (c.getRank() != 2 && c.getRank() != 3))
+    return emitOpError("expects a, b and c of rank 2, or 3 with a batch");
+  Type in = a.getElementType();
+  if (b.getElementType() != in || !c.getElementType().isF32() ||
+      !(in.isF32() || in.isBF16() || in.isF16()))
+    return emitOpError("expects f32, bf16 or f16 operands (both alike) and "
+                       "an f32 result");
+  size_t r = c.getRank();
+  // The shapes of op(a) and op(b).
+  SmallVector<int64_t> sa(a.getShape()), sb(b.getShape());
+  if (getTransposeA())
+    std::swap(sa[r - 2], sa[r - 1]);
+  if (getTransposeB())
+    std::swap(sb[r - 2], sb[r - 1]);
+  ArrayRef<int64_t> sc = c.getShape();
+  if (sa[r - 2] != sc[r - 2] || sb[r - 1] != sc[r - 1] ||
+      sa[r - 1] != sb[r - 2] || (r == 3 && (sa[0] != sc[0] || sb[0] != sc[0])))
+    return emitOpError("expects shapes [B,] M x K, K x N and M x N (of a "
+                       "and b as transposed)");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Memory effects
 //===----------------------------------------------------------------------===//
@@ -249,6 +279,44 @@ void BroadcastOp::getEffects(Effects &effects) {
 /// The wait reads and writes the destination: the data arrives there.
 void WaitOp::getEffects(Effects &effects) {
   addEffects(effects, nullptr, getPendingMutable(), /*readsInit=*/true);
+}
+
+/// The product reads the operands and writes the result, which it also
+/// reads when it accumulates.
+void GpuGemmOp::getEffects(Effects &effects) {
+  auto add = [&](MemoryEffects::Effect *effect, OpOperand &operand) {
+    effects.emplace_back(effect, &operand, SideEffects::DefaultResource::get());
+  };
+  add(MemoryEffects::Read::get(), getAMutable());
+  add(MemoryEffects::Read::get(), getBMutable());
+  if (getAccumulate())
+    add(MemoryEffects::Read::get(), getCMutable());
+  add(MemoryEffects::Write::get(), getCMutable());
+}
+
+//===----------------------------------------------------------------------===//
+// `async [deps]`, as the gpu dialect prints it
+//===----------------------------------------------------------------------===//
+
+static ParseResult
+parseAsyncDependencies(OpAsmParser &parser, Type &tokenType,
+                       SmallVectorImpl<OpAsmParser::UnresolvedOperand> &deps) {
+  if (succeeded(parser.parseOptionalKeyword("async")))
+    tokenType = gpu::AsyncTokenType::get(parser.getContext());
+  return parser.parseCommaSeparatedList(
+      OpAsmParser::Delimiter::OptionalSquare,
+      [&] { return parser.parseOperand(deps.emplace_back()); });
+}
+
+static void printAsyncDependencies(OpAsmPrinter &printer, Operation *,
+                                   Type tokenType, OperandRange deps) {
+  if (tokenType)
+    printer << "async ";
+  if (deps.empty())
+    return;
+  printer << "[";
+  llvm::interleaveComma(deps, printer);
+  printer << "] ";
 }
 
 #define GET_OP_CLASSES

@@ -22,7 +22,11 @@ def Tsrt_Dialect : Dialect {
     lowers to calls with the buffers' addresses). The ops are not pure: every
     rank must issue its collectives in the same order, so no pass may drop,
     merge or reorder them.
+
+    It also holds the runtime's GPU library calls (`tsrt.gpu_gemm`), which
+    run asynchronously on a stream like the `gpu` dialect's ops.
   }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     void registerAttributes();

@@ -13,6 +13,7 @@
 
 include "tessera/Dialect/Tsrt/IR/TsrtBase.td"
 include "tessera/Dialect/Tsrt/IR/TsrtAttrs.td"
+include "mlir/Dialect/GPU/IR/GPUBase.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -183,6 +184,47 @@ def Tsrt_AxisRankOp : Tsrt_Op<"axis_rank", [Pure]> {
   let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$group);
   let results = (outs I64:$rank);
   let assemblyFormat = "`group` $group attr-dict";
+}
+
+def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    GPU_AsyncOpInterface]> {
+  let summary = "a (batched) matrix product on the GPU through cuBLASLt";
+  let description = [{
+    `c = op(a) · op(b)`, or `c += op(a) · op(b)` with `accumulate`, for
+    row-major, contiguous buffers in device memory: `op(a)` is `[M, K]`,
+    `op(b)` `[K, N]` and `c` `[M, N]`, or all three with a leading batch
+    dimension; `op(x)` is `x`, or with `transpose_a` (`transpose_b`) `x`
+    with its last two dimensions swapped (cuBLASLt reads it transposed). `a`
+    and `b` are f32, bf16 or f16 (both the same), `c` is f32; the products
+    are summed in f32.
+
+    Like a `gpu` op it runs asynchronously on the device: with
+    `async [deps]` it is queued after its dependencies and returns a token
+    (what `gpu-async-region` makes of it), without, the host waits for it.
+    `tsr-gpu-library-calls` lowers it to the runtime's `tsrt_gpu_gemm`
+    (`runtime/lib/GpuGemm.cpp`) on the dependency's stream;
+    `tsr-gpu-gemm` makes it from `linalg.matmul` and `linalg.batch_matmul`.
+
+    Example:
+
+    ```mlir
+    %t1 = tsrt.gpu_gemm async [%t0] ins(%a, %b : memref<8x16xbf16>, memref<4x16xbf16>) outs(%c : memref<8x4xf32>) {transpose_b = true}
+    ```
+  }];
+  let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+                       AnyStaticShapeMemRef:$a, AnyStaticShapeMemRef:$b,
+                       AnyStaticShapeMemRef:$c,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                       DefaultValuedAttr<BoolAttr, "false">:$accumulate);
+  let results = (outs Optional<GPU_AsyncToken>:$asyncToken);
+  let assemblyFormat = [{
+    custom<AsyncDependencies>(type($asyncToken), $asyncDependencies)
+    `ins` `(` $a `,` $b `:` type($a) `,` type($b) `)`
+    `outs` `(` $c `:` type($c) `)` attr-dict
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TESSERA_DIALECT_TSRT_TSRTOPS_TD

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""GPU benchmark of the CUDA target: its matrix products against cuBLAS
+alone, and a GPT training step against PyTorch eager, on the same GPU in
+the same run.
+
+Two phases, so that the compiling machine need not be the one with the GPU
+(the same split as test/e2e/gpu_test.py):
+
+* ``--prepare DIR`` (no GPU: tessera-compile and the venv's onnx) writes
+  one ONNX model per GEMM shape, ``y = MatMul(x, w)`` with both operands
+  graph inputs (the inputs are made on the GPU machine: 4096 x 4096 f32
+  operands would not travel), and compiles each with ``--target=cuda``, in
+  f32 and with ``--precision=bf16`` (the operands rounded to bf16 by a
+  generated kernel, the product summed in f32);
+* ``--run DIR`` (tessera-run, Python with numpy and PyTorch) writes random
+  inputs, times ``tessera-run --repeat N`` on each artifact (the program
+  alone: launches, the cuBLASLt call, the pool's allocation, one stream
+  synchronization) and the same product through ``torch.matmul`` (cuBLAS,
+  TF32 off for f32; bf16 operands with a bf16 result), both the minimum
+  over N, and prints a table.
+
+The training row: the GPT of python/tessera_examples/make_torch_gpt.py
+(4 layers, d_model 256, 8 heads, 128 tokens, vocabulary 96; about 3.2M
+parameters), exported by PyTorch at ``--prepare`` (with /usr/bin/python3's
+PyTorch) and compiled with ``--mode=train --target=cuda``, cross-entropy,
+Adam, batch 16, in f32; at ``--run`` 30 steps of ``tessera-run --train``
+and 30 steps of the same module in PyTorch eager (the same class, loss,
+optimizer and batch, TF32 off), each the median step of steps 11 to 30.
+
+The GEMM rows give TFLOP/s (2·M·N·K per product) and the ratio to
+torch.matmul on the same shape: what the library path costs beyond cuBLAS
+itself. In bf16 the Tessera program also rounds both f32 operands to bf16
+before the product, which the torch baseline (given bf16 tensors) does not.
+
+Usage:
+  .venv/bin/python bench/gpu.py --prepare DIR      # here
+  python3 bench/gpu.py --run DIR [--bin DIR] [--repeat 20]  # on the GPU
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (M, N, K): square, then the GPT-2-small MLP and QKV projections of a
+# 8 x 1024-token batch.
+SHAPES = [(4096, 4096, 4096), (8192, 3072, 768), (8192, 768, 3072),
+          (8192, 2304, 768)]
+PRECISIONS = {"f32": [], "bf16": ["--precision=bf16"]}
+TORCH_PYTHON = "/usr/bin/python3"
+GPT = {"layers": 4, "d_model": 256, "heads": 8, "seq": 128, "vocab": 96}
+GPT_BATCH = 16
+STEPS = 30
+
+
+def run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if proc.returncode != 0:
+        sys.exit(f"gpu.py: error: {' '.join(cmd)} exited {proc.returncode}:\n"
+                 f"{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+def name_of(shape, precision):
+    return f"gemm_{shape[0]}x{shape[1]}x{shape[2]}_{precision}"
+
+
+def prepare(work, bin_dir):
+    import onnx
+    from onnx import TensorProto, helper
+    os.makedirs(work, exist_ok=True)
+    plan = []
+    for m, n, k in SHAPES:
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"])], "gemm",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k]),
+             helper.make_tensor_value_info("w", TensorProto.FLOAT, [k, n])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])])
+        model = os.path.join(work, f"gemm_{m}x{n}x{k}.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[
+            helper.make_opsetid("", 17)]), model)
+        for precision, flags in PRECISIONS.items():
+            name = name_of((m, n, k), precision)
+            run([os.path.join(bin_dir, "tessera-compile"), model,
+                 "--target=cuda", "-o", os.path.join(work, name), *flags])
+            plan.append({"name": name, "shape": [m, n, k],
+                         "precision": precision})
+    gpt = os.path.join(work, "gpt")
+    run([TORCH_PYTHON, os.path.join(ROOT, "python", "tessera_examples",
+                                    "make_torch_gpt.py"), "--out", gpt,
+         *[f"--{k.replace('_', '-')}={v}" for k, v in GPT.items()]])
+    run([os.path.join(bin_dir, "tessera-compile"),
+         os.path.join(gpt, "torch_gpt.onnx"), "--mode=train",
+         "--loss=cross_entropy", "--logits=logits",
+         f"--batch-size={GPT_BATCH}", "--optimizer=adam", "--lr=3e-3",
+         "--target=cuda", "-o", os.path.join(work, "gpt_train")])
+    import numpy as np
+    np.random.default_rng(0).integers(
+        0, GPT["vocab"], GPT_BATCH * (GPT["seq"] + 1) * (STEPS + 1),
+        dtype=np.uint16).tofile(os.path.join(work, "tokens.bin"))
+    with open(os.path.join(work, "plan.json"), "w") as f:
+        json.dump(plan, f)
+    print(f"gpu.py: prepared {len(plan)} artifacts in {work}; run it with "
+          f"--run on a machine with a GPU")
+
+
+def torch_ms(m, n, k, precision, repeat):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dtype = torch.float32 if precision == "f32" else torch.bfloat16
+    x = torch.randn(m, k, device="cuda").to(dtype)
+    w = torch.randn(k, n, device="cuda").to(dtype)
+    for _ in range(3):
+        torch.matmul(x, w)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+    best = float("inf")
+    for _ in range(repeat):
+        start.record()
+        torch.matmul(x, w)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end))
+    return best
+
+
+def write_inputs(directory, m, n, k):
+    import numpy as np
+    os.makedirs(directory, exist_ok=True)
+    rng = np.random.default_rng(0)
+    np.save(os.path.join(directory, "input_0.npy"),
+            rng.standard_normal((m, k), dtype=np.float32))
+    np.save(os.path.join(directory, "input_1.npy"),
+            rng.standard_normal((k, n), dtype=np.float32))
+
+
+def torch_step_ms():
+    import statistics
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "python", "tessera_examples"))
+    from make_torch_gpt import GPT as Model
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = Model(GPT["vocab"], GPT["seq"], GPT["d_model"], GPT["heads"],
+                  GPT["layers"]).cuda().train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    tokens = torch.randint(0, GPT["vocab"], (GPT_BATCH, GPT["seq"] + 1),
+                           device="cuda")
+    times = []
+    for _ in range(STEPS):
+        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+        start.record()
+        logits = model(tokens[:, :-1])
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, GPT["vocab"]), tokens[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times[10:])
+
+
+def tessera_step_ms(work, tessera_run):
+    import statistics
+    log = os.path.join(work, "gpt_train.log.json")
+    run([tessera_run, os.path.join(work, "gpt_train"), "--train", "--data",
+         os.path.join(work, "tokens.bin"), "--steps", str(STEPS),
+         "--log-json", log])
+    with open(log) as f:
+        steps = [json.loads(line) for line in f if line.strip()]
+    return statistics.median(1e3 * s["seconds"] for s in steps[10:])
+
+
+def run_phase(work, bin_dir, repeat):
+    with open(os.path.join(work, "plan.json")) as f:
+        plan = json.load(f)
+    tessera_run = os.path.join(bin_dir, "tessera-run")
+    print(f"GEMM, minimum of {repeat} runs each")
+    print("| M x N x K | precision | Tessera ms | Tessera TFLOP/s | "
+          "torch.matmul ms | torch TFLOP/s | Tessera / torch (time) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for entry in plan:
+        m, n, k = entry["shape"]
+        inputs = os.path.join(work, f"in_{m}x{n}x{k}")
+        if not os.path.isdir(inputs):
+            write_inputs(inputs, m, n, k)
+        out = run([tessera_run, os.path.join(work, entry["name"]),
+                   "--inputs-dir", inputs, "--repeat", str(repeat)])
+        found = re.search(r"min ([0-9.]+) ms", out)
+        if not found:
+            sys.exit(f"gpu.py: error: unexpected tessera-run output: {out}")
+        ours = float(found.group(1))
+        theirs = torch_ms(m, n, k, entry["precision"], repeat)
+        flops = 2.0 * m * n * k
+        print(f"| {m} x {n} x {k} | {entry['precision']} | {ours:.3f} | "
+              f"{flops / ours / 1e9:.1f} | {theirs:.3f} | "
+              f"{flops / theirs / 1e9:.1f} | {ours / theirs:.2f} |")
+    ours, theirs = tessera_step_ms(work, tessera_run), torch_step_ms()
+    print(f"\nGPT training step ({GPT['layers']} layers, d_model "
+          f"{GPT['d_model']}, {GPT['seq']} tokens, batch {GPT_BATCH}, Adam, "
+          f"f32), median of steps 11-{STEPS}")
+    print("| Tessera ms | PyTorch eager ms | Tessera / PyTorch |")
+    print("|---:|---:|---:|")
+    print(f"| {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    phase = parser.add_mutually_exclusive_group(required=True)
+    phase.add_argument("--prepare", metavar="DIR")
+    phase.add_argument("--run", metavar="DIR")
+    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    if args.prepare:
+        prepare(args.prepare, args.bin)
+    else:
+        run_phase(args.run, args.bin, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+//===- GpuGemm.cpp - Matrix products of compiled CUDA programs, by cuBLASLt
+//===//
+//
+// tsr-gpu-gemm turns a linalg.matmul or linalg.batch_matmul of the CUDA
+// target into tsrt.gpu_gemm, which calls tsrt_gpu_gemm here on the stream
+// of the program's kernels. cuBLASLt is loaded with dlopen on first use
+// (tessera_runtime has no link-time dependency on CUDA), and a plan per
+// shape (the operation and layout descriptors and the algorithm cuBLASLt's
+// heuristic picks) is made once and kept.
+//
+// The buffers are row-major; cuBLASLt is column-major. A row-major M x N
+// product C = A·B is the column-major N x M product C' = B'·A', where X'
+// is X read column-major (its transpose): so cuBLASLt's first operand is B
+// (N x K, leading dimension N), its second A (K x M, leading dimension K),
+// and C is N x M with leading dimension N. An operand the program gives
+// transposed (the [K, M] buffer of A^T, or B's [N, K]) is the column-major
+// matrix of the other shape (M x K, or K x N) with cuBLASLt's transpose
+// flag set on it. Batches are strided, rows·cols elements apart.
+//
+// The types and enumerators below are cuBLASLt's (cublasLt.h, CUDA 12 and
+// 13), written out in GpuGemm.h so that the runtime builds without the
+// toolkit; runtime/test/CublasLtAbiCheck.cpp checks them against the header
+// where it is installed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuGemm.h"
+#include "RuntimeInternal.h"
+#include "tessera-runtime/Device.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+using namespace tsr::cublaslt;
+
+namespace {
+
+struct Library {
+  int (*create)(void **);
+  int (*matmulDescCreate)(void **, int, int);
+  int (*matmulDescSetAttribute)(void *, int, const void *, size_t);
+  int (*matrixLayoutCreate)(void **, int, uint64_t, uint64_t, int64_t);
+  int (*matrixLayoutSetAttribute)(void *, int, const void *, size_t);
+  int (*preferenceCreate)(void **);
+  int (*preferenceSetAttribute)(void *, int, const void *, size_t);
+  int (*algoGetHeuristic)(void *, void *, void *, void *, void *, void *,
+                          void *, int, HeuristicResult *, int *);
+  int (*matmul)(void *, void *, const void *, const void *, void *,
+                const void *, void *, const void *, const void *, void *,
+                void *, void *, const Algo *, void *, size_t, void *);
+  const char *(*getStatusString)(int);
+};
+
+/// One shape's plan: descriptors made once, the heuristic's algorithm.
+struct Plan {
+  void *operation = nullptr;
+  void *first = nullptr, *second = nullptr, *result = nullptr;
+  Algo algo{};
+  size_t workspace = 0;
+};
+
+/// batch, m, n, k, dtype, transpose_a, transpose_b.
+using Shape =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t, bool, bool>;
+
+/// The library, its handle, the workspace and the plans. Never destroyed:
+/// compiled programs may run during static destruction.
+struct State {
+  std::mutex mutex;
+  std::once_flag once;
+  Library lib{};
+  std::string loadError;
+  void *handle = nullptr;
+  void *preference = nullptr;
+  void *workspace = nullptr;
+  std::map<Shape, Plan> plans;
+};
+
+State &state() {
+  static State *instance = new State();
+  return *instance;
+}
+
+void load(State &s) {
+  std::string tried;
+  void *dl = nullptr;
+  std::string home =
+      std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
+  for (std::string name :
+       {std::string("libcublasLt.so.13"), std::string("libcublasLt.so.12"),
+        home + "/lib64/libcublasLt.so"}) {
+    dl = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (dl)
+      break;
+    tried += std::string(tried.empty() ? " " : "; ") + dlerror();
+  }
+  if (!dl) {
+    s.loadError = "no cuBLASLt (libcublasLt):" + tried;
+    return;
+  }
+  Library &l = s.lib;
+  auto bind = [&](auto &slot, const char *name) {
+    return tsr::bindSymbol(dl, "libcublasLt", name, slot, s.loadError);
+  };
+  bool ok =
+      bind(l.create, "cublasLtCreate") &&
+      bind(l.matmulDescCreate, "cublasLtMatmulDescCreate") &&
+      bind(l.matmulDescSetAttribute, "cublasLtMatmulDescSetAttribute") &&
+      bind(l.matrixLayoutCreate, "cublasLtMatrixLayoutCreate") &&
+      bind(l.matrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute") &&
+      bind(l.preferenceCreate, "cublasLtMatmulPreferenceCreate") &&
+      bind(l.preferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute") &&
+      bind(l.algoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic") &&
+      bind(l.matmul, "cublasLtMatmul") &&
+      bind(l.getStatusString, "cublasLtGetStatusString");
+  if (!ok)
+    return;
+  auto check = [&](int status, const char *what) {
+    if (status != kSuccess)
+      s.loadError = std::string(what) + ": " + l.getStatusString(status);
+    return status == kSuccess;
+  };
+  uint64_t limit = kWorkspaceBytes;
+  if (!check(l.create(&s.handle), "cublasLtCreate") ||
+      !check(l.preferenceCreate(&s.preference),
+             "cublasLtMatmulPreferenceCreate") ||
+      !check(l.preferenceSetAttribute(s.preference, kPrefMaxWorkspaceBytes,
+                                      &limit, sizeof(limit)),
+             "cublasLtMatmulPreferenceSetAttribute"))
+    return;
+  if (tsr_device_alloc(kWorkspaceBytes, &s.workspace) != TSR_OK)
+    s.loadError = std::string("cuBLASLt workspace of ") +
+                  std::to_string(kWorkspaceBytes) +
+                  " bytes: " + tsr_last_error();
+}
+
+/// The column-major layout of a rows x cols matrix with `batch` copies
+/// `stride` elements apart.
+int makeLayout(const Library &l, void **layout, int type, int64_t rows,
+               int64_t cols, int64_t batch) {
+  if (int status = l.matrixLayoutCreate(layout, type, rows, cols, rows))
+    return status;
+  if (batch == 1)
+    return kSuccess;
+  int32_t count = static_cast<int32_t>(batch);
+  int64_t stride = rows * cols;
+  if (int status = l.matrixLayoutSetAttribute(*layout, kLayoutBatchCount,
+                                              &count, sizeof(count)))
+    return status;
+  return l.matrixLayoutSetAttribute(*layout, kLayoutStridedBatchOffset, &stride,
+                                    sizeof(stride));
+}
+
+/// Makes the plan of `shape`; "" or what failed.
+std::string makePlan(State &s, const Shape &shape, Plan &plan) {
+  auto [batch, m, n, k, dtype, transposeA, transposeB] = shape;
+  const Library &l = s.lib;
+  int input = dtype == TSR_DTYPE_BFLOAT16  ? kBf16
+              : dtype == TSR_DTYPE_FLOAT16 ? kF16
+                                           : kF32;
+  auto status = [&](int code, const char *what) {
+    return std::string(what) + ": " + l.getStatusString(code);
+  };
+  if (int code = l.matmulDescCreate(&plan.operation, kComputeF32, kF32))
+    return status(code, "cublasLtMatmulDescCreate");
+  // cuBLASLt's first operand is the program's B, its second A.
+  int32_t transpose = kOpT;
+  if (transposeB)
+    if (int code = l.matmulDescSetAttribute(plan.operation, kDescTransA,
+                                            &transpose, sizeof(transpose)))
+      return status(code, "cublasLtMatmulDescSetAttribute");
+  if (transposeA)
+    if (int code = l.matmulDescSetAttribute(plan.operation, kDescTransB,
+                                            &transpose, sizeof(transpose)))
+      return status(code, "cublasLtMatmulDescSetAttribute");
+  if (int code = transposeB ? makeLayout(l, &plan.first, input, k, n, batch)
+                            : makeLayout(l, &plan.first, input, n, k, batch))
+    return status(code, "cublasLtMatrixLayoutCreate");
+  if (int code = transposeA ? makeLayout(l, &plan.second, input, m, k, batch)
+                            : makeLayout(l, &plan.second, input, k, m, batch))
+    return status(code, "cublasLtMatrixLayoutCreate");
+  if (int code = makeLayout(l, &plan.result, kF32, n, m, batch))
+    return status(code, "cublasLtMatrixLayoutCreate");
+  HeuristicResult result{};
+  int found = 0;
+  if (int code = l.algoGetHeuristic(s.handle, plan.operation, plan.first,
+                                    plan.second, plan.result, plan.result,
+                                    s.preference, 1, &result, &found))
+    return status(code, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0 || result.state != kSuccess)
+    return "cuBLASLt has no algorithm for it";
+  plan.algo = result.algo;
+  plan.workspace = result.workspaceSize;
+  return "";
+}
+
+} // namespace
+
+extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
+                                      int64_t n, int64_t k, const void *a,
+                                      const void *b, float *c, int32_t dtype,
+                                      int32_t transposeA, int32_t transposeB,
+                                      int32_t accumulate) {
+  auto fail = [&](const std::string &what) {
+    tsr::noteKernelError(
+        std::string(tsr_dtype_name(static_cast<tsr_dtype_t>(dtype))) +
+        " GPU matmul " + (batch > 1 ? std::to_string(batch) + " x " : "") +
+        std::to_string(m) + "x" + std::to_string(k) + " by " +
+        std::to_string(k) + "x" + std::to_string(n) + ": " + what);
+  };
+  State &s = state();
+  std::call_once(s.once, [&] { load(s); });
+  if (!s.loadError.empty())
+    return fail(s.loadError);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Shape shape{batch, m, n, k, dtype, transposeA != 0, transposeB != 0};
+  auto it = s.plans.find(shape);
+  if (it == s.plans.end()) {
+    Plan plan;
+    if (std::string error = makePlan(s, shape, plan); !error.empty())
+      return fail(error);
+    it = s.plans.emplace(shape, plan).first;
+  }
+  const Plan &plan = it->second;
+  float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  if (int code =
+          s.lib.matmul(s.handle, plan.operation, &one, b, plan.first, a,
+                       plan.second, &beta, c, plan.result, c, plan.result,
+                       &plan.algo, s.workspace, plan.workspace, stream))
+    fail(std::string("cublasLtMatmul: ") + s.lib.getStatusString(code));
+}

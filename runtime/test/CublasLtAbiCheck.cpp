@@ -1,0 +1,33 @@
+//===- CublasLtAbiCheck.cpp - GpuGemm.h against the toolkit's cublasLt.h --===//
+//
+// Compiled (never run) where the CUDA toolkit is installed: the build fails
+// if a type or enumerator that runtime/lib/GpuGemm.h writes out differs
+// from cuBLASLt's own header.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuGemm.h"
+
+#include <cublasLt.h>
+
+#include <cstddef>
+
+using namespace tsr::cublaslt;
+
+static_assert(sizeof(Algo) == sizeof(cublasLtMatmulAlgo_t));
+static_assert(sizeof(HeuristicResult) ==
+              sizeof(cublasLtMatmulHeuristicResult_t));
+static_assert(offsetof(HeuristicResult, workspaceSize) ==
+              offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize));
+static_assert(offsetof(HeuristicResult, state) ==
+              offsetof(cublasLtMatmulHeuristicResult_t, state));
+static_assert(kSuccess == CUBLAS_STATUS_SUCCESS);
+static_assert(kF32 == CUDA_R_32F && kF16 == CUDA_R_16F && kBf16 == CUDA_R_16BF);
+static_assert(kComputeF32 == CUBLAS_COMPUTE_32F);
+static_assert(kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
+static_assert(kLayoutStridedBatchOffset ==
+              CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
+static_assert(kPrefMaxWorkspaceBytes ==
+              CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+static_assert(kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
+              kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
+static_assert(kOpT == CUBLAS_OP_T);

@@ -1,0 +1,188 @@
+/* A stand-in for cuBLASLt, built as libcublasLt.so.13, for testing the
+ * runtime's GEMM plans (runtime/lib/GpuGemm.cpp) on machines without a GPU.
+ * It defines the entry points GpuGemm.cpp resolves, with their C
+ * signatures, records every descriptor and call, and computes the product
+ * on the host, in column-major order as cuBLASLt does: with FakeCudart.c,
+ * whose "device" memory is host memory, a test can check both the call plan
+ * (layouts, batch strides, beta, workspace) and that it multiplies the
+ * row-major matrices the compiled program meant. Only what GpuGemm.cpp sets
+ * is supported; anything else fails with CUBLAS_STATUS_NOT_SUPPORTED (15). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { kSuccess = 0, kInvalidValue = 7, kNotSupported = 15 };
+enum { kF32 = 0, kF16 = 2, kBf16 = 14 };
+
+typedef struct {
+  int type;
+  uint64_t rows, cols;
+  int64_t ld, stride;
+  int32_t batch;
+} Layout;
+
+typedef struct {
+  int compute, scale;
+  int32_t transA, transB;
+} Desc;
+
+/* What the last cublasLtMatmul saw, for the tests (fakeCublasLtLast). */
+typedef struct {
+  int calls;
+  Layout a, b, c, d;
+  float alpha, beta;
+  size_t workspaceBytes;
+  uint64_t maxWorkspace;
+  int compute, scale;
+  void *stream;
+  int32_t transA, transB;
+} Record;
+
+static Record last;
+static int handles, heuristics;
+static uint64_t maxWorkspace;
+
+const Record *fakeCublasLtLast(void) { return &last; }
+int fakeCublasLtHeuristics(void) { return heuristics; }
+
+int cublasLtCreate(void **handle) {
+  *handle = &handles;
+  ++handles;
+  return kSuccess;
+}
+
+const char *cublasLtGetStatusString(int status) {
+  return status == kNotSupported ? "CUBLAS_STATUS_NOT_SUPPORTED"
+                                 : "CUBLAS_STATUS_INVALID_VALUE";
+}
+
+int cublasLtMatmulDescCreate(void **desc, int compute, int scale) {
+  Desc *d = calloc(1, sizeof(Desc));
+  d->compute = compute;
+  d->scale = scale;
+  *desc = d;
+  return kSuccess;
+}
+
+/* CUBLASLT_MATMUL_DESC_TRANSA (3) and TRANSB (4) only. */
+int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
+                                   size_t size) {
+  Desc *d = desc;
+  if ((attr != 3 && attr != 4) || size != sizeof(int32_t))
+    return kNotSupported;
+  memcpy(attr == 3 ? &d->transA : &d->transB, buf, size);
+  return kSuccess;
+}
+
+int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
+                               uint64_t cols, int64_t ld) {
+  Layout *l = calloc(1, sizeof(Layout));
+  l->type = type;
+  l->rows = rows;
+  l->cols = cols;
+  l->ld = ld;
+  l->batch = 1;
+  *layout = l;
+  return kSuccess;
+}
+
+int cublasLtMatrixLayoutSetAttribute(void *layout, int attr, const void *buf,
+                                     size_t size) {
+  Layout *l = layout;
+  if (attr == 5 && size == sizeof(int32_t))
+    return memcpy(&l->batch, buf, size), kSuccess;
+  if (attr == 6 && size == sizeof(int64_t))
+    return memcpy(&l->stride, buf, size), kSuccess;
+  return kInvalidValue;
+}
+
+int cublasLtMatmulPreferenceCreate(void **pref) {
+  *pref = &maxWorkspace;
+  return kSuccess;
+}
+
+int cublasLtMatmulPreferenceSetAttribute(void *pref, int attr, const void *buf,
+                                         size_t size) {
+  if (attr != 1 || size != sizeof(uint64_t))
+    return kInvalidValue;
+  memcpy(pref, buf, size);
+  return kSuccess;
+}
+
+typedef struct {
+  uint64_t data[8];
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+} Heuristic;
+
+/* One algorithm for every supported plan; none for a 7 x 7 x 7 product, so
+ * that the tests can see the runtime report it. */
+int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *b,
+                                   void *c, void *d, void *pref, int requested,
+                                   Heuristic *results, int *returned) {
+  (void)handle, (void)desc, (void)b, (void)c, (void)d, (void)pref;
+  ++heuristics;
+  Layout *la = a;
+  if (requested < 1)
+    return kInvalidValue;
+  memset(results, 0, sizeof(Heuristic));
+  *returned = la->rows == 7 && la->cols == 7 ? 0 : 1;
+  results[0].data[0] = 42;
+  results[0].workspaceSize = 1 << 20;
+  return kSuccess;
+}
+
+static float load(int type, const void *base, int64_t i) {
+  if (type == kF32)
+    return ((const float *)base)[i];
+  uint16_t bits = ((const uint16_t *)base)[i];
+  if (type == kBf16) {
+    uint32_t wide = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &wide, 4);
+    return f;
+  }
+  return 0.0f; /* f16 is not exercised by the tests */
+}
+
+/* D = alpha * op(A) * op(B) + beta * C, column-major. */
+int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
+                   const Layout *la, const void *B, const Layout *lb,
+                   const float *beta, const void *C, const Layout *lc, void *D,
+                   const Layout *ld, const Heuristic *algo, void *workspace,
+                   size_t workspaceBytes, void *stream) {
+  (void)handle, (void)workspace;
+  const Desc *dd = desc;
+  uint64_t rows = dd->transA ? la->cols : la->rows,
+           inner = dd->transA ? la->rows : la->cols,
+           innerB = dd->transB ? lb->cols : lb->rows,
+           cols = dd->transB ? lb->rows : lb->cols;
+  if (algo->data[0] != 42 || inner != innerB || rows != lc->rows ||
+      cols != lc->cols || lc->type != kF32 || C != D)
+    return kInvalidValue;
+  ++last.calls;
+  last.a = *la, last.b = *lb, last.c = *lc, last.d = *ld;
+  last.alpha = *alpha, last.beta = *beta;
+  last.workspaceBytes = workspaceBytes;
+  last.maxWorkspace = maxWorkspace;
+  last.compute = dd->compute, last.scale = dd->scale;
+  last.stream = stream;
+  last.transA = dd->transA, last.transB = dd->transB;
+  float *out = D;
+  for (int32_t batch = 0; batch < lc->batch; ++batch)
+    for (uint64_t j = 0; j < lc->cols; ++j)
+      for (uint64_t i = 0; i < lc->rows; ++i) {
+        float sum = 0.0f;
+        for (uint64_t p = 0; p < inner; ++p) {
+          int64_t ia = dd->transA ? p + i * la->ld : i + p * la->ld;
+          int64_t ib = dd->transB ? j + p * lb->ld : p + j * lb->ld;
+          sum += load(la->type, A, batch * la->stride + ia) *
+                 load(lb->type, B, batch * lb->stride + ib);
+        }
+        float *slot = &out[batch * lc->stride + j * lc->ld + i];
+        *slot = *alpha * sum + (*beta != 0.0f ? *beta * *slot : 0.0f);
+      }
+  return kSuccess;
+}

@@ -1,0 +1,230 @@
+//===- GpuGemmTest.cpp - The runtime's cuBLASLt plans, against a fake -----===//
+//
+// tsrt_gpu_gemm (runtime/lib/GpuGemm.cpp) against FakeCublasLt.c, which
+// records each plan and computes the product on the host, and FakeCudart.c,
+// whose "device" memory (the workspace) is host memory: the row-major
+// product the compiled program asks for must reach cuBLASLt as the
+// column-major product of the swapped operands, with the right layouts,
+// batch strides, scalars, workspace and stream, and give A·B.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera-runtime/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <vector>
+
+extern "C" void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m, int64_t n,
+                              int64_t k, const void *a, const void *b, float *c,
+                              int32_t dtype, int32_t transposeA,
+                              int32_t transposeB, int32_t accumulate);
+namespace tsr {
+std::string takeKernelError();
+} // namespace tsr
+
+namespace {
+
+// FakeCublasLt.c's records.
+struct Layout {
+  int type;
+  uint64_t rows, cols;
+  int64_t ld, stride;
+  int32_t batch;
+};
+struct Record {
+  int calls;
+  Layout a, b, c, d;
+  float alpha, beta;
+  size_t workspaceBytes;
+  uint64_t maxWorkspace;
+  int compute, scale;
+  void *stream;
+  int32_t transA, transB;
+};
+
+/// The fakes, loaded by path before the runtime first opens them by soname.
+void *fake(const char *path) {
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(handle, nullptr) << dlerror();
+  return handle;
+}
+void *fakeCublasLt() {
+  static void *cudart = fake(TSR_TEST_FAKE_CUDART);
+  static void *handle = cudart ? fake(TSR_TEST_FAKE_CUBLASLT) : nullptr;
+  return handle;
+}
+
+const Record &last() {
+  auto get = reinterpret_cast<const Record *(*)()>(
+      dlsym(fakeCublasLt(), "fakeCublasLtLast"));
+  return *get();
+}
+
+int heuristics() {
+  return reinterpret_cast<int (*)()>(
+      dlsym(fakeCublasLt(), "fakeCublasLtHeuristics"))();
+}
+
+/// Row-major [batch] x rows x cols of small integers (exact in bf16 too).
+std::vector<float> matrix(int64_t batch, int64_t rows, int64_t cols, int seed) {
+  std::vector<float> v(batch * rows * cols);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>((i * 7 + seed) % 9) - 4.0f;
+  return v;
+}
+
+std::vector<float> product(const std::vector<float> &a,
+                           const std::vector<float> &b, int64_t batch,
+                           int64_t m, int64_t n, int64_t k) {
+  std::vector<float> c(batch * m * n, 0.0f);
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p)
+          c[(s * m + i) * n + j] +=
+              a[(s * m + i) * k + p] * b[(s * k + p) * n + j];
+  return c;
+}
+
+TEST(GpuGemm, PlansARowMajorBatchAsCublasLtsColumnMajorProduct) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t batch = 2, m = 3, n = 4, k = 5;
+  std::vector<float> a = matrix(batch, m, k, 1), b = matrix(batch, k, n, 2);
+  std::vector<float> c(batch * m * n, 99.0f);
+  void *stream = reinterpret_cast<void *>(0x5eed);
+  tsrt_gpu_gemm(stream, batch, m, n, k, a.data(), b.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/0);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(c, product(a, b, batch, m, n, k));
+
+  const Record &r = last();
+  // cuBLASLt's first operand is B (N x K, column-major), its second A.
+  EXPECT_EQ(r.a.type, 0);
+  EXPECT_EQ(r.a.rows, uint64_t(n));
+  EXPECT_EQ(r.a.cols, uint64_t(k));
+  EXPECT_EQ(r.a.ld, n);
+  EXPECT_EQ(r.a.batch, batch);
+  EXPECT_EQ(r.a.stride, n * k);
+  EXPECT_EQ(r.b.rows, uint64_t(k));
+  EXPECT_EQ(r.b.cols, uint64_t(m));
+  EXPECT_EQ(r.b.ld, k);
+  EXPECT_EQ(r.b.stride, k * m);
+  EXPECT_EQ(r.c.rows, uint64_t(n));
+  EXPECT_EQ(r.c.cols, uint64_t(m));
+  EXPECT_EQ(r.c.ld, n);
+  EXPECT_EQ(r.c.stride, n * m);
+  EXPECT_EQ(r.d.rows, r.c.rows);
+  EXPECT_EQ(r.alpha, 1.0f);
+  EXPECT_EQ(r.beta, 0.0f);
+  EXPECT_EQ(r.compute, 68); // CUBLAS_COMPUTE_32F: no TF32 rounding
+  EXPECT_EQ(r.scale, 0);    // CUDA_R_32F
+  EXPECT_EQ(r.maxWorkspace, uint64_t(32) << 20);
+  EXPECT_EQ(r.workspaceBytes, size_t(1) << 20); // what the heuristic asked
+  EXPECT_EQ(r.stream, stream);
+}
+
+/// The row-major transpose of [batch] x rows x cols.
+std::vector<float> transposed(const std::vector<float> &v, int64_t batch,
+                              int64_t rows, int64_t cols) {
+  std::vector<float> t(v.size());
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        t[(s * cols + j) * rows + i] = v[(s * rows + i) * cols + j];
+  return t;
+}
+
+TEST(GpuGemm, ReadsTransposedOperandsWithCublasLtsTransposeFlags) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t batch = 2, m = 3, n = 4, k = 5;
+  std::vector<float> a = matrix(batch, m, k, 8), b = matrix(batch, k, n, 9);
+  std::vector<float> expected = product(a, b, batch, m, n, k);
+  // The buffers hold A^T ([K, M]) and B^T ([N, K]).
+  std::vector<float> at = transposed(a, batch, m, k),
+                     bt = transposed(b, batch, k, n);
+  for (auto [ta, tb] : {std::pair{1, 0}, std::pair{0, 1}, std::pair{1, 1}}) {
+    std::vector<float> c(batch * m * n, 99.0f);
+    tsrt_gpu_gemm(nullptr, batch, m, n, k, ta ? at.data() : a.data(),
+                  tb ? bt.data() : b.data(), c.data(), TSR_DTYPE_FLOAT32, ta,
+                  tb, 0);
+    ASSERT_EQ(tsr::takeKernelError(), "");
+    EXPECT_EQ(c, expected) << "transpose_a " << ta << ", transpose_b " << tb;
+    const Record &r = last();
+    // cuBLASLt's first operand is B: its flag is TRANSA.
+    EXPECT_EQ(r.transA, tb);
+    EXPECT_EQ(r.transB, ta);
+    // B^T [N, K] row-major is K x N column-major, leading dimension K.
+    EXPECT_EQ(r.a.rows, uint64_t(tb ? k : n));
+    EXPECT_EQ(r.a.ld, tb ? k : n);
+    EXPECT_EQ(r.b.rows, uint64_t(ta ? m : k));
+    EXPECT_EQ(r.b.ld, ta ? m : k);
+    EXPECT_EQ(r.a.stride, n * k);
+    EXPECT_EQ(r.b.stride, k * m);
+  }
+}
+
+TEST(GpuGemm, AccumulatesWithBetaOne) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t m = 4, n = 2, k = 3;
+  std::vector<float> a = matrix(1, m, k, 3), b = matrix(1, k, n, 4);
+  std::vector<float> c = matrix(1, m, n, 5),
+                     expected = product(a, b, 1, m, n, k);
+  for (size_t i = 0; i < c.size(); ++i)
+    expected[i] += c[i];
+  tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/1);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(c, expected);
+  EXPECT_EQ(last().beta, 1.0f);
+  EXPECT_EQ(last().a.batch, 1);
+}
+
+TEST(GpuGemm, MultipliesBf16OperandsIntoF32) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t m = 2, n = 3, k = 4;
+  std::vector<float> a = matrix(1, m, k, 6), b = matrix(1, k, n, 7);
+  auto bf16 = [](const std::vector<float> &v) {
+    std::vector<uint16_t> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &v[i], 4);
+      out[i] = static_cast<uint16_t>(bits >> 16); // exact: small integers
+    }
+    return out;
+  };
+  std::vector<uint16_t> a16 = bf16(a), b16 = bf16(b);
+  std::vector<float> c(m * n, -1.0f);
+  tsrt_gpu_gemm(nullptr, 1, m, n, k, a16.data(), b16.data(), c.data(),
+                TSR_DTYPE_BFLOAT16, 0, 0, 0);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(c, product(a, b, 1, m, n, k));
+  EXPECT_EQ(last().a.type, 14); // CUDA_R_16BF
+  EXPECT_EQ(last().b.type, 14);
+  EXPECT_EQ(last().c.type, 0); // CUDA_R_32F
+}
+
+TEST(GpuGemm, MakesOnePlanPerShape) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  std::vector<float> a = matrix(1, 6, 5, 1), b = matrix(1, 5, 6, 2), c(36);
+  int before = heuristics();
+  for (int i = 0; i < 3; ++i)
+    tsrt_gpu_gemm(nullptr, 1, 6, 6, 5, a.data(), b.data(), c.data(),
+                  TSR_DTYPE_FLOAT32, 0, 0, 0);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(heuristics(), before + 1);
+}
+
+TEST(GpuGemm, ReportsAShapeWithoutAnAlgorithm) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  std::vector<float> a(49), b(49), c(49);
+  tsrt_gpu_gemm(nullptr, 1, 7, 7, 7, a.data(), b.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, 0);
+  EXPECT_EQ(tsr::takeKernelError(), "float32 GPU matmul 7x7 by 7x7: cuBLASLt "
+                                    "has no algorithm for it");
+}
+
+} // namespace

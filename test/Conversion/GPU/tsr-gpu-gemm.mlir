@@ -1,0 +1,131 @@
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-gemm))" --split-input-file | FileCheck %s
+
+// A product into a fresh buffer that a zero fill started: the fill goes and
+// cuBLASLt overwrites the buffer (beta 0).
+// CHECK-LABEL: func.func @fresh
+// CHECK: %[[C:.*]] = memref.alloc() : memref<8x4xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: tsrt.gpu_gemm ins(%arg0, %arg1 : memref<8x16xf32>, memref<16x4xf32>) outs(%[[C]] : memref<8x4xf32>)
+// CHECK-NOT: accumulate
+// CHECK-NOT: linalg.matmul
+func.func @fresh(%a: memref<8x16xf32>, %b: memref<16x4xf32>) -> memref<8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x4xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return %c : memref<8x4xf32>
+}
+
+// -----
+
+// Batches of bf16 operands into f32; a destination the caller passes in is
+// added to (linalg's semantics).
+// CHECK-LABEL: func.func @batched_bf16
+// CHECK: tsrt.gpu_gemm ins(%arg0, %arg1 : memref<3x8x16xbf16>, memref<3x16x4xbf16>) outs(%arg2 : memref<3x8x4xf32>) {accumulate = true}
+func.func @batched_bf16(%a: memref<3x8x16xbf16>, %b: memref<3x16x4xbf16>, %c: memref<3x8x4xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x8x16xbf16>, memref<3x16x4xbf16>) outs(%c : memref<3x8x4xf32>)
+  return
+}
+
+// -----
+
+// The fill stays where something reads the buffer before the product, or
+// where it fills another value than zero.
+// CHECK-LABEL: func.func @read_between
+// CHECK: linalg.fill
+// CHECK: memref.load
+// CHECK: tsrt.gpu_gemm {{.*}} {accumulate = true}
+// CHECK-LABEL: func.func @fill_one
+// CHECK: linalg.fill
+// CHECK: tsrt.gpu_gemm {{.*}} {accumulate = true}
+func.func @read_between(%a: memref<8x16xf32>, %b: memref<16x4xf32>) -> (memref<8x4xf32>, f32) {
+  %zero = arith.constant 0.0 : f32
+  %i = arith.constant 0 : index
+  %c = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x4xf32>)
+  %v = memref.load %c[%i, %i] : memref<8x4xf32>
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return %c, %v : memref<8x4xf32>, f32
+}
+func.func @fill_one(%a: memref<8x16xf32>, %b: memref<16x4xf32>) -> memref<8x4xf32> {
+  %one = arith.constant 1.0 : f32
+  %c = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%one : f32) outs(%c : memref<8x4xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return %c : memref<8x4xf32>
+}
+
+// -----
+
+// What cuBLASLt is not given stays for tsr-gpu-map: integer products, mixed
+// operand types, strided views, an empty reduction, maps of the user's own.
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: tsrt.gpu_gemm
+// CHECK-COUNT-5: linalg.matmul
+func.func @kept(%i: memref<8x16xi32>, %j: memref<16x4xi32>, %k: memref<8x4xi32>,
+                %h: memref<8x16xbf16>, %f: memref<16x4xf32>, %c: memref<8x4xf32>,
+                %big: memref<8x32xf32>, %e: memref<8x0xf32>, %e2: memref<0x4xf32>,
+                %t: memref<16x8xf32>) {
+  linalg.matmul ins(%i, %j : memref<8x16xi32>, memref<16x4xi32>) outs(%k : memref<8x4xi32>)
+  linalg.matmul ins(%h, %f : memref<8x16xbf16>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %view = memref.subview %big[0, 0] [8, 16] [1, 1] : memref<8x32xf32> to memref<8x16xf32, strided<[32, 1]>>
+  linalg.matmul ins(%view, %f : memref<8x16xf32, strided<[32, 1]>>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  linalg.matmul ins(%e, %e2 : memref<8x0xf32>, memref<0x4xf32>) outs(%c : memref<8x4xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%t, %f : memref<16x8xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  return
+}
+
+// -----
+
+// A transpose of the last two dimensions into a buffer only the product
+// reads: cuBLASLt reads the source transposed, and the copy and its buffer
+// go (the gradients' X^T·dY and dY·W^T, attention's Q·K^T).
+// CHECK-LABEL: func.func @transposed
+// CHECK-NOT: linalg.transpose
+// CHECK-NOT: memref.alloc() : memref<16x8xf32>
+// CHECK: tsrt.gpu_gemm ins(%arg0, %arg1 : memref<16x8xf32>, memref<16x4xf32>) outs(%{{.*}} : memref<8x4xf32>) {transpose_a = true}
+// CHECK: tsrt.gpu_gemm ins(%arg2, %arg3 : memref<2x8x16xf32>, memref<2x4x16xf32>) outs(%{{.*}} : memref<2x8x4xf32>) {transpose_b = true}
+// CHECK-NOT: memref.dealloc
+func.func @transposed(%x: memref<16x8xf32>, %dy: memref<16x4xf32>, %q: memref<2x8x16xf32>, %k: memref<2x4x16xf32>) -> (memref<8x4xf32>, memref<2x8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %xt = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%x : memref<16x8xf32>) outs(%xt : memref<8x16xf32>) permutation = [1, 0]
+  %dw = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x4xf32>)
+  linalg.matmul ins(%xt, %dy : memref<8x16xf32>, memref<16x4xf32>) outs(%dw : memref<8x4xf32>)
+  memref.dealloc %xt : memref<8x16xf32>
+  %kt = memref.alloc() : memref<2x16x4xf32>
+  linalg.transpose ins(%k : memref<2x4x16xf32>) outs(%kt : memref<2x16x4xf32>) permutation = [0, 2, 1]
+  %s = memref.alloc() : memref<2x8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<2x8x4xf32>)
+  linalg.batch_matmul ins(%q, %kt : memref<2x8x16xf32>, memref<2x16x4xf32>) outs(%s : memref<2x8x4xf32>)
+  memref.dealloc %kt : memref<2x16x4xf32>
+  return %dw, %s : memref<8x4xf32>, memref<2x8x4xf32>
+}
+
+// -----
+
+// The copy stays where its source is written between it and the product
+// (the product must read the values the copy took), where something else
+// reads the transposed buffer, or where the permutation moves the batch.
+// CHECK-LABEL: func.func @transposes_kept
+// CHECK-COUNT-3: linalg.transpose
+// CHECK-NOT: transpose_
+func.func @transposes_kept(%x: memref<16x8xf32>, %dy: memref<16x4xf32>, %c: memref<8x4xf32>,
+                           %b3: memref<16x2x8xf32>, %d3: memref<2x16x4xf32>, %c3: memref<2x8x4xf32>) -> f32 {
+  %one = arith.constant 1.0 : f32
+  %i = arith.constant 0 : index
+  %xt = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%x : memref<16x8xf32>) outs(%xt : memref<8x16xf32>) permutation = [1, 0]
+  linalg.fill ins(%one : f32) outs(%x : memref<16x8xf32>)
+  linalg.matmul ins(%xt, %dy : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %xt2 = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%x : memref<16x8xf32>) outs(%xt2 : memref<8x16xf32>) permutation = [1, 0]
+  linalg.matmul ins(%xt2, %dy : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %v = memref.load %xt2[%i, %i] : memref<8x16xf32>
+  %bt = memref.alloc() : memref<2x8x16xf32>
+  linalg.transpose ins(%b3 : memref<16x2x8xf32>) outs(%bt : memref<2x8x16xf32>) permutation = [1, 2, 0]
+  linalg.batch_matmul ins(%bt, %d3 : memref<2x8x16xf32>, memref<2x16x4xf32>) outs(%c3 : memref<2x8x4xf32>)
+  return %v : f32
+}
