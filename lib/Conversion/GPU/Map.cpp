@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPUMAP
@@ -160,6 +161,71 @@ linalg::LinalgOp parallelFirst(IRRewriter &rewriter, linalg::LinalgOp op) {
                             : linalg::LinalgOp(generic);
 }
 
+/// A scatter loop of tsr-to-linalg (tsr.scatter_shape: the updates' axis
+/// and shape, visited in row-major order) as an scf.parallel over the
+/// positions outside the axis holding an scf.for along it, each iteration
+/// the original body at the same row-major index. Iterations that differ
+/// outside the axis write different elements (the target is the update's
+/// position with only the axis coordinate replaced), and along the axis the
+/// order stays, so every element sees the same updates in the same order.
+/// Null where the loop is not the one tsr-to-linalg makes.
+scf::ParallelOp parallelizeScatter(IRRewriter &rewriter, scf::ForOp loop) {
+  auto attr = loop->getAttrOfType<DenseI64ArrayAttr>(tsr::attr::kScatterShape);
+  ArrayRef<int64_t> shape = attr.asArrayRef().drop_front();
+  auto axis = static_cast<size_t>(attr[0]);
+  int64_t total = 1, outside = 1;
+  SmallVector<int64_t> outer;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    total *= size;
+    if (d != axis) {
+      outer.push_back(size);
+      outside *= size;
+    }
+  }
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
+                         ub = getConstantIntValue(loop.getUpperBound()),
+                         step = getConstantIntValue(loop.getStep());
+  if (!loop.getInitArgs().empty() || lb != 0 || ub != total || step != 1)
+    return {};
+  Location loc = loop.getLoc();
+  rewriter.setInsertionPoint(loop);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value zero = index(0), one = index(1);
+  auto parallel =
+      scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                              ValueRange{index(outside)}, ValueRange{one});
+  rewriter.setInsertionPointToStart(parallel.getBody());
+  SmallVector<Value> coords;
+  Value position = parallel.getInductionVars()[0];
+  if (outer.size() == 1)
+    coords.push_back(position);
+  else if (outer.size() > 1)
+    llvm::append_range(coords, affine::AffineDelinearizeIndexOp::create(
+                                   rewriter, loc, position, outer,
+                                   /*hasOuterBound=*/true)
+                                   .getResults());
+  auto along = scf::ForOp::create(rewriter, loc, zero, index(shape[axis]), one);
+  rewriter.setInsertionPointToStart(along.getBody());
+  // The row-major index of (coords with the axis coordinate inserted).
+  Value linear = zero;
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    Value coord =
+        d == axis ? along.getInductionVar() : coords[d < axis ? d : d - 1];
+    Value term = arith::MulIOp::create(rewriter, loc, coord, index(stride));
+    linear = arith::AddIOp::create(rewriter, loc, linear, term);
+    stride *= shape[d];
+  }
+  IRMapping map;
+  map.map(loop.getInductionVar(), linear);
+  for (Operation &op : loop.getBody()->without_terminator())
+    rewriter.clone(op, map);
+  rewriter.eraseOp(loop);
+  return parallel;
+}
+
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
 LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
   op = parallelFirst(rewriter, op);
@@ -213,6 +279,14 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
     for (linalg::LinalgOp op : ops)
       if (failed(mapLinalgOp(rewriter, op)))
         return signalPassFailure();
+    SmallVector<scf::ForOp> scatters;
+    for (auto loop : function.getBody().getOps<scf::ForOp>())
+      if (loop->hasAttr(tsr::attr::kScatterShape))
+        scatters.push_back(loop);
+    for (scf::ForOp loop : scatters)
+      if (scf::ParallelOp parallel = parallelizeScatter(rewriter, loop))
+        if (failed(linearize(rewriter, parallel)))
+          return signalPassFailure();
     if (failed(mapHostCode(rewriter, function)))
       return signalPassFailure();
 

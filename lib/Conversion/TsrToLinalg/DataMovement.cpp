@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
 using namespace mlir;
 using namespace mlir::tessera::tsr_to_linalg;
@@ -220,7 +221,9 @@ struct GatherElementsPattern : OpConversionPattern<tsr::GatherElementsOp> {
   }
 };
 
-/// One scf.for over the updates in row-major order: later updates win.
+/// One scf.for over the updates in row-major order: later updates win. The
+/// loop carries tsr.scatter_shape, so that a parallel target can run the
+/// updates that differ outside the axis at once.
 struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -272,6 +275,12 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
           Value next = tensor::InsertOp::create(b, l, v, iter[0], target);
           scf::YieldOp::create(b, l, next);
         });
+    if (updType.getNumElements() > 0) {
+      SmallVector<int64_t> shape{axis};
+      llvm::append_range(shape, updType.getShape());
+      loop->setAttr(tsr::attr::kScatterShape,
+                    rewriter.getDenseI64ArrayAttr(shape));
+    }
     rewriter.replaceOp(op, loop.getResult(0));
     return success();
   }

@@ -128,3 +128,37 @@ func.func @host_loops(%idx: memref<4xi64>, %src: memref<4xf32>, %dst: memref<8xf
   }
   return
 }
+
+// -----
+
+// A scatter loop of tsr-to-linalg (tsr.scatter_shape: axis 0 of 6x8
+// updates): one thread per position outside the axis (8), each running the
+// 6 updates along the axis in order at the loop's row-major index.
+// CHECK-LABEL: func.func @scatter
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK-NEXT: scf.forall (%{{.*}}) in (8) {
+// CHECK: scf.for %[[A:.*]] = %c0 to %c6 step %c1 {
+// CHECK: %[[ROW:.*]] = arith.muli %[[A]], %c8
+// CHECK: %[[LINEAR:.*]] = arith.addi %{{.*}}, %[[ROW]]
+// CHECK: arith.remui %[[LINEAR]], %c8
+// CHECK: memref.store
+// CHECK: } {mapping = [#gpu.thread<x>]}
+func.func @scatter(%idx: memref<6x8xi64>, %upd: memref<6x8xf32>, %dst: memref<10x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c48 = arith.constant 48 : index
+  scf.for %i = %c0 to %c48 step %c1 {
+    %col = arith.remui %i, %c8 : index
+    %rest = arith.divui %i, %c8 : index
+    %row = arith.remui %rest, %c6 : index
+    %u = memref.load %upd[%row, %col] : memref<6x8xf32>
+    %t = memref.load %idx[%row, %col] : memref<6x8xi64>
+    %at = arith.index_cast %t : i64 to index
+    %old = memref.load %dst[%at, %col] : memref<10x8xf32>
+    %new = arith.addf %old, %u : f32
+    memref.store %new, %dst[%at, %col] : memref<10x8xf32>
+  } {tsr.scatter_shape = array<i64: 0, 6, 8>}
+  return
+}

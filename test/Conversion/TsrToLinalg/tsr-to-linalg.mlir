@@ -305,11 +305,14 @@ func.func @gather(%e: tensor<10x16xf32>, %i: tensor<4xi64>) -> tensor<4x16xf32> 
 
 // -----
 
+// The loop over the updates says which of its iterations may run in
+// parallel: its axis and the updates' shape (tsr.scatter_shape).
 // CHECK-LABEL: func.func @scatter
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: tensor.extract
 // CHECK: arith.addf
 // CHECK: tensor.insert
+// CHECK: } {tsr.scatter_shape = array<i64: 0, 2, 3>}
 func.func @scatter(%d: tensor<3x3xf32>, %i: tensor<2x3xi64>, %u: tensor<2x3xf32>) -> tensor<3x3xf32> {
   %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
   return %0 : tensor<3x3xf32>

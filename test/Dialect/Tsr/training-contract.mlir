@@ -81,7 +81,7 @@ func.func @zero_stage() attributes {tsr.zero = #tsr.zero<stage = 4, axes = ["dp"
 
 // -----
 
-// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.remat, tsr.precision, tsr.peak_alloc_bytes, tsr.schedule, tsr.sharding, tsr.operand_shardings, tsr.partitioned, tsr.reason, tsr.stage, tsr.pipeline, tsr.ranks, tsr.pipeline_schedule)}}
+// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.remat, tsr.precision, tsr.peak_alloc_bytes, tsr.schedule, tsr.sharding, tsr.operand_shardings, tsr.partitioned, tsr.reason, tsr.stage, tsr.pipeline, tsr.ranks, tsr.pipeline_schedule, tsr.scatter_shape)}}
 module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 }
 
@@ -129,4 +129,15 @@ module attributes {tsr.schedule = [@forward, @backward]} {
   func.func @backward() {
     return
   }
+}
+
+// -----
+
+func.func @scatter_shape_axis() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{attribute 'tsr.scatter_shape' must be [axis, d0, d1, ...]: an axis of the positive shape that follows, got array<i64: 2, 6, 8>}}
+  scf.for %i = %c0 to %c1 step %c1 {
+  } {tsr.scatter_shape = array<i64: 2, 6, 8>}
+  return
 }

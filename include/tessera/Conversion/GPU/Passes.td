@@ -23,8 +23,11 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     variables with `affine.delinearize_index`, a guard for the last block.
     An op with no parallel dimension (a full reduction, a rank-0 op) runs on
     one thread of one block, as do the loops that tsr-to-linalg emits
-    directly (a scatter with accumulation), each run of consecutive ones in
-    one kernel. Library ops that queue their own device work
+    directly, each run of consecutive ones in one kernel; but a scatter's
+    loop (`tsr.scatter_shape`) runs one thread per position of its updates
+    outside the axis, each thread the updates along the axis in order
+    (different threads write different elements; an embedding gradient gets
+    a thread per column). Library ops that queue their own device work
     (`tsrt.gpu_gemm`, from tsr-gpu-gemm) stay on the host. Reductions are
     therefore serial per output element; tiled, fused and warp-reduced
     kernels are the next step.

@@ -501,6 +501,19 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == attr::kScatterShape) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!shape || shape.size() < 2 || shape[0] < 0 ||
+        shape[0] >= shape.size() - 1 ||
+        llvm::any_of(
+            shape.asArrayRef().drop_front(), [](int64_t d) { return d <= 0; }))
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be [axis, d0, d1, ...]: an axis of the positive "
+                "shape that follows, got "
+             << value;
+    return success();
+  }
   if (name == attr::kPeakAllocBytes) {
     auto i = dyn_cast<IntegerAttr>(value);
     if (!i || i.getInt() < 0)
@@ -567,5 +580,5 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kSharding << ", " << attr::kOperandShardings << ", "
          << attr::kPartitioned << ", " << attr::kReason << ", " << attr::kStage
          << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
-         << attr::kPipelineSchedule << ")";
+         << attr::kPipelineSchedule << ", " << attr::kScatterShape << ")";
 }

@@ -95,6 +95,14 @@ inline constexpr llvm::StringLiteral kRanks = "tsr.ranks";
 inline constexpr llvm::StringLiteral kPipelineSchedule =
     "tsr.pipeline_schedule";
 
+// On an scf.for of tsr-to-linalg.
+/// The loop of a scatter (ScatterElements): [axis, d0, d1, ...], the axis
+/// and the shape of its updates, over which the loop runs in row-major
+/// order. Iterations that differ outside the axis write different elements,
+/// so a target may run them in parallel, keeping the order along the axis
+/// (tsr-gpu-map does).
+inline constexpr llvm::StringLiteral kScatterShape = "tsr.scatter_shape";
+
 // On a public function.
 /// The peak bytes allocated by one call, from tsr-cpu-memory-plan.
 inline constexpr llvm::StringLiteral kPeakAllocBytes = "tsr.peak_alloc_bytes";
