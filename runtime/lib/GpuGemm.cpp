@@ -43,8 +43,10 @@ struct Library {
   int (*create)(void **);
   int (*matmulDescCreate)(void **, int, int);
   int (*matmulDescSetAttribute)(void *, int, const void *, size_t);
+  int (*matmulDescDestroy)(void *);
   int (*matrixLayoutCreate)(void **, int, uint64_t, uint64_t, int64_t);
   int (*matrixLayoutSetAttribute)(void *, int, const void *, size_t);
+  int (*matrixLayoutDestroy)(void *);
   int (*preferenceCreate)(void **);
   int (*preferenceSetAttribute)(void *, int, const void *, size_t);
   int (*algoGetHeuristic)(void *, void *, void *, void *, void *, void *,
@@ -110,8 +112,10 @@ void load(State &s) {
       bind(l.create, "cublasLtCreate") &&
       bind(l.matmulDescCreate, "cublasLtMatmulDescCreate") &&
       bind(l.matmulDescSetAttribute, "cublasLtMatmulDescSetAttribute") &&
+      bind(l.matmulDescDestroy, "cublasLtMatmulDescDestroy") &&
       bind(l.matrixLayoutCreate, "cublasLtMatrixLayoutCreate") &&
       bind(l.matrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute") &&
+      bind(l.matrixLayoutDestroy, "cublasLtMatrixLayoutDestroy") &&
       bind(l.preferenceCreate, "cublasLtMatmulPreferenceCreate") &&
       bind(l.preferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute") &&
       bind(l.algoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic") &&
@@ -153,6 +157,16 @@ int makeLayout(const Library &l, void **layout, int type, int64_t rows,
     return status;
   return l.matrixLayoutSetAttribute(*layout, kLayoutStridedBatchOffset, &stride,
                                     sizeof(stride));
+}
+
+/// Destroys the descriptors `plan` holds (of a plan that failed).
+void destroyPlan(const Library &l, Plan &plan) {
+  for (void *layout : {plan.first, plan.second, plan.result})
+    if (layout)
+      l.matrixLayoutDestroy(layout);
+  if (plan.operation)
+    l.matmulDescDestroy(plan.operation);
+  plan = Plan();
 }
 
 /// Makes the plan of `shape`; "" or what failed.
@@ -221,8 +235,10 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   auto it = s.plans.find(shape);
   if (it == s.plans.end()) {
     Plan plan;
-    if (std::string error = makePlan(s, shape, plan); !error.empty())
+    if (std::string error = makePlan(s, shape, plan); !error.empty()) {
+      destroyPlan(s.lib, plan);
       return fail(error);
+    }
     it = s.plans.emplace(shape, plan).first;
   }
   const Plan &plan = it->second;

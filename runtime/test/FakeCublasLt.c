@@ -39,11 +39,12 @@ typedef struct {
 } Record;
 
 static Record last;
-static int handles, heuristics;
+static int handles, heuristics, destroyed;
 static uint64_t maxWorkspace;
 
 const Record *fakeCublasLtLast(void) { return &last; }
 int fakeCublasLtHeuristics(void) { return heuristics; }
+int fakeCublasLtDestroyed(void) { return destroyed; }
 
 int cublasLtCreate(void **handle) {
   *handle = &handles;
@@ -61,6 +62,12 @@ int cublasLtMatmulDescCreate(void **desc, int compute, int scale) {
   d->compute = compute;
   d->scale = scale;
   *desc = d;
+  return kSuccess;
+}
+
+int cublasLtMatmulDescDestroy(void *desc) {
+  free(desc);
+  ++destroyed;
   return kSuccess;
 }
 
@@ -83,6 +90,12 @@ int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
   l->ld = ld;
   l->batch = 1;
   *layout = l;
+  return kSuccess;
+}
+
+int cublasLtMatrixLayoutDestroy(void *layout) {
+  free(layout);
+  ++destroyed;
   return kSuccess;
 }
 

@@ -218,13 +218,18 @@ TEST(GpuGemm, MakesOnePlanPerShape) {
   EXPECT_EQ(heuristics(), before + 1);
 }
 
-TEST(GpuGemm, ReportsAShapeWithoutAnAlgorithm) {
+TEST(GpuGemm, ReportsAShapeWithoutAnAlgorithmAndFreesItsPlan) {
   ASSERT_NE(fakeCublasLt(), nullptr);
+  auto destroyed = reinterpret_cast<int (*)()>(
+      dlsym(fakeCublasLt(), "fakeCublasLtDestroyed"));
+  int before = destroyed();
   std::vector<float> a(49), b(49), c(49);
   tsrt_gpu_gemm(nullptr, 1, 7, 7, 7, a.data(), b.data(), c.data(),
                 TSR_DTYPE_FLOAT32, 0, 0, 0);
   EXPECT_EQ(tsr::takeKernelError(), "float32 GPU matmul 7x7 by 7x7: cuBLASLt "
                                     "has no algorithm for it");
+  // The operation descriptor and the three layouts of the failed plan.
+  EXPECT_EQ(destroyed(), before + 4);
 }
 
 } // namespace
