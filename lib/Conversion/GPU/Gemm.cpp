@@ -82,19 +82,21 @@ Value getRootBuffer(Value v) {
 }
 
 /// Whether some op strictly between `from` and `to` (one block) may write
-/// any view of `root`.
-bool mayWriteBetween(Operation *from, Operation *to, Value root) {
+/// or free any view of `root` (early deallocation frees a buffer right
+/// after its last use, which a folded transpose's source may have been).
+bool mayWriteOrFreeBetween(Operation *from, Operation *to, Value root) {
   for (Operation *op = from->getNextNode(); op && op != to;
        op = op->getNextNode()) {
     auto effects = dyn_cast<MemoryEffectOpInterface>(op);
     if (!effects) {
       if (op->getNumRegions() == 0 && isMemoryEffectFree(op))
         continue;
-      // Loops and kernels: whatever they hold may write.
+      // Loops and kernels: whatever they hold may write or free.
       bool writes = false;
       op->walk([&](Operation *nested) {
         auto inner = dyn_cast<MemoryEffectOpInterface>(nested);
-        if (inner ? inner.hasEffect<MemoryEffects::Write>()
+        if (inner ? inner.hasEffect<MemoryEffects::Write>() ||
+                        inner.hasEffect<MemoryEffects::Free>()
                   : !isMemoryEffectFree(nested) && nested->getNumRegions() == 0)
           writes = true;
       });
@@ -105,7 +107,7 @@ bool mayWriteBetween(Operation *from, Operation *to, Value root) {
     SmallVector<MemoryEffects::EffectInstance> list;
     effects.getEffects(list);
     for (const MemoryEffects::EffectInstance &e : list)
-      if (isa<MemoryEffects::Write>(e.getEffect()) &&
+      if (isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect()) &&
           (!e.getValue() || getRootBuffer(e.getValue()) == root))
         return true;
   }
@@ -114,8 +116,8 @@ bool mayWriteBetween(Operation *from, Operation *to, Value root) {
 
 /// The `linalg.transpose` of the last two dimensions that writes `operand`,
 /// a fresh buffer that only it writes and only `gemm` reads, if the
-/// transpose's source is not written between the two: cuBLASLt can then
-/// read the source with its operand transposed, and the copy goes.
+/// transpose's source is not written or freed between the two: cuBLASLt can
+/// then read the source with its operand transposed, and the copy goes.
 linalg::TransposeOp getFoldableTranspose(Operation *gemm, Value operand) {
   if (!operand.getDefiningOp<memref::AllocOp>())
     return {};
@@ -138,7 +140,8 @@ linalg::TransposeOp getFoldableTranspose(Operation *gemm, Value operand) {
   auto source = dyn_cast<MemRefType>(transpose.getInput().getType());
   if (!lastTwo || !source || !source.hasStaticShape() ||
       !source.getLayout().isIdentity() ||
-      mayWriteBetween(transpose, gemm, getRootBuffer(transpose.getInput())))
+      mayWriteOrFreeBetween(transpose, gemm,
+                            getRootBuffer(transpose.getInput())))
     return {};
   return transpose;
 }

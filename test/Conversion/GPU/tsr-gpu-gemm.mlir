@@ -129,3 +129,22 @@ func.func @transposes_kept(%x: memref<16x8xf32>, %dy: memref<16x4xf32>, %c: memr
   linalg.batch_matmul ins(%bt, %d3 : memref<2x8x16xf32>, memref<2x16x4xf32>) outs(%c3 : memref<2x8x4xf32>)
   return %v : f32
 }
+
+// -----
+
+// Nor where the source is freed between the copy and the product (early
+// deallocation frees a buffer after its last use, the copy).
+// CHECK-LABEL: func.func @transpose_source_freed
+// CHECK: linalg.transpose
+// CHECK: memref.dealloc
+// CHECK: tsrt.gpu_gemm {{.*}} {accumulate = true}
+// CHECK-NOT: transpose_
+func.func @transpose_source_freed(%dy: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  %x = memref.alloc() : memref<16x8xf32>
+  %xt = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%x : memref<16x8xf32>) outs(%xt : memref<8x16xf32>) permutation = [1, 0]
+  memref.dealloc %x : memref<16x8xf32>
+  linalg.matmul ins(%xt, %dy : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  memref.dealloc %xt : memref<8x16xf32>
+  return
+}

@@ -83,7 +83,11 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
     the product's destination is a fresh buffer whose only earlier use is a
     `linalg.fill` of zero, the fill goes and the product overwrites the
     buffer (`accumulate = false`, cuBLASLt's beta 0); otherwise it adds to
-    it. Any other matmul (an empty one, other types, strided views) stays
+    it. Where an operand is a fresh buffer that only a `linalg.transpose` of
+    its last two dimensions writes and only the product reads, and nothing
+    writes or frees the transpose's source in between, the product reads
+    the source transposed (`transpose_a`, `transpose_b`: cuBLASLt's
+    transpose flags) and the copy and its buffer go. Any other matmul (an empty one, other types, strided views) stays
     for tsr-gpu-map.
 
     Before:
