@@ -7,6 +7,8 @@
  * (layouts, batch strides, beta, workspace) and that it multiplies the
  * row-major matrices the compiled program meant. Only what GpuGemm.cpp sets
  * is supported; anything else fails with CUBLAS_STATUS_NOT_SUPPORTED (15). */
+#include "FakeCublasLt.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +16,7 @@
 enum { kSuccess = 0, kInvalidValue = 7, kNotSupported = 15 };
 enum { kF32 = 0, kF16 = 2, kBf16 = 14 };
 
-typedef struct {
-  int type;
-  uint64_t rows, cols;
-  int64_t ld, stride;
-  int32_t batch;
-} Layout;
+typedef FakeLayout Layout;
 
 typedef struct {
   int compute, scale;
@@ -27,16 +24,7 @@ typedef struct {
 } Desc;
 
 /* What the last cublasLtMatmul saw, for the tests (fakeCublasLtLast). */
-typedef struct {
-  int calls;
-  Layout a, b, c, d;
-  float alpha, beta;
-  size_t workspaceBytes;
-  uint64_t maxWorkspace;
-  int compute, scale;
-  void *stream;
-  int32_t transA, transB;
-} Record;
+typedef FakeRecord Record;
 
 static Record last;
 static int handles, heuristics, destroyed;

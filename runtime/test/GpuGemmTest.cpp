@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCublasLt.h"
 #include "tessera-runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -28,23 +29,7 @@ std::string takeKernelError();
 
 namespace {
 
-// FakeCublasLt.c's records.
-struct Layout {
-  int type;
-  uint64_t rows, cols;
-  int64_t ld, stride;
-  int32_t batch;
-};
-struct Record {
-  int calls;
-  Layout a, b, c, d;
-  float alpha, beta;
-  size_t workspaceBytes;
-  uint64_t maxWorkspace;
-  int compute, scale;
-  void *stream;
-  int32_t transA, transB;
-};
+using Record = FakeRecord;
 
 /// The fakes, loaded by path before the runtime first opens them by soname.
 void *fake(const char *path) {
