@@ -50,18 +50,9 @@ std::once_flag loadOnce;
 
 void load() {
   std::string tried;
-  void *handle = nullptr;
-  std::string home =
-      std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
-  for (std::string name :
-       {std::string("libcudart.so.13"), std::string("libcudart.so.12"),
-        std::string("libcudart.so"), home + "/lib64/libcudart.so"}) {
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle)
-      break;
-    // One line: tools print the message as their error line.
-    tried += std::string(tried.empty() ? " " : "; ") + dlerror();
-  }
+  void *handle =
+      dlopenCudaLibrary({"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+                        "libcudart.so", tried);
   if (!handle) {
     loadError = "no CUDA runtime (libcudart):" + tried;
     return;
@@ -303,4 +294,18 @@ tsr_status_t tsr_tensor_copy(tsr_tensor_t *dst, const tsr_tensor_t *src,
     }
     return tsr_device_memcpy(dst->data, src->data, src->byteSize, stream);
   });
+}
+
+void *tsr::dlopenCudaLibrary(std::initializer_list<const char *> names,
+                             const char *fallback, std::string &tried) {
+  std::string home =
+      std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
+  std::vector<std::string> all(names.begin(), names.end());
+  all.push_back(home + "/lib64/" + fallback);
+  for (const std::string &name : all) {
+    if (void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return handle;
+    tried += std::string(tried.empty() ? " " : "; ") + dlerror();
+  }
+  return nullptr;
 }

@@ -28,8 +28,6 @@
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Device.h"
 
-#include <cstdlib>
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <string>
@@ -89,17 +87,8 @@ State &state() {
 
 void load(State &s) {
   std::string tried;
-  void *dl = nullptr;
-  std::string home =
-      std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
-  for (std::string name :
-       {std::string("libcublasLt.so.13"), std::string("libcublasLt.so.12"),
-        home + "/lib64/libcublasLt.so"}) {
-    dl = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (dl)
-      break;
-    tried += std::string(tried.empty() ? " " : "; ") + dlerror();
-  }
+  void *dl = tsr::dlopenCudaLibrary({"libcublasLt.so.13", "libcublasLt.so.12"},
+                                    "libcublasLt.so", tried);
   if (!dl) {
     s.loadError = "no cuBLASLt (libcublasLt):" + tried;
     return;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <dlfcn.h>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <vector>
@@ -178,6 +179,13 @@ bool bindSymbol(void *handle, const char *library, const char *name, T &slot,
     error = std::string(library) + " has no " + name;
   return slot != nullptr;
 }
+
+/// Opens the first of `names` that dlopen finds (RTLD_NOW | RTLD_LOCAL),
+/// else `$CUDA_HOME/lib64/<fallback>` (CUDA_HOME defaulting to
+/// /usr/local/cuda); null if none opens, with `tried` holding every
+/// dlerror on one line (tools print it as their error line).
+void *dlopenCudaLibrary(std::initializer_list<const char *> names,
+                        const char *fallback, std::string &tried);
 
 /// The first failure of a compiled program's kernel launches or library
 /// calls since the last call (Kernels.cpp), or "". Exported for the
