@@ -104,17 +104,18 @@ DIFFERENTIABLE_TSR_OPS = {
     "reduce_max", "reduce_min", "reduce_prod", "cumsum", "topk", "reshape",
     "transpose", "broadcast", "concat", "slice", "gather", "gather_elements",
     "scatter_elements", "tile", "pad", "trilu", "dropout",
-    "softmax_cross_entropy_loss", "nll_loss", "mod",
+    "softmax_cross_entropy_loss", "nll_loss", "mod", "moe_dispatch",
+    "moe_combine",
 }
 NON_DIFFERENTIABLE_TSR_OPS = {
     # Piecewise constant, boolean or integer-valued: zero gradient.
     "sign", "floor", "ceil", "round", "is_nan", "not", "and", "or", "xor",
     "equal", "less", "less_equal", "greater", "greater_equal", "argmax",
-    "argmin", "one_hot", "constant", "stop_gradient",
+    "argmin", "one_hot", "constant", "stop_gradient", "moe_assign",
     # The backward ops themselves (no second derivatives), and the barrier
     # tsr-remat puts in the backward pass after autodiff.
     "conv_backward_data", "conv_backward_filter", "max_pool_grad",
-    "remat_barrier",
+    "moe_gather_dot", "remat_barrier",
 }
 
 
@@ -129,6 +130,7 @@ class Model:
         self.name = name
         self.rng = rng
         self.opset = opset
+        self.domains = {}       # other domains the model imports: version
         self.nodes = []
         self.inputs = []        # graph inputs: ValueInfoProto
         self.feeds = {}         # graph input name -> array
@@ -167,9 +169,12 @@ class Model:
             value=numpy_helper.from_array(np.asarray(array))))
         return name
 
-    def node(self, op, inputs, outputs=1, **attrs):
+    def node(self, op, inputs, outputs=1, domain="", **attrs):
         names = [self.fresh(op.lower()) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op, list(inputs), names, **attrs))
+        self.nodes.append(helper.make_node(op, list(inputs), names,
+                                           domain=domain, **attrs))
+        if domain:
+            self.domains[domain] = 1
         return names[0] if outputs == 1 else names
 
     def graph(self, outputs):
@@ -179,7 +184,8 @@ class Model:
     def proto(self, outputs):
         return helper.make_model(
             self.graph(outputs),
-            opset_imports=[helper.make_opsetid("", self.opset)],
+            opset_imports=[helper.make_opsetid("", self.opset)] + [
+                helper.make_opsetid(d, v) for d, v in self.domains.items()],
             ir_version=8)
 
     def shape(self, value):
@@ -193,9 +199,10 @@ class Model:
                 return tuple(d.dim_value for d in dims)
         raise RuntimeError(f"{self.name}: no shape inferred for {value}")
 
-    def loss(self, value):
-        """Adds ReduceSum(value * R) to the loss: one case."""
-        r = self.rng.standard_normal(self.shape(value))
+    def loss(self, value, shape=None):
+        """Adds ReduceSum(value * R) to the loss: one case. `shape` is the
+        value's, for ops that onnx's Python shape inference does not know."""
+        r = self.rng.standard_normal(shape or self.shape(value))
         weighted = self.node("Mul", [value, self.const(r, "r")])
         self.losses.append(self.node("ReduceSum", [weighted], keepdims=0))
         self.cases += 1
@@ -805,6 +812,34 @@ def weighted_loss(onnx_op):
 
 weighted_loss("SoftmaxCrossEntropyLoss")
 weighted_loss("NegativeLogLikelihoodLoss")
+
+
+@op("MoE")
+def _(m):
+    """com.microsoft MoE: gradients reach the input through dispatch and
+    combine, the router logits through the gates (softmax, top-k, the
+    renormalization), and every expert weight and bias. Logits are distinct
+    per token, so the top-k choice does not change within the step."""
+    for shape, experts, inter, k, norm, act, biases in [
+            ((6, 4), 4, 5, 1, 0, "silu", True),
+            ((6, 4), 4, 5, 2, 1, "gelu", False),
+            ((2, 3, 4), 3, 5, 2, 0, "identity", True),
+            ((5, 4), 4, 3, 2, 1, "swiglu", True)]:
+        hidden = shape[-1]
+        tokens = int(np.prod(shape[:-1]))
+        gated = act == "swiglu"
+        width = 2 * inter if gated else inter
+        ins = [m.input(normal(m.rng, shape)),
+               m.input(np.stack([distinct(m.rng, (experts,), 0.3)
+                                 for _ in range(tokens)])),
+               m.input(normal(m.rng, (experts, width, hidden), 0.5)),
+               m.input(normal(m.rng, (experts, width))) if biases else "",
+               m.input(normal(m.rng, (experts, hidden, inter), 0.5)),
+               m.input(normal(m.rng, (experts, hidden))) if biases else ""]
+        attrs = dict(k=k, normalize_routing_weights=norm, activation_type=act)
+        if gated:
+            attrs["swiglu_fusion"] = 1
+        m.loss(m.node("MoE", ins, domain="com.microsoft", **attrs), shape)
 
 
 # ---------------------------------------------------------------------------

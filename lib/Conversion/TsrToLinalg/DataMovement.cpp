@@ -3,7 +3,9 @@
 // Static reshapes and slices become tensor ops; ops that compute addresses
 // (gather, reverse slices, reflect/edge pads, one-hot) become generics whose
 // bodies read with tensor.extract; ScatterElements is an scf.for over the
-// updates in order, so later updates win.
+// updates in order, so later updates win. Of the mixture-of-experts ops,
+// moe_assign is a sequential scan (a slot depends on every earlier choice);
+// dispatch, combine and the gate gradient are parallel gathers.
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -467,6 +469,263 @@ struct OneHotPattern : OpConversionPattern<tsr::OneHotOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// An i64 expert number clamped to [0, numExperts) as an index.
+Value expertIndex(OpBuilder &b, Location loc, Value e, int64_t numExperts) {
+  return normalizeIndex(b, loc, e, numExperts, /*clamp=*/true);
+}
+
+/// Whether the i64 `slot` holds a token (it is -1 for a dropped choice), and
+/// the slot clamped into [0, capacity) as an index for reading.
+std::pair<Value, Value> slotIndex(OpBuilder &b, Location loc, Value slot,
+                                  int64_t capacity) {
+  Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+  Value valid = arith::CmpIOp::create(b, loc, CmpIPredicate::sge, slot, zero);
+  Value i = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(), arith::MaxSIOp::create(b, loc, slot, zero));
+  i = arith::MinSIOp::create(b, loc, i, indexConstant(b, loc, capacity - 1));
+  return {valid, i};
+}
+
+/// Three scf.for loops (choice, group, token) in priority order; each
+/// choice takes the next free slot of its expert in its group, or -1 when
+/// the expert's buffer is full.
+struct MoeAssignPattern : OpConversionPattern<tsr::MoeAssignOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::MoeAssignOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto slotsType = cast<RankedTensorType>(op.getSlots().getType());
+    auto sourcesType = cast<RankedTensorType>(op.getSources().getType());
+    int64_t groups = slotsType.getDimSize(0), tokens = slotsType.getDimSize(1),
+            k = slotsType.getDimSize(2);
+    int64_t numExperts = op.getNumExperts(), capacity = op.getCapacity();
+    Type i64 = rewriter.getI64Type();
+    auto i64Const = [&](OpBuilder &b, Location l, int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, l, i64, v);
+    };
+    Value experts = adaptor.getExperts();
+    Value slots = emptyTensor(rewriter, loc, slotsType);
+    Value sources =
+        filledTensor(rewriter, loc, sourcesType, i64Const(rewriter, loc, -1));
+    Value counts = filledTensor(
+        rewriter, loc, RankedTensorType::get({groups, numExperts}, i64),
+        i64Const(rewriter, loc, 0));
+    auto forRange = [&](OpBuilder &b, Location l, int64_t n, ValueRange init,
+                        function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                        Value, ValueRange)>
+                            body) -> SmallVector<Value> {
+      auto loop = scf::ForOp::create(
+          b, l, indexConstant(b, l, 0), indexConstant(b, l, n),
+          indexConstant(b, l, 1), init,
+          [&](OpBuilder &nb, Location nl, Value iv, ValueRange iter) {
+            scf::YieldOp::create(nb, nl, body(nb, nl, iv, iter));
+          });
+      return SmallVector<Value>(loop.getResults());
+    };
+    SmallVector<Value> results = forRange(
+        rewriter, loc, k, {slots, sources, counts},
+        [&](OpBuilder &b, Location l, Value j,
+            ValueRange it) -> SmallVector<Value> {
+          return forRange(
+              b, l, groups, it,
+              [&](OpBuilder &b, Location l, Value g,
+                  ValueRange it) -> SmallVector<Value> {
+                return forRange(
+                    b, l, tokens, it,
+                    [&](OpBuilder &b, Location l, Value s,
+                        ValueRange it) -> SmallVector<Value> {
+                      Value e = expertIndex(
+                          b, l,
+                          tensor::ExtractOp::create(b, l, experts, {g, s, j}),
+                          numExperts);
+                      Value c = tensor::ExtractOp::create(b, l, it[2], {g, e});
+                      Value fits =
+                          arith::CmpIOp::create(b, l, CmpIPredicate::slt, c,
+                                                i64Const(b, l, capacity));
+                      Value slot = arith::SelectOp::create(b, l, fits, c,
+                                                           i64Const(b, l, -1));
+                      Value nextSlots = tensor::InsertOp::create(
+                          b, l, slot, it[0], {g, s, j});
+                      // A full expert rewrites slot 0 with what it holds.
+                      Value at = arith::SelectOp::create(
+                          b, l, fits,
+                          arith::IndexCastOp::create(b, l, b.getIndexType(), c),
+                          indexConstant(b, l, 0));
+                      Value old =
+                          tensor::ExtractOp::create(b, l, it[1], {e, g, at});
+                      Value src = arith::IndexCastOp::create(
+                          b, l, i64,
+                          arith::AddIOp::create(
+                              b, l,
+                              arith::MulIOp::create(b, l, s,
+                                                    indexConstant(b, l, k)),
+                              j));
+                      Value nextSources = tensor::InsertOp::create(
+                          b, l, arith::SelectOp::create(b, l, fits, src, old),
+                          it[1], {e, g, at});
+                      Value nextCounts = tensor::InsertOp::create(
+                          b, l,
+                          arith::AddIOp::create(b, l, c, i64Const(b, l, 1)),
+                          it[2], {g, e});
+                      return SmallVector<Value>{nextSlots, nextSources,
+                                                nextCounts};
+                    });
+              });
+        });
+    rewriter.replaceOp(op, {results[0], results[1]});
+    return success();
+  }
+};
+
+/// A parallel generic over the buffer [E, G, C, H] that reads each slot's
+/// token (a gather: every slot has at most one source).
+struct MoeDispatchPattern : OpConversionPattern<tsr::MoeDispatchOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::MoeDispatchOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    int64_t k = cast<RankedTensorType>(op.getExperts().getType()).getDimSize(2);
+    Value x = adaptor.getX(), weights = adaptor.getWeights();
+    AffineMap slotMap =
+        AffineMap::get(4, 0,
+                       {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+                        getAffineDimExpr(2, ctx)},
+                       ctx);
+    Value result = indexedGeneric(
+        rewriter, loc, type, adaptor.getSources(), slotMap,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value zero = arith::ConstantIntOp::create(b, l, b.getI64Type(), 0);
+          Value valid =
+              arith::CmpIOp::create(b, l, CmpIPredicate::sge, a[0], zero);
+          Value src = arith::IndexCastOp::create(
+              b, l, b.getIndexType(), arith::MaxSIOp::create(b, l, a[0], zero));
+          Value kk = indexConstant(b, l, k);
+          Value s = arith::DivUIOp::create(b, l, src, kk);
+          Value g = linalg::IndexOp::create(b, l, 1);
+          Value h = linalg::IndexOp::create(b, l, 3);
+          Value v = tensor::ExtractOp::create(b, l, x, {g, s, h});
+          if (weights) {
+            Value j = arith::RemUIOp::create(b, l, src, kk);
+            v = arith::MulFOp::create(
+                b, l, v, tensor::ExtractOp::create(b, l, weights, {g, s, j}));
+          }
+          return arith::SelectOp::create(
+              b, l, valid, v, scalarConstant(b, l, v.getType(), 0.0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// A generic over (g, s, h, j), j a reduction: each token sums the rows of
+/// its choices that were not dropped, in the accumulator type.
+struct MoeCombinePattern : OpConversionPattern<tsr::MoeCombineOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::MoeCombineOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    auto bufType = cast<RankedTensorType>(adaptor.getX().getType());
+    Type acc = accumulatorType(type.getElementType());
+    Value buffer = adaptor.getX(), weights = adaptor.getWeights();
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap choice = AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx);
+    AffineMap out = AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+    SmallVector<Value> inputs{adaptor.getExperts(), adaptor.getSlots()};
+    if (weights)
+      inputs.push_back(weights);
+    SmallVector<AffineMap> maps(inputs.size(), choice);
+    maps.push_back(out);
+    auto accType = type.clone(acc);
+    Value init = filledTensor(rewriter, loc, accType,
+                              scalarConstant(rewriter, loc, acc, 0.0));
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    iters.push_back(utils::IteratorType::reduction);
+    Value sum =
+        linalg::GenericOp::create(
+            rewriter, loc, accType, inputs, init, maps, iters,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value e = expertIndex(b, l, a[0], bufType.getDimSize(0));
+              auto [valid, slot] = slotIndex(b, l, a[1], bufType.getDimSize(2));
+              Value g = linalg::IndexOp::create(b, l, 0);
+              Value h = linalg::IndexOp::create(b, l, 2);
+              Value v =
+                  tensor::ExtractOp::create(b, l, buffer, {e, g, slot, h});
+              if (weights)
+                v = arith::MulFOp::create(b, l, v, a[2]);
+              if (v.getType() != acc)
+                v = arith::ExtFOp::create(b, l, acc, v);
+              Value added = arith::AddFOp::create(b, l, a.back(), v);
+              Value next =
+                  arith::SelectOp::create(b, l, valid, added, a.back());
+              linalg::YieldOp::create(b, l, next);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, narrowTo(rewriter, loc, sum, type.getElementType()));
+    return success();
+  }
+};
+
+/// A generic over (g, s, j, h), h a reduction: dot products of the buffer
+/// rows of each token's choices with the token's row of u.
+struct MoeGatherDotPattern : OpConversionPattern<tsr::MoeGatherDotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::MoeGatherDotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    auto bufType = cast<RankedTensorType>(adaptor.getBuffer().getType());
+    Type acc = accumulatorType(type.getElementType());
+    Value buffer = adaptor.getBuffer();
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap choice = AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+    AffineMap token = AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx);
+    auto accType = type.clone(acc);
+    Value init = filledTensor(rewriter, loc, accType,
+                              scalarConstant(rewriter, loc, acc, 0.0));
+    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+    iters.push_back(utils::IteratorType::reduction);
+    Value sum =
+        linalg::GenericOp::create(
+            rewriter, loc, accType,
+            ValueRange{adaptor.getExperts(), adaptor.getSlots(),
+                       adaptor.getU()},
+            init, ArrayRef<AffineMap>{choice, choice, token, choice}, iters,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value e = expertIndex(b, l, a[0], bufType.getDimSize(0));
+              auto [valid, slot] = slotIndex(b, l, a[1], bufType.getDimSize(2));
+              Value g = linalg::IndexOp::create(b, l, 0);
+              Value h = linalg::IndexOp::create(b, l, 3);
+              Value v =
+                  tensor::ExtractOp::create(b, l, buffer, {e, g, slot, h});
+              Value u = a[2];
+              if (v.getType() != acc) {
+                v = arith::ExtFOp::create(b, l, acc, v);
+                u = arith::ExtFOp::create(b, l, acc, u);
+              }
+              Value added = arith::AddFOp::create(
+                  b, l, a[3], arith::MulFOp::create(b, l, v, u));
+              Value next = arith::SelectOp::create(b, l, valid, added, a[3]);
+              linalg::YieldOp::create(b, l, next);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, narrowTo(rewriter, loc, sum, type.getElementType()));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tessera::tsr_to_linalg::populateDataMovementPatterns(
@@ -474,6 +733,7 @@ void mlir::tessera::tsr_to_linalg::populateDataMovementPatterns(
   patterns.add<ReshapePattern, TransposePattern, BroadcastPattern,
                ConcatPattern, SlicePattern, GatherPattern,
                GatherElementsPattern, ScatterElementsPattern, TilePattern,
-               PadPattern, TriluPattern, OneHotPattern>(converter,
-                                                        patterns.getContext());
+               PadPattern, TriluPattern, OneHotPattern, MoeAssignPattern,
+               MoeDispatchPattern, MoeCombinePattern, MoeGatherDotPattern>(
+      converter, patterns.getContext());
 }

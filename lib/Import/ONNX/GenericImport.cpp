@@ -152,13 +152,19 @@ LogicalResult GenericImporter::upgradeAndCheck() {
   // Ops outside the default domain, or newer than the declared opset, are
   // reported before libonnx sees them, with the node named.
   const auto &graph = model.graph();
+  registerContribSchemas();
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto &node = graph.node(i);
-    if (node.domain() != "" && node.domain() != "ai.onnx")
+    if (node.domain() != "" && node.domain() != "ai.onnx") {
+      if (node.domain() == kMicrosoftDomain &&
+          lookupContribSinceVersion(node.domain(), node.op_type(),
+                                    opsetOf(node.domain())))
+        continue;
       return fail(nodeLoc(node, i),
                   "unsupported ONNX " + describe(node, i) +
-                      ": only the default domain ('' / 'ai.onnx') is "
-                      "supported");
+                      ": of the other domains only 'com.microsoft' MoE "
+                      "(opset 1) is supported");
+    }
     if (!opsets.count(""))
       return fail("the model declares no opset for the default ONNX domain");
     int64_t first = 0;
@@ -618,7 +624,9 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     int64_t opset = opsetOf(domain), first = 0;
     std::optional<int64_t> since =
-        lookupSinceVersion(node.op_type(), opset, first);
+        domain.empty()
+            ? lookupSinceVersion(node.op_type(), opset, first)
+            : lookupContribSinceVersion(domain, node.op_type(), opset);
     if (!since)
       return fail(loc, "ONNX " + describe(node, i) +
                            " is not defined in opset " + std::to_string(opset));

@@ -42,6 +42,7 @@ const HandlerRegistry &HandlerRegistry::get() {
     populateDataMovementHandlers(r);
     populateTrainingHandlers(r);
     populateShapeHandlers(r);
+    populateContribHandlers(r);
     return r;
   }();
   return registry;

@@ -25,9 +25,11 @@ using namespace mlir::tessera::onnx_import;
 static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
                                   const HandlerRegistry &registry) {
   NodeContext ctx(node, b);
+  // Contrib ops register under "domain.OpType".
+  std::string key = node.getOpType().str();
   if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
-    return ctx.unsupported("only the default domain is supported");
-  Handler handler = registry.lookup(node.getOpType(), node.getSinceVersion());
+    key = (node.getDomain() + "." + node.getOpType()).str();
+  Handler handler = registry.lookup(key, node.getSinceVersion());
   if (!handler)
     return ctx.unsupported();
   b.setInsertionPoint(node);

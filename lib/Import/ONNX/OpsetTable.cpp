@@ -8,8 +8,10 @@
 #include "OpsetTable.h"
 
 #include "onnx/defs/schema.h"
+#include "onnx/defs/shape_inference.h"
 
 #include <map>
+#include <mutex>
 #include <vector>
 
 using namespace mlir::tessera::onnx_import;
@@ -113,5 +115,73 @@ std::optional<int64_t> mlir::tessera::onnx_import::lookupSinceVersion(
   auto it = newerVersions().find(opType);
   if (it != newerVersions().end() && !it->second.empty())
     firstOpset = it->second.front();
+  return std::nullopt;
+}
+
+void mlir::tessera::onnx_import::registerContribSchemas() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using onnx::AttributeProto;
+    using onnx::OpSchema;
+    auto &domains = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
+    if (!domains.Map().count(kMicrosoftDomain))
+      domains.AddDomainToVersion(kMicrosoftDomain, 1, 1);
+    OpSchema moe;
+    moe.SetName("MoE")
+        .SetDomain(kMicrosoftDomain)
+        .SinceVersion(1)
+        .SetDoc("Mixture of experts (onnxruntime contrib op): softmax over "
+                "router_probs, top-k experts per token, each a two-layer "
+                "MLP, outputs summed weighted by the (optionally "
+                "renormalized) routing probabilities.")
+        .Attr("activation_type", "relu, gelu, silu, swiglu or identity",
+              AttributeProto::STRING, std::string("relu"))
+        .Attr("k", "experts per token", AttributeProto::INT,
+              static_cast<int64_t>(1))
+        .Attr("normalize_routing_weights",
+              "renormalize the top-k probabilities to sum to 1",
+              AttributeProto::INT, static_cast<int64_t>(0))
+        .Attr("use_sparse_mixer", "sparse mixer routing (top-2 only)",
+              AttributeProto::INT, static_cast<int64_t>(0))
+        .Attr("activation_alpha", "alpha of swiglu", AttributeProto::FLOAT,
+              1.0f)
+        .Attr("activation_beta", "beta of swiglu", AttributeProto::FLOAT, 0.0f)
+        .Attr("swiglu_fusion",
+              "0: FC1 and FC3, 1: interleaved, 2: concatenated",
+              AttributeProto::INT, static_cast<int64_t>(0))
+        .Attr("swiglu_limit", "clamp limit of swiglu", AttributeProto::FLOAT,
+              false)
+        .Input(0, "input", "[tokens, hidden] or [batch, seq, hidden]", "T")
+        .Input(1, "router_probs", "router logits [tokens, experts]", "T")
+        .Input(2, "fc1_experts_weights", "[experts, inter, hidden]", "T")
+        .Input(3, "fc1_experts_bias", "[experts, inter]", "T",
+               OpSchema::Optional)
+        .Input(4, "fc2_experts_weights", "[experts, hidden, inter]", "T")
+        .Input(5, "fc2_experts_bias", "[experts, hidden]", "T",
+               OpSchema::Optional)
+        .Input(6, "fc3_experts_weights", "[experts, inter, hidden]", "T",
+               OpSchema::Optional)
+        .Input(7, "fc3_experts_bias", "[experts, inter]", "T",
+               OpSchema::Optional)
+        .Output(0, "output", "the input's shape", "T")
+        .TypeConstraint("T",
+                        {"tensor(float)", "tensor(float16)", "tensor(bfloat16)",
+                         "tensor(double)"},
+                        "float tensors")
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext &ctx) {
+          onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+          if (onnx::hasInputShape(ctx, 0))
+            onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+        });
+    onnx::RegisterSchema(std::move(moe));
+  });
+}
+
+std::optional<int64_t> mlir::tessera::onnx_import::lookupContribSinceVersion(
+    const std::string &domain, const std::string &opType, int64_t opset) {
+  registerContribSchemas();
+  if (const auto *schema = onnx::OpSchemaRegistry::Schema(
+          opType, static_cast<int>(opset), domain))
+    return schema->since_version();
   return std::nullopt;
 }

@@ -19,6 +19,20 @@ constexpr int64_t kLibOnnxMaxOpset = 17;
 std::optional<int64_t> lookupSinceVersion(const std::string &opType,
                                           int64_t opset, int64_t &firstOpset);
 
+/// The contrib domain of onnxruntime, whose `MoE` op Tessera imports.
+inline constexpr const char *kMicrosoftDomain = "com.microsoft";
+
+/// Registers with libonnx the schemas of the contrib ops Tessera imports
+/// (com.microsoft MoE, as onnxruntime 1.23 defines it), so that the checker
+/// and shape inference see them like default-domain ops. Idempotent.
+void registerContribSchemas();
+
+/// The since_version of a contrib op (`domain` not the default one) at
+/// `opset` of its domain, or empty when Tessera does not know the op.
+std::optional<int64_t> lookupContribSinceVersion(const std::string &domain,
+                                                 const std::string &opType,
+                                                 int64_t opset);
+
 } // namespace mlir::tessera::onnx_import
 
 #endif // TESSERA_LIB_IMPORT_ONNX_OPSETTABLE_H

@@ -1,7 +1,8 @@
 //===- NNRules.cpp - Gradients of convolution, pooling and the rest -------===//
 //
 // Rules for conv, the poolings, batch_norm, einsum, cumsum, topk, the
-// element gathers and scatters, trilu, tile, pad and slice. Convolution and
+// element gathers and scatters, trilu, tile, pad, slice and the
+// mixture-of-experts dispatch and combine. Convolution and
 // max pooling use the backward ops of TsrGradOps.td; average pooling is the
 // transposed depthwise convolution of dy/count with a kernel of ones; the
 // other rules are made of forward tsr ops: the adjoint of a gather is a
@@ -617,6 +618,48 @@ LogicalResult sliceRule(tsr::SliceOp op, GradientBuilder &g,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// Dispatch and combine are each other's adjoints: every slot holds one
+/// (token, choice), so the slot's adjoint goes back to that token scaled by
+/// the same gate, and a gate's adjoint is the dot product of the token's row
+/// with its slot's row.
+LogicalResult moeDispatchRule(tsr::MoeDispatchOp op, GradientBuilder &g,
+                              ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  Value dbuf = resultGrads[0];
+  if (!dbuf)
+    return success();
+  OpBuilder &b = g.builder();
+  operandGrads[0] = tsr::MoeCombineOp::create(
+      b, g.getLoc(), op.getX().getType(), dbuf, op.getExperts(), op.getSlots(),
+      op.getSources(), op.getWeights());
+  if (Value w = op.getWeights())
+    operandGrads[4] =
+        tsr::MoeGatherDotOp::create(b, g.getLoc(), w.getType(), dbuf,
+                                    op.getExperts(), op.getSlots(), op.getX());
+  return success();
+}
+
+LogicalResult moeCombineRule(tsr::MoeCombineOp op, GradientBuilder &g,
+                             ArrayRef<Value> resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  OpBuilder &b = g.builder();
+  operandGrads[0] = tsr::MoeDispatchOp::create(
+      b, g.getLoc(), op.getX().getType(), dy, op.getExperts(), op.getSlots(),
+      op.getSources(), op.getWeights());
+  if (Value w = op.getWeights())
+    operandGrads[4] =
+        tsr::MoeGatherDotOp::create(b, g.getLoc(), w.getType(), op.getX(),
+                                    op.getExperts(), op.getSlots(), dy);
+  return success();
+}
+
 } // namespace
 
 void mlir::tessera::registerNNGradientRules(DialectRegistry &registry) {
@@ -635,5 +678,7 @@ void mlir::tessera::registerNNGradientRules(DialectRegistry &registry) {
     attachGradientRule<TileOp, tileRule>(ctx);
     attachGradientRule<PadOp, padRule>(ctx);
     attachGradientRule<SliceOp, sliceRule>(ctx);
+    attachGradientRule<MoeDispatchOp, moeDispatchRule>(ctx);
+    attachGradientRule<MoeCombineOp, moeCombineRule>(ctx);
   });
 }

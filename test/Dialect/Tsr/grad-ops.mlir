@@ -38,3 +38,12 @@ func.func @max_pool_grad(%x: tensor<1x3x8x8xf32>, %dy: tensor<1x3x4x4xf32>, %x1:
   %1 = tsr.max_pool_grad %x1, %dy1 {kernel_shape = array<i64: 2>, strides = array<i64: 2>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, ceil_mode = true} : (tensor<2x2x5xf64>, tensor<2x2x3xf64>) -> tensor<2x2x5xf64>
   return %0, %1 : tensor<1x3x8x8xf32>, tensor<2x2x5xf64>
 }
+
+// -----
+
+// CHECK-LABEL: func @moe_gather_dot
+func.func @moe_gather_dot(%buf: tensor<4x2x3x8xf32>, %e: tensor<2x6x2xi64>, %s: tensor<2x6x2xi64>, %dy: tensor<2x6x8xf32>) -> tensor<2x6x2xf32> {
+  // CHECK: tsr.moe_gather_dot %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<2x6x8xf32>) -> tensor<2x6x2xf32>
+  %0 = tsr.moe_gather_dot %buf, %e, %s, %dy : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<2x6x8xf32>) -> tensor<2x6x2xf32>
+  return %0 : tensor<2x6x2xf32>
+}

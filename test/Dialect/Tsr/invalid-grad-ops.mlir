@@ -135,3 +135,19 @@ func.func @pool_dy_shape(%x: tensor<1x1x5xf32>, %dy: tensor<1x1x2xf32>) {
   %0 = tsr.max_pool_grad %x, %dy {kernel_shape = array<i64: 2>, strides = array<i64: 2>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, ceil_mode = true} : (tensor<1x1x5xf32>, tensor<1x1x2xf32>) -> tensor<1x1x5xf32>
   return
 }
+
+// -----
+
+func.func @moe_gather_dot_hidden(%buf: tensor<4x2x3x8xf32>, %e: tensor<2x6x2xi64>, %dy: tensor<2x6x7xf32>) {
+  // expected-error @+1 {{buffer 'tensor<4x2x3x8xf32>' and u 'tensor<2x6x7xf32>' must be [experts, groups, capacity, hidden] and [groups, tokens, hidden] of one element type}}
+  %0 = tsr.moe_gather_dot %buf, %e, %e, %dy : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<2x6x7xf32>) -> tensor<2x6x2xf32>
+  return
+}
+
+// -----
+
+func.func @moe_gather_dot_result(%buf: tensor<4x2x3x8xf32>, %e: tensor<2x6x2xi64>, %dy: tensor<2x6x8xf32>) {
+  // expected-error @+1 {{result must be [groups, tokens, k] of u's type}}
+  %0 = tsr.moe_gather_dot %buf, %e, %e, %dy : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<2x6x8xf32>) -> tensor<2x6x3xf32>
+  return
+}

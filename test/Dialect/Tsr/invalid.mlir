@@ -466,3 +466,78 @@ func.func @f51(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
   %0 = tsr.nll_loss %x, %t {reduction = #tsr.loss_reduction<none>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @moe_assign_rank(%e: tensor<6x2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{experts must be [groups, tokens, k], not 'tensor<6x2xi64>'}}
+  %0:2 = tsr.moe_assign %e {num_experts = 4 : i64, capacity = 3 : i64} : (tensor<6x2xi64>) -> (tensor<6x2xi64>, tensor<4x1x3xi64>)
+  return
+}
+
+// -----
+
+func.func @moe_assign_k(%e: tensor<1x6x5xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{k = 5 choices per token exceed num_experts = 4}}
+  %0:2 = tsr.moe_assign %e {num_experts = 4 : i64, capacity = 3 : i64} : (tensor<1x6x5xi64>) -> (tensor<1x6x5xi64>, tensor<4x1x3xi64>)
+  return
+}
+
+// -----
+
+func.func @moe_assign_capacity(%e: tensor<1x6x2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{num_experts (4) and capacity (0) must be positive}}
+  %0:2 = tsr.moe_assign %e {num_experts = 4 : i64, capacity = 0 : i64} : (tensor<1x6x2xi64>) -> (tensor<1x6x2xi64>, tensor<4x1x0xi64>)
+  return
+}
+
+// -----
+
+func.func @moe_dispatch_sources(%x: tensor<2x6x8xf32>, %e: tensor<2x6x2xi64>, %src: tensor<4x2x2xi64>) {
+  // expected-error @+1 {{sources must be [4, 2, 3] (experts, groups, capacity), not 'tensor<4x2x2xi64>'}}
+  %0 = tsr.moe_dispatch %x, %e, %e, %src : (tensor<2x6x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x2xi64>) -> tensor<4x2x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_dispatch_hidden(%x: tensor<2x6x8xf32>, %e: tensor<2x6x2xi64>, %src: tensor<4x2x3xi64>) {
+  // expected-error @+1 {{must agree on groups, hidden size and element type}}
+  %0 = tsr.moe_dispatch %x, %e, %e, %src : (tensor<2x6x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>) -> tensor<4x2x3x7xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_slots(%b: tensor<4x2x3x8xf32>, %e: tensor<2x6x2xi64>, %s: tensor<2x6x1xi64>, %src: tensor<4x2x3xi64>) {
+  // expected-error @+1 {{slots must have the type of experts}}
+  %0 = tsr.moe_combine %b, %e, %s, %src : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x1xi64>, tensor<4x2x3xi64>) -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_experts(%b: tensor<4x2x3x8xf32>, %e: tensor<2x5x2xi64>, %src: tensor<4x2x3xi64>) {
+  // expected-error @+1 {{experts must be [2, 6, k], not 'tensor<2x5x2xi64>'}}
+  %0 = tsr.moe_combine %b, %e, %e, %src : (tensor<4x2x3x8xf32>, tensor<2x5x2xi64>, tensor<2x5x2xi64>, tensor<4x2x3xi64>) -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_weights(%b: tensor<4x2x3x8xf32>, %e: tensor<2x6x2xi64>, %src: tensor<4x2x3xi64>, %w: tensor<2x6x2xf64>) {
+  // expected-error @+1 {{weights must be 'tensor<2x6x2xf32>', not 'tensor<2x6x2xf64>'}}
+  %0 = tsr.moe_combine %b, %e, %e, %src weights %w : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>, tensor<2x6x2xf64>) -> tensor<2x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_buffer_rank(%b: tensor<4x3x8xf32>, %e: tensor<2x6x2xi64>, %src: tensor<4x2x3xi64>) {
+  // expected-error @+1 {{the buffer must be [experts, groups, capacity, hidden], not 'tensor<4x3x8xf32>'}}
+  %0 = tsr.moe_combine %b, %e, %e, %src : (tensor<4x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>) -> tensor<2x6x8xf32>
+  return
+}

@@ -252,3 +252,16 @@ func.func @remat_barrier(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %y = tsr.remat_barrier %x : tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @moe(
+// CHECK: tsr.moe_assign %{{.*}} {capacity = 3 : i64, num_experts = 4 : i64} : (tensor<2x6x2xi64>) -> (tensor<2x6x2xi64>, tensor<4x2x3xi64>)
+// CHECK: tsr.moe_dispatch %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x6x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>) -> tensor<4x2x3x8xf32>
+// CHECK: tsr.moe_combine %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} weights %{{.*}} : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>, tensor<2x6x2xf32>) -> tensor<2x6x8xf32>
+func.func @moe(%x: tensor<2x6x8xf32>, %e: tensor<2x6x2xi64>, %w: tensor<2x6x2xf32>) -> tensor<2x6x8xf32> {
+  %slots, %sources = tsr.moe_assign %e {num_experts = 4 : i64, capacity = 3 : i64} : (tensor<2x6x2xi64>) -> (tensor<2x6x2xi64>, tensor<4x2x3xi64>)
+  %buf = tsr.moe_dispatch %x, %e, %slots, %sources : (tensor<2x6x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>) -> tensor<4x2x3x8xf32>
+  %y = tsr.moe_combine %buf, %e, %slots, %sources weights %w : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>, tensor<2x6x2xf32>) -> tensor<2x6x8xf32>
+  return %y : tensor<2x6x8xf32>
+}

@@ -172,6 +172,8 @@ void populateReductionHandlers(HandlerRegistry &registry);
 void populateDataMovementHandlers(HandlerRegistry &registry);
 void populateTrainingHandlers(HandlerRegistry &registry);
 void populateShapeHandlers(HandlerRegistry &registry);
+/// Contrib ops of other domains, keyed "domain.OpType".
+void populateContribHandlers(HandlerRegistry &registry);
 
 /// The MLIR element type of an ONNX TensorProto::DataType number, or null
 /// for the unsupported ones.

@@ -792,6 +792,113 @@ LogicalResult OneHotOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult MoeAssignOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto experts = getTensor(adaptor.getExperts());
+  int64_t numExperts = adaptor.getNumExperts(),
+          capacity = adaptor.getCapacity();
+  if (experts.getRank() != 3)
+    return emitOptionalError(loc, "experts must be [groups, tokens, k], not ",
+                             experts);
+  if (numExperts < 1 || capacity < 1)
+    return emitOptionalError(loc, "num_experts (", numExperts,
+                             ") and capacity (", capacity,
+                             ") must be positive");
+  if (experts.getDimSize(2) > numExperts)
+    return emitOptionalError(
+        loc, "k = ", experts.getDimSize(2),
+        " choices per token exceed num_experts = ", numExperts);
+  Type i64 = IntegerType::get(ctx, 64);
+  inferred.push_back(experts);
+  inferred.push_back(RankedTensorType::get(
+      {numExperts, experts.getDimSize(0), capacity}, i64));
+  return success();
+}
+
+/// Checks the routing operands of a MoE op against the token-side shape
+/// [groups, tokens] and, when given, the buffer [experts, groups, capacity].
+static LogicalResult verifyMoeRouting(Operation *op, Value experts, Value slots,
+                                      Value sources, ArrayRef<int64_t> tokens,
+                                      ArrayRef<int64_t> buffer) {
+  auto e = getTensor(experts), s = getTensor(slots);
+  if (e.getRank() != 3 || e.getShape().take_front(2) != tokens)
+    return op->emitOpError("experts must be [") << tokens << ", k], not " << e;
+  if (s != e)
+    return op->emitOpError("slots must have the type of experts");
+  if (!sources)
+    return success();
+  auto src = getTensor(sources);
+  if (src.getRank() != 3 || src.getShape() != buffer.take_front(3))
+    return op->emitOpError("sources must be [")
+           << buffer.take_front(3) << "] (experts, groups, capacity), not "
+           << src;
+  return success();
+}
+
+/// The shared checks of moe_dispatch and moe_combine, given which side
+/// (tokens [G, S, H] or buffer [E, G, C, H]) is the operand.
+template <typename OpT>
+static LogicalResult verifyMoeMove(OpT op, RankedTensorType tokens,
+                                   RankedTensorType buffer) {
+  if (tokens.getRank() != 3)
+    return op.emitOpError("tokens must be [groups, tokens, hidden], not ")
+           << tokens;
+  if (buffer.getRank() != 4)
+    return op.emitOpError(
+               "the buffer must be [experts, groups, capacity, hidden], not ")
+           << buffer;
+  if (tokens.getElementType() != buffer.getElementType() ||
+      tokens.getDimSize(2) != buffer.getDimSize(3) ||
+      tokens.getDimSize(0) != buffer.getDimSize(1))
+    return op.emitOpError("tokens ")
+           << tokens << " and buffer " << buffer
+           << " must agree on groups, hidden size and element type";
+  if (failed(verifyMoeRouting(op, op.getExperts(), op.getSlots(),
+                              op.getSources(), tokens.getShape().take_front(2),
+                              buffer.getShape())))
+    return failure();
+  if (Value w = op.getWeights()) {
+    auto wt = getTensor(w);
+    if (wt != getTensor(op.getExperts()).clone(tokens.getElementType()))
+      return op.emitOpError("weights must be ")
+             << getTensor(op.getExperts()).clone(tokens.getElementType())
+             << ", not " << wt;
+  }
+  return success();
+}
+
+LogicalResult MoeDispatchOp::verify() {
+  return verifyMoeMove(*this, getTensor(getX()), getType());
+}
+
+LogicalResult MoeCombineOp::verify() {
+  return verifyMoeMove(*this, getType(), getTensor(getX()));
+}
+
+LogicalResult MoeGatherDotOp::verify() {
+  auto buffer = getTensor(getBuffer()), u = getTensor(getU());
+  if (buffer.getRank() != 4 || u.getRank() != 3 ||
+      buffer.getElementType() != u.getElementType() ||
+      buffer.getDimSize(3) != u.getDimSize(2) ||
+      buffer.getDimSize(1) != u.getDimSize(0))
+    return emitOpError("buffer ")
+           << buffer << " and u " << u
+           << " must be [experts, groups, capacity, hidden] and [groups, "
+              "tokens, hidden] of one element type";
+  if (failed(verifyMoeRouting(*this, getExperts(), getSlots(), Value(),
+                              u.getShape().take_front(2), {})))
+    return failure();
+  if (getType() != getTensor(getExperts()).clone(u.getElementType()))
+    return emitOpError("result must be [groups, tokens, k] of u's type");
+  return success();
+}
+
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,

@@ -78,4 +78,21 @@ def Tsr_MaxPoolGradOp : Tsr_BaseOp<"max_pool_grad"> {
   let hasVerifier = 1;
 }
 
+def Tsr_MoeGatherDotOp : Tsr_BaseOp<"moe_gather_dot"> {
+  let summary = "dot products of tokens with their experts' buffer rows";
+  let description = Tsr_GradDoc<"result[g, s, j] = dot(buf[experts[g, s, j], "
+    "g, slots[g, s, j], :], u[g, s, :]), zero for a dropped choice: the "
+    "adjoint of `tsr.moe_combine`'s weights (u = dy) and of "
+    "`tsr.moe_dispatch`'s weights (buf = dy, u = x).",
+    "the gate gradient of GShard's combine einsum (Lepikhin et al., 2020).",
+    "%dw = tsr.moe_gather_dot %buf, %experts, %slots, %dy : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<2x6x8xf32>) -> tensor<2x6x2xf32>">.text;
+  let arguments = (ins Tsr_FloatTensor:$buffer,
+                       StaticShapeTensorOf<[I64]>:$experts,
+                       StaticShapeTensorOf<[I64]>:$slots,
+                       Tsr_FloatTensor:$u);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // TESSERA_DIALECT_TSR_TSRGRADOPS_TD

@@ -574,6 +574,93 @@ def Tsr_OneHotOp : Tsr_BaseOp<"one_hot"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//
+// A sparse MoE layer is a family of ops, one per place where its data changes
+// layout (GShard's dispatch and combine): tsr.topk picks each token's
+// experts, `moe_assign` gives every (token, choice) a slot in its expert's
+// buffer, `moe_dispatch` moves tokens into an [experts, groups, capacity,
+// hidden] buffer that batched matmuls run the experts on, and `moe_combine`
+// brings the results back weighted by the gates. Tokens are routed within
+// groups (one sequence, or all tokens): capacity and drop decisions are per
+// group, so they do not depend on how many ranks share the batch.
+//===----------------------------------------------------------------------===//
+
+def Tsr_MoeAssignOp : Tsr_BaseOp<"moe_assign", [InferTypeOpAdaptor]> {
+  let summary = "slots in the experts' buffers for routed tokens";
+  let description = [{
+    `experts[g, s, j]` is the expert chosen as choice `j` of token `s` of
+    group `g`. Within each group, choices take slots of their expert's buffer
+    of `capacity` rows in priority order: every token's first choice (in
+    token order) before any second choice, as GShard and Switch do. `slots`
+    is the slot taken, or -1 when the expert was full and the choice is
+    dropped; `sources[e, g, c]` is `s * k + j` of the choice in slot `c` of
+    expert `e`'s buffer for group `g`, or -1 when the slot is empty. With
+    `capacity` = tokens per group nothing is dropped (top-k experts are
+    distinct). Expert numbers outside [0, num_experts) are clamped.
+
+    Reference: GShard (Lepikhin et al., 2020, Algorithm 2) and Switch
+    Transformer (Fedus et al., 2021) position-in-expert by cumulative sum.
+
+    Example:
+
+    ```mlir
+    %slots, %sources = tsr.moe_assign %experts {num_experts = 4 : i64, capacity = 3 : i64} : (tensor<2x6x2xi64>) -> (tensor<2x6x2xi64>, tensor<4x2x3xi64>)
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I64]>:$experts,
+                       I64Attr:$num_experts, I64Attr:$capacity);
+  let results = (outs StaticShapeTensorOf<[I64]>:$slots,
+                      StaticShapeTensorOf<[I64]>:$sources);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+class Tsr_MoeMoveOp<string mnemonic, string summaryText, string semantics,
+                    string example, string outShape>
+    : Tsr_BaseOp<mnemonic> {
+  let summary = summaryText;
+  let description = !strconcat(semantics, [{
+
+    The routing operands are `tsr.topk`'s expert numbers and `moe_assign`'s
+    slots and sources; `weights` (the gates, [groups, tokens, k]) scales
+    every moved row when present. Result: }], outShape, [{.
+
+    Reference: GShard's dispatch and combine einsums (Lepikhin et al., 2020),
+    without materializing their one-hot [tokens, experts, capacity] masks.
+
+    Example:
+
+    ```mlir
+    }], example, [{
+
+    ```
+  }]);
+  let arguments = (ins Tsr_FloatTensor:$x,
+                       StaticShapeTensorOf<[I64]>:$experts,
+                       StaticShapeTensorOf<[I64]>:$slots,
+                       StaticShapeTensorOf<[I64]>:$sources,
+                       Optional<Tsr_FloatTensor>:$weights);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $experts `,` $slots `,` $sources (`weights` $weights^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tsr_MoeDispatchOp : Tsr_MoeMoveOp<"moe_dispatch",
+    "moves tokens into the experts' buffers",
+    "result[e, g, c, :] = x[g, s, :] (times weights[g, s, j]) where "
+    "sources[e, g, c] = s * k + j, and zero where the slot is empty.",
+    "%buf = tsr.moe_dispatch %x, %experts, %slots, %sources : (tensor<2x6x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>) -> tensor<4x2x3x8xf32>",
+    "[experts, groups, capacity, hidden]">;
+
+def Tsr_MoeCombineOp : Tsr_MoeMoveOp<"moe_combine",
+    "brings the experts' outputs back to their tokens",
+    "result[g, s, :] = sum over choices j not dropped of (weights[g, s, j] "
+    "times) x[experts[g, s, j], g, slots[g, s, j], :]; a token whose every "
+    "choice was dropped gets zeros.",
+    "%y = tsr.moe_combine %buf, %experts, %slots, %sources weights %gates : (tensor<4x2x3x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x3xi64>, tensor<2x6x2xf32>) -> tensor<2x6x8xf32>",
+    "[groups, tokens, hidden]">;
+
+//===----------------------------------------------------------------------===//
 // Training ops
 //===----------------------------------------------------------------------===//
 
