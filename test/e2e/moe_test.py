@@ -218,7 +218,10 @@ def check_errors(build, tmp, rng) -> list[str]:
          "router_probs must be [6, experts]"),
         ("bias-shape", reshape_input("b1", (4, 15)),
          "an expert bias must be [4, 16]"),
-        ("unknown-contrib", rename_op, "op 'QMoE' (domain 'com.microsoft'"),
+        ("unknown-contrib", rename_op,
+         "op 'QMoE' (domain 'com.microsoft', opset 1) at node 'moe0': only "
+         "the default domain ('' / 'ai.onnx') and 'com.microsoft' MoE are "
+         "supported"),
     ]
     failures = []
     for name, edit, needle in expectations:

@@ -162,8 +162,8 @@ LogicalResult GenericImporter::upgradeAndCheck() {
         continue;
       return fail(nodeLoc(node, i),
                   "unsupported ONNX " + describe(node, i) +
-                      ": of the other domains only 'com.microsoft' MoE "
-                      "(opset 1) is supported");
+                      ": only the default domain ('' / 'ai.onnx') and "
+                      "'com.microsoft' MoE are supported");
     }
     if (!opsets.count(""))
       return fail("the model declares no opset for the default ONNX domain");

@@ -30,6 +30,9 @@ static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
   if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
     key = (node.getDomain() + "." + node.getOpType()).str();
   Handler handler = registry.lookup(key, node.getSinceVersion());
+  if (!handler && key != node.getOpType())
+    return ctx.unsupported("only the default domain and 'com.microsoft' MoE "
+                           "are supported");
   if (!handler)
     return ctx.unsupported();
   b.setInsertionPoint(node);
