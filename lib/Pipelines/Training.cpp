@@ -27,7 +27,10 @@ void mlir::tessera::buildTrainingPipeline(
   // the backward communication from the collectives' gradient rules.
   if (options.tensorParallel) {
     pm.addPass(createTsrShardingPropagation(*options.tensorParallel));
-    pm.addPass(createTsrShardingPartition());
+    TsrShardingPartitionOptions partition;
+    if (options.tensorParallel->expertParallel)
+      partition.allToAll = {options.tensorParallel->axis};
+    pm.addPass(createTsrShardingPartition(partition));
   }
   // The backward pass inherits each op's precision through the gradient
   // rules (a cast's gradient is the cast back).

@@ -13,10 +13,15 @@ expert and sequence, so that tokens are dropped. For each:
   tolerance of the other exported-model tests);
 - every loss is finite and training makes progress: each later 20-step
   mean lies below the first;
-- the contrib form also trains under `mpirun -np 2` with `--mesh dp=2` at
-  ZeRO 0 and 3, and its 20 losses match the single-process run with the
+- the contrib form also trains under mpirun at `--mesh dp=2` (ZeRO 0 and
+  3), with expert parallelism at `ep=2` and `ep=4`, and at `dp=2,ep=2`
+  (ZeRO 0 and 3), and its 20 losses match the single-process run with the
   same global batch to 1e-5 relative. Routing is per sequence (a group is
-  one sequence), so splitting the batch changes no routing decision.
+  one sequence), so splitting the batch changes no routing decision;
+- with ep, rank 0 holds the dense parameters and 1/ep of the experts'
+  (--memory-report), and at ep=2 `--explain` lists per MoE layer and
+  direction exactly two all-to-alls (dispatch and combine), each moving
+  (n-1)/n of the rank's [experts, groups, capacity, hidden] buffer.
 
 Usage: moe_train_test.py BUILD_DIR REPO_ROOT
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -61,6 +67,92 @@ def run(cmd, what):
 def losses(log):
     with open(log) as f:
         return [float(json.loads(line)["loss"]) for line in f]
+
+
+def memory_params(stdout, rank=0):
+    """The params bytes of rank `rank`'s --memory-report line."""
+    for line in stdout.splitlines():
+        m = re.match(rf"memory rank {rank} of \d+: params (\d+) bytes", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def expert_bytes(model):
+    """Bytes of the experts' weights and biases (initializers of the MoE
+    nodes' inputs 2 to 5)."""
+    import onnx
+    from onnx import numpy_helper
+    proto = onnx.load(model)
+    names = {n for node in proto.graph.node if node.op_type == "MoE"
+             for n in node.input[2:6] if n}
+    return sum(numpy_helper.to_array(t).nbytes
+               for t in proto.graph.initializer if t.name in names)
+
+
+def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
+    """dp=2, ep=2, ep=4 and dp=2 x ep=2 against one process; the explained
+    all-to-alls of ep=2 and every rank's share of the experts."""
+    one = run([os.path.join(bin_dir, "tessera-run"),
+               os.path.join(out, "art"), "--train", "--data", data, "--steps",
+               "1", "--threads", "1", "--memory-report"], "tessera-run")
+    whole = memory_params(one.stdout)
+    experts = expert_bytes(model)
+    layers = 2
+    for mesh, zero, ranks in (("dp=2", 0, 2), ("dp=2", 3, 2), ("ep=2", 0, 2),
+                              ("ep=4", 0, 4), ("dp=2,ep=2", 0, 4),
+                              ("dp=2,ep=2", 3, 4)):
+        name = f"{mesh.replace(',', '-')}-z{zero}"
+        art = os.path.join(out, name)
+        flags = ["--mesh", mesh] + ([f"--zero={zero}"] if "dp" in mesh else [])
+        built = run(compile_cmd + flags + ["-o", art, "--explain"],
+                    f"tessera-compile {mesh} ZeRO-{zero}")
+        log = os.path.join(out, name + ".jsonl")
+        done = run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art,
+                                    "--train", "--data", data, "--steps",
+                                    str(DP_STEPS), "--threads", "1",
+                                    "--log-json", log, "--memory-report"],
+                   f"mpirun -np {ranks} {mesh} ZeRO-{zero}")
+        got = losses(log)
+        worst = (max(abs(a - b) / abs(b) for a, b in zip(got, single))
+                 if len(got) == DP_STEPS else math.inf)
+        check(worst <= DP_RTOL,
+              f"contrib: mpirun -np {ranks} --mesh {mesh} ZeRO-{zero}: "
+              f"{DP_STEPS} losses match one process, worst relative "
+              f"difference {worst:.2e}")
+        ep = int(re.search(r"ep=(\d+)", mesh).group(1)) if "ep" in mesh else 1
+        dp = 2 if "dp" in mesh else 1
+        if ep > 1 and zero == 0:
+            want = whole - experts + experts // ep
+            have = memory_params(done.stdout)
+            check(have == want,
+                  f"contrib: {mesh}: rank 0 holds {have} bytes of parameters "
+                  f"= the dense {whole - experts} + 1/{ep} of the experts' "
+                  f"{experts}")
+        if mesh == "ep=2":
+            # Per layer: one dispatch and one combine all-to-all forward,
+            # their transposes backward; each moves (n-1)/n of the rank's
+            # [experts, groups, capacity, hidden] f32 buffer.
+            with open(os.path.join(out, "moe_gpt.json")) as f:
+                cfg = json.load(f)
+            groups = BATCH // (dp * ep)
+            buffer = cfg["experts"] * groups * cfg["seq"] * cfg["d_model"] * 4
+            sent = buffer * (ep - 1) // ep
+            lines = [l for l in (built.stdout + built.stderr).splitlines()
+                     if "all_to_all over ep" in l]
+            per_layer = {}
+            for line in lines:
+                m = re.search(r"(\d+) bytes per rank, (forward|backward), "
+                              r"node '([^']+)'", line)
+                key = (m.group(3), m.group(2)) if m else None
+                per_layer.setdefault(key, []).append(
+                    int(m.group(1)) if m else -1)
+            ok = (len(per_layer) == 2 * layers and all(
+                k is not None and v == [sent, sent]
+                for k, v in per_layer.items()))
+            check(ok, f"contrib: ep=2 --explain: per MoE layer and direction "
+                      f"exactly 2 all-to-alls (dispatch, combine) of {sent} "
+                      f"bytes per rank; got {sorted(per_layer.items())}")
 
 
 def main() -> int:
@@ -119,23 +211,8 @@ def main() -> int:
 
             if style != "contrib":
                 continue
-            for zero in (0, 3):
-                dp_art = os.path.join(out, f"dp2z{zero}")
-                run(compile_cmd + ["--mesh", "dp=2", f"--zero={zero}", "-o",
-                                   dp_art], f"tessera-compile dp=2 ZeRO-{zero}")
-                dp_log = os.path.join(out, f"dp2z{zero}.jsonl")
-                run(mpirun(2) + [os.path.join(bin_dir, "tessera-run"), dp_art,
-                                 "--train", "--data", data, "--steps",
-                                 str(DP_STEPS), "--threads", "1",
-                                 "--log-json", dp_log],
-                    f"mpirun -np 2 ZeRO-{zero}")
-                dp = losses(dp_log)
-                worst = (max(abs(a - b) / abs(b) for a, b in zip(dp, got))
-                         if len(dp) == DP_STEPS else math.inf)
-                check(worst <= DP_RTOL,
-                      f"contrib: mpirun -np 2 dp=2 ZeRO-{zero}: {DP_STEPS} "
-                      f"losses match one process, worst relative difference "
-                      f"{worst:.2e}")
+            check_parallel(bin_dir, out, model, data, compile_cmd, got, run)
+
     return finish("moe_train_test.py")
 
 

@@ -206,7 +206,8 @@ static cl::opt<std::string>
                       "innermost): one program per rank, the global batch "
                       "split across the dp ranks, the model split across "
                       "the tp ranks, its layers into pipeline stages across "
-                      "the pp ranks"),
+                      "the pp ranks, a mixture of experts' experts across "
+                      "the ep ranks (which also split the batch)"),
              cl::cat(trainCat));
 static cl::opt<std::string> pipelineSchedule(
     "schedule",
@@ -354,9 +355,11 @@ static SmallVector<std::pair<std::string, int64_t>> meshAxes;
 static int64_t dataParallel = 0;
 static int64_t tensorParallel = 0;
 static int64_t pipelineParallel = 0;
+static int64_t expertParallel = 0;
 
 /// Parses --mesh: comma-separated AXIS=N with AXIS dp (data parallelism),
-/// tp (tensor parallelism) or pp (pipeline parallelism), each at most once.
+/// tp (tensor parallelism), pp (pipeline parallelism) or ep (expert
+/// parallelism), each at most once.
 static LogicalResult parseMesh(StringRef spec) {
   SmallVector<StringRef> parts;
   spec.split(parts, ',');
@@ -368,6 +371,7 @@ static LogicalResult parseMesh(StringRef spec) {
     int64_t *slot = axis == "dp"   ? &dataParallel
                     : axis == "tp" ? &tensorParallel
                     : axis == "pp" ? &pipelineParallel
+                    : axis == "ep" ? &expertParallel
                                    : nullptr;
     if (!slot || *slot != 0)
       return failure();
@@ -485,6 +489,12 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     tp.sequenceParallel = sequenceParallel;
     tp.shard.assign(shardPins.begin(), shardPins.end());
     options.tensorParallel = tp;
+  }
+  if (expertParallel > 1) {
+    tessera::TsrShardingPropagationOptions ep;
+    ep.axis = "ep";
+    ep.expertParallel = true;
+    options.tensorParallel = ep;
   }
   if (pipelineParallel > 0) {
     tessera::TsrPipelinePlanOptions plan;
@@ -864,8 +874,14 @@ int main(int argc, char **argv) {
   if (!meshSpec.empty()) {
     if (failed(parseMesh(meshSpec)))
       return fail("malformed --mesh '" + meshSpec +
-                  "' (expected AXIS=N[,AXIS=N] with AXIS dp, tp or pp, each "
-                  "at most once, N >= 1; e.g. dp=2,tp=2)");
+                  "' (expected AXIS=N[,AXIS=N] with AXIS dp, tp, pp or ep, "
+                  "each at most once, N >= 1; e.g. dp=2,tp=2)");
+    if (expertParallel > 1 && (tensorParallel > 1 || pipelineParallel > 0))
+      return fail("--mesh ep=" + Twine(expertParallel) +
+                  " goes with dp only so far (not with tp or pp)");
+    if (expertParallel > 1 && mode == "infer")
+      return fail("--mesh ep=" + Twine(expertParallel) +
+                  " needs --mode=grad or --mode=train");
     if (pipelineParallel > 0 && mode != "train")
       return fail("--mesh pp=" + Twine(pipelineParallel) +
                   " needs --mode=train");

@@ -9,9 +9,12 @@
 //   pending sum -> not split       all_reduce (sum)
 //   split along d -> not split     all_gather along d
 //   not split -> split along d     local_shard along d (no communication)
+//   split along a -> split along b all_to_all along b, then a reshape and a
+//                                  transpose that put a's blocks in order
+//                                  (on the `all-to-all` axes: ep)
 //
-// (a change of the split dimension gathers every dimension it must, then
-// cuts). Two ops whose
+// (any other change of the split dimensions gathers every dimension it
+// must, then cuts). Two ops whose
 // summed-over dimension is split are not the same op on blocks, and are
 // rewritten: a gather from a table split by rows looks up the rows this
 // rank holds and gives zeros for the others (Megatron's
@@ -271,6 +274,55 @@ struct TsrShardingPartitionPass
         v = explain(tsr::AllReduceOp::create(
                         b, loc, v, tsr::CollectiveReduction::sum, axes, serves),
                     user + " needs the pending sum of " + what + " whole");
+      }
+    }
+    // One split moving from dimension a to dimension b over the same axes:
+    // an all-to-all along b, whose received blocks (one per source rank,
+    // each that rank's block of a) are then put back in a's order.
+    std::optional<unsigned> from1, to1;
+    bool others = false;
+    for (unsigned d = 0; d < rank; ++d) {
+      if (have[d] == want[d])
+        continue;
+      if (!have[d].empty() && want[d].empty() && !from1)
+        from1 = d;
+      else if (have[d].empty() && !want[d].empty() && !to1)
+        to1 = d;
+      else
+        others = true;
+    }
+    bool exchange = from1 && llvm::all_of(have[*from1], [&](StringRef axis) {
+                      return llvm::is_contained(allToAll, axis.str());
+                    });
+    if (exchange && to1 && !others && have[*from1] == want[*to1]) {
+      unsigned a = *from1, bdim = *to1;
+      int64_t n = groupSize(have[a]);
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+      if (shape[bdim] % n == 0) {
+        GradientBuilder g(b, loc);
+        v = explain(tsr::AllToAllOp::create(b, loc, v.getType(), v, bdim,
+                                            meshOrdered(b, have[a]), serves),
+                    user + " needs " + what + " split along dimension " +
+                        Twine(bdim) + " rather than " + Twine(a));
+        SmallVector<int64_t> split(shape.take_front(bdim));
+        split.push_back(n);
+        split.push_back(shape[bdim] / n);
+        llvm::append_range(split, shape.drop_front(bdim + 1));
+        v = g.reshape(v, split);
+        unsigned pa = a < bdim ? a : a + 1;
+        SmallVector<int64_t> perm;
+        for (unsigned d = 0; d < split.size(); ++d) {
+          if (d == bdim)
+            continue;
+          if (d == pa)
+            perm.push_back(bdim);
+          perm.push_back(d);
+        }
+        v = g.transpose(v, perm);
+        SmallVector<int64_t> merged(shape);
+        merged[a] *= n;
+        merged[bdim] /= n;
+        return g.reshape(v, merged);
       }
     }
     // Every gather before any cut: an axis that moves from one dimension

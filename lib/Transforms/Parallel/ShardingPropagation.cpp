@@ -92,8 +92,15 @@ struct TsrShardingPropagationPass
   /// Parameters whose layout `shard` pins.
   DenseSet<Value> pinned;
   /// The dimensions of each value that follow the inputs' sequence
-  /// dimension (with sequence-parallel).
+  /// dimension (with sequence-parallel; the batch with expert-parallel).
   DenseMap<Value, SmallVector<bool>> sequenceDims;
+  /// The dimensions of each value that follow a MoE buffer's expert
+  /// dimension (with expert-parallel).
+  DenseMap<Value, SmallVector<bool>> expertDims;
+  /// With expert-parallel: results of transposes and reshapes of undecided
+  /// parameters, standing for them until their first use decides, and the
+  /// op that makes each.
+  DenseMap<Value, Operation *> aliases;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> f =
@@ -119,7 +126,10 @@ struct TsrShardingPropagationPass
       c = {2 * share * b, int(2 * (n - 1))}; // all_reduce
       from = Layout();
     }
-    if (from.dim >= 0 && from.dim != to.dim) // all_gather
+    if (expertParallel && from.dim >= 0 && to.dim >= 0 && from.dim != to.dim &&
+        c.bytes == 0)
+      return {share * b / double(n), int(n - 1)}; // all_to_all
+    if (from.dim >= 0 && from.dim != to.dim)      // all_gather
       c += {share * b, int(n - 1)};
     // Splitting a whole value is a local slice.
     return c;
@@ -159,27 +169,43 @@ struct TsrShardingPropagationPass
            });
   }
 
+  static bool marked(const DenseMap<Value, SmallVector<bool>> &marks, Value v,
+                     int d) {
+    auto it = marks.find(v);
+    return it != marks.end() && it->second[d];
+  }
   bool isSequenceDim(Value v, int d) const {
-    auto it = sequenceDims.find(v);
-    return it != sequenceDims.end() && it->second[d];
+    return marked(sequenceDims, v, d);
   }
 
-  /// Marks the result dimensions of `op` whose major factor is an operand's
-  /// sequence dimension.
-  void followSequence(Operation *op, const ShardingRule &rule) {
+  /// Marks the result dimensions of `op` whose major factor is a marked
+  /// dimension of an operand.
+  static void follow(Operation *op, const ShardingRule &rule,
+                     DenseMap<Value, SmallVector<bool>> &marks) {
     llvm::SmallDenseSet<unsigned> factors;
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
       for (auto [d, dims] : llvm::enumerate(rule.operands[i]))
-        if (!dims.empty() && isSequenceDim(v, d))
+        if (!dims.empty() && marked(marks, v, d))
           factors.insert(dims.front());
     if (factors.empty())
       return;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
-      SmallVector<bool> marks;
+      SmallVector<bool> resultMarks;
       for (const auto &dims : rule.results[r])
-        marks.push_back(!dims.empty() && factors.contains(dims.front()));
-      sequenceDims[result] = marks;
+        resultMarks.push_back(!dims.empty() && factors.contains(dims.front()));
+      marks[result] = resultMarks;
     }
+  }
+
+  /// Whether factor `f` of `op` is an expert dimension of an operand.
+  bool isExpertFactor(Operation *op, const ShardingRule &rule,
+                      unsigned f) const {
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      int d = dimOf(rule.operands[i], f);
+      if (d >= 0 && marked(expertDims, v, d))
+        return true;
+    }
+    return false;
   }
 
   /// Whether the operand is a weight still to be split.
@@ -232,15 +258,21 @@ struct TsrShardingPropagationPass
         int d = dimOf(rule.operands[i], f);
         if (d < 0)
           continue;
-        if (isWeight(v) || current[i].dim == d ||
-            (sequenceParallel && isSequenceDim(v, d)))
+        bool weightFactor =
+            isWeight(v) && (!expertParallel || isExpertFactor(op, rule, f));
+        if (weightFactor || current[i].dim == d ||
+            ((sequenceParallel || expertParallel) && isSequenceDim(v, d)))
           allowed = true;
       }
       if (allowed)
         all.push_back(build(f, false));
     }
     // An undecided weight is split by its first use, if any candidate can.
+    // With expert-parallel, only along an expert dimension: dense weights
+    // stay whole.
     auto splitsWeights = [&](const Candidate &c) {
+      if (expertParallel && (!c.factor || !isExpertFactor(op, rule, *c.factor)))
+        return false;
       for (auto [i, v] : llvm::enumerate(op->getOperands()))
         if (isUndecidedWeight(v) && c.operands[i].dim < 0)
           return false;
@@ -249,7 +281,8 @@ struct TsrShardingPropagationPass
     // A lookup table splits by its rows (an embedding's vocabulary), the
     // split that a vocabulary-parallel output layer and loss share. Decided
     // before the weights are marked split below.
-    if (auto gather = dyn_cast<tsr::GatherOp>(op)) {
+    auto gather = dyn_cast<tsr::GatherOp>(op);
+    if (gather && !expertParallel) {
       auto byRows = [&](const Candidate &c) {
         return c.operands[0].dim == int(gather.getAxis());
       };
@@ -311,16 +344,38 @@ struct TsrShardingPropagationPass
         undecided.insert(arg);
       }
       int64_t rank = cast<RankedTensorType>(arg.getType()).getRank();
-      if ((role == tsr::Role::data || role == tsr::Role::label) &&
-          sequenceDim >= 0 && sequenceDim < rank) {
+      if (expertParallel &&
+          (role == tsr::Role::data || role == tsr::Role::label) &&
+          cast<RankedTensorType>(arg.getType()).getRank() >= 1 &&
+          cast<RankedTensorType>(arg.getType()).getDimSize(0) % n != 0)
+        return f.emitError("expert parallelism splits the batch over '")
+               << axis << "', but the batch of "
+               << cast<RankedTensorType>(arg.getType()).getDimSize(0)
+               << " rows does not split into " << n << " equal blocks";
+      int64_t seed = expertParallel ? 0 : sequenceDim;
+      if ((role == tsr::Role::data || role == tsr::Role::label) && seed >= 0 &&
+          seed < rank) {
         SmallVector<bool> marks(rank, false);
-        marks[sequenceDim] = true;
+        marks[seed] = true;
         sequenceDims[arg] = marks;
       }
     }
 
     if (failed(pin(f)))
       return failure();
+    if (expertParallel) {
+      WalkResult experts = f.walk([&](tsr::MoeDispatchOp op) {
+        int64_t count = op.getType().getDimSize(0);
+        if (count % n == 0)
+          return WalkResult::advance();
+        op.emitError("expert parallelism over '")
+            << axis << "' needs the experts in " << n
+            << " equal blocks, but this layer has " << count;
+        return WalkResult::interrupt();
+      });
+      if (experts.wasInterrupted())
+        return failure();
+    }
 
     WalkResult walk = f.getBody().front().walk([&](Operation *op) {
       if (isa<func::ReturnOp>(op))
@@ -334,7 +389,9 @@ struct TsrShardingPropagationPass
 
     // The params, split or whole, as their first use decided.
     for (Value p : params) {
-      auto arg = cast<BlockArgument>(p);
+      auto arg = dyn_cast<BlockArgument>(p);
+      if (!arg)
+        continue;
       Layout l = layouts.lookup(p);
       if (l.dim >= 0)
         f.setArgAttr(arg.getArgNumber(), tsr::attr::kSharding, toAttr(p, l));
@@ -394,7 +451,54 @@ struct TsrShardingPropagationPass
     return success();
   }
 
+  /// With expert-parallel, a transpose or reshape that is the only use of
+  /// an undecided parameter stands for it until its own first use.
+  bool deferParameter(Operation *op) {
+    if (!expertParallel || !isa<tsr::TransposeOp, tsr::ReshapeOp>(op))
+      return false;
+    Value p = op->getOperand(0);
+    if (!undecided.contains(p) || pinned.contains(p) || !p.hasOneUse())
+      return false;
+    Value alias = op->getResult(0);
+    params.insert(alias);
+    undecided.insert(alias);
+    aliases[alias] = op;
+    return true;
+  }
+
+  /// The first use of an alias decided `l`: its op runs on the block of
+  /// the parameter it stands for (whole when the layout op cannot carry
+  /// the split back).
+  void resolveAlias(Value alias, Layout l) {
+    Operation *op = aliases.lookup(alias);
+    Value p = op->getOperand(0);
+    std::optional<ShardingRule> rule = getShardingRule(op);
+    Layout in, out;
+    if (rule && l.dim >= 0 && !l.partial) {
+      ArrayRef<unsigned> dims = rule->results[0][l.dim];
+      int d = dims.empty() ? -1 : dimOf(rule->operands[0], dims.front());
+      if (d >= 0 && rule->factors[dims.front()].size % n == 0) {
+        in.dim = d;
+        out = l;
+      }
+    }
+    undecided.erase(alias);
+    layouts[alias] = out;
+    if (undecided.erase(p)) {
+      layouts[p] = in;
+      if (aliases.count(p))
+        resolveAlias(p, in);
+    }
+    if (in == Layout())
+      return;
+    Builder b(op->getContext());
+    op->setAttr(tsr::attr::kOperandShardings, b.getArrayAttr({toAttr(p, in)}));
+    op->setAttr(tsr::attr::kSharding, b.getArrayAttr({toAttr(alias, out)}));
+  }
+
   LogicalResult decide(Operation *op) {
+    if (deferParameter(op))
+      return success();
     std::optional<ShardingRule> rule;
     if (!isa<tsr::AllReduceOp, tsr::ReduceScatterOp, tsr::AllGatherOp,
              tsr::AllToAllOp, tsr::BroadcastFromOp, tsr::WaitOp,
@@ -402,7 +506,16 @@ struct TsrShardingPropagationPass
       rule = getShardingRule(op);
     Candidate chosen;
     if (rule) {
-      followSequence(op, *rule);
+      follow(op, *rule, sequenceDims);
+      if (expertParallel) {
+        if (isa<tsr::MoeDispatchOp>(op)) {
+          SmallVector<bool> marks(4, false);
+          marks[0] = true;
+          expertDims[op->getResult(0)] = marks;
+        } else {
+          follow(op, *rule, expertDims);
+        }
+      }
       SmallVector<Candidate> all = candidates(op, *rule);
       chosen = all.front();
       for (const Candidate &c : llvm::drop_begin(all))
@@ -423,6 +536,8 @@ struct TsrShardingPropagationPass
             << axis << "'";
     }
     for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands)) {
+      if (aliases.count(v) && undecided.contains(v))
+        resolveAlias(v, need);
       if (undecided.erase(v))
         layouts[v] = need;
       if (pinned.contains(v) && !(layouts.lookup(v) == need)) {

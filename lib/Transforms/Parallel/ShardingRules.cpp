@@ -324,6 +324,79 @@ FailureOr<ShardingRule> crossEntropyRule(tsr::SoftmaxCrossEntropyLossOp op) {
   return rule;
 }
 
+/// Values and indices along `axis` need the whole axis; the other
+/// dimensions are independent.
+FailureOr<ShardingRule> topkRule(tsr::TopKOp op) {
+  ShardingRule rule;
+  Dims in, out;
+  for (auto [d, size] : llvm::enumerate(shapeOf(op.getX()))) {
+    bool axis = int64_t(d) == int64_t(op.getAxis());
+    unsigned f = rule.addFactor(size, axis ? Kind::Replicated : Kind::Parallel);
+    in.push_back({f});
+    out.push_back({axis ? rule.addFactor(op.getK(), Kind::Replicated) : f});
+  }
+  rule.operands.push_back(in);
+  rule.results = {out, out};
+  return rule;
+}
+
+/// The factors of a mixture-of-experts op: groups g and the hidden size h
+/// are independent (each group is routed on its own); tokens s, choices k,
+/// experts e and capacity c are not (slots depend on every token of the
+/// group and every expert's buffer). Expert parallelism splits the
+/// experts' buffer by resharding it between the dispatch and the experts.
+struct MoeFactors {
+  unsigned g, s, k, e, c;
+  std::optional<unsigned> h;
+  Dims choices() const { return {{g}, {s}, {k}}; }
+  Dims buffer() const { return {{e}, {g}, {c}, {*h}}; }
+  Dims tokens() const { return {{g}, {s}, {*h}}; }
+  Dims sources() const { return {{e}, {g}, {c}}; }
+};
+
+MoeFactors moeFactors(ShardingRule &rule, ArrayRef<int64_t> choices,
+                      ArrayRef<int64_t> sources, int64_t hidden) {
+  MoeFactors f;
+  f.g = rule.addFactor(choices[0], Kind::Parallel);
+  f.s = rule.addFactor(choices[1], Kind::Replicated);
+  f.k = rule.addFactor(choices[2], Kind::Replicated);
+  f.e = rule.addFactor(sources[0], Kind::Replicated);
+  f.c = rule.addFactor(sources[2], Kind::Replicated);
+  if (hidden >= 0)
+    f.h = rule.addFactor(hidden, Kind::Parallel);
+  return f;
+}
+
+FailureOr<ShardingRule> moeAssignRule(tsr::MoeAssignOp op) {
+  ShardingRule rule;
+  MoeFactors f =
+      moeFactors(rule, shapeOf(op.getExperts()), shapeOf(op.getSources()), -1);
+  rule.operands.push_back(f.choices());
+  rule.results = {f.choices(), f.sources()};
+  return rule;
+}
+
+template <typename OpT> ShardingRule moeMoveRule(OpT op, bool toBuffer) {
+  ShardingRule rule;
+  int64_t hidden = shapeOf(op.getX()).back();
+  MoeFactors f = moeFactors(rule, shapeOf(op.getExperts()),
+                            shapeOf(op.getSources()), hidden);
+  rule.operands = {toBuffer ? f.tokens() : f.buffer(), f.choices(), f.choices(),
+                   f.sources()};
+  if (op.getWeights())
+    rule.operands.push_back(f.choices());
+  rule.results.push_back(toBuffer ? f.buffer() : f.tokens());
+  return rule;
+}
+
+FailureOr<ShardingRule> moeDispatchRule(tsr::MoeDispatchOp op) {
+  return moeMoveRule(op, /*toBuffer=*/true);
+}
+
+FailureOr<ShardingRule> moeCombineRule(tsr::MoeCombineOp op) {
+  return moeMoveRule(op, /*toBuffer=*/false);
+}
+
 template <typename OpT, FailureOr<ShardingRule> (*Fn)(OpT)>
 struct RuleModel
     : tsr::ShardingRuleOpInterface::ExternalModel<RuleModel<OpT, Fn>, OpT> {
@@ -358,6 +431,10 @@ void mlir::tessera::registerShardingRules(DialectRegistry &registry) {
     attach<SliceOp, sliceRule>(ctx);
     attach<ConcatOp, concatRule>(ctx);
     attach<SoftmaxCrossEntropyLossOp, crossEntropyRule>(ctx);
+    attach<TopKOp, topkRule>(ctx);
+    attach<MoeAssignOp, moeAssignRule>(ctx);
+    attach<MoeDispatchOp, moeDispatchRule>(ctx);
+    attach<MoeCombineOp, moeCombineRule>(ctx);
   });
 }
 

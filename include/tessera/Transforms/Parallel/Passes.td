@@ -168,6 +168,19 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
     rule runs on whole values, and is named in a warning when that gathers a
     split or pending operand.
 
+    With `expert-parallel` the axis carries expert parallelism (GShard):
+    the batch (dimension 0 of the data and label inputs) is split over it
+    and followed through the rules like the sequence above, dense weights
+    stay whole (every rank runs the dense layers on its batch block), and a
+    weight is split only along an expert dimension (dimension 0 of a
+    `tsr.moe_dispatch` result, followed through the rules), looking through
+    the transposes and reshapes between a parameter and its first use (so
+    the experts' biases split with their weights). The tokens' buffer then
+    moves from split by group to split by expert before the experts and
+    back before the combine: a change of split dimension, which the
+    partition does with one `tsr.all_to_all` (it moves 1/N of the bytes an
+    all-gather would).
+
     The decisions, on every op that splits, sums or reshards something:
     `tsr.operand_shardings` (the layout each operand is brought to) and
     `tsr.sharding` (each result's layout); on split parameters, the argument
@@ -209,6 +222,10 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
            "inputs, followed through the ops">,
     Option<"sequenceDim", "sequence-dim", "int64_t", /*default=*/"1",
            "The sequence dimension of the data and label inputs">,
+    Option<"expertParallel", "expert-parallel", "bool", /*default=*/"false",
+           "The axis carries expert parallelism: split the batch over it, "
+           "the experts' weights along the expert dimension, and keep the "
+           "dense weights whole">,
     ListOption<"shard", "shard", "std::string",
                "Pinned layouts, GLOB=SPEC: the parameters whose name matches "
                "the glob get SPEC, one entry per dimension separated by ':', "
@@ -262,6 +279,11 @@ def TsrShardingPartition : Pass<"tsr-sharding-partition", "ModuleOp"> {
     ```
   }];
   let options = [
+    ListOption<"allToAll", "all-to-all", "std::string",
+               "Axes on which a split that moves from one dimension to "
+               "another is an all_to_all (expert parallelism's token "
+               "exchange); on the others it is an all_gather and a local "
+               "cut">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
