@@ -21,7 +21,15 @@ expert and sequence, so that tokens are dropped. For each:
 - with ep, rank 0 holds the dense parameters and 1/ep of the experts'
   (--memory-report), and at ep=2 `--explain` lists per MoE layer and
   direction exactly two all-to-alls (dispatch and combine), each moving
-  (n-1)/n of the rank's [experts, groups, capacity, hidden] buffer.
+  (n-1)/n of the rank's [experts, groups, capacity, hidden] buffer;
+- with `--moe-capacity-factor=1` (8 slots per expert and sequence of 16
+  tokens, top-2 of 4: tokens drop) step 1 equals onnxruntime's loss of the
+  GShard form exported with capacity 8 (the same weights: an independent
+  formulation of the same drops), and ep=2 and dp=2 log the single
+  process's 20 losses;
+- with `--moe-aux-loss=0.1` step 1 equals onnxruntime's cross-entropy plus
+  a NumPy implementation of the Switch load-balancing loss on the router
+  logits onnxruntime computes (1e-5 absolute).
 
 Usage: moe_train_test.py BUILD_DIR REPO_ROOT
 """
@@ -45,6 +53,11 @@ for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
 
 BATCH, STEPS, WINDOW, DP_STEPS = 8, 60, 20, 20
 ORT_RTOL, DP_RTOL = 1e-4, 1e-5
+# GShard's capacity factor 1: capacity ceil(16 · 2 / 4) = 8 of 16 tokens.
+CAPACITY_FACTOR = 1.0
+# The Switch loss is about 0.25 at 0.1; the step's float32 loss (about
+# 4.9) is a sum of float32 terms good to a few ulps, 1e-6 at worst.
+AUX_COEF, AUX_ATOL = 0.1, 1e-5
 TORCH_PYTHON = "/usr/bin/python3"
 
 
@@ -155,6 +168,106 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
                       f"bytes per rank; got {sorted(per_layer.items())}")
 
 
+def router_outputs(model):
+    """The model with each MoE node's router logits as extra outputs, and
+    each node's k."""
+    import onnx
+    from onnx import helper
+    proto = onnx.load(model)
+    nodes = [n for n in proto.graph.node if n.op_type == "MoE"]
+    for node in nodes:
+        proto.graph.output.append(helper.make_tensor_value_info(
+            node.input[1], onnx.TensorProto.FLOAT, None))
+    ks = [next((a.i for a in n.attribute if a.name == "k"), 1) for n in nodes]
+    return proto.SerializeToString(), ks
+
+
+def switch_loss(logits, k, groups, coef):
+    """NumPy's Switch load-balancing loss of one layer, per group (one
+    sequence) and averaged: coef · E · mean_g Σ_e f[g, e] · P[g, e], f the
+    fraction of the group's top-k choices that picked e, P the mean router
+    probability of e (float64)."""
+    import numpy as np
+    experts = logits.shape[-1]
+    z = logits.reshape(groups, -1, experts).astype(np.float64)
+    p = np.exp(z - z.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    chosen = np.argsort(-p, axis=-1, kind="stable")[..., :k]
+    f = np.stack([(chosen == e).mean(axis=(1, 2)) for e in range(experts)],
+                 axis=-1)
+    return coef * experts * float(np.mean((f * p.mean(axis=1)).sum(-1)))
+
+
+def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
+    """--moe-capacity-factor against the GShard form with that capacity (an
+    independent formulation of the same drops), and its ep=2 and dp=2 runs
+    against one process; --moe-aux-loss against NumPy's Switch loss."""
+    import numpy as np
+    import onnxruntime as ort
+    import charlm_data
+    model = os.path.join(out, "moe_gpt.onnx")
+    with open(os.path.join(out, "moe_gpt.json")) as f:
+        cfg = json.load(f)
+    seq, experts, k = cfg["seq"], cfg["experts"], cfg["top_k"]
+    capacity = math.ceil(CAPACITY_FACTOR * seq * k / experts)
+    gshard = os.path.join(work, "gshard-capacity")
+    run([TORCH_PYTHON, make, "--out", gshard, "--style", "gshard",
+         "--experts", str(experts), "--top-k", str(k), "--capacity",
+         str(capacity), "--batch", str(BATCH)] +
+        (["--normalize"] if cfg["normalize"] else []), "make_moe_gpt gshard")
+    tokens = charlm_data.load_tokens(data)
+    x, y = charlm_data.batch(tokens, 0, BATCH, seq)
+    feed = {"tokens": x.astype(np.int64)}
+    session = ort.InferenceSession(os.path.join(gshard, "moe_gpt.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    reference = charlm_data.cross_entropy(session.run(["logits"], feed)[0], y)
+
+    flag = f"--moe-capacity-factor={CAPACITY_FACTOR}"
+    single = None
+    for mesh, ranks in (("", 0), ("ep=2", 2), ("dp=2", 2)):
+        art = os.path.join(out, "capacity-" + (mesh or "one"))
+        run(compile_cmd + [flag, "-o", art] + (["--mesh", mesh] if mesh else []),
+            f"tessera-compile {flag} {mesh}")
+        log = art + ".jsonl"
+        cmd = [os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
+               data, "--steps", str(DP_STEPS), "--threads", "1", "--log-json",
+               log]
+        run((mpirun(ranks) if ranks else []) + cmd, f"tessera-run {flag} {mesh}")
+        got = losses(log)
+        if not mesh:
+            single = got
+            check(abs(got[0] - reference) <= ORT_RTOL * abs(reference),
+                  f"contrib {flag} (capacity {capacity} of {seq}): step 1 "
+                  f"loss {got[0]:.6f} = onnxruntime's GShard form with "
+                  f"capacity {capacity} {reference:.6f}")
+            continue
+        worst = (max(abs(a - b) / abs(b) for a, b in zip(got, single))
+                 if len(got) == DP_STEPS else math.inf)
+        check(worst <= DP_RTOL,
+              f"contrib {flag}: mpirun -np {ranks} --mesh {mesh}: "
+              f"{DP_STEPS} losses match one process (same drops), worst "
+              f"relative difference {worst:.2e}")
+
+    proto, ks = router_outputs(model)
+    outs = ort.InferenceSession(proto, providers=["CPUExecutionProvider"]).run(
+        None, feed)
+    ce = charlm_data.cross_entropy(outs[0], y)
+    aux = sum(switch_loss(z, kk, BATCH, AUX_COEF)
+              for z, kk in zip(outs[1:], ks))
+    flag = f"--moe-aux-loss={AUX_COEF}"
+    art = os.path.join(out, "aux")
+    run(compile_cmd + [flag, "-o", art], f"tessera-compile {flag}")
+    log = art + ".jsonl"
+    run([os.path.join(bin_dir, "tessera-run"), art, "--train", "--data", data,
+         "--steps", "1", "--threads", "1", "--log-json", log],
+        f"tessera-run {flag}")
+    got = losses(log)[0]
+    check(abs(got - (ce + aux)) <= AUX_ATOL,
+          f"contrib {flag}: step 1 loss {got:.6f} = onnxruntime's "
+          f"cross-entropy {ce:.6f} + NumPy's Switch loss {aux:.6f} "
+          f"(|diff| {abs(got - ce - aux):.1e} <= {AUX_ATOL})")
+
+
 def main() -> int:
     if len(sys.argv) != 3:
         print("usage: moe_train_test.py BUILD_DIR REPO_ROOT", file=sys.stderr)
@@ -212,6 +325,8 @@ def main() -> int:
             if style != "contrib":
                 continue
             check_parallel(bin_dir, out, model, data, compile_cmd, got, run)
+            check_routing_options(bin_dir, work, out, make, compile_cmd, data,
+                                  run)
 
     return finish("moe_train_test.py")
 

@@ -226,6 +226,18 @@ static cl::opt<bool> sequenceParallel(
              "tensor-parallel blocks along the sequence (dimension 1 of the "
              "data and label inputs)"),
     cl::init(false), cl::cat(trainCat));
+static cl::opt<double> moeCapacityFactor(
+    "moe-capacity-factor",
+    cl::desc("com.microsoft MoE layers: each expert takes at most "
+             "ceil(F * tokens per sequence * k / experts) tokens of a "
+             "sequence, the later choices are dropped (GShard, Switch); "
+             "default: dropless, as onnxruntime computes the op"),
+    cl::init(0.0), cl::cat(trainCat));
+static cl::opt<double> moeAuxLoss(
+    "moe-aux-loss",
+    cl::desc("With --mode=train or grad: add COEF times every com.microsoft "
+             "MoE layer's Switch load-balancing loss to the training loss"),
+    cl::value_desc("COEF"), cl::init(0.0), cl::cat(trainCat));
 static cl::opt<bool>
     explain("explain",
             cl::desc("Print every collective of the compiled step (its "
@@ -994,6 +1006,13 @@ int main(int argc, char **argv) {
     return fail("--optimizer-state-min-elements needs --optimizer-state=int8");
   if (optimizerStateMinElements < 0)
     return fail("--optimizer-state-min-elements must not be negative");
+  if (moeCapacityFactor.getNumOccurrences() && !(moeCapacityFactor > 0))
+    return fail("--moe-capacity-factor must be positive");
+  if (moeAuxLoss.getNumOccurrences() && !(moeAuxLoss > 0))
+    return fail("--moe-aux-loss must be positive");
+  if (moeAuxLoss.getNumOccurrences() && mode == "infer")
+    return fail("--moe-aux-loss needs --mode=train or --mode=grad (it adds "
+                "to the training loss)");
   if (sequenceParallel && tensorParallel < 2)
     return fail("--sequence-parallel needs --mesh tp=N with N >= 2");
   if (!shardPins.empty() && tensorParallel < 2)
@@ -1045,6 +1064,8 @@ int main(int argc, char **argv) {
 
   tessera::OnnxImportOptions importOptions;
   importOptions.initializersAsParams = training;
+  importOptions.moeCapacityFactor = moeCapacityFactor;
+  importOptions.moeAuxLoss = moeAuxLoss;
   if (training)
     importOptions.batchSize =
         batchSize / (microBatches * std::max<int64_t>(dataParallel, 1));
@@ -1085,6 +1106,17 @@ int main(int argc, char **argv) {
                 : tessera::importOnnxModel(context, inputFile, importOptions);
   if (!module)
     return 1;
+  if ((moeCapacityFactor.getNumOccurrences() ||
+       moeAuxLoss.getNumOccurrences()) &&
+      !tsrModule) {
+    bool hasMoe = false;
+    module->walk([&](tsr::MoeAssignOp) { hasMoe = true; });
+    if (!hasMoe)
+      return fail(Twine("--") +
+                  (moeAuxLoss.getNumOccurrences() ? "moe-aux-loss"
+                                                  : "moe-capacity-factor") +
+                  ": " + inputFile + " has no com.microsoft MoE node");
+  }
   if (!meshAxes.empty() && !tsrModule) {
     SmallVector<StringAttr> names;
     SmallVector<int64_t> sizes;

@@ -3,15 +3,20 @@
 // com.microsoft MoE (onnxruntime 1.23's definition) becomes the tsr
 // mixture-of-experts family: softmax over the router logits, tsr.topk, the
 // optional renormalization of the gates, moe_assign (dropless: each expert's
-// buffer holds every token of a group), moe_dispatch into [experts, groups,
-// capacity, hidden], the two (or, for SwiGLU, three) expert layers as
-// batched matmuls over the expert dimension, and moe_combine weighted by the
-// gates. A 3-D input routes each sequence as its own group.
+// buffer holds every token of a group, unless --moe-capacity-factor sets a
+// capacity), moe_dispatch into [experts, groups, capacity, hidden], the two
+// (or, for SwiGLU, three) expert layers as batched matmuls over the expert
+// dimension, and moe_combine weighted by the gates. A 3-D input routes each
+// sequence as its own group. With --moe-aux-loss the layer's Switch
+// load-balancing loss is an extra result the training loss adds.
 //
 //===----------------------------------------------------------------------===//
 #include "HandlerUtils.h"
 
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::tessera::onnx_import;
@@ -73,6 +78,37 @@ FailureOr<Value> swiglu(NodeContext &n, Value g, Value l) {
     l = shifted;
   }
   return n.create<tsr::MulOp>({act, l});
+}
+
+/// The Switch Transformer's load-balancing loss (Fedus et al., 2021, eq. 4)
+/// per group, averaged over the groups, times the coefficient:
+/// coef · E · mean_g Σ_e f[g, e] · P[g, e], where f is the fraction of the
+/// group's routed choices that chose expert e (its top-1 fraction for
+/// k = 1) and P the mean router probability of e over the group's tokens.
+/// f counts, so the gradient reaches the router through P.
+FailureOr<Value> switchLoss(NodeContext &n, Value probs, Value chosen,
+                            int64_t experts) {
+  auto pt = tensorType(probs), ct = tensorType(chosen);
+  Type elem = pt.getElementType();
+  int64_t groups = pt.getDimSize(0);
+  TRY(hot,
+      n.create<tsr::OneHotOp>(
+          {chosen},
+          {n.i64("depth", experts), n.i64("axis", -1), n.f64("on_value", 1.0),
+           n.f64("off_value", 0.0)},
+          RankedTensorType::get(
+              {groups, ct.getDimSize(1), ct.getDimSize(2), experts}, elem)));
+  TRY(fraction,
+      n.create<tsr::ReduceMeanOp>(
+          {hot}, {n.i64s("axes", {1, 2}), n.boolean("keepdims", false)}));
+  TRY(mean, n.create<tsr::ReduceMeanOp>(
+                {probs}, {n.i64s("axes", {1}), n.boolean("keepdims", false)}));
+  TRY(product, n.create<tsr::MulOp>({fraction, mean}));
+  TRY(total,
+      n.create<tsr::ReduceSumOp>(
+          {product}, {n.i64s("axes", {0, 1}), n.boolean("keepdims", false)}));
+  return n.create<tsr::MulOp>(
+      {total, n.scalar(elem, n.moeAuxLoss * double(experts) / double(groups))});
 }
 
 LogicalResult moe(NodeContext &n, SmallVectorImpl<Value> &results) {
@@ -138,19 +174,28 @@ LogicalResult moe(NodeContext &n, SmallVectorImpl<Value> &results) {
     TRY(normalized, n.create<tsr::DivOp>({gates, sum}));
     gates = normalized;
   }
+  // Dropless unless a capacity factor is given (GShard's capacity:
+  // factor · tokens · k / experts per expert and group).
+  int64_t capacity = tokens;
+  if (n.moeCapacityFactor > 0)
+    capacity = std::clamp<int64_t>(
+        static_cast<int64_t>(std::ceil(n.moeCapacityFactor * double(tokens) *
+                                       double(k) / double(experts))),
+        1, tokens);
   auto assigned =
       n.build(tsr::MoeAssignOp::getOperationName(), {chosen},
-              {n.i64("num_experts", experts), n.i64("capacity", tokens)}, 2);
+              {n.i64("num_experts", experts), n.i64("capacity", capacity)}, 2);
   if (failed(assigned))
     return failure();
   Value slots = (*assigned)[0], sources = (*assigned)[1];
 
   // The experts, as batched matmuls over [experts, groups·capacity, ·].
   Type elem = xt.getElementType();
-  auto bufType = RankedTensorType::get({experts, groups, tokens, hidden}, elem);
+  auto bufType =
+      RankedTensorType::get({experts, groups, capacity, hidden}, elem);
   TRY(buffer,
       n.create<tsr::MoeDispatchOp>({xg, chosen, slots, sources}, {}, bufType));
-  TRY(rows, n.reshape(buffer, {experts, groups * tokens, hidden}));
+  TRY(rows, n.reshape(buffer, {experts, groups * capacity, hidden}));
   TRY(h1, expertLinear(n, rows, w1, b1));
   Value h = h1;
   if (activation == "relu") {
@@ -185,11 +230,15 @@ LogicalResult moe(NodeContext &n, SmallVectorImpl<Value> &results) {
     return n.unsupported("activation_type '" + activation + "'");
   }
   TRY(out, expertLinear(n, h, w2, b2));
-  TRY(out4, n.reshape(out, {experts, groups, tokens, hidden}));
+  TRY(out4, n.reshape(out, {experts, groups, capacity, hidden}));
   TRY(y, n.create<tsr::MoeCombineOp>({out4, chosen, slots, sources, gates}, {},
                                      xg.getType()));
   TRY(result, n.reshape(y, xt.getShape()));
   results.push_back(result);
+  if (n.moeAuxLoss > 0) {
+    TRY(aux, switchLoss(n, probs, chosen, experts));
+    n.auxLosses.push_back(aux);
+  }
   return success();
 }
 

@@ -9,7 +9,7 @@ mlir::tessera::importOnnxModel(MLIRContext &ctx, StringRef path,
   OwningOpRef<ModuleOp> module = importOnnxModelGeneric(ctx, path, opts);
   if (!module || !opts.legalize)
     return module;
-  if (failed(legalizeOnnxModule(*module)))
+  if (failed(legalizeOnnxModule(*module, opts)))
     return nullptr;
   return module;
 }

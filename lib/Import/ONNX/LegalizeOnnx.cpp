@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "tessera/Dialect/Onnx/IR/OnnxDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Import/ONNX/Import.h"
 #include "tessera/Import/ONNX/Legalize.h"
@@ -22,9 +23,13 @@ using namespace mlir;
 using namespace mlir::tessera;
 using namespace mlir::tessera::onnx_import;
 
-static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
-                                  const HandlerRegistry &registry) {
+static LogicalResult
+legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
+             const HandlerRegistry &registry, const OnnxImportOptions &opts,
+             SmallVectorImpl<std::pair<Value, std::string>> &auxLosses) {
   NodeContext ctx(node, b);
+  ctx.moeCapacityFactor = opts.moeCapacityFactor;
+  ctx.moeAuxLoss = opts.moeAuxLoss;
   // Contrib ops register under "domain.OpType".
   std::string key = node.getOpType().str();
   if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
@@ -58,18 +63,34 @@ static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
                        llvm::formatv("{0}", expected).str());
     old.replaceAllUsesWith(results[i]);
   }
+  for (Value aux : ctx.auxLosses)
+    auxLosses.emplace_back(aux, ("aux_loss." + node.getName()).str());
   node.erase();
   return success();
 }
 
-static LogicalResult legalizeFunction(func::FuncOp func) {
+static LogicalResult legalizeFunction(func::FuncOp func,
+                                      const OnnxImportOptions &opts) {
   const HandlerRegistry &registry = HandlerRegistry::get();
   SmallVector<onnx_generic::NodeOp> nodes;
   func.walk([&](onnx_generic::NodeOp node) { nodes.push_back(node); });
   OpBuilder b(func.getContext());
+  SmallVector<std::pair<Value, std::string>> auxLosses;
   for (onnx_generic::NodeOp node : nodes)
-    if (failed(legalizeNode(node, b, registry)))
+    if (failed(legalizeNode(node, b, registry, opts, auxLosses)))
       return failure();
+  // Auxiliary losses become results after the model's outputs.
+  if (!auxLosses.empty()) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (auto &[value, name] : auxLosses) {
+      ret->insertOperands(ret->getNumOperands(), value);
+      func.insertResult(
+          func.getNumResults(), value.getType(),
+          b.getDictionaryAttr(
+              {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
+               b.getNamedAttr(tsr::attr::kAuxLoss, b.getUnitAttr())}));
+    }
+  }
 
   // Shape subgraphs folded away leave dead constants and `onnx.none`s.
   SmallVector<Operation *> ops;
@@ -90,9 +111,10 @@ static LogicalResult legalizeFunction(func::FuncOp func) {
   return success();
 }
 
-LogicalResult mlir::tessera::legalizeOnnxModule(ModuleOp module) {
+LogicalResult mlir::tessera::legalizeOnnxModule(ModuleOp module,
+                                                const OnnxImportOptions &opts) {
   for (auto func : module.getOps<func::FuncOp>())
-    if (failed(legalizeFunction(func)))
+    if (failed(legalizeFunction(func, opts)))
       return failure();
   return success();
 }

@@ -34,6 +34,12 @@ std::string resultList(func::FuncOp f) {
   return llvm::join(names, ", ");
 }
 
+/// A result the model adds to its training loss (a MoE layer's
+/// load-balancing loss, from import).
+bool isAuxLoss(func::FuncOp f, unsigned i) {
+  return static_cast<bool>(f.getResultAttr(i, tsr::attr::kAuxLoss));
+}
+
 bool isScalarFloat(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
   return tensor && tensor.getRank() == 0 &&
@@ -73,7 +79,7 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     }
     SmallVector<unsigned> scalars;
     for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
-      if (isScalarFloat(f.getResultTypes()[i]))
+      if (isScalarFloat(f.getResultTypes()[i]) && !isAuxLoss(f, i))
         scalars.push_back(i);
     if (scalars.size() != 1)
       return f.emitError("cannot tell which output is the loss: ")
@@ -101,7 +107,7 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     } else {
       SmallVector<unsigned> outputs;
       for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
-        if (!f.getResultAttr(i, tsr::attr::kUpdates))
+        if (!f.getResultAttr(i, tsr::attr::kUpdates) && !isAuxLoss(f, i))
           outputs.push_back(i);
       if (outputs.size() != 1)
         return f.emitError("the model has ")
@@ -181,6 +187,20 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     if (failed(lossValue))
       return failure();
     OpBuilder b(ret);
+    // Auxiliary losses add to the loss and are results no more.
+    Value total = *lossValue;
+    for (unsigned i = 0, e = f.getNumResults(); i < e; ++i) {
+      if (!isAuxLoss(f, i))
+        continue;
+      Value aux = ret.getOperand(i);
+      if (aux.getType() != total.getType())
+        return f.emitError("auxiliary loss '")
+               << resultName(f, i) << "' has type " << aux.getType()
+               << ", the loss " << total.getType();
+      GradientBuilder g(b, aux.getLoc());
+      total = g.add(total, aux);
+    }
+    lossValue = total;
     // State updates (results with tsr.updates) stay, after the loss.
     SmallVector<Value> results{*lossValue};
     SmallVector<DictionaryAttr> attrs{b.getDictionaryAttr(

@@ -141,3 +141,17 @@ func.func @scatter_shape_axis() {
   } {tsr.scatter_shape = array<i64: 2, 6, 8>}
   return
 }
+
+// -----
+
+// expected-error @+1 {{argument 0 attribute 'tsr.aux_loss' belongs on a result}}
+func.func @aux_loss_on_argument(%x: tensor<f32> {tsr.aux_loss}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result 0 attribute 'tsr.aux_loss' must be a unit attribute, got 1 : i64}}
+func.func @aux_loss_value(%x: tensor<f32>) -> (tensor<f32> {tsr.aux_loss = 1 : i64}) {
+  return %x : tensor<f32>
+}

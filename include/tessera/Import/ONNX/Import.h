@@ -35,6 +35,15 @@ struct OnnxImportOptions {
   /// When positive, replaces dimension 0 of every graph input not named by
   /// `inputShapes` (the batch dimension of training data).
   int64_t batchSize = 0;
+  /// com.microsoft MoE: when positive, each expert's buffer holds
+  /// ceil(factor · tokens per group · k / experts) tokens (at most the
+  /// group's tokens) and choices past it are dropped (GShard, Switch);
+  /// otherwise every token fits (dropless, as onnxruntime computes it).
+  double moeCapacityFactor = 0;
+  /// com.microsoft MoE: when positive, each layer's Switch load-balancing
+  /// loss times this coefficient becomes a function result marked
+  /// `tsr.aux_loss`, which tsr-append-loss adds to the training loss.
+  double moeAuxLoss = 0;
 };
 
 /// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to
@@ -60,7 +69,8 @@ OwningOpRef<ModuleOp> importOnnxModelGeneric(MLIRContext &ctx,
 /// Stage 2 on a module produced by stage 1: replaces every `onnx.node` by
 /// tsr ops and sets each function's type from its returned values. Emits
 /// one diagnostic at the first node that fails.
-LogicalResult legalizeOnnxModule(ModuleOp module);
+LogicalResult legalizeOnnxModule(ModuleOp module,
+                                 const OnnxImportOptions &opts = {});
 
 } // namespace mlir::tessera
 

@@ -30,6 +30,12 @@ public:
   onnx_generic::NodeOp node;
   OpBuilder &b;
   Location loc;
+  /// Import options the mixture-of-experts handler reads
+  /// (OnnxImportOptions::moeCapacityFactor, moeAuxLoss).
+  double moeCapacityFactor = 0, moeAuxLoss = 0;
+  /// Auxiliary losses the node adds to the training loss (a float scalar
+  /// each): they become function results marked `tsr.aux_loss`.
+  SmallVector<Value> auxLosses;
 
   StringRef opType() { return node.getOpType(); }
   int64_t sinceVersion() { return node.getSinceVersion(); }

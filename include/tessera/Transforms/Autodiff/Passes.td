@@ -23,8 +23,10 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
 
     Without `loss`, the result named `output` (or, if `output` is empty, the
     only scalar floating-point result) is the loss: models that end in an
-    ONNX loss op train as they are. Results carrying `tsr.updates` (state
-    updates) stay after the loss; every other result is dropped.
+    ONNX loss op train as they are. Results marked `tsr.aux_loss` (a
+    mixture-of-experts layer's load-balancing loss, from import with
+    `--moe-aux-loss`) are added to the loss. Results carrying `tsr.updates`
+    (state updates) stay after the loss; every other result is dropped.
 
     Before (`loss=cross_entropy logits=y labels=t`):
 

@@ -314,6 +314,12 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
   }
   if (name == attr::kStatistics)
     return isa<UnitAttr>(value) ? success() : fail("a unit attribute");
+  if (name == attr::kAuxLoss) {
+    if (!isResult)
+      return op->emitOpError("argument ")
+             << index << " attribute '" << name << "' belongs on a result";
+    return isa<UnitAttr>(value) ? success() : fail("a unit attribute");
+  }
   if (name == attr::kReason)
     return isa<StringAttr>(value) ? success() : fail("a string");
   if (name == attr::kShards) {
@@ -365,7 +371,7 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
                                       attr::kGradOf, attr::kBucket, attr::kInit,
                                       attr::kStatistics, attr::kShards,
                                       attr::kGlobalShape, attr::kSharding,
-                                      attr::kReason},
+                                      attr::kReason, attr::kAuxLoss},
                                   ", ")
                            << ")";
 }

@@ -29,6 +29,10 @@ inline constexpr llvm::StringLiteral kBucket = "tsr.bucket";
 inline constexpr llvm::StringLiteral kInit = "tsr.init";
 /// On a parameter: running statistics, updated from the batch, no gradient.
 inline constexpr llvm::StringLiteral kStatistics = "tsr.statistics";
+/// On a result of an imported model: an auxiliary loss (a float scalar, a
+/// mixture-of-experts layer's load-balancing loss) that tsr-append-loss
+/// adds to the training loss (a unit attribute).
+inline constexpr llvm::StringLiteral kAuxLoss = "tsr.aux_loss";
 /// On a ZeRO-sharded value: the number of flat shards.
 inline constexpr llvm::StringLiteral kShards = "tsr.shards";
 /// On a sharded value: the shape of the whole tensor.
