@@ -17,7 +17,9 @@ expert and sequence, so that tokens are dropped. For each:
   3), with expert parallelism at `ep=2` and `ep=4`, and at `dp=2,ep=2`
   (ZeRO 0 and 3), and its 20 losses match the single-process run with the
   same global batch to 1e-5 relative. Routing is per sequence (a group is
-  one sequence), so splitting the batch changes no routing decision;
+  one sequence), so splitting the batch changes no routing decision; so
+  does ep=2 with 2 micro-batches per step, and a dp=2,ep=2 ZeRO-3
+  checkpoint of step 10 resumed on one process and on ep=4;
 - with ep, rank 0 holds the dense parameters and 1/ep of the experts'
   (--memory-report), and at ep=2 `--explain` lists per MoE layer and
   direction exactly two all-to-alls (dispatch and combine), each moving
@@ -112,12 +114,17 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
     whole = memory_params(one.stdout)
     experts = expert_bytes(model)
     layers = 2
-    for mesh, zero, ranks in (("dp=2", 0, 2), ("dp=2", 3, 2), ("ep=2", 0, 2),
-                              ("ep=4", 0, 4), ("dp=2,ep=2", 0, 4),
-                              ("dp=2,ep=2", 3, 4)):
-        name = f"{mesh.replace(',', '-')}-z{zero}"
+    arts = {}
+    for mesh, zero, ranks, micro in (
+            ("dp=2", 0, 2, 1), ("dp=2", 3, 2, 1), ("ep=2", 0, 2, 1),
+            ("ep=2", 0, 2, 2), ("ep=4", 0, 4, 1), ("dp=2,ep=2", 0, 4, 1),
+            ("dp=2,ep=2", 3, 4, 1)):
+        name = f"{mesh.replace(',', '-')}-z{zero}-m{micro}"
         art = os.path.join(out, name)
         flags = ["--mesh", mesh] + ([f"--zero={zero}"] if "dp" in mesh else [])
+        if micro > 1:
+            flags.append(f"--micro-batches={micro}")
+        arts[name] = art
         built = run(compile_cmd + flags + ["-o", art, "--explain"],
                     f"tessera-compile {mesh} ZeRO-{zero}")
         log = os.path.join(out, name + ".jsonl")
@@ -130,19 +137,20 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
         worst = (max(abs(a - b) / abs(b) for a, b in zip(got, single))
                  if len(got) == DP_STEPS else math.inf)
         check(worst <= DP_RTOL,
-              f"contrib: mpirun -np {ranks} --mesh {mesh} ZeRO-{zero}: "
+              f"contrib: mpirun -np {ranks} --mesh {mesh} ZeRO-{zero}"
+              f"{f' --micro-batches={micro}' if micro > 1 else ''}: "
               f"{DP_STEPS} losses match one process, worst relative "
               f"difference {worst:.2e}")
         ep = int(re.search(r"ep=(\d+)", mesh).group(1)) if "ep" in mesh else 1
         dp = 2 if "dp" in mesh else 1
-        if ep > 1 and zero == 0:
+        if ep > 1 and zero == 0 and micro == 1:
             want = whole - experts + experts // ep
             have = memory_params(done.stdout)
             check(have == want,
                   f"contrib: {mesh}: rank 0 holds {have} bytes of parameters "
                   f"= the dense {whole - experts} + 1/{ep} of the experts' "
                   f"{experts}")
-        if mesh == "ep=2":
+        if mesh == "ep=2" and micro == 1:
             # Per layer: one dispatch and one combine all-to-all forward,
             # their transposes backward; each moves (n-1)/n of the rank's
             # [experts, groups, capacity, hidden] f32 buffer.
@@ -166,6 +174,32 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
             check(ok, f"contrib: ep=2 --explain: per MoE layer and direction "
                       f"exactly 2 all-to-alls (dispatch, combine) of {sent} "
                       f"bytes per rank; got {sorted(per_layer.items())}")
+
+    # A dp=2 x ep=2 ZeRO-3 checkpoint of step 10 resumes on one process and
+    # on ep=4, logging steps 11-20 as the uninterrupted run did.
+    ckpt = os.path.join(out, "ckpt")
+    run(mpirun(4) + [os.path.join(bin_dir, "tessera-run"),
+                     arts["dp=2-ep=2-z3-m1"], "--train", "--data", data,
+                     "--steps", "10", "--threads", "1", "--checkpoint-dir",
+                     ckpt, "--checkpoint-every", "10"], "dp=2,ep=2 checkpoint")
+    step10 = os.path.join(ckpt, "step-00000010")
+    for what, art, ranks in (("one process", os.path.join(out, "art"), 0),
+                             ("ep=4", arts["ep=4-z0-m1"], 4)):
+        log = os.path.join(out, f"resume-{ranks}.jsonl")
+        cmd = [os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
+               data, "--steps", str(DP_STEPS), "--threads", "1", "--resume",
+               step10, "--log-json", log]
+        run((mpirun(ranks) if ranks else []) + cmd, f"resume on {what}")
+        with open(log) as f:
+            resumed = {e["step"]: float(e["loss"]) for e in map(json.loads, f)}
+        worst = (max(abs(resumed[st] - single[st - 1]) / abs(single[st - 1])
+                     for st in range(11, DP_STEPS + 1))
+                 if sorted(resumed) == list(range(11, DP_STEPS + 1))
+                 else math.inf)
+        check(worst <= DP_RTOL,
+              f"contrib: a dp=2,ep=2 ZeRO-3 checkpoint of step 10 resumes "
+              f"on {what}: steps 11-{DP_STEPS} match the uninterrupted run, "
+              f"worst relative difference {worst:.2e}")
 
 
 def router_outputs(model):
