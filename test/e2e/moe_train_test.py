@@ -27,8 +27,8 @@ expert and sequence, so that tokens are dropped. For each:
 - with `--moe-capacity-factor=1` (8 slots per expert and sequence of 16
   tokens, top-2 of 4: tokens drop) step 1 equals onnxruntime's loss of the
   GShard form exported with capacity 8 (the same weights: an independent
-  formulation of the same drops), and ep=2 and dp=2 log the single
-  process's 20 losses;
+  formulation of the same drops), and ep=2, dp=2, ep=4 and dp=2,ep=2
+  (ZeRO-3) log the single process's 20 losses;
 - with `--moe-aux-loss=0.1` step 1 equals onnxruntime's cross-entropy plus
   a NumPy implementation of the Switch load-balancing loss on the router
   logits onnxruntime computes (1e-5 absolute).
@@ -38,6 +38,7 @@ Usage: moe_train_test.py BUILD_DIR REPO_ROOT
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import math
 import os
@@ -84,6 +85,15 @@ def losses(log):
         return [float(json.loads(line)["loss"]) for line in f]
 
 
+def compile_all(jobs, run):
+    """Runs the tessera-compile command lines of `jobs` (name -> argv) two
+    at a time; name -> the finished process."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        done = pool.map(lambda name: run(jobs[name], f"tessera-compile {name}"),
+                        list(jobs))
+        return dict(zip(list(jobs), done))
+
+
 def memory_params(stdout, rank=0):
     """The params bytes of rank `rank`'s --memory-report line."""
     for line in stdout.splitlines():
@@ -114,19 +124,21 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
     whole = memory_params(one.stdout)
     experts = expert_bytes(model)
     layers = 2
-    arts = {}
-    for mesh, zero, ranks, micro in (
-            ("dp=2", 0, 2, 1), ("dp=2", 3, 2, 1), ("ep=2", 0, 2, 1),
-            ("ep=2", 0, 2, 2), ("ep=4", 0, 4, 1), ("dp=2,ep=2", 0, 4, 1),
-            ("dp=2,ep=2", 3, 4, 1)):
+    configs = (("dp=2", 0, 2, 1), ("dp=2", 3, 2, 1), ("ep=2", 0, 2, 1),
+               ("ep=2", 0, 2, 2), ("ep=4", 0, 4, 1), ("dp=2,ep=2", 0, 4, 1),
+               ("dp=2,ep=2", 3, 4, 1))
+    arts, jobs = {}, {}
+    for mesh, zero, ranks, micro in configs:
         name = f"{mesh.replace(',', '-')}-z{zero}-m{micro}"
-        art = os.path.join(out, name)
+        arts[name] = os.path.join(out, name)
         flags = ["--mesh", mesh] + ([f"--zero={zero}"] if "dp" in mesh else [])
         if micro > 1:
             flags.append(f"--micro-batches={micro}")
-        arts[name] = art
-        built = run(compile_cmd + flags + ["-o", art, "--explain"],
-                    f"tessera-compile {mesh} ZeRO-{zero}")
+        jobs[name] = compile_cmd + flags + ["-o", arts[name], "--explain"]
+    built_all = compile_all(jobs, run)
+    for mesh, zero, ranks, micro in configs:
+        name = f"{mesh.replace(',', '-')}-z{zero}-m{micro}"
+        art, built = arts[name], built_all[name]
         log = os.path.join(out, name + ".jsonl")
         done = run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art,
                                     "--train", "--data", data, "--steps",
@@ -257,11 +269,19 @@ def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
     reference = charlm_data.cross_entropy(session.run(["logits"], feed)[0], y)
 
     flag = f"--moe-capacity-factor={CAPACITY_FACTOR}"
+    aux_flag = f"--moe-aux-loss={AUX_COEF}"
     single = None
-    for mesh, ranks in (("", 0), ("ep=2", 2), ("dp=2", 2)):
-        art = os.path.join(out, "capacity-" + (mesh or "one"))
-        run(compile_cmd + [flag, "-o", art] + (["--mesh", mesh] if mesh else []),
-            f"tessera-compile {flag} {mesh}")
+    configs = (("", 0, 0), ("ep=2", 2, 0), ("dp=2", 2, 0), ("ep=4", 4, 0),
+               ("dp=2,ep=2", 4, 3))
+    jobs = {"aux": compile_cmd + [aux_flag, "-o", os.path.join(out, "aux")]}
+    for mesh, ranks, zero in configs:
+        art = os.path.join(out, "capacity-" + (mesh or "one").replace(",", "-"))
+        jobs[mesh] = (compile_cmd + [flag, "-o", art] +
+                      (["--mesh", mesh] if mesh else []) +
+                      ([f"--zero={zero}"] if zero else []))
+    compile_all(jobs, run)
+    for mesh, ranks, zero in configs:
+        art = os.path.join(out, "capacity-" + (mesh or "one").replace(",", "-"))
         log = art + ".jsonl"
         cmd = [os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
                data, "--steps", str(DP_STEPS), "--threads", "1", "--log-json",
@@ -278,7 +298,8 @@ def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
         worst = (max(abs(a - b) / abs(b) for a, b in zip(got, single))
                  if len(got) == DP_STEPS else math.inf)
         check(worst <= DP_RTOL,
-              f"contrib {flag}: mpirun -np {ranks} --mesh {mesh}: "
+              f"contrib {flag}: mpirun -np {ranks} --mesh {mesh} "
+              f"ZeRO-{zero}: "
               f"{DP_STEPS} losses match one process (same drops), worst "
               f"relative difference {worst:.2e}")
 
@@ -288,9 +309,8 @@ def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
     ce = charlm_data.cross_entropy(outs[0], y)
     aux = sum(switch_loss(z, kk, BATCH, AUX_COEF)
               for z, kk in zip(outs[1:], ks))
-    flag = f"--moe-aux-loss={AUX_COEF}"
+    flag = aux_flag
     art = os.path.join(out, "aux")
-    run(compile_cmd + [flag, "-o", art], f"tessera-compile {flag}")
     log = art + ".jsonl"
     run([os.path.join(bin_dir, "tessera-run"), art, "--train", "--data", data,
          "--steps", "1", "--threads", "1", "--log-json", log],
