@@ -625,103 +625,96 @@ struct MoeDispatchPattern : OpConversionPattern<tsr::MoeDispatchOp> {
   }
 };
 
-/// A generic over (g, s, h, j), j a reduction: each token sums the rows of
-/// its choices that were not dropped, in the accumulator type.
+/// A generic over 4 loops, the last a reduction, producing `type` in its
+/// accumulator type: every (group, token, choice) that was not dropped adds
+/// term(its buffer element, the other inputs' elements), with the loop of
+/// the hidden dimension `hLoop`. `inputs` start with the expert numbers
+/// and slots, read through `maps` like the rest.
+Value moeGatherSum(
+    OpBuilder &b, Location loc, RankedTensorType type, Value buffer,
+    ValueRange inputs, ArrayRef<AffineMap> maps, unsigned hLoop,
+    function_ref<Value(OpBuilder &, Location, Value, ValueRange)> term) {
+  auto bufType = cast<RankedTensorType>(buffer.getType());
+  Type acc = accumulatorType(type.getElementType());
+  auto accType = type.clone(acc);
+  Value init = filledTensor(b, loc, accType, scalarConstant(b, loc, acc, 0.0));
+  SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, accType, inputs, init, maps, iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value e = expertIndex(nb, l, a[0], bufType.getDimSize(0));
+            auto [valid, slot] = slotIndex(nb, l, a[1], bufType.getDimSize(2));
+            Value g = linalg::IndexOp::create(nb, l, 0);
+            Value h = linalg::IndexOp::create(nb, l, hLoop);
+            Value v = tensor::ExtractOp::create(nb, l, buffer, {e, g, slot, h});
+            Value t = term(nb, l, v, a.drop_front(2).drop_back());
+            if (t.getType() != acc)
+              t = arith::ExtFOp::create(nb, l, acc, t);
+            Value added = arith::AddFOp::create(nb, l, a.back(), t);
+            Value next = arith::SelectOp::create(nb, l, valid, added, a.back());
+            linalg::YieldOp::create(nb, l, next);
+          })
+          .getResult(0);
+  return narrowTo(b, loc, sum, type.getElementType());
+}
+
+/// Loops (g, s, h, j), j summed: each token adds the rows of its choices
+/// that were not dropped, times their gates.
 struct MoeCombinePattern : OpConversionPattern<tsr::MoeCombineOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(tsr::MoeCombineOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
-    auto type = convertTensorType(*getTypeConverter(), op.getType());
-    auto bufType = cast<RankedTensorType>(adaptor.getX().getType());
-    Type acc = accumulatorType(type.getElementType());
-    Value buffer = adaptor.getX(), weights = adaptor.getWeights();
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     AffineMap choice = AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx);
-    AffineMap out = AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
     SmallVector<Value> inputs{adaptor.getExperts(), adaptor.getSlots()};
-    if (weights)
-      inputs.push_back(weights);
+    if (adaptor.getWeights())
+      inputs.push_back(adaptor.getWeights());
     SmallVector<AffineMap> maps(inputs.size(), choice);
-    maps.push_back(out);
-    auto accType = type.clone(acc);
-    Value init = filledTensor(rewriter, loc, accType,
-                              scalarConstant(rewriter, loc, acc, 0.0));
-    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
-    iters.push_back(utils::IteratorType::reduction);
-    Value sum =
-        linalg::GenericOp::create(
-            rewriter, loc, accType, inputs, init, maps, iters,
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value e = expertIndex(b, l, a[0], bufType.getDimSize(0));
-              auto [valid, slot] = slotIndex(b, l, a[1], bufType.getDimSize(2));
-              Value g = linalg::IndexOp::create(b, l, 0);
-              Value h = linalg::IndexOp::create(b, l, 2);
-              Value v =
-                  tensor::ExtractOp::create(b, l, buffer, {e, g, slot, h});
-              if (weights)
-                v = arith::MulFOp::create(b, l, v, a[2]);
-              if (v.getType() != acc)
-                v = arith::ExtFOp::create(b, l, acc, v);
-              Value added = arith::AddFOp::create(b, l, a.back(), v);
-              Value next =
-                  arith::SelectOp::create(b, l, valid, added, a.back());
-              linalg::YieldOp::create(b, l, next);
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, narrowTo(rewriter, loc, sum, type.getElementType()));
+    maps.push_back(AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx));
+    rewriter.replaceOp(
+        op, moeGatherSum(rewriter, op.getLoc(),
+                         convertTensorType(*getTypeConverter(), op.getType()),
+                         adaptor.getX(), inputs, maps, /*hLoop=*/2,
+                         [](OpBuilder &b, Location l, Value v, ValueRange w) {
+                           return w.empty() ? v
+                                            : (Value)arith::MulFOp::create(
+                                                  b, l, v, w[0]);
+                         }));
     return success();
   }
 };
 
-/// A generic over (g, s, j, h), h a reduction: dot products of the buffer
-/// rows of each token's choices with the token's row of u.
+/// Loops (g, s, j, h), h summed: dot products of the buffer rows of each
+/// token's choices with the token's row of u.
 struct MoeGatherDotPattern : OpConversionPattern<tsr::MoeGatherDotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(tsr::MoeGatherDotOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto type = convertTensorType(*getTypeConverter(), op.getType());
-    auto bufType = cast<RankedTensorType>(adaptor.getBuffer().getType());
     Type acc = accumulatorType(type.getElementType());
-    Value buffer = adaptor.getBuffer();
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     AffineMap choice = AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
     AffineMap token = AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx);
-    auto accType = type.clone(acc);
-    Value init = filledTensor(rewriter, loc, accType,
-                              scalarConstant(rewriter, loc, acc, 0.0));
-    SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
-    iters.push_back(utils::IteratorType::reduction);
-    Value sum =
-        linalg::GenericOp::create(
-            rewriter, loc, accType,
-            ValueRange{adaptor.getExperts(), adaptor.getSlots(),
-                       adaptor.getU()},
-            init, ArrayRef<AffineMap>{choice, choice, token, choice}, iters,
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value e = expertIndex(b, l, a[0], bufType.getDimSize(0));
-              auto [valid, slot] = slotIndex(b, l, a[1], bufType.getDimSize(2));
-              Value g = linalg::IndexOp::create(b, l, 0);
-              Value h = linalg::IndexOp::create(b, l, 3);
-              Value v =
-                  tensor::ExtractOp::create(b, l, buffer, {e, g, slot, h});
-              Value u = a[2];
-              if (v.getType() != acc) {
-                v = arith::ExtFOp::create(b, l, acc, v);
-                u = arith::ExtFOp::create(b, l, acc, u);
-              }
-              Value added = arith::AddFOp::create(
-                  b, l, a[3], arith::MulFOp::create(b, l, v, u));
-              Value next = arith::SelectOp::create(b, l, valid, added, a[3]);
-              linalg::YieldOp::create(b, l, next);
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, narrowTo(rewriter, loc, sum, type.getElementType()));
+    rewriter.replaceOp(
+        op, moeGatherSum(
+                rewriter, op.getLoc(), type, adaptor.getBuffer(),
+                ValueRange{adaptor.getExperts(), adaptor.getSlots(),
+                           adaptor.getU()},
+                {choice, choice, token, choice}, /*hLoop=*/3,
+                [&](OpBuilder &b, Location l, Value v, ValueRange u) -> Value {
+                  Value x = u[0];
+                  if (v.getType() != acc) {
+                    v = arith::ExtFOp::create(b, l, acc, v);
+                    x = arith::ExtFOp::create(b, l, acc, x);
+                  }
+                  return arith::MulFOp::create(b, l, v, x);
+                }));
     return success();
   }
 };

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <map>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::tessera;
@@ -626,38 +627,38 @@ LogicalResult sliceRule(tsr::SliceOp op, GradientBuilder &g,
 /// (token, choice), so the slot's adjoint goes back to that token scaled by
 /// the same gate, and a gate's adjoint is the dot product of the token's row
 /// with its slot's row.
+template <typename OpT, typename AdjointT>
+LogicalResult moeMoveRule(OpT op, GradientBuilder &g,
+                          ArrayRef<Value> resultGrads,
+                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return success();
+  OpBuilder &b = g.builder();
+  operandGrads[0] =
+      AdjointT::create(b, g.getLoc(), op.getX().getType(), dy, op.getExperts(),
+                       op.getSlots(), op.getSources(), op.getWeights());
+  if (Value w = op.getWeights()) {
+    bool toBuffer = std::is_same_v<OpT, tsr::MoeDispatchOp>;
+    operandGrads[4] = tsr::MoeGatherDotOp::create(
+        b, g.getLoc(), w.getType(), toBuffer ? dy : op.getX(), op.getExperts(),
+        op.getSlots(), toBuffer ? op.getX() : dy);
+  }
+  return success();
+}
+
 LogicalResult moeDispatchRule(tsr::MoeDispatchOp op, GradientBuilder &g,
                               ArrayRef<Value> resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
-  Value dbuf = resultGrads[0];
-  if (!dbuf)
-    return success();
-  OpBuilder &b = g.builder();
-  operandGrads[0] = tsr::MoeCombineOp::create(
-      b, g.getLoc(), op.getX().getType(), dbuf, op.getExperts(), op.getSlots(),
-      op.getSources(), op.getWeights());
-  if (Value w = op.getWeights())
-    operandGrads[4] =
-        tsr::MoeGatherDotOp::create(b, g.getLoc(), w.getType(), dbuf,
-                                    op.getExperts(), op.getSlots(), op.getX());
-  return success();
+  return moeMoveRule<tsr::MoeDispatchOp, tsr::MoeCombineOp>(op, g, resultGrads,
+                                                            operandGrads);
 }
 
 LogicalResult moeCombineRule(tsr::MoeCombineOp op, GradientBuilder &g,
                              ArrayRef<Value> resultGrads,
                              SmallVectorImpl<Value> &operandGrads) {
-  Value dy = resultGrads[0];
-  if (!dy)
-    return success();
-  OpBuilder &b = g.builder();
-  operandGrads[0] = tsr::MoeDispatchOp::create(
-      b, g.getLoc(), op.getX().getType(), dy, op.getExperts(), op.getSlots(),
-      op.getSources(), op.getWeights());
-  if (Value w = op.getWeights())
-    operandGrads[4] =
-        tsr::MoeGatherDotOp::create(b, g.getLoc(), w.getType(), op.getX(),
-                                    op.getExperts(), op.getSlots(), dy);
-  return success();
+  return moeMoveRule<tsr::MoeCombineOp, tsr::MoeDispatchOp>(op, g, resultGrads,
+                                                            operandGrads);
 }
 
 } // namespace
