@@ -23,13 +23,13 @@ void mlir::tessera::buildTrainingPipeline(
   if (options.optimizer)
     pm.addPass(createTsrSeedDropout());
   pm.addPass(createTsrAppendLoss(options.loss));
-  // Tensor parallelism partitions the loss function; autodiff then derives
-  // the backward communication from the collectives' gradient rules.
-  if (options.tensorParallel) {
-    pm.addPass(createTsrShardingPropagation(*options.tensorParallel));
+  // Tensor or expert parallelism partitions the loss function; autodiff then
+  // derives the backward communication from the collectives' gradient rules.
+  if (options.sharding) {
+    pm.addPass(createTsrShardingPropagation(*options.sharding));
     TsrShardingPartitionOptions partition;
-    if (options.tensorParallel->expertParallel)
-      partition.allToAll = {options.tensorParallel->axis};
+    if (options.sharding->expertParallel)
+      partition.allToAll = {options.sharding->axis};
     pm.addPass(createTsrShardingPartition(partition));
   }
   // The backward pass inherits each op's precision through the gradient

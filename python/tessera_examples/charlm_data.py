@@ -70,6 +70,17 @@ def split(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids[:cut], ids[cut:]
 
 
+def write_corpus(directory: str, vocab: list[str], train: np.ndarray,
+                 valid: np.ndarray) -> None:
+    """Writes ``vocab.json``, ``tokens.bin`` and ``valid.bin`` to
+    ``directory`` (the files of a charlm directory, above)."""
+    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=True)
+        f.write("\n")
+    train.tofile(os.path.join(directory, "tokens.bin"))
+    valid.tofile(os.path.join(directory, "valid.bin"))
+
+
 def load_vocab(directory: str) -> list[str]:
     with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
         return json.load(f)

@@ -67,7 +67,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from charlm_data import (DEFAULT_CORPUS, batch, build_vocab, corpus_files, cross_entropy,
-                         encode, read_corpus, split, uniform_loss)
+                         encode, read_corpus, split, uniform_loss, write_corpus)
 from make_models import GraphBuilder
 
 SEED = 20240502
@@ -237,11 +237,7 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "charlm.onnx")
     onnx.save(model, path)
-    with open(os.path.join(args.out, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab, f, ensure_ascii=True)
-        f.write("\n")
-    train.tofile(os.path.join(args.out, "tokens.bin"))
-    valid.tofile(os.path.join(args.out, "valid.bin"))
+    write_corpus(args.out, vocab, train, valid)
     params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
     config = {
         "batch": args.batch, "seq": args.seq, "layers": args.layers,

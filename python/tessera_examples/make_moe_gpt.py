@@ -50,7 +50,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from charlm_data import (DEFAULT_CORPUS, build_vocab, encode,  # noqa: E402
-                         read_corpus, split)
+                         read_corpus, split, write_corpus)
 from torch import nn
 from torch.nn import functional as F
 
@@ -225,11 +225,7 @@ def main(argv=None) -> int:
                       custom_opsets=opsets)
     exported = onnx.load(path)
     onnx.checker.check_model(exported)
-    with open(os.path.join(args.out, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab, f, ensure_ascii=True)
-        f.write("\n")
-    train.tofile(os.path.join(args.out, "tokens.bin"))
-    valid.tofile(os.path.join(args.out, "valid.bin"))
+    write_corpus(args.out, vocab, train, valid)
     initializers = [t.name for t in exported.graph.initializer]
     config = {k: v for k, v in vars(args).items() if k not in ("out", "corpus")}
     config.update(seed=SEED, torch=torch.__version__, initializers=initializers)

@@ -46,7 +46,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from charlm_data import DEFAULT_CORPUS, build_vocab, encode, read_corpus, split  # noqa: E402
+from charlm_data import (DEFAULT_CORPUS, build_vocab, encode,  # noqa: E402
+                         read_corpus, split, write_corpus)
 
 SEED = 1234
 
@@ -104,11 +105,7 @@ def main(argv=None) -> int:
     exported = onnx.load(path)
     onnx.checker.check_model(exported, full_check=True)
 
-    with open(os.path.join(args.out, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab, f, ensure_ascii=True)
-        f.write("\n")
-    train.tofile(os.path.join(args.out, "tokens.bin"))
-    valid.tofile(os.path.join(args.out, "valid.bin"))
+    write_corpus(args.out, vocab, train, valid)
     initializers = [t.name for t in exported.graph.initializer]
     config = {"seq": args.seq, "layers": args.layers, "d_model": args.d_model,
               "heads": args.heads, "vocab": len(vocab), "seed": SEED,

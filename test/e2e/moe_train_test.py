@@ -85,6 +85,14 @@ def losses(log):
         return [float(json.loads(line)["loss"]) for line in f]
 
 
+def worst_relative(got, expected):
+    """The largest relative difference of the losses `got` from `expected`
+    step by step, or inf when a step is missing."""
+    if len(got) != len(expected):
+        return math.inf
+    return max(abs(a - b) / abs(b) for a, b in zip(got, expected))
+
+
 def compile_all(jobs, run):
     """Runs the tessera-compile command lines of `jobs` (name -> argv) two
     at a time; name -> the finished process."""
@@ -146,8 +154,7 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
                                     "--log-json", log, "--memory-report"],
                    f"mpirun -np {ranks} {mesh} ZeRO-{zero}")
         got = losses(log)
-        worst = (max(abs(a - b) / abs(b) for a, b in zip(got, single))
-                 if len(got) == DP_STEPS else math.inf)
+        worst = worst_relative(got, single[:DP_STEPS])
         check(worst <= DP_RTOL,
               f"contrib: mpirun -np {ranks} --mesh {mesh} ZeRO-{zero}"
               f"{f' --micro-batches={micro}' if micro > 1 else ''}: "
@@ -204,8 +211,8 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
         run((mpirun(ranks) if ranks else []) + cmd, f"resume on {what}")
         with open(log) as f:
             resumed = {e["step"]: float(e["loss"]) for e in map(json.loads, f)}
-        worst = (max(abs(resumed[st] - single[st - 1]) / abs(single[st - 1])
-                     for st in range(11, DP_STEPS + 1))
+        worst = (worst_relative([resumed[st] for st in range(11, DP_STEPS + 1)],
+                                single[10:DP_STEPS])
                  if sorted(resumed) == list(range(11, DP_STEPS + 1))
                  else math.inf)
         check(worst <= DP_RTOL,
@@ -295,8 +302,7 @@ def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
                   f"loss {got[0]:.6f} = onnxruntime's GShard form with "
                   f"capacity {capacity} {reference:.6f}")
             continue
-        worst = (max(abs(a - b) / abs(b) for a, b in zip(got, single))
-                 if len(got) == DP_STEPS else math.inf)
+        worst = worst_relative(got, single[:DP_STEPS])
         check(worst <= DP_RTOL,
               f"contrib {flag}: mpirun -np {ranks} --mesh {mesh} "
               f"ZeRO-{zero}: "

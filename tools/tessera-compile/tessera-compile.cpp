@@ -500,13 +500,13 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     tp.axis = "tp";
     tp.sequenceParallel = sequenceParallel;
     tp.shard.assign(shardPins.begin(), shardPins.end());
-    options.tensorParallel = tp;
+    options.sharding = tp;
   }
   if (expertParallel > 1) {
     tessera::TsrShardingPropagationOptions ep;
     ep.axis = "ep";
     ep.expertParallel = true;
-    options.tensorParallel = ep;
+    options.sharding = ep;
   }
   if (pipelineParallel > 0) {
     tessera::TsrPipelinePlanOptions plan;

@@ -22,9 +22,9 @@ struct TrainingPipelineOptions {
   TsrAppendLossOptions loss;
   TsrAutodiffOptions autodiff;
   int64_t microBatches = 1;
-  /// Split the loss function over a tensor-parallel mesh axis before
-  /// autodiff (absent: no tensor parallelism).
-  std::optional<TsrShardingPropagationOptions> tensorParallel;
+  /// Split the loss function over a mesh axis before autodiff: tensor
+  /// parallelism over tp, or expert parallelism over ep (absent: neither).
+  std::optional<TsrShardingPropagationOptions> sharding;
   /// One rank's part of a data-parallel step (absent: a single device).
   std::optional<TsrDataParallelPlanOptions> dataParallel;
   /// How tsr-data-parallel applies it (the type gradients are reduced in).
