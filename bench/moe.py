@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Expert and data parallelism training a mixture-of-experts GPT: tokens per
+"""Expert, data and tensor parallelism training a mixture-of-experts GPT: tokens per
 second, all-to-all and other bytes per step, per-rank memory and compile
 time, against one process in the same run.
 
@@ -45,6 +45,7 @@ CONFIGS = [
     ("ep4", ["--mesh=ep=4"]),
     ("dp2 x ep2", ["--mesh=dp=2,ep=2"]),
     ("dp2 x ep2 ZeRO-3", ["--mesh=dp=2,ep=2", "--zero=3"]),
+    ("ep2 x tp2", ["--mesh=ep=2,tp=2"]),
 ]
 
 

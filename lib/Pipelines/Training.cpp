@@ -23,13 +23,15 @@ void mlir::tessera::buildTrainingPipeline(
   if (options.optimizer)
     pm.addPass(createTsrSeedDropout());
   pm.addPass(createTsrAppendLoss(options.loss));
-  // Tensor or expert parallelism partitions the loss function; autodiff then
+  // Expert and tensor parallelism partition the loss function; autodiff then
   // derives the backward communication from the collectives' gradient rules.
-  if (options.sharding) {
-    pm.addPass(createTsrShardingPropagation(*options.sharding));
+  if (!options.sharding.empty()) {
     TsrShardingPartitionOptions partition;
-    if (options.sharding->expertParallel)
-      partition.allToAll = {options.sharding->axis};
+    for (const TsrShardingPropagationOptions &axis : options.sharding) {
+      pm.addPass(createTsrShardingPropagation(axis));
+      if (axis.expertParallel)
+        partition.allToAll.push_back(axis.axis);
+    }
     pm.addPass(createTsrShardingPartition(partition));
   }
   // The backward pass inherits each op's precision through the gradient

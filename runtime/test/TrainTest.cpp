@@ -1211,27 +1211,42 @@ TEST(TrainerRun, StopsAtErrors) {
 
 namespace {
 
-/// Checks a progress line: "step S/N  loss L  R UNIT/s  T ms".
+/// The linear artifact's metric output, [4] float32: how the progress line
+/// shows it.
+const char *const kPredictionPattern =
+    "  prediction \\[(-?[0-9.]+(e[-+][0-9]+)? ){3}-?[0-9.]+(e[-+][0-9]+)?\\]";
+
+/// Checks a progress line: "step S/N  loss L  R UNIT/s  T ms", then the
+/// metrics matching `metrics`.
 void expectStepLine(const std::string &line, int step, int steps, float loss,
-                    const std::string &unit) {
+                    const std::string &unit, const std::string &metrics = "") {
   std::regex pattern(
       "step " + std::to_string(step) + "/" + std::to_string(steps) + "  loss " +
       std::regex_replace(format("%.6f", loss), std::regex("\\."), "\\.") +
-      "  [0-9]+\\.[0-9] " + unit + "/s  [0-9]+\\.[0-9]{2} ms");
+      "  [0-9]+\\.[0-9] " + unit + "/s  [0-9]+\\.[0-9]{2} ms" + metrics);
   EXPECT_TRUE(std::regex_match(line, pattern)) << line;
 }
 
 /// Checks a --log-json line: step, loss (reading back as the float32 loss,
-/// null when not finite), seconds and UNIT_per_second, in this order.
+/// null when not finite), seconds and UNIT_per_second, in this order, then
+/// with `prediction` the linear artifact's metric: 4 numbers.
 void expectLogLine(const std::string &line, int step, float loss,
-                   const std::string &unit) {
+                   const std::string &unit, bool prediction = false) {
   nlohmann::ordered_json record = nlohmann::ordered_json::parse(line);
   std::vector<std::string> keys;
   for (const auto &member : record.items())
     keys.push_back(member.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"step", "loss", "seconds",
-                                            unit + "_per_second"}))
-      << line;
+  std::vector<std::string> expected{"step", "loss", "seconds",
+                                    unit + "_per_second"};
+  if (prediction) {
+    expected.push_back("metrics");
+    const auto &metrics = record["metrics"];
+    EXPECT_TRUE(metrics.size() == 1 && metrics.contains("prediction") &&
+                metrics["prediction"].is_array() &&
+                metrics["prediction"].size() == 4)
+        << line;
+  }
+  EXPECT_EQ(keys, expected) << line;
   EXPECT_EQ(record["step"], step) << line;
   if (std::isfinite(loss))
     EXPECT_EQ(static_cast<float>(record["loss"].get<double>()), loss) << line;
@@ -1262,8 +1277,9 @@ TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
   std::vector<std::string> logged = lines(readBytes(log));
   ASSERT_EQ(logged.size(), 5u);
   for (int s = 0; s < 5; ++s) {
-    expectStepLine(out[s + 1], s + 1, 5, losses[s], "samples");
-    expectLogLine(logged[s], s + 1, losses[s], "samples");
+    expectStepLine(out[s + 1], s + 1, 5, losses[s], "samples",
+                   kPredictionPattern);
+    expectLogLine(logged[s], s + 1, losses[s], "samples", true);
   }
   EXPECT_EQ(out[6], "peak step memory: 28 bytes (artifact allocations), "
                     "params+state+batch: 72 bytes");
@@ -1358,11 +1374,12 @@ TEST(TesseraRunTrain, StopsAtANonFiniteLoss) {
   expectError(result, {"step 2: the loss is nan; training stopped"});
   std::vector<std::string> out = lines(result.out);
   ASSERT_EQ(out.size(), 3u) << result.out;
-  expectStepLine(out[1], 1, 5, referenceLosses(1)[0], "samples");
+  expectStepLine(out[1], 1, 5, referenceLosses(1)[0], "samples",
+                 kPredictionPattern);
   EXPECT_EQ(out[2].rfind("step 2/5  loss nan  ", 0), 0u) << out[2];
   std::vector<std::string> logged = lines(readBytes(log));
   ASSERT_EQ(logged.size(), 2u);
-  expectLogLine(logged[1], 2, NAN, "samples");
+  expectLogLine(logged[1], 2, NAN, "samples", true);
   EXPECT_FALSE(fs::exists(saved));
 }
 

@@ -20,8 +20,12 @@ expert and sequence, so that tokens are dropped. For each:
   one sequence), so splitting the batch changes no routing decision; so
   does ep=2 with 2 micro-batches per step, and a dp=2,ep=2 ZeRO-3
   checkpoint of step 10 resumed on one process and on ep=4;
+- expert and tensor parallelism compose: at ep=2,tp=2 and dp=2,ep=2,tp=2
+  (ZeRO-3) the losses match likewise, each rank holds 1/(ep·tp) of every
+  expert weight and 1/ep of every expert bias (the manifest), and the
+  dp=2,ep=2 checkpoint also resumes on ep=2,tp=2;
 - with ep, rank 0 holds the dense parameters and 1/ep of the experts'
-  (--memory-report), and at ep=2 `--explain` lists per MoE layer and
+  (--memory-report), and at ep=2 (and ep=2,tp=2) `--explain` lists per MoE layer and
   direction exactly two all-to-alls (dispatch and combine), each moving
   (n-1)/n of the rank's [experts, groups, capacity, hidden] buffer;
 - with `--moe-capacity-factor=1` (8 slots per expert and sequence of 16
@@ -31,7 +35,13 @@ expert and sequence, so that tokens are dropped. For each:
   (ZeRO-3) log the single process's 20 losses;
 - with `--moe-aux-loss=0.1` step 1 equals onnxruntime's cross-entropy plus
   a NumPy implementation of the Switch load-balancing loss on the router
-  logits onnxruntime computes (1e-5 absolute).
+  logits onnxruntime computes (1e-5 absolute);
+- the routing statistics each step logs (per layer, the choices routed to
+  each expert and those dropped) equal at step 1 a NumPy routing of those
+  router logits (dropless: every layer; at capacity factor 1: the first,
+  whose input no drop changes), and on every mesh
+  above the single process's, exactly, for all 20 steps; the GShard form
+  (ordinary ops) logs none.
 
 Usage: moe_train_test.py BUILD_DIR REPO_ROOT
 """
@@ -85,6 +95,12 @@ def losses(log):
         return [float(json.loads(line)["loss"]) for line in f]
 
 
+def metrics(log):
+    """Each step's "metrics" record of a --log-json log."""
+    with open(log) as f:
+        return [json.loads(line).get("metrics") for line in f]
+
+
 def worst_relative(got, expected):
     """The largest relative difference of the losses `got` from `expected`
     step by step, or inf when a step is missing."""
@@ -123,9 +139,38 @@ def expert_bytes(model):
                for t in proto.graph.initializer if t.name in names)
 
 
-def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
-    """dp=2, ep=2, ep=4 and dp=2 x ep=2 against one process; the explained
-    all-to-alls of ep=2 and every rank's share of the experts."""
+def check_expert_blocks(art, model, ep, tp, mesh):
+    """Tensor parallelism inside the experts: per the manifest, each rank
+    holds 1/(ep·tp) of every expert weight (its ep block of the experts,
+    split by tp along the hidden features) and 1/ep of every expert
+    bias."""
+    import onnx
+    proto = onnx.load(model)
+    weights = {n for node in proto.graph.node if node.op_type == "MoE"
+               for n in (node.input[2], node.input[4])}
+    biases = {n for node in proto.graph.node if node.op_type == "MoE"
+              for n in (node.input[3], node.input[5]) if n}
+    with open(os.path.join(art, "manifest.json")) as f:
+        manifest = json.load(f)
+    inputs = {i["name"]: i for i in manifest["programs"][0]["inputs"]}
+    shares = {}
+    for name in sorted(weights | biases):
+        spec = inputs.get(name, {})
+        local = math.prod(spec.get("shape", [0]))
+        whole = math.prod(spec.get("global_shape", spec.get("shape", [0])))
+        shares[name] = whole // local if local else 0
+    want = {n: ep * tp if n in weights else ep for n in shares}
+    check(shares == want and len(weights) == 4,
+          f"contrib: {mesh}: each rank holds 1/{ep * tp} of every expert "
+          f"weight and 1/{ep} of every expert bias; got the fractions "
+          f"{shares}")
+
+
+def check_parallel(bin_dir, out, model, data, compile_cmd, single,
+                   single_metrics, run):
+    """dp=2, ep=2, ep=4 and dp=2 x ep=2 against one process (losses, and
+    routing statistics exactly); the explained all-to-alls of ep=2 and every
+    rank's share of the experts."""
     one = run([os.path.join(bin_dir, "tessera-run"),
                os.path.join(out, "art"), "--train", "--data", data, "--steps",
                "1", "--threads", "1", "--memory-report"], "tessera-run")
@@ -134,7 +179,8 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
     layers = 2
     configs = (("dp=2", 0, 2, 1), ("dp=2", 3, 2, 1), ("ep=2", 0, 2, 1),
                ("ep=2", 0, 2, 2), ("ep=4", 0, 4, 1), ("dp=2,ep=2", 0, 4, 1),
-               ("dp=2,ep=2", 3, 4, 1))
+               ("dp=2,ep=2", 3, 4, 1), ("ep=2,tp=2", 0, 4, 1),
+               ("dp=2,ep=2,tp=2", 3, 8, 1))
     arts, jobs = {}, {}
     for mesh, zero, ranks, micro in configs:
         name = f"{mesh.replace(',', '-')}-z{zero}-m{micro}"
@@ -155,6 +201,12 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
                    f"mpirun -np {ranks} {mesh} ZeRO-{zero}")
         got = losses(log)
         worst = worst_relative(got, single[:DP_STEPS])
+        routed = metrics(log)
+        check(routed == single_metrics[:DP_STEPS],
+              f"contrib: mpirun -np {ranks} --mesh {mesh} ZeRO-{zero}"
+              f"{f' --micro-batches={micro}' if micro > 1 else ''}: "
+              f"{DP_STEPS} steps' tokens per expert and drops equal one "
+              f"process's; step 1: {routed[0]}")
         check(worst <= DP_RTOL,
               f"contrib: mpirun -np {ranks} --mesh {mesh} ZeRO-{zero}"
               f"{f' --micro-batches={micro}' if micro > 1 else ''}: "
@@ -162,14 +214,18 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
               f"difference {worst:.2e}")
         ep = int(re.search(r"ep=(\d+)", mesh).group(1)) if "ep" in mesh else 1
         dp = 2 if "dp" in mesh else 1
-        if ep > 1 and zero == 0 and micro == 1:
+        if "tp" in mesh:
+            # Under ZeRO-3 the manifest holds the dp shard of the block.
+            if zero == 0:
+                check_expert_blocks(art, model, ep, 2, mesh)
+        elif ep > 1 and zero == 0 and micro == 1:
             want = whole - experts + experts // ep
             have = memory_params(done.stdout)
             check(have == want,
                   f"contrib: {mesh}: rank 0 holds {have} bytes of parameters "
                   f"= the dense {whole - experts} + 1/{ep} of the experts' "
                   f"{experts}")
-        if mesh == "ep=2" and micro == 1:
+        if mesh in ("ep=2", "ep=2,tp=2") and micro == 1:
             # Per layer: one dispatch and one combine all-to-all forward,
             # their transposes backward; each moves (n-1)/n of the rank's
             # [experts, groups, capacity, hidden] f32 buffer.
@@ -190,7 +246,7 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
             ok = (len(per_layer) == 2 * layers and all(
                 k is not None and v == [sent, sent]
                 for k, v in per_layer.items()))
-            check(ok, f"contrib: ep=2 --explain: per MoE layer and direction "
+            check(ok, f"contrib: {mesh} --explain: per MoE layer and direction "
                       f"exactly 2 all-to-alls (dispatch, combine) of {sent} "
                       f"bytes per rank; got {sorted(per_layer.items())}")
 
@@ -203,7 +259,8 @@ def check_parallel(bin_dir, out, model, data, compile_cmd, single, run):
                      ckpt, "--checkpoint-every", "10"], "dp=2,ep=2 checkpoint")
     step10 = os.path.join(ckpt, "step-00000010")
     for what, art, ranks in (("one process", os.path.join(out, "art"), 0),
-                             ("ep=4", arts["ep=4-z0-m1"], 4)):
+                             ("ep=4", arts["ep=4-z0-m1"], 4),
+                             ("ep=2,tp=2", arts["ep=2-tp=2-z0-m1"], 4)):
         log = os.path.join(out, f"resume-{ranks}.jsonl")
         cmd = [os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
                data, "--steps", str(DP_STEPS), "--threads", "1", "--resume",
@@ -251,6 +308,51 @@ def switch_loss(logits, k, groups, coef):
     return coef * experts * float(np.mean((f * p.mean(axis=1)).sum(-1)))
 
 
+def numpy_routing(logits, k, groups, capacity):
+    """NumPy's routing of one layer: the top-k choices routed to each expert
+    and those dropped, filling each group's (sequence's) expert buffers of
+    `capacity` slots in priority order, every token's first choice before
+    any second (GShard)."""
+    import numpy as np
+    experts = logits.shape[-1]
+    z = logits.reshape(groups, -1, experts).astype(np.float64)
+    chosen = np.argsort(-z, axis=-1, kind="stable")[..., :k]
+    tokens = np.bincount(chosen.ravel(), minlength=experts)
+    dropped = 0
+    for g in range(groups):
+        used = np.zeros(experts, dtype=np.int64)
+        for j in range(k):
+            for e in chosen[g, :, j]:
+                if used[e] < capacity:
+                    used[e] += 1
+                else:
+                    dropped += 1
+    return [int(t) for t in tokens], dropped
+
+
+def check_step1_routing(model, feed, step1, capacity, what, layers=None):
+    """Step 1's reported routing of the first `layers` MoE layers (all by
+    default) against NumPy's on the router logits onnxruntime computes.
+    With drops only the first layer's input is the dropless model's."""
+    import onnx
+    import onnxruntime as ort
+    proto, ks = router_outputs(model)
+    names = [n.name for n in onnx.load(model).graph.node if n.op_type == "MoE"]
+    outs = ort.InferenceSession(proto, providers=["CPUExecutionProvider"]).run(
+        None, feed)
+    expected = {}
+    for name, z, k in list(zip(names, outs[1:], ks))[:layers]:
+        tokens, dropped = numpy_routing(z, k, BATCH, capacity)
+        expected[f"{name}.tokens_per_expert"] = tokens
+        expected[f"{name}.dropped"] = dropped
+    got = {key: step1.get(key) for key in expected}
+    check(got == expected and len(step1) == 2 * len(names),
+          f"{what}: step 1's tokens per expert and dropped choices of each "
+          f"MoE layer{'' if layers is None else f' of the first {layers}'} "
+          f"equal NumPy's routing of onnxruntime's router logits: "
+          f"got {step1}, expected {expected}")
+
+
 def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
     """--moe-capacity-factor against the GShard form with that capacity (an
     independent formulation of the same drops), and its ep=2 and dp=2 runs
@@ -295,14 +397,23 @@ def check_routing_options(bin_dir, work, out, make, compile_cmd, data, run):
                log]
         run((mpirun(ranks) if ranks else []) + cmd, f"tessera-run {flag} {mesh}")
         got = losses(log)
+        routed = metrics(log)
         if not mesh:
-            single = got
+            single, single_metrics = got, routed
+            # Layer 0 sees the same input as in the dropless model that
+            # onnxruntime runs; later layers see the drops' effect.
+            check_step1_routing(model, feed, routed[0], capacity,
+                                f"contrib {flag}", layers=1)
             check(abs(got[0] - reference) <= ORT_RTOL * abs(reference),
                   f"contrib {flag} (capacity {capacity} of {seq}): step 1 "
                   f"loss {got[0]:.6f} = onnxruntime's GShard form with "
                   f"capacity {capacity} {reference:.6f}")
             continue
         worst = worst_relative(got, single[:DP_STEPS])
+        check(routed == single_metrics[:DP_STEPS],
+              f"contrib {flag}: mpirun -np {ranks} --mesh {mesh} "
+              f"ZeRO-{zero}: {DP_STEPS} steps' tokens per expert and drops "
+              f"equal one process's")
         check(worst <= DP_RTOL,
               f"contrib {flag}: mpirun -np {ranks} --mesh {mesh} "
               f"ZeRO-{zero}: "
@@ -362,6 +473,7 @@ def main() -> int:
                  log], f"tessera-run {style}")
             got = losses(log)
             singles[style] = got
+            routed = metrics(log)
 
             tokens = charlm_data.load_tokens(data)
             with open(os.path.join(out, "moe_gpt.json")) as f:
@@ -383,8 +495,15 @@ def main() -> int:
                   ", ".join(f"{m:.3f}" for m in means))
 
             if style != "contrib":
+                # Ordinary ONNX ops: the compiler reports no routing.
+                check(routed == [None] * STEPS,
+                      f"{style}: no routing statistics in the log")
                 continue
-            check_parallel(bin_dir, out, model, data, compile_cmd, got, run)
+            # Dropless: every expert's buffer holds a whole sequence.
+            check_step1_routing(model, {"tokens": x.astype(np.int64)},
+                                routed[0], seq, style)
+            check_parallel(bin_dir, out, model, data, compile_cmd, got, routed,
+                           run)
             check_routing_options(bin_dir, work, out, make, compile_cmd, data,
                                   run)
 

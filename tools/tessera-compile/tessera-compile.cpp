@@ -495,18 +495,19 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     options.remat.peakFlops = costs.peakFlops;
     options.remat.bandwidth = costs.memoryBandwidth;
   }
+  // Experts first: tensor parallelism then splits inside each expert block.
+  if (expertParallel > 1) {
+    tessera::TsrShardingPropagationOptions ep;
+    ep.axis = "ep";
+    ep.expertParallel = true;
+    options.sharding.push_back(ep);
+  }
   if (tensorParallel > 1) {
     tessera::TsrShardingPropagationOptions tp;
     tp.axis = "tp";
     tp.sequenceParallel = sequenceParallel;
     tp.shard.assign(shardPins.begin(), shardPins.end());
-    options.sharding = tp;
-  }
-  if (expertParallel > 1) {
-    tessera::TsrShardingPropagationOptions ep;
-    ep.axis = "ep";
-    ep.expertParallel = true;
-    options.sharding = ep;
+    options.sharding.push_back(tp);
   }
   if (pipelineParallel > 0) {
     tessera::TsrPipelinePlanOptions plan;
@@ -888,9 +889,13 @@ int main(int argc, char **argv) {
       return fail("malformed --mesh '" + meshSpec +
                   "' (expected AXIS=N[,AXIS=N] with AXIS dp, tp, pp or ep, "
                   "each at most once, N >= 1; e.g. dp=2,tp=2)");
-    if (expertParallel > 1 && (tensorParallel > 1 || pipelineParallel > 0))
+    if (expertParallel > 1 && pipelineParallel > 0)
       return fail("--mesh ep=" + Twine(expertParallel) +
-                  " goes with dp only so far (not with tp or pp)");
+                  " goes with dp and tp only so far (not with pp)");
+    if (expertParallel > 1 && sequenceParallel)
+      return fail("--sequence-parallel does not go with --mesh ep=" +
+                  Twine(expertParallel) +
+                  " yet (both split the tokens of the dense layers)");
     if (expertParallel > 1 && mode == "infer")
       return fail("--mesh ep=" + Twine(expertParallel) +
                   " needs --mode=grad or --mode=train");
@@ -1066,6 +1071,7 @@ int main(int argc, char **argv) {
   importOptions.initializersAsParams = training;
   importOptions.moeCapacityFactor = moeCapacityFactor;
   importOptions.moeAuxLoss = moeAuxLoss;
+  importOptions.moeStatistics = mode == "train";
   if (training)
     importOptions.batchSize =
         batchSize / (microBatches * std::max<int64_t>(dataParallel, 1));

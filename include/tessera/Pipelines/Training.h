@@ -22,9 +22,11 @@ struct TrainingPipelineOptions {
   TsrAppendLossOptions loss;
   TsrAutodiffOptions autodiff;
   int64_t microBatches = 1;
-  /// Split the loss function over a mesh axis before autodiff: tensor
-  /// parallelism over tp, or expert parallelism over ep (absent: neither).
-  std::optional<TsrShardingPropagationOptions> sharding;
+  /// Split the loss function over mesh axes before autodiff: expert
+  /// parallelism over ep and tensor parallelism over tp, one decision per
+  /// axis in this order, each adding its axis to the layouts the earlier
+  /// ones wrote (empty: neither).
+  SmallVector<TsrShardingPropagationOptions> sharding;
   /// One rank's part of a data-parallel step (absent: a single device).
   std::optional<TsrDataParallelPlanOptions> dataParallel;
   /// How tsr-data-parallel applies it (the type gradients are reduced in).

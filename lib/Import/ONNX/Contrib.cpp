@@ -8,7 +8,9 @@
 // (or, for SwiGLU, three) expert layers as batched matmuls over the expert
 // dimension, and moe_combine weighted by the gates. A 3-D input routes each
 // sequence as its own group. With --moe-aux-loss the layer's Switch
-// load-balancing loss is an extra result the training loss adds.
+// load-balancing loss is an extra result the training loss adds; a training
+// import also reports each layer's tokens per expert and dropped choices as
+// metric results.
 //
 //===----------------------------------------------------------------------===//
 #include "HandlerUtils.h"
@@ -109,6 +111,31 @@ FailureOr<Value> switchLoss(NodeContext &n, Value probs, Value chosen,
           {product}, {n.i64s("axes", {0, 1}), n.boolean("keepdims", false)}));
   return n.create<tsr::MulOp>(
       {total, n.scalar(elem, n.moeAuxLoss * double(experts) / double(groups))});
+}
+
+/// The layer's routing, summed over the batch: the choices each expert was
+/// routed (int64 [experts]) and those that found no slot (int64 scalar).
+LogicalResult routingStatistics(NodeContext &n, Value chosen, Value slots,
+                                int64_t experts) {
+  auto ct = tensorType(chosen);
+  Type i64 = n.b.getI64Type();
+  TRY(hot, n.create<tsr::OneHotOp>(
+               {chosen},
+               {n.i64("depth", experts), n.i64("axis", -1),
+                n.f64("on_value", 1.0), n.f64("off_value", 0.0)},
+               RankedTensorType::get({ct.getDimSize(0), ct.getDimSize(1),
+                                      ct.getDimSize(2), experts},
+                                     i64)));
+  TRY(load, n.create<tsr::ReduceSumOp>({hot}, {n.i64s("axes", {0, 1, 2}),
+                                               n.boolean("keepdims", false)}));
+  TRY(missed, n.create<tsr::LessOp>({slots, n.scalar(i64, 0)}));
+  TRY(counted, n.castTo(missed, i64));
+  TRY(dropped,
+      n.create<tsr::ReduceSumOp>({counted}, {n.i64s("axes", {0, 1, 2}),
+                                             n.boolean("keepdims", false)}));
+  n.metrics.emplace_back(load, "tokens_per_expert");
+  n.metrics.emplace_back(dropped, "dropped");
+  return success();
 }
 
 LogicalResult moe(NodeContext &n, SmallVectorImpl<Value> &results) {
@@ -239,6 +266,8 @@ LogicalResult moe(NodeContext &n, SmallVectorImpl<Value> &results) {
     TRY(aux, switchLoss(n, probs, chosen, experts));
     n.auxLosses.push_back(aux);
   }
+  if (n.moeStatistics)
+    return routingStatistics(n, chosen, slots, experts);
   return success();
 }
 

@@ -23,13 +23,20 @@ using namespace mlir;
 using namespace mlir::tessera;
 using namespace mlir::tessera::onnx_import;
 
-static LogicalResult
-legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
-             const HandlerRegistry &registry, const OnnxImportOptions &opts,
-             SmallVectorImpl<std::pair<Value, std::string>> &auxLosses) {
+/// A result a node adds to its function besides the model's outputs.
+struct ExtraResult {
+  Value value;
+  DictionaryAttr attrs;
+};
+
+static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
+                                  const HandlerRegistry &registry,
+                                  const OnnxImportOptions &opts,
+                                  SmallVectorImpl<ExtraResult> &extras) {
   NodeContext ctx(node, b);
   ctx.moeCapacityFactor = opts.moeCapacityFactor;
   ctx.moeAuxLoss = opts.moeAuxLoss;
+  ctx.moeStatistics = opts.moeStatistics;
   // Contrib ops register under "domain.OpType".
   std::string key = node.getOpType().str();
   if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
@@ -63,8 +70,21 @@ legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
                        llvm::formatv("{0}", expected).str());
     old.replaceAllUsesWith(results[i]);
   }
+  auto named = [&](const Twine &name) {
+    return b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name));
+  };
   for (Value aux : ctx.auxLosses)
-    auxLosses.emplace_back(aux, ("aux_loss." + node.getName()).str());
+    extras.push_back(
+        {aux, b.getDictionaryAttr(
+                  {named("aux_loss." + node.getName()),
+                   b.getNamedAttr(tsr::attr::kAuxLoss, b.getUnitAttr())})});
+  for (auto &[value, name] : ctx.metrics)
+    extras.push_back(
+        {value, b.getDictionaryAttr(
+                    {named(node.getName() + "." + name),
+                     b.getNamedAttr(tsr::attr::kRole,
+                                    tsr::RoleAttr::get(b.getContext(),
+                                                       tsr::Role::metric))})});
   node.erase();
   return success();
 }
@@ -75,20 +95,19 @@ static LogicalResult legalizeFunction(func::FuncOp func,
   SmallVector<onnx_generic::NodeOp> nodes;
   func.walk([&](onnx_generic::NodeOp node) { nodes.push_back(node); });
   OpBuilder b(func.getContext());
-  SmallVector<std::pair<Value, std::string>> auxLosses;
+  SmallVector<ExtraResult> extras;
   for (onnx_generic::NodeOp node : nodes)
-    if (failed(legalizeNode(node, b, registry, opts, auxLosses)))
+    if (failed(legalizeNode(node, b, registry, opts, extras)))
       return failure();
-  // Auxiliary losses become results after the model's outputs.
-  if (!auxLosses.empty()) {
+  // Auxiliary losses and metrics become results after the model's outputs.
+  if (!extras.empty()) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-    for (auto &[value, name] : auxLosses) {
-      ret->insertOperands(ret->getNumOperands(), value);
-      func.insertResult(
-          func.getNumResults(), value.getType(),
-          b.getDictionaryAttr(
-              {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
-               b.getNamedAttr(tsr::attr::kAuxLoss, b.getUnitAttr())}));
+    for (const ExtraResult &extra : extras) {
+      ret->insertOperands(ret->getNumOperands(), extra.value);
+      if (failed(func.insertResult(func.getNumResults(), extra.value.getType(),
+                                   extra.attrs)))
+        return func.emitError("cannot add result '")
+               << extra.attrs.get(tsr::attr::kName) << "'";
     }
   }
 

@@ -79,7 +79,8 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     }
     SmallVector<unsigned> scalars;
     for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
-      if (isScalarFloat(f.getResultTypes()[i]) && !isAuxLoss(f, i))
+      if (isScalarFloat(f.getResultTypes()[i]) && !isAuxLoss(f, i) &&
+          !isMetricResult(f, i))
         scalars.push_back(i);
     if (scalars.size() != 1)
       return f.emitError("cannot tell which output is the loss: ")
@@ -107,7 +108,8 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
     } else {
       SmallVector<unsigned> outputs;
       for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
-        if (!f.getResultAttr(i, tsr::attr::kUpdates) && !isAuxLoss(f, i))
+        if (!f.getResultAttr(i, tsr::attr::kUpdates) && !isAuxLoss(f, i) &&
+            !isMetricResult(f, i))
           outputs.push_back(i);
       if (outputs.size() != 1)
         return f.emitError("the model has ")
@@ -201,14 +203,15 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
       total = g.add(total, aux);
     }
     lossValue = total;
-    // State updates (results with tsr.updates) stay, after the loss.
+    // State updates (results with tsr.updates) and metrics stay, after the
+    // loss.
     SmallVector<Value> results{*lossValue};
     SmallVector<DictionaryAttr> attrs{b.getDictionaryAttr(
         {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("loss")),
          b.getNamedAttr(tsr::attr::kRole,
                         tsr::RoleAttr::get(b.getContext(), tsr::Role::loss))})};
     for (unsigned i = 0, e = f.getNumResults(); i < e; ++i) {
-      if (!f.getResultAttr(i, tsr::attr::kUpdates))
+      if (!f.getResultAttr(i, tsr::attr::kUpdates) && !isMetricResult(f, i))
         continue;
       results.push_back(ret.getOperand(i));
       attrs.push_back(f.getResultAttrDict(i));

@@ -127,11 +127,13 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       return f.emitError("tsr-autodiff expects a single-block function");
     Block &body = f.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    // Results after the loss are state updates (tsr.updates), carried along.
+    // Results after the loss are state updates (tsr.updates) and metrics,
+    // carried along.
     unsigned numResults = ret.getNumOperands();
     bool auxOnly = true;
     for (unsigned i = 1; i < numResults; ++i)
-      auxOnly &= bool(f.getResultAttr(i, tsr::attr::kUpdates));
+      auxOnly &=
+          f.getResultAttr(i, tsr::attr::kUpdates) || isMetricResult(f, i);
     if (numResults == 0 || !auxOnly ||
         cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0 ||
         !isFloatTensor(ret.getOperand(0).getType()))
@@ -312,6 +314,11 @@ tsr::Role mlir::tessera::getArgRole(func::FuncOp f, unsigned i) {
   if (auto role = f.getArgAttrOfType<tsr::RoleAttr>(i, tsr::attr::kRole))
     return role.getValue();
   return tsr::Role::data;
+}
+
+bool mlir::tessera::isMetricResult(func::FuncOp f, unsigned i) {
+  auto role = f.getResultAttrOfType<tsr::RoleAttr>(i, tsr::attr::kRole);
+  return role && role.getValue() == tsr::Role::metric;
 }
 
 StringRef mlir::tessera::getResultString(func::FuncOp f, unsigned i,

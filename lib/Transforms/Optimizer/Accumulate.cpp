@@ -116,10 +116,13 @@ struct TsrAccumulateGradientsPass
           sums[i] = g.add(sums[i], r);
       }
     }
-    SmallVector<Value> means;
-    for (Value s : sums)
-      means.push_back(g.div(s, g.scalarLike(s, double(k))));
-    func::ReturnOp::create(b, loc, means);
+    // The loss, gradients and statistics are means over the micro-batches;
+    // a metric is a sum.
+    SmallVector<Value> results;
+    for (auto [i, s] : llvm::enumerate(sums))
+      results.push_back(
+          isMetricResult(step, i) ? s : g.div(s, g.scalarLike(s, double(k))));
+    func::ReturnOp::create(b, loc, results);
     return success();
   }
 };

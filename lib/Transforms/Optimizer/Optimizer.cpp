@@ -607,8 +607,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     SmallVector<unsigned> carried;
     for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
       auto of = func.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf);
-      if (!of && func.getResultAttr(i, tsr::attr::kUpdates)) {
-        // A state update from the forward pass (running statistics).
+      if (!of && (func.getResultAttr(i, tsr::attr::kUpdates) ||
+                  isMetricResult(func, i))) {
+        // A state update from the forward pass (running statistics), or a
+        // metric.
         carried.push_back(i);
         continue;
       }

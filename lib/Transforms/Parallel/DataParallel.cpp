@@ -142,6 +142,17 @@ struct TsrDataParallelPass
         b, ret.getLoc(), loss.getType(), loss, mean, axes,
         b.getStrArrayAttr({"loss"}), IntegerAttr(), IntegerAttr(), UnitAttr());
     ret.setOperand(0, globalLoss);
+    // A metric counts the rank's samples: the step's is the sum.
+    for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
+      if (!isMetricResult(func, i))
+        continue;
+      Value local = ret.getOperand(i);
+      ret.setOperand(i, tsr::AllReduceOp::create(
+                            b, ret.getLoc(), local.getType(), local, sum, axes,
+                            b.getStrArrayAttr(
+                                {getResultString(func, i, tsr::attr::kName)}),
+                            IntegerAttr(), IntegerAttr(), UnitAttr()));
+    }
 
     if (failed(reduceGradients(grads, ret)))
       return failure();

@@ -532,7 +532,8 @@ LogicalResult TsrPipelinePass::run() {
       return f.emitError("unsupported: result ")
              << i
              << " is not a gradient (a pipelined step returns the loss and "
-                "gradients only; batch-norm statistics are not supported)";
+                "gradients only; batch-norm statistics and metrics are not "
+                "supported)";
   for (BlockArgument arg : f.getArguments())
     if (isBatch(arg) && microBatches > 1) {
       auto type = cast<RankedTensorType>(arg.getType());

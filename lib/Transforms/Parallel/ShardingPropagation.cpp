@@ -321,6 +321,42 @@ struct TsrShardingPropagationPass
                                             : ArrayAttr());
   }
 
+  /// `mine` added to `earlier`, the layout a decision over another axis
+  /// wrote before this one (null: none): each dimension split over the
+  /// earlier axes and then this one (the earlier major), pending sums over
+  /// both.
+  static tsr::ShardingAttr merge(tsr::ShardingAttr earlier,
+                                 tsr::ShardingAttr mine) {
+    if (!earlier)
+      return mine;
+    MLIRContext *ctx = mine.getContext();
+    SmallVector<Attribute> dims;
+    for (unsigned d = 0; d < mine.getDims().size(); ++d) {
+      SmallVector<Attribute> axes(earlier.getDimAxes(d).getValue());
+      llvm::append_range(axes, mine.getDimAxes(d).getValue());
+      dims.push_back(ArrayAttr::get(ctx, axes));
+    }
+    SmallVector<Attribute> partial;
+    for (tsr::ShardingAttr s : {earlier, mine})
+      if (s.getPartial())
+        llvm::append_range(partial, s.getPartial().getValue());
+    return tsr::ShardingAttr::get(
+        ctx, ArrayAttr::get(ctx, dims),
+        partial.empty() ? ArrayAttr() : ArrayAttr::get(ctx, partial));
+  }
+
+  /// Sets the op's `name` (one layout per operand or result), merged with
+  /// what an earlier decision over another axis wrote there.
+  static void setLayouts(Operation *op, StringRef name,
+                         ArrayRef<Attribute> mine) {
+    SmallVector<Attribute> merged(mine);
+    if (auto earlier = op->getAttrOfType<ArrayAttr>(name))
+      for (size_t i = 0; i < merged.size(); ++i)
+        merged[i] = merge(cast<tsr::ShardingAttr>(earlier[i]),
+                          cast<tsr::ShardingAttr>(merged[i]));
+    op->setAttr(name, ArrayAttr::get(op->getContext(), merged));
+  }
+
   LogicalResult run(func::FuncOp f) {
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
@@ -394,7 +430,10 @@ struct TsrShardingPropagationPass
         continue;
       Layout l = layouts.lookup(p);
       if (l.dim >= 0)
-        f.setArgAttr(arg.getArgNumber(), tsr::attr::kSharding, toAttr(p, l));
+        f.setArgAttr(arg.getArgNumber(), tsr::attr::kSharding,
+                     merge(f.getArgAttrOfType<tsr::ShardingAttr>(
+                               arg.getArgNumber(), tsr::attr::kSharding),
+                           toAttr(p, l)));
     }
     return success();
   }
@@ -451,13 +490,32 @@ struct TsrShardingPropagationPass
     return success();
   }
 
-  /// With expert-parallel, a transpose or reshape that is the only use of
-  /// an undecided parameter stands for it until its own first use.
+  /// Whether `v` arrives at a contraction over experts: its one user is a
+  /// matmul whose other operand has an expert dimension (a MoE layer's
+  /// buffer).
+  bool feedsExperts(Value v) const {
+    if (!v.hasOneUse())
+      return false;
+    auto matmul = dyn_cast<tsr::MatMulOp>(*v.getUsers().begin());
+    if (!matmul)
+      return false;
+    Value other = matmul.getLhs() == v ? matmul.getRhs() : matmul.getLhs();
+    auto it = expertDims.find(other);
+    return it != expertDims.end() && llvm::is_contained(it->second, true);
+  }
+
+  /// A transpose or reshape that is the only use of an undecided parameter
+  /// stands for it until its own first use: with expert-parallel always
+  /// (so the experts' biases split with their weights), otherwise when it
+  /// feeds the experts' contraction (tensor parallelism inside the
+  /// experts, whose weights a MoE layer transposes).
   bool deferParameter(Operation *op) {
-    if (!expertParallel || !isa<tsr::TransposeOp, tsr::ReshapeOp>(op))
+    if (!isa<tsr::TransposeOp, tsr::ReshapeOp>(op))
       return false;
     Value p = op->getOperand(0);
     if (!undecided.contains(p) || pinned.contains(p) || !p.hasOneUse())
+      return false;
+    if (!expertParallel && !feedsExperts(op->getResult(0)))
       return false;
     Value alias = op->getResult(0);
     params.insert(alias);
@@ -491,9 +549,8 @@ struct TsrShardingPropagationPass
     }
     if (in == Layout())
       return;
-    Builder b(op->getContext());
-    op->setAttr(tsr::attr::kOperandShardings, b.getArrayAttr({toAttr(p, in)}));
-    op->setAttr(tsr::attr::kSharding, b.getArrayAttr({toAttr(alias, out)}));
+    setLayouts(op, tsr::attr::kOperandShardings, {toAttr(p, in)});
+    setLayouts(op, tsr::attr::kSharding, {toAttr(alias, out)});
   }
 
   LogicalResult decide(Operation *op) {
@@ -507,14 +564,12 @@ struct TsrShardingPropagationPass
     Candidate chosen;
     if (rule) {
       follow(op, *rule, sequenceDims);
-      if (expertParallel) {
-        if (isa<tsr::MoeDispatchOp>(op)) {
-          SmallVector<bool> marks(4, false);
-          marks[0] = true;
-          expertDims[op->getResult(0)] = marks;
-        } else {
-          follow(op, *rule, expertDims);
-        }
+      if (isa<tsr::MoeDispatchOp>(op)) {
+        SmallVector<bool> marks(4, false);
+        marks[0] = true;
+        expertDims[op->getResult(0)] = marks;
+      } else {
+        follow(op, *rule, expertDims);
       }
       SmallVector<Candidate> all = candidates(op, *rule);
       chosen = all.front();
@@ -559,14 +614,13 @@ struct TsrShardingPropagationPass
       interesting |= !(l == Layout());
     if (!interesting)
       return success();
-    Builder b(op->getContext());
     SmallVector<Attribute> operands, results;
     for (auto [v, need] : llvm::zip(op->getOperands(), chosen.operands))
       operands.push_back(toAttr(v, need));
     for (auto [r, l] : llvm::zip(op->getResults(), chosen.results))
       results.push_back(toAttr(r, l));
-    op->setAttr(tsr::attr::kOperandShardings, b.getArrayAttr(operands));
-    op->setAttr(tsr::attr::kSharding, b.getArrayAttr(results));
+    setLayouts(op, tsr::attr::kOperandShardings, operands);
+    setLayouts(op, tsr::attr::kSharding, results);
     return success();
   }
 };

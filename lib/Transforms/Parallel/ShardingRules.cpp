@@ -340,6 +340,25 @@ FailureOr<ShardingRule> topkRule(tsr::TopKOp op) {
   return rule;
 }
 
+/// The index dimensions are parallel; the inserted depth dimension is not
+/// (a block of it would compare against shifted positions).
+FailureOr<ShardingRule> oneHotRule(tsr::OneHotOp op) {
+  ShardingRule rule;
+  Dims in, out;
+  for (int64_t size : shapeOf(op.getIndices())) {
+    in.push_back({rule.addFactor(size, Kind::Parallel)});
+    out.push_back(in.back());
+  }
+  int64_t axis = op.getAxis();
+  if (axis < 0)
+    axis += int64_t(out.size()) + 1;
+  out.insert(out.begin() + axis, SmallVector<unsigned>{rule.addFactor(
+                                     op.getDepth(), Kind::Replicated)});
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  return rule;
+}
+
 /// The factors of a mixture-of-experts op: groups g and the hidden size h
 /// are independent (each group is routed on its own); tokens s, choices k,
 /// experts e and capacity c are not (slots depend on every token of the
@@ -432,6 +451,7 @@ void mlir::tessera::registerShardingRules(DialectRegistry &registry) {
     attach<ConcatOp, concatRule>(ctx);
     attach<SoftmaxCrossEntropyLossOp, crossEntropyRule>(ctx);
     attach<TopKOp, topkRule>(ctx);
+    attach<OneHotOp, oneHotRule>(ctx);
     attach<MoeAssignOp, moeAssignRule>(ctx);
     attach<MoeDispatchOp, moeDispatchRule>(ctx);
     attach<MoeCombineOp, moeCombineRule>(ctx);

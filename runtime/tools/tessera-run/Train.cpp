@@ -15,11 +15,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 using namespace tessera_run;
 
@@ -121,11 +124,82 @@ std::string resolveResume(const std::string &path, std::string &out) {
   return "";
 }
 
+/// One output with role "metric" (a sum over the step's batch, such as a
+/// MoE layer's tokens per expert): its name and index.
+struct Metric {
+  std::string name;
+  size_t output;
+};
+
+std::vector<Metric> findMetrics(tsr_artifact_t *artifact) {
+  std::vector<Metric> metrics;
+  for (size_t i = 0; i < tsr_artifact_num_outputs(artifact); ++i) {
+    tsr_tensor_info_t info;
+    if (tsr_artifact_output_info(artifact, i, &info) == TSR_OK &&
+        info.role == TSR_ROLE_METRIC)
+      metrics.push_back({info.name, i});
+  }
+  return metrics;
+}
+
+/// The elements of a metric tensor as doubles (integers up to 2^53 exact).
+std::vector<double> metricValues(tsr_tensor_t *tensor) {
+  int64_t n = tsr_tensor_num_elements(tensor);
+  std::vector<double> values(n);
+  const void *data = tsr_tensor_data(tensor);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (tsr_tensor_dtype(tensor)) {
+    case TSR_DTYPE_INT64:
+      values[i] = double(static_cast<const int64_t *>(data)[i]);
+      break;
+    case TSR_DTYPE_INT32:
+      values[i] = static_cast<const int32_t *>(data)[i];
+      break;
+    case TSR_DTYPE_FLOAT64:
+      values[i] = static_cast<const double *>(data)[i];
+      break;
+    case TSR_DTYPE_FLOAT32:
+      values[i] = static_cast<const float *>(data)[i];
+      break;
+    default:
+      values[i] = std::nan("");
+    }
+  }
+  return values;
+}
+
+/// A metric for the progress line: its values separated by spaces, in
+/// brackets unless it is a scalar; a long vector as its range and sum.
+std::string formatMetric(const std::vector<double> &values, bool scalar) {
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", v);
+    return std::string(text);
+  };
+  if (scalar && values.size() == 1)
+    return number(values.front());
+  std::string text = "[";
+  if (values.size() <= 16) {
+    for (size_t i = 0; i < values.size(); ++i)
+      text += (i ? " " : "") + number(values[i]);
+  } else {
+    auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    double total = 0;
+    for (double v : values)
+      total += v;
+    text += std::to_string(values.size()) + " values " + number(*lo) + ".." +
+            number(*hi) + ", sum " + number(total);
+  }
+  return text + "]";
+}
+
 /// Where tsr_trainer_run's callbacks print: the progress lines, and with
 /// --log-json (rank 0) one JSON record per step.
 struct Progress {
   Process &process;
   std::FILE *log;
+  tsr_trainer_t *trainer;
+  std::vector<Metric> metrics;
 };
 
 void printStep(void *user, const tsr_step_record_t *record) {
@@ -134,10 +208,20 @@ void printStep(void *user, const tsr_step_record_t *record) {
   if (record->loss_scale > 0)
     std::snprintf(scale, sizeof scale, "  scale %.9g%s", record->loss_scale,
                   record->skipped ? " (overflow: step skipped)" : "");
+  // The metric outputs hold the step's values until the next step.
+  std::vector<std::vector<double>> values;
+  std::string metrics;
+  for (const Metric &metric : progress.metrics) {
+    tsr_tensor_t *tensor = tsr_trainer_output(progress.trainer, metric.output);
+    values.push_back(metricValues(tensor));
+    metrics += "  " + metric.name + " " +
+               formatMetric(values.back(), tsr_tensor_rank(tensor) == 0);
+  }
   progress.process.print(
-      "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms%s\n",
+      "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms%s%s\n",
       record->step, record->steps, formatLoss(record->loss).c_str(),
-      record->items_per_second, record->unit, record->seconds * 1000, scale);
+      record->items_per_second, record->unit, record->seconds * 1000, scale,
+      metrics.c_str());
   if (!progress.log)
     return;
   // Non-finite numbers are written as null.
@@ -149,6 +233,23 @@ void printStep(void *user, const tsr_step_record_t *record) {
   if (record->loss_scale > 0) {
     line["loss_scale"] = record->loss_scale;
     line["skipped"] = record->skipped != 0;
+  }
+  if (!progress.metrics.empty()) {
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
+    for (size_t i = 0; i < values.size(); ++i) {
+      tsr_tensor_t *tensor =
+          tsr_trainer_output(progress.trainer, progress.metrics[i].output);
+      // Counts stay integers.
+      tsr_dtype_t dtype = tsr_tensor_dtype(tensor);
+      bool integer = dtype == TSR_DTYPE_INT64 || dtype == TSR_DTYPE_INT32;
+      nlohmann::ordered_json array = nlohmann::ordered_json::array();
+      for (double v : values[i])
+        array.push_back(integer ? nlohmann::ordered_json(int64_t(v))
+                                : nlohmann::ordered_json(v));
+      object[progress.metrics[i].name] =
+          tsr_tensor_rank(tensor) == 0 ? array[0] : array;
+    }
+    line["metrics"] = object;
   }
   std::fprintf(progress.log, "%s\n", line.dump().c_str());
   std::fflush(progress.log);
@@ -270,7 +371,7 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 train.micro_batches, options.data.c_str(), source.c_str());
 
   tsr_memory_reset_peak();
-  Progress progress{process, log.get()};
+  Progress progress{process, log.get(), trainer.get(), findMetrics(artifact)};
   tsr_train_options_t run{};
   run.steps = options.steps;
   run.first_step = done;

@@ -266,3 +266,18 @@ func.func @pads(%x: tensor<3x4xf32> {tsr.name = "x", tsr.role = #tsr.role<param>
   %l = tsr.add %l4, %l3 : tensor<f32>, tensor<f32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A metric result is carried after the gradients, not differentiated.
+// CHECK-LABEL: func.func @metric(
+// CHECK-SAME: -> (tensor<f32>, tensor<2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>}, tensor<i64> {tsr.name = "hits", tsr.role = #tsr.role<metric>})
+// CHECK: %[[H:.*]] = tsr.reduce_sum %arg1
+// CHECK: return %{{.*}}, %{{.*}}, %[[H]] : tensor<f32>, tensor<2xf32>, tensor<i64>
+func.func @metric(%w: tensor<2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                  %i: tensor<2xi64> {tsr.name = "i"})
+    -> (tensor<f32>, tensor<i64> {tsr.name = "hits", tsr.role = #tsr.role<metric>}) {
+  %l = tsr.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+  %h = tsr.reduce_sum %i {axes = array<i64: 0>, keepdims = false} : (tensor<2xi64>) -> tensor<i64>
+  return %l, %h : tensor<f32>, tensor<i64>
+}

@@ -71,3 +71,25 @@ module attributes {tsr.mesh = #tsr.mesh<["tp"=2]>} {
     return %l, %w : tensor<f32>, tensor<3x2xf32>
   }
 }
+
+// -----
+
+// A metric (a count over the batch) is the sum of the micro-batches', not
+// their mean.
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME: -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<2xi64> {tsr.name = "hits", tsr.role = #tsr.role<metric>})
+// CHECK: %[[C0:.*]]:2 = call @tessera_micro_step(
+// CHECK: %[[C1:.*]]:2 = call @tessera_micro_step(
+// CHECK: %[[L:.*]] = tsr.add %[[C0]]#0, %[[C1]]#0
+// CHECK: %[[H:.*]] = tsr.add %[[C0]]#1, %[[C1]]#1
+// CHECK: %[[LM:.*]] = tsr.div %[[L]], %{{.*}}
+// CHECK-NEXT: return %[[LM]], %[[H]]
+func.func @main(%x: tensor<4x2xf32> {tsr.name = "x"},
+                %i: tensor<4xi64> {tsr.name = "i"})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<2xi64> {tsr.name = "hits", tsr.role = #tsr.role<metric>}) {
+  %l = tsr.reduce_sum %x {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
+  %h = tsr.one_hot %i {depth = 2 : i64, axis = -1 : i64, on_value = 1.0 : f64, off_value = 0.0 : f64} : (tensor<4xi64>) -> tensor<4x2xi64>
+  %c = tsr.reduce_sum %h {axes = array<i64: 0>, keepdims = false} : (tensor<4x2xi64>) -> tensor<2xi64>
+  return %l, %c : tensor<f32>, tensor<2xi64>
+}

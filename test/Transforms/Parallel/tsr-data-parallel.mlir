@@ -146,3 +146,23 @@ func.func @counted(%w: tensor<4x5xf32> {tsr.name = "w", tsr.role = #tsr.role<par
   %g = tsr.mul %w, %w {tsr.backward} : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32> loc(fused<"tsr.grad">["l"])
   return %l, %g : tensor<f32>, tensor<4x5xf32>
 }
+
+// -----
+
+// A metric counts the rank's samples: the step's is their sum over dp.
+// ZERO0-LABEL: func.func @metric(
+// ZERO0: %[[H:.*]] = tsr.reduce_sum %arg2
+// ZERO0: %[[S:.*]] = tsr.all_reduce %[[H]] {mesh_axes = ["dp"], serves = ["hits"]} : (tensor<i64>) -> tensor<i64>
+// ZERO0: return %{{.*}}, %{{.*}}, %[[S]] :
+func.func @metric(%w: tensor<2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                  %x: tensor<4x2xf32> {tsr.name = "x"},
+                  %i: tensor<4xi64> {tsr.name = "i"})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>},
+        tensor<i64> {tsr.name = "hits", tsr.role = #tsr.role<metric>}) {
+  %y = tsr.mul %x, %w : tensor<4x2xf32>, tensor<2xf32> -> tensor<4x2xf32>
+  %l = tsr.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
+  %g = tsr.reduce_sum %x {axes = array<i64: 0>, keepdims = false, tsr.backward} : (tensor<4x2xf32>) -> tensor<2xf32>
+  %h = tsr.reduce_sum %i {axes = array<i64: 0>, keepdims = false} : (tensor<4xi64>) -> tensor<i64>
+  return %l, %g, %h : tensor<f32>, tensor<2xf32>, tensor<i64>
+}

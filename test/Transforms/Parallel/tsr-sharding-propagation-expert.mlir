@@ -7,7 +7,9 @@
 // weights and bias split along the expert dimension through the transposes
 // and the reshape before their first use, and the tokens' buffer moves from
 // split by group (dimension 1) to split by expert (dimension 0) before the
-// experts and back before the combine: one all-to-all each way.
+// experts and back before the combine: one all-to-all each way. The
+// routing statistics (a one-hot count of the choices) stay split by group
+// until the return sums them over ep.
 // CHECK-LABEL: func.func @moe(
 // CHECK-SAME: tsr.name = "router", tsr.role = #tsr.role<param>}
 // CHECK-SAME: tsr.name = "fc1", tsr.role = #tsr.role<param>, tsr.sharding = #tsr.sharding<{{\[\["ep"\], \[\], \[\]\]}}>}
@@ -19,6 +21,8 @@
 // CHECK: tsr.transpose %{{.*}} {perm = array<i64: 0, 2, 1>, tsr.operand_shardings = [#tsr.sharding<{{\[\["ep"\], \[\], \[\]\]}}>]
 // CHECK: tsr.matmul %{{.*}} {tsr.operand_shardings = [#tsr.sharding<{{\[\["ep"\], \[\], \[\]\]}}>, #tsr.sharding<{{\[\["ep"\], \[\], \[\]\]}}>]
 // CHECK: tsr.moe_combine {{.*}}tsr.operand_shardings = [#tsr.sharding<{{\[\[\], \["ep"\], \[\], \[\]\]}}>
+// CHECK: tsr.one_hot {{.*}}tsr.sharding = [#tsr.sharding<{{\[\["ep"\], \[\], \[\], \[\]\]}}>]
+// CHECK: tsr.reduce_sum {{.*}}tsr.sharding = [#tsr.sharding<{{\[\[\]\]}}, partial = ["ep"]>]
 
 // PART-LABEL: func.func @moe(
 // PART-SAME: %{{.*}}: tensor<2x16x8xf32> {tsr.name = "fc1"
@@ -37,12 +41,13 @@
 // PART: tsr.moe_combine {{.*}} : (tensor<4x2x6x8xf32>, tensor<2x6x2xi64>, tensor<2x6x2xi64>, tensor<4x2x6xi64>, tensor<2x6x2xf32>) -> tensor<2x6x8xf32>
 // PART-NOT: tsr.all_gather
 // PART: tsr.all_reduce %{{.*}} : (tensor<f32>) -> tensor<f32>
+// PART: tsr.all_reduce %{{.*}} : (tensor<4xi64>) -> tensor<4xi64>
 module attributes {tsr.mesh = #tsr.mesh<["ep"=2]>} {
   func.func @moe(%x: tensor<4x6x8xf32> {tsr.name = "x", tsr.role = #tsr.role<data>},
                  %wr: tensor<8x4xf32> {tsr.name = "router", tsr.role = #tsr.role<param>},
                  %w1: tensor<4x16x8xf32> {tsr.name = "fc1", tsr.role = #tsr.role<param>},
                  %b1: tensor<4x16xf32> {tsr.name = "b1", tsr.role = #tsr.role<param>},
-                 %w2: tensor<4x8x16xf32> {tsr.name = "fc2", tsr.role = #tsr.role<param>}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
+                 %w2: tensor<4x8x16xf32> {tsr.name = "fc2", tsr.role = #tsr.role<param>}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}, tensor<4xi64> {tsr.name = "moe.tokens_per_expert", tsr.role = #tsr.role<metric>}) {
     %logits = tsr.matmul %x, %wr : tensor<4x6x8xf32>, tensor<8x4xf32> -> tensor<4x6x4xf32>
     %p = tsr.softmax %logits {axis = 2 : i64} : tensor<4x6x4xf32>
     %g, %e = tsr.topk %p {axis = 2 : i64, k = 2 : i64, largest = true} : (tensor<4x6x4xf32>) -> (tensor<4x6x2xf32>, tensor<4x6x2xi64>)
@@ -60,6 +65,8 @@ module attributes {tsr.mesh = #tsr.mesh<["ep"=2]>} {
     %y = tsr.moe_combine %o4, %e, %slots, %sources weights %g : (tensor<4x4x6x8xf32>, tensor<4x6x2xi64>, tensor<4x6x2xi64>, tensor<4x4x6xi64>, tensor<4x6x2xf32>) -> tensor<4x6x8xf32>
     %t = tsr.tanh %y : tensor<4x6x8xf32>
     %l = tsr.reduce_sum %t {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<4x6x8xf32>) -> tensor<f32>
-    return %l : tensor<f32>
+    %hot = tsr.one_hot %e {depth = 4 : i64, axis = -1 : i64, on_value = 1.0 : f64, off_value = 0.0 : f64} : (tensor<4x6x2xi64>) -> tensor<4x6x2x4xi64>
+    %load = tsr.reduce_sum %hot {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<4x6x2x4xi64>) -> tensor<4xi64>
+    return %l, %load : tensor<f32>, tensor<4xi64>
   }
 }

@@ -44,6 +44,12 @@ struct OnnxImportOptions {
   /// loss times this coefficient becomes a function result marked
   /// `tsr.aux_loss`, which tsr-append-loss adds to the training loss.
   double moeAuxLoss = 0;
+  /// com.microsoft MoE: report each layer's routing as function results
+  /// with role `metric` (sums over the batch of a step):
+  /// NODE.tokens_per_expert, the choices routed to each expert
+  /// (int64 [experts]), and NODE.dropped, those that found no slot under
+  /// the capacity (int64 scalar).
+  bool moeStatistics = false;
 };
 
 /// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to

@@ -31,11 +31,15 @@ public:
   OpBuilder &b;
   Location loc;
   /// Import options the mixture-of-experts handler reads
-  /// (OnnxImportOptions::moeCapacityFactor, moeAuxLoss).
+  /// (OnnxImportOptions::moeCapacityFactor, moeAuxLoss, moeStatistics).
   double moeCapacityFactor = 0, moeAuxLoss = 0;
+  bool moeStatistics = false;
   /// Auxiliary losses the node adds to the training loss (a float scalar
   /// each): they become function results marked `tsr.aux_loss`.
   SmallVector<Value> auxLosses;
+  /// Values the node reports each step, with a name the node's name
+  /// prefixes: they become function results with role `metric`.
+  SmallVector<std::pair<Value, std::string>> metrics;
 
   StringRef opType() { return node.getOpType(); }
   int64_t sinceVersion() { return node.getSinceVersion(); }

@@ -31,6 +31,11 @@ StringRef getResultString(func::FuncOp f, unsigned i, StringRef attr);
 /// The `tsr.role` of argument `i`; an argument without one is data.
 tsr::Role getArgRole(func::FuncOp f, unsigned i);
 
+/// Whether result `i` has role `metric`: a value the step reports, summed
+/// over the samples of the step (micro-batches and data-parallel ranks
+/// add), which nothing differentiates or updates.
+bool isMetricResult(func::FuncOp f, unsigned i);
+
 } // namespace mlir::tessera
 
 #endif // TESSERA_TRANSFORMS_AUTODIFF_TRAININGFUNCTION_H

@@ -181,10 +181,19 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
     partition does with one `tsr.all_to_all` (it moves 1/N of the bytes an
     all-gather would).
 
+    Without `expert-parallel`, a transpose or reshape of a parameter that
+    feeds a contraction over experts (a matmul whose other operand has an
+    expert dimension) stands for the parameter the same way, so tensor
+    parallelism splits inside the expert blocks as in Megatron's MLP.
+
     The decisions, on every op that splits, sums or reshards something:
     `tsr.operand_shardings` (the layout each operand is brought to) and
     `tsr.sharding` (each result's layout); on split parameters, the argument
-    attribute `tsr.sharding`.
+    attribute `tsr.sharding`. The pass runs once per axis: where an earlier
+    run over another axis wrote layouts, this one adds its axis to them (the
+    earlier axis major within a dimension, pending sums over both), and one
+    `tsr-sharding-partition` applies them all (expert parallelism over ep,
+    then tensor parallelism over tp).
 
     Before (`axis=tp`, mesh `["tp"=2]`):
 

@@ -64,6 +64,25 @@ def dropout_train():
     return model(nodes, [vi("x", [4, 8])], [vi("loss", [])], [w, ratio, train])
 
 
+def moe_train():
+    # One com.microsoft MoE layer (4 experts, top-2, relu) on x [2, 4, 8]
+    # (two sequences of 4 tokens), its router logits the data input r
+    # [2, 4, 4] reshaped to [tokens, 4]: the test picks the routing.
+    rng = np.random.default_rng(3)
+    w1 = numpy_helper.from_array(
+        rng.standard_normal((4, 6, 8)).astype(np.float32) * 0.3, "w1")
+    w2 = numpy_helper.from_array(
+        rng.standard_normal((4, 8, 6)).astype(np.float32) * 0.3, "w2")
+    shape = numpy_helper.from_array(np.array([-1, 4], dtype=np.int64), "shape")
+    nodes = [helper.make_node("Reshape", ["r", "shape"], ["router"],
+                              name="flat"),
+             helper.make_node("MoE", ["x", "router", "w1", "", "w2"], ["y"],
+                              domain="com.microsoft", name="moe0", k=2)]
+    return model(nodes, [vi("x", [2, 4, 8]), vi("r", [2, 4, 4])],
+                 [vi("y", [2, 4, 8])], [w1, w2, shape], opset=17,
+                 domain_opsets=[helper.make_opsetid("com.microsoft", 1)])
+
+
 def shape_chain():
     # Shape -> Gather -> Unsqueeze -> Concat -> Reshape on a symbolic batch.
     nodes = [
