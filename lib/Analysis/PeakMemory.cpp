@@ -300,6 +300,14 @@ public:
       change[b.def] += b.bytes + (b.padded ? padding : 0);
       change[b.last + 1] -= b.bytes + (b.padded ? padding : 0);
     }
+    result.steps.assign(steps.begin(), steps.end());
+    for (const Buffer &b : buffers)
+      result.ranges.push_back(
+          {{b.value, b.op, b.scratch, b.bytes, b.padded ? padding : 0},
+           b.def,
+           b.last});
+    for (int64_t s = 0, e = steps.size(); s < e; ++s)
+      result.calleeBytesAt.push_back(callee.lookup(s));
     int64_t at = -1, live = 0;
     for (int64_t s = 0, e = steps.size(); s < e; ++s) {
       live += change[s];

@@ -18,23 +18,41 @@
 using namespace mlir;
 using namespace mlir::tessera;
 
-/// The buffers live at the predicted peak of training function `f` by the
-/// phase of the op that allocates them: the working copies of parameters
-/// (a cast of a parameter argument, possibly all-gathered), the backward
-/// pass (ops marked tsr.backward, gradients included), the update (after
-/// the last of those) and the forward pass (the rest: activations saved
-/// for the backward pass); what a callee holds counts as "callee".
-static std::map<std::string, int64_t> peakByPhase(func::FuncOp f,
-                                                  const PeakMemory &peak) {
-  std::map<std::string, int64_t> bytes;
-  Block &body = f.getBody().front();
-  Operation *lastBackward = nullptr;
-  for (Operation &op : body)
-    if (op.hasAttr(tsr::attr::kBackward))
-      lastBackward = &op;
-  if (!lastBackward)
-    return bytes;
-  auto isParameter = [&](Value v) {
+namespace {
+
+/// The phase of the op that allocates each buffer of training function `f`:
+/// the working copies of parameters (a cast of a parameter argument,
+/// possibly all-gathered), the backward pass (ops marked tsr.backward,
+/// gradients included), the update (after the last of those) and the
+/// forward pass (the rest: activations saved for the backward pass). A
+/// function without a backward pass is all "forward".
+class Phases {
+public:
+  explicit Phases(func::FuncOp f) : f(f), body(f.getBody().front()) {
+    for (Operation &op : body)
+      if (op.hasAttr(tsr::attr::kBackward))
+        lastBackward = &op;
+  }
+
+  bool training() const { return lastBackward; }
+
+  StringRef of(const PeakBuffer &buffer) const {
+    if (!lastBackward)
+      return "forward";
+    Operation *op = body.findAncestorOpInBlock(*buffer.op);
+    if (!op)
+      return "backward";
+    if (isa<tsr::CastOp>(op) && isParameter(op->getOperand(0)))
+      return "parameter copies";
+    if (op->hasAttr(tsr::attr::kBackward))
+      return "backward";
+    if (lastBackward->isBeforeInBlock(op))
+      return "update";
+    return "forward";
+  }
+
+private:
+  bool isParameter(Value v) const {
     while (Operation *def = v.getDefiningOp()) {
       if (!isa<tsr::AllGatherOp, tsr::WaitOp, tsr::ReshapeOp, tsr::SliceOp>(
               def))
@@ -46,23 +64,68 @@ static std::map<std::string, int64_t> peakByPhase(func::FuncOp f,
                                                         tsr::attr::kRole)
                     : tsr::RoleAttr();
     return role && role.getValue() == tsr::Role::param;
-  };
-  for (const PeakBuffer &buffer : peak.liveAtPeak) {
-    Operation *op = body.findAncestorOpInBlock(*buffer.op);
-    StringRef phase = "forward";
-    if (!op)
-      phase = "backward";
-    else if (isa<tsr::CastOp>(op) && isParameter(op->getOperand(0)))
-      phase = "parameter copies";
-    else if (op->hasAttr(tsr::attr::kBackward))
-      phase = "backward";
-    else if (lastBackward->isBeforeInBlock(op))
-      phase = "update";
-    bytes[phase.str()] += buffer.bytes + buffer.padding;
   }
+
+  mutable func::FuncOp f;
+  Block &body;
+  Operation *lastBackward = nullptr;
+};
+
+} // namespace
+
+/// The buffers live at the predicted peak of training function `f` by
+/// phase (Phases); what a callee holds counts as "callee".
+static std::map<std::string, int64_t> peakByPhase(func::FuncOp f,
+                                                  const PeakMemory &peak) {
+  std::map<std::string, int64_t> bytes;
+  Phases phases(f);
+  if (!phases.training())
+    return bytes;
+  for (const PeakBuffer &buffer : peak.liveAtPeak)
+    bytes[phases.of(buffer).str()] += buffer.bytes + buffer.padding;
   if (peak.calleeBytes)
     bytes["callee"] += peak.calleeBytes;
   return bytes;
+}
+
+/// The live bytes of every step of `peak` by phase, padding included.
+static ArtifactMemoryTimeline memoryTimeline(func::FuncOp f,
+                                             const PeakMemory &peak) {
+  ArtifactMemoryTimeline timeline;
+  Phases phases(f);
+  timeline.phases = {"parameter copies", "forward", "backward", "update",
+                     "callee"};
+  size_t n = peak.steps.size(), k = timeline.phases.size();
+  std::vector<std::vector<int64_t>> change(k, std::vector<int64_t>(n + 1, 0));
+  for (const PeakMemory::LiveRange &range : peak.ranges) {
+    StringRef phase = phases.of(range.buffer);
+    size_t c = llvm::find(timeline.phases, phase) - timeline.phases.begin();
+    int64_t bytes = range.buffer.bytes + range.buffer.padding;
+    change[c][range.first] += bytes;
+    change[c][range.last + 1] -= bytes;
+  }
+  std::vector<int64_t> live(k, 0);
+  for (size_t s = 0; s < n; ++s) {
+    for (size_t c = 0; c + 1 < k; ++c)
+      live[c] += change[c][s];
+    live[k - 1] = peak.calleeBytesAt[s];
+    timeline.bytes.push_back(live);
+    Operation *op = peak.steps[s];
+    std::string node = tsr::getNodeName(op->getLoc());
+    timeline.ops.push_back(op->getName().getStringRef().str() +
+                           (node.empty() ? "" : " at '" + node + "'"));
+    timeline.stepPhases.push_back(
+        phases.of(PeakBuffer{Value(), op, "", 0, 0}).str());
+  }
+  // Drop the phases no step holds bytes in.
+  for (size_t c = k; c-- > 0;) {
+    if (llvm::any_of(timeline.bytes, [&](auto &row) { return row[c] != 0; }))
+      continue;
+    timeline.phases.erase(timeline.phases.begin() + c);
+    for (auto &row : timeline.bytes)
+      row.erase(row.begin() + c);
+  }
+  return timeline;
 }
 
 std::string mlir::tessera::getDTypeName(Type t) {
@@ -284,6 +347,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     if (peak.calleeBytes)
       program->predictedPeakByType["callee"] += peak.calleeBytes;
     program->predictedPeakByPhase = peakByPhase(f, peak);
+    program->memoryTimeline = memoryTimeline(f, peak);
     if (auto ranks = f->getAttrOfType<DictionaryAttr>(tsr::attr::kRanks))
       for (NamedAttribute entry : ranks)
         program->ranks.emplace_back(

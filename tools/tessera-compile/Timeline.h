@@ -1,4 +1,5 @@
-//===- Timeline.h - The pipeline schedule as a picture ----------*- C++ -*-===//
+//===- Timeline.h - The pipeline schedule and memory as pictures -*- C++
+//-*-===//
 #ifndef TESSERA_TOOLS_TESSERA_COMPILE_TIMELINE_H
 #define TESSERA_TOOLS_TESSERA_COMPILE_TIMELINE_H
 
@@ -13,6 +14,13 @@ namespace tessera_compile {
 /// micro-batch pass at its predicted start, the idle time between them
 /// grey. Empty if the artifact has no pipeline.
 std::string renderTimelineSvg(const mlir::tessera::ArtifactSignature &sig);
+
+/// An SVG drawing of each program's predicted live bytes over the steps of
+/// one call (ArtifactProgram::memoryTimeline): one panel per program, the
+/// bytes stacked by the phase that allocated them, the peak marked (with
+/// `budget` > 0, a line at the budget too).
+std::string renderMemoryTimelineSvg(const mlir::tessera::ArtifactSignature &sig,
+                                    int64_t budget);
 
 } // namespace tessera_compile
 

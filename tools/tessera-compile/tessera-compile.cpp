@@ -334,6 +334,13 @@ static cl::opt<std::string> timeline(
              "predicts (one row per stage) into FILE.svg"),
     cl::value_desc("FILE.svg"), cl::cat(compileCat));
 
+static cl::opt<std::string> memoryTimeline(
+    "memory-timeline",
+    cl::desc("Draw each program's predicted live bytes over one call, by "
+             "phase (parameter copies, forward, backward, update), into "
+             "FILE.svg"),
+    cl::value_desc("FILE.svg"), cl::cat(compileCat));
+
 static cl::opt<bool>
     report("report",
            cl::desc("Print the static memory footprint of the compiled "
@@ -1194,6 +1201,14 @@ int main(int argc, char **argv) {
     if (ec)
       return fail(timeline + ": cannot write: " + ec.message());
     file << tessera_compile::renderTimelineSvg(sig);
+  }
+  if (!memoryTimeline.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(memoryTimeline, ec);
+    if (ec)
+      return fail(memoryTimeline + ": cannot write: " + ec.message());
+    file << tessera_compile::renderMemoryTimelineSvg(
+        sig, memoryBudget.empty() ? 0 : *parseBytes(memoryBudget));
   }
   if (train)
     printTrainedSummary(sig, /*named=*/report ? -1 : 8);

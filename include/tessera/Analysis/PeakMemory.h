@@ -66,6 +66,17 @@ struct PeakMemory {
   SmallVector<PeakBuffer> liveAtPeak;
   /// Of `peakBytes`: what a callee of `peakOp` holds at its own peak.
   int64_t calleeBytes = 0;
+
+  /// The whole call, for a timeline of live bytes: the op each step lowers
+  /// (an op may take several steps), every buffer with the first and last
+  /// step it lives over, and what a callee holds at each step.
+  struct LiveRange {
+    PeakBuffer buffer;
+    int64_t first = 0, last = 0;
+  };
+  SmallVector<Operation *> steps;
+  SmallVector<LiveRange> ranges;
+  SmallVector<int64_t> calleeBytesAt;
 };
 
 /// The predicted peak of one call of `f` (a single-block function).

@@ -104,6 +104,18 @@ struct ArtifactPipelineStage {
          stepSeconds = 0, bubble = 0;
 };
 
+/// The predicted live bytes of one call over the steps of its lowering
+/// (lib/Analysis/PeakMemory.h), by the phase of the op that allocated them
+/// (as ArtifactProgram::predictedPeakByPhase names them).
+struct ArtifactMemoryTimeline {
+  /// The phases some step holds bytes in, in drawing order.
+  std::vector<std::string> phases;
+  /// Per step: the bytes live per phase, the op the step lowers (name and
+  /// ONNX node), and that op's own phase.
+  std::vector<std::vector<int64_t>> bytes;
+  std::vector<std::string> ops, stepPhases;
+};
+
 /// One program of the artifact: a public function of the module, called
 /// through its C entry symbol.
 struct ArtifactProgram {
@@ -121,6 +133,8 @@ struct ArtifactProgram {
   /// The same buffers by the phase that allocates them (training functions
   /// only): parameter copies, forward, backward, update, callee.
   std::map<std::string, int64_t> predictedPeakByPhase;
+  /// The predicted live bytes over the whole call.
+  ArtifactMemoryTimeline memoryTimeline;
   /// The rematerialization policy its backward pass follows
   /// (`tsr.remat`: none, selective, full or auto); empty without
   /// tsr-remat-plan.
