@@ -20,4 +20,7 @@ function(tessera_add_tool name)
   add_llvm_executable(${name} ${ARG_SOURCES})
   llvm_update_compile_flags(${name})
   target_link_libraries(${name} PRIVATE ${ARG_LINK} MLIR LLVM)
+  # --version (tessera/Version.h).
+  target_compile_definitions(${name} PRIVATE
+    TESSERA_VERSION="${CMAKE_PROJECT_VERSION}")
 endfunction()

@@ -1217,13 +1217,14 @@ const char *const kPredictionPattern =
     "  prediction \\[(-?[0-9.]+(e[-+][0-9]+)? ){3}-?[0-9.]+(e[-+][0-9]+)?\\]";
 
 /// Checks a progress line: "step S/N  loss L  R UNIT/s  T ms", then the
-/// metrics matching `metrics`.
+/// metrics matching `metrics`, then before the last step the time left.
 void expectStepLine(const std::string &line, int step, int steps, float loss,
                     const std::string &unit, const std::string &metrics = "") {
   std::regex pattern(
       "step " + std::to_string(step) + "/" + std::to_string(steps) + "  loss " +
       std::regex_replace(format("%.6f", loss), std::regex("\\."), "\\.") +
-      "  [0-9]+\\.[0-9] " + unit + "/s  [0-9]+\\.[0-9]{2} ms" + metrics);
+      "  [0-9]+\\.[0-9] " + unit + "/s  [0-9]+\\.[0-9]{2} ms" + metrics +
+      (step < steps ? "  eta [0-9]+\\.[0-9] s" : ""));
   EXPECT_TRUE(std::regex_match(line, pattern)) << line;
 }
 
@@ -1269,7 +1270,7 @@ TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
   std::vector<std::string> out = lines(result.out);
-  ASSERT_EQ(out.size(), 7u) << result.out;
+  ASSERT_EQ(out.size(), 8u) << result.out;
   EXPECT_EQ(out[0], "training " TSR_TEST_LINEAR_ARTIFACT
                     ": batch size 4, micro_batches 2, data " +
                         data + ": 6 samples");
@@ -1281,8 +1282,46 @@ TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
                    kPredictionPattern);
     expectLogLine(logged[s], s + 1, losses[s], "samples", true);
   }
-  EXPECT_EQ(out[6], "peak step memory: 28 bytes (artifact allocations), "
+  // The summary: the five steps' losses, first, last and lowest.
+  auto lowest = std::min_element(losses.begin(), losses.end());
+  std::regex summary("trained steps 1-5 in [0-9]+\\.[0-9] s \\([0-9]+\\.[0-9] "
+                     "samples/s\\); loss first " +
+                     format("%.6f", losses[0]) + ", last " +
+                     format("%.6f", losses[4]) + ", lowest " +
+                     format("%.6f", *lowest) + " at step " +
+                     std::to_string(lowest - losses.begin() + 1));
+  EXPECT_TRUE(std::regex_match(out[6], summary)) << out[6];
+  EXPECT_EQ(out[7], "peak step memory: 28 bytes (artifact allocations), "
                     "params+state+batch: 72 bytes");
+}
+
+TEST(TesseraRunTrain, LogsEveryKthStep) {
+  std::string dir = scratchDir();
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(false));
+  std::string log = dir + "/log.jsonl";
+  RunResult result = runTool(
+      quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " + quote(data) +
+      " --steps 7 --log-every 3 --log-json " + quote(log));
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  std::vector<std::string> out = lines(result.out);
+  // The header, steps 1, 3, 6 and 7 (the first, every third, the last),
+  // the summary and the memory line; the JSON log keeps every step.
+  ASSERT_EQ(out.size(), 7u) << result.out;
+  std::vector<float> losses = referenceLosses(7);
+  int shown[] = {1, 3, 6, 7};
+  for (int k = 0; k < 4; ++k)
+    expectStepLine(out[k + 1], shown[k], 7, losses[shown[k] - 1], "samples",
+                   kPredictionPattern);
+  EXPECT_EQ(out[5].rfind("trained steps 1-7 in ", 0), 0u) << out[5];
+  EXPECT_EQ(lines(readBytes(log)).size(), 7u);
+  result = runTool(quote(TSR_TEST_LINEAR_ARTIFACT) + " --log-every 2 " +
+                   "--outputs-dir " + quote(dir));
+  expectError(result, {"--log-every needs --train"});
+  result = runTool(quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " +
+                   quote(data) + " --steps 2 --log-every 0");
+  expectError(result, {"--log-every needs an integer in [1, 1000000000], "
+                       "got '0'"});
 }
 
 TEST(TesseraRunTrain, SavesOnnxEveryKStepsAndAtTheEnd) {
@@ -1296,7 +1335,7 @@ TEST(TesseraRunTrain, SavesOnnxEveryKStepsAndAtTheEnd) {
       " --steps=5 --save-onnx " + quote(saved) + " --save-every 2");
   ASSERT_EQ(result.exitCode, 0) << result.err;
   std::vector<std::string> out = lines(result.out);
-  ASSERT_EQ(out.size(), 10u) << result.out;
+  ASSERT_EQ(out.size(), 11u) << result.out;
   EXPECT_EQ(out[3], "wrote " + dir + "/out/model.step2.onnx");
   EXPECT_EQ(out[6], "wrote " + dir + "/out/model.step4.onnx");
   EXPECT_EQ(out[8], "wrote " + saved);
@@ -1344,7 +1383,7 @@ TEST(TesseraRunTrain, TrainsOnTokenStreams) {
                                flag + " --log-json " + quote(log));
     ASSERT_EQ(result.exitCode, 0) << result.err;
     std::vector<std::string> out = lines(result.out);
-    ASSERT_EQ(out.size(), 6u) << result.out;
+    ASSERT_EQ(out.size(), 7u) << result.out;
     EXPECT_EQ(out[0], "training " TSR_TEST_TOKEN_ARTIFACT
                       ": batch size 2, micro_batches 1, data " +
                           data + ": 11 " + dtype + " tokens, 3 windows of 3");
@@ -1355,7 +1394,8 @@ TEST(TesseraRunTrain, TrainsOnTokenStreams) {
       expectStepLine(out[s + 1], s + 1, 4, loss, "tokens");
       expectLogLine(logged[s], s + 1, loss, "tokens");
     }
-    EXPECT_EQ(out[5], "peak step memory: 0 bytes (artifact allocations), "
+    EXPECT_EQ(out[5].rfind("trained steps 1-4 in ", 0), 0u) << out[5];
+    EXPECT_EQ(out[6], "peak step memory: 0 bytes (artifact allocations), "
                       "params+state+batch: 76 bytes");
   }
 }

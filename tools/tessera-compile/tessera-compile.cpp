@@ -34,6 +34,7 @@
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
 #include "tessera/Transforms/Precision/LossScale.h"
+#include "tessera/Version.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -869,6 +870,7 @@ static void printReport(const tessera::ArtifactSignature &sig) {
 }
 
 int main(int argc, char **argv) {
+  mlir::tessera::setVersionPrinter("tessera-compile");
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   tessera::registerTesseraCPUPasses();

@@ -26,10 +26,12 @@
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
-#include "tessera/Transforms/Remat/Passes.h"
 #include "tessera/Transforms/Precision/Passes.h"
+#include "tessera/Transforms/Remat/Passes.h"
+#include "tessera/Version.h"
 
 int main(int argc, char **argv) {
+  mlir::tessera::setVersionPrinter("tessera-opt");
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

@@ -19,6 +19,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Import/ONNX/Import.h"
 #include "tessera/Import/ONNX/Passes.h"
+#include "tessera/Version.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -82,6 +83,7 @@ static int importMain(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  mlir::tessera::setVersionPrinter("tessera-translate");
   for (int i = 1; i < argc; ++i)
     if (StringRef(argv[i]).starts_with("--import-onnx") ||
         StringRef(argv[i]).starts_with("-import-onnx"))

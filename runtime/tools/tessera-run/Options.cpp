@@ -21,7 +21,7 @@ const char *const tessera_run::kUsage =
     "                       [--checkpoint-dir DIR [--checkpoint-every K]]\n"
     "                       [--resume PATH] [--log-dir DIR] [--comm-timeout "
     "S]\n"
-    "                       [--memory-report]\n"
+    "                       [--memory-report] [--log-every K]\n"
     "       mpirun -np N tessera-run ART ... (an artifact compiled for a "
     "device\n"
     "                       mesh of N ranks; srun works the same way)\n"
@@ -50,6 +50,9 @@ const char *const tessera_run::kUsage =
     "  --steps N          run N steps; step s uses samples (s*B + i) mod N\n"
     "  --batch-size B     check that the artifact was compiled for batch B\n"
     "  --log-json FILE    write one JSON object per step to FILE\n"
+    "  --log-every K      print the line of every K-th step, the first and\n"
+    "                     the last (default 1: every step; --log-json still\n"
+    "                     gets every step)\n"
     "  --save-onnx PATH   write the model with the trained params to PATH\n"
     "  --save-every K     also write PATH.step<k>.onnx after every K steps\n"
     "  --token-dtype T    token ids of FILE.bin are uint16 (default) or "
@@ -75,6 +78,7 @@ const char *const tessera_run::kUsage =
     "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
     "                     one per core); 1 avoids busy-waiting BLAS threads\n"
     "                     on a machine shared with other work\n"
+    "  --version          print the version and exit\n"
     "  -h, --help         show this help\n";
 
 namespace {
@@ -118,7 +122,8 @@ std::string checkCombination(const Options &options) {
                            {"--resume", !options.resume.empty()},
                            {"--log-dir", !options.logDir.empty()},
                            {"--comm-timeout", options.commTimeoutGiven},
-                           {"--memory-report", options.memoryReport}};
+                           {"--memory-report", options.memoryReport},
+                           {"--log-every", options.logEvery > 1}};
   if (!options.train) {
     for (const Use &use : trainOnly)
       if (use.given)
@@ -153,7 +158,7 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
   bool sawSave = false, sawEvery = false, sawToken = false;
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
-       sawLogDir = false, sawComm = false;
+       sawLogDir = false, sawComm = false, sawLogEvery = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -186,6 +191,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
     std::string problem;
     if (arg == "-h" || arg == "--help") {
       options.help = true;
+    } else if (arg == "--version") {
+      options.version = true;
     } else if (arg == "--print") {
       options.print = true;
     } else if (arg == "--train") {
@@ -228,6 +235,9 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
     } else if (isFlag("--batch-size")) {
       problem =
           takeCount("--batch-size", 1000000000, options.batchSize, sawBatch);
+    } else if (isFlag("--log-every")) {
+      problem =
+          takeCount("--log-every", 1000000000, options.logEvery, sawLogEvery);
     } else if (isFlag("--log-json")) {
       problem = takeValue("--log-json", options.logJson, sawLog);
     } else if (isFlag("--save-onnx")) {
@@ -248,5 +258,5 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
     if (!problem.empty())
       return problem;
   }
-  return options.help ? "" : checkCombination(options);
+  return options.help || options.version ? "" : checkCombination(options);
 }

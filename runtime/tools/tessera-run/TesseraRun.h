@@ -27,6 +27,7 @@ struct Options {
   std::string artifact, inputsDir, outputsDir;
   bool print = false;
   bool help = false;
+  bool version = false;
   long repeat = 0;
   long threads = 0;
 
@@ -42,6 +43,8 @@ struct Options {
   /// The communicator backend: "mpi" or "nccl".
   std::string comm = "mpi";
   bool memoryReport = false;
+  /// Print every K-th step line (and the first and last); 1: every one.
+  long logEvery = 1;
 };
 
 /// Parses argv; returns an error message, or "" on success.

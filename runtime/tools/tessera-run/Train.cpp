@@ -200,10 +200,46 @@ struct Progress {
   std::FILE *log;
   tsr_trainer_t *trainer;
   std::vector<Metric> metrics;
+  long logEvery;
+  /// The steps run so far: their time, items, and losses.
+  int64_t ran = 0, firstStep = 0, lastStep = 0, bestStep = 0;
+  double seconds = 0, items = 0;
+  float firstLoss = 0, lastLoss = 0, bestLoss = 0;
 };
+
+/// A duration for the progress line: "42.0 s", "3m05s", "2h07m".
+std::string formatDuration(double seconds) {
+  char text[32];
+  if (seconds < 60)
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+  else if (seconds < 3600)
+    std::snprintf(text, sizeof text, "%dm%02ds", int(seconds / 60),
+                  int(seconds) % 60);
+  else
+    std::snprintf(text, sizeof text, "%dh%02dm", int(seconds / 3600),
+                  int(seconds / 60) % 60);
+  return text;
+}
 
 void printStep(void *user, const tsr_step_record_t *record) {
   auto &progress = *static_cast<Progress *>(user);
+  if (progress.ran++ == 0) {
+    progress.firstStep = record->step;
+    progress.firstLoss = record->loss;
+  }
+  progress.lastStep = record->step;
+  progress.lastLoss = record->loss;
+  if (progress.ran == 1 || record->loss < progress.bestLoss) {
+    progress.bestLoss = record->loss;
+    progress.bestStep = record->step;
+  }
+  progress.seconds += record->seconds;
+  progress.items += record->items_per_second * record->seconds;
+  // The remaining steps at the mean time of those run so far.
+  std::string eta;
+  if (record->step < record->steps)
+    eta = "  eta " + formatDuration(progress.seconds / double(progress.ran) *
+                                    double(record->steps - record->step));
   char scale[96] = "";
   if (record->loss_scale > 0)
     std::snprintf(scale, sizeof scale, "  scale %.9g%s", record->loss_scale,
@@ -217,11 +253,13 @@ void printStep(void *user, const tsr_step_record_t *record) {
     metrics += "  " + metric.name + " " +
                formatMetric(values.back(), tsr_tensor_rank(tensor) == 0);
   }
-  progress.process.print(
-      "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms%s%s\n",
-      record->step, record->steps, formatLoss(record->loss).c_str(),
-      record->items_per_second, record->unit, record->seconds * 1000, scale,
-      metrics.c_str());
+  if (record->step % progress.logEvery == 0 || progress.ran == 1 ||
+      record->step == record->steps)
+    progress.process.print(
+        "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms%s%s%s\n",
+        record->step, record->steps, formatLoss(record->loss).c_str(),
+        record->items_per_second, record->unit, record->seconds * 1000, scale,
+        metrics.c_str(), eta.c_str());
   if (!progress.log)
     return;
   // Non-finite numbers are written as null.
@@ -371,7 +409,8 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 train.micro_batches, options.data.c_str(), source.c_str());
 
   tsr_memory_reset_peak();
-  Progress progress{process, log.get(), trainer.get(), findMetrics(artifact)};
+  Progress progress{process, log.get(), trainer.get(), findMetrics(artifact),
+                    options.logEvery};
   tsr_train_options_t run{};
   run.steps = options.steps;
   run.first_step = done;
@@ -388,6 +427,17 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     return process.fail(tsr_last_error());
   if (log && std::ferror(log.get()))
     return process.fail(options.logJson + ": write error");
+  if (progress.ran > 0)
+    process.print("trained steps %" PRId64 "-%" PRId64
+                  " in %s (%.1f %s/s); loss first %s, last %s, lowest %s "
+                  "at step %" PRId64 "\n",
+                  progress.firstStep, progress.lastStep,
+                  formatDuration(progress.seconds).c_str(),
+                  progress.seconds > 0 ? progress.items / progress.seconds : 0,
+                  train.token_input >= 0 ? "tokens" : "samples",
+                  formatLoss(progress.firstLoss).c_str(),
+                  formatLoss(progress.lastLoss).c_str(),
+                  formatLoss(progress.bestLoss).c_str(), progress.bestStep);
   size_t peak = 0, held = 0;
   tsr_memory_stats(nullptr, &peak);
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)

@@ -112,6 +112,10 @@ int main(int argc, char **argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (options.version) {
+    std::printf("tessera-run (Tessera %s)\n", TESSERA_VERSION);
+    return 0;
+  }
   Process process;
   int status = run(options, process);
   // A failed rank exits without MPI_Finalize: the launcher then ends the
