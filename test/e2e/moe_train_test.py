@@ -96,9 +96,17 @@ def losses(log):
 
 
 def metrics(log):
-    """Each step's "metrics" record of a --log-json log."""
+    """Each step's routing statistics in a --log-json log: the metrics
+    named NODE.tokens_per_expert and NODE.dropped (None when there are
+    none; lr and grad_norm are left out)."""
+    steps = []
     with open(log) as f:
-        return [json.loads(line).get("metrics") for line in f]
+        for line in f:
+            routed = {k: v for k, v in
+                      json.loads(line).get("metrics", {}).items()
+                      if k.endswith((".tokens_per_expert", ".dropped"))}
+            steps.append(routed or None)
+    return steps
 
 
 def worst_relative(got, expected):

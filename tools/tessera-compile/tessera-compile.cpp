@@ -569,6 +569,9 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     opt.lossScaleBackoff = lossScaleBackoff;
     opt.stateType = optimizerState;
     opt.int8MinElements = optimizerStateMinElements;
+    // The step reports its learning rate and gradient norm; a pipeline's
+    // stage programs do not yet (each would report its own copy).
+    opt.metrics = pipelineParallel == 0;
     if (baseBatchSize > 0 && batchSize == 0)
       return module.emitError("--base-batch-size needs --batch-size");
     options.optimizer = opt;

@@ -779,10 +779,18 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       }
     }
 
-    if (clipNorm > 0) {
-      Value sq = globalSum([&](Value grad) {
+    // Σ‖g‖² over every parameter, for clipping and the grad_norm metric.
+    Value sq;
+    if (clipNorm > 0 || metrics)
+      sq = globalSum([&](Value grad) {
         return sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
       });
+    SmallVector<std::pair<Value, StringRef>> reported;
+    if (metrics) {
+      reported.push_back({g.castTo(lr64, b.getF32Type()), "lr"});
+      reported.push_back({g.castTo(g.sqrt(sq), b.getF32Type()), "grad_norm"});
+    }
+    if (clipNorm > 0) {
       Type f64 = b.getF64Type();
       Value scale =
           tsr::MinOp::create(b, loc, g.scalar(f64, 1.0),
@@ -837,6 +845,14 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     for (unsigned i : carried) {
       results.push_back(ret.getOperand(i));
       attrs.push_back(func.getResultAttrDict(i));
+    }
+    for (auto [value, name] : reported) {
+      results.push_back(value);
+      attrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
+           b.getNamedAttr(tsr::attr::kRole, tsr::RoleAttr::get(
+                                                b.getContext(),
+                                                tsr::Role::metric))}));
     }
 
     func::ReturnOp::create(b, ret.getLoc(), results);

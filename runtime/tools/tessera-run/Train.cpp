@@ -281,9 +281,12 @@ void printStep(void *user, const tsr_step_record_t *record) {
       tsr_dtype_t dtype = tsr_tensor_dtype(tensor);
       bool integer = dtype == TSR_DTYPE_INT64 || dtype == TSR_DTYPE_INT32;
       nlohmann::ordered_json array = nlohmann::ordered_json::array();
+      // float32 values as their shortest decimal, like the loss.
       for (double v : values[i])
         array.push_back(integer ? nlohmann::ordered_json(int64_t(v))
-                                : nlohmann::ordered_json(v));
+                        : dtype == TSR_DTYPE_FLOAT32
+                            ? nlohmann::ordered_json(shortestDecimal(float(v)))
+                            : nlohmann::ordered_json(v));
       object[progress.metrics[i].name] =
           tsr_tensor_rank(tensor) == 0 ? array[0] : array;
     }

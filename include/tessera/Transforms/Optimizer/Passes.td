@@ -45,6 +45,9 @@ def TsrAccumulateGradients : Pass<"tsr-accumulate-gradients", "ModuleOp"> {
   let options = [
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Number k of micro-batches per step">,
+    Option<"metrics", "metrics", "bool", /*default=*/"false",
+           "Also return the step's learning rate and gradient norm as "
+           "metrics (lr, grad_norm)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
@@ -97,6 +100,13 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
     clean steps restarts; after `loss-scale-growth-interval` clean steps in
     a row the scale is multiplied by `loss-scale-growth` (PyTorch's
     GradScaler: 0.5, 2000 and 2).
+
+    With `metrics` the step also returns two f32 scalars with role
+    `metric`, after its other results: `lr`, the learning rate of the step
+    (schedule and scaling rule applied), and `grad_norm`, ‖g‖₂ over all
+    parameters of the gradients the update receives (after unscaling and
+    before clipping; over ZeRO shards, tensor-parallel blocks and pipeline
+    stages as for clipping, which shares the sum).
 
     With `state-type=bf16` every optimizer state tensor except the step
     counter is stored in bf16 and widened to the parameter's type for the
@@ -189,6 +199,9 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
            /*default=*/"4096",
            "state-type=int8: parameters with fewer elements keep f32 "
            "moments">,
+    Option<"metrics", "metrics", "bool", /*default=*/"false",
+           "Also return the step's learning rate and gradient norm as "
+           "metrics (lr, grad_norm)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
