@@ -1259,14 +1259,25 @@ void expectLogLine(const std::string &line, int step, float loss,
 
 } // namespace
 
-TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
+/// tessera-run --train of the linear artifact on its data set, logging JSON
+/// to `log`, with `flags`.
+struct LinearRun {
   std::string dir = scratchDir();
   std::string data = dir + "/data.npz";
-  writeBytes(data, linearNpz(false));
   std::string log = dir + "/log.jsonl";
-  RunResult result = runTool(
-      quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " + quote(data) +
-      " --steps 5 --batch-size 4 --log-json=" + quote(log));
+  RunResult result;
+
+  explicit LinearRun(const std::string &flags) {
+    writeBytes(data, linearNpz(false));
+    result = runTool(quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " +
+                     quote(data) + " --log-json=" + quote(log) + " " + flags);
+  }
+};
+
+TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
+  LinearRun run("--steps 5 --batch-size 4");
+  const RunResult &result = run.result;
+  const std::string &data = run.data, &log = run.log;
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
   std::vector<std::string> out = lines(result.out);
@@ -1296,13 +1307,9 @@ TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
 }
 
 TEST(TesseraRunTrain, LogsEveryKthStep) {
-  std::string dir = scratchDir();
-  std::string data = dir + "/data.npz";
-  writeBytes(data, linearNpz(false));
-  std::string log = dir + "/log.jsonl";
-  RunResult result = runTool(
-      quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " + quote(data) +
-      " --steps 7 --log-every 3 --log-json " + quote(log));
+  LinearRun run("--steps 7 --log-every 3");
+  RunResult result = run.result;
+  const std::string &dir = run.dir, &data = run.data, &log = run.log;
   ASSERT_EQ(result.exitCode, 0) << result.err;
   std::vector<std::string> out = lines(result.out);
   // The header, steps 1, 3, 6 and 7 (the first, every third, the last),
