@@ -87,7 +87,18 @@ namespace {
 tsr_status_t loadArtifact(const std::string &dir,
                           std::unique_ptr<tsr_artifact> &artifact) {
   struct stat info;
-  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+  bool exists = ::stat(dir.c_str(), &info) == 0;
+  // An ONNX model where the compiled artifact belongs: say how to get one.
+  if (exists && S_ISREG(info.st_mode) && dir.size() > 5 &&
+      dir.compare(dir.size() - 5, 5, ".onnx") == 0)
+    return fail(TSR_ERROR_IO,
+                "'" + dir +
+                    "' is an ONNX model, not an artifact directory: compile "
+                    "it first (tessera-compile " +
+                    dir +
+                    " -o ART, with --mode=train and a loss to train it) and "
+                    "pass ART");
+  if (!exists || !S_ISDIR(info.st_mode))
     return fail(TSR_ERROR_IO,
                 "artifact directory '" + dir + "' does not exist");
   artifact->dir = dir;

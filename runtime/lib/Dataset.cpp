@@ -220,7 +220,12 @@ tsr_status_t addFeed(NpzDataset &dataset, size_t index,
     return fail(TSR_ERROR_MISMATCH,
                 "no array '" + spec.name + "' for " + roleOf(index, spec) +
                     "; the file holds " +
-                    (names.empty() ? "no arrays" : "only " + names));
+                    (names.empty() ? "no arrays" : "only " + names) +
+                    (spec.role == TSR_ROLE_LABEL
+                         ? " (the labels' name is tessera-compile's "
+                           "--labels=NAME: recompile with the file's name, or "
+                           "rename the array)"
+                         : ""));
   std::string arrayName = "array '" + spec.name + "'";
   if (array->dtype != spec.dtype)
     return fail(TSR_ERROR_MISMATCH,

@@ -303,7 +303,9 @@ TEST(TesseraRun, CommandLineErrors) {
   std::string art = quote(TSR_TEST_FAKE_ARTIFACT);
   expectError(runTool(""), {"missing artifact directory"});
   expectError(runTool(art + " --inputs-dir /tmp"),
-              {"missing --outputs-dir (or --print or --repeat)"});
+              {"missing --outputs-dir (or --print or --repeat) to run an "
+               "inference artifact; a training artifact needs --train --data "
+               "FILE --steps N"});
   expectError(runTool(art + " --outputs-dir /tmp/x"), {"missing --inputs-dir"});
   expectError(runTool(art + " --frobnicate"),
               {"unknown option '--frobnicate'"});
@@ -385,6 +387,15 @@ TEST(TesseraRun, ArtifactErrors) {
 
   expectError(runTool(quote(dir + "/none") + io),
               {"artifact directory '" + dir + "/none' does not exist"});
+  // An ONNX model given for the artifact: how to compile one.
+  writeBytes(dir + "/model.onnx", "not read");
+  expectError(runTool(quote(dir + "/model.onnx") + io),
+              {"'" + dir +
+               "/model.onnx' is an ONNX model, not an artifact directory: "
+               "compile it first (tessera-compile " +
+               dir +
+               "/model.onnx -o ART, with --mode=train and a loss to "
+               "train it) and pass ART"});
 
   std::string art = artifactWithManifest(dir, "{}");
   fs::remove(art + "/manifest.json");

@@ -1521,7 +1521,9 @@ TEST(TesseraRunTrain, RejectsBadDataBeforeAnyStep) {
   expectDataError(
       linear, "missing.npz",
       zipBytes({{"x.npy", npyBytes("<f4", {kSamples, 2}, kLinearX)}}, false),
-      "no array 'y' for input 5 'y' (label); the file holds only x");
+      "no array 'y' for input 5 'y' (label); the file holds only x (the "
+      "labels' name is tessera-compile's --labels=NAME: recompile with the "
+      "file's name, or rename the array)");
   expectDataError(
       linear, "dtype.npz",
       zipBytes({{"x.npy", npyBytes("<f4", {kSamples, 2}, kLinearX)},

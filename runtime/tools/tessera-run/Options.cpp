@@ -129,7 +129,9 @@ std::string checkCombination(const Options &options) {
       if (use.given)
         return std::string(use.flag) + " needs --train";
     if (options.outputsDir.empty() && !options.print && options.repeat == 0)
-      return "missing --outputs-dir (or --print or --repeat)";
+      return "missing --outputs-dir (or --print or --repeat) to run an "
+             "inference artifact; a training artifact needs --train --data "
+             "FILE --steps N";
     return "";
   }
   for (const Use &use : inferOnly)
