@@ -1013,6 +1013,24 @@ int main(int argc, char **argv) {
       optimizerState != "int8")
     return fail("--optimizer-state=" + optimizerState +
                 " is not fp32, bf16 or int8");
+  // A hyperparameter the chosen optimizer does not read would be ignored.
+  {
+    const std::pair<cl::Option *, std::vector<StringRef>> uses[] = {
+        {&momentum, {"sgd", "lars"}},
+        {&nesterov, {"sgd"}},
+        {&beta1, {"adam", "adamw", "lamb"}},
+        {&beta2, {"adam", "adamw", "lamb"}},
+        {&eps, {"adam", "adamw", "lamb", "adafactor"}},
+        {&larsEta, {"lars"}},
+        {&decayRate, {"adafactor"}},
+        {&clipThreshold, {"adafactor"}}};
+    for (const auto &[opt, users] : uses)
+      if (opt->getNumOccurrences() && mode == "train" &&
+          !llvm::is_contained(users, StringRef(optimizerName)))
+        return fail("--" + opt->ArgStr.str() +
+                    " does not apply to --optimizer=" + optimizerName +
+                    " (it is read by " + llvm::join(users, ", ") + " only)");
+  }
   for (auto *opt : {static_cast<cl::Option *>(&optimizerState),
                     static_cast<cl::Option *>(&optimizerStateMinElements)})
     if (opt->getNumOccurrences() && mode != "train")
