@@ -124,11 +124,14 @@ std::string resolveResume(const std::string &path, std::string &out) {
   return "";
 }
 
-/// One output with role "metric" (a sum over the step's batch, such as a
-/// MoE layer's tokens per expert): its name and index.
+/// One output with role "metric" (a value the step reports: a MoE layer's
+/// tokens per expert, the learning rate): its name, index, dtype and
+/// whether it is a scalar.
 struct Metric {
   std::string name;
   size_t output;
+  tsr_dtype_t dtype;
+  bool scalar;
 };
 
 std::vector<Metric> findMetrics(tsr_artifact_t *artifact) {
@@ -137,7 +140,7 @@ std::vector<Metric> findMetrics(tsr_artifact_t *artifact) {
     tsr_tensor_info_t info;
     if (tsr_artifact_output_info(artifact, i, &info) == TSR_OK &&
         info.role == TSR_ROLE_METRIC)
-      metrics.push_back({info.name, i});
+      metrics.push_back({info.name, i, info.dtype, info.rank == 0});
   }
   return metrics;
 }
@@ -246,20 +249,21 @@ void printStep(void *user, const tsr_step_record_t *record) {
                   record->skipped ? " (overflow: step skipped)" : "");
   // The metric outputs hold the step's values until the next step.
   std::vector<std::vector<double>> values;
-  std::string metrics;
-  for (const Metric &metric : progress.metrics) {
-    tsr_tensor_t *tensor = tsr_trainer_output(progress.trainer, metric.output);
-    values.push_back(metricValues(tensor));
-    metrics += "  " + metric.name + " " +
-               formatMetric(values.back(), tsr_tensor_rank(tensor) == 0);
-  }
+  for (const Metric &metric : progress.metrics)
+    values.push_back(
+        metricValues(tsr_trainer_output(progress.trainer, metric.output)));
   if (record->step % progress.logEvery == 0 || progress.ran == 1 ||
-      record->step == record->steps)
+      record->step == record->steps) {
+    std::string metrics;
+    for (size_t i = 0; i < values.size(); ++i)
+      metrics += "  " + progress.metrics[i].name + " " +
+                 formatMetric(values[i], progress.metrics[i].scalar);
     progress.process.print(
         "step %" PRId64 "/%" PRId64 "  loss %s  %.1f %s/s  %.2f ms%s%s%s\n",
         record->step, record->steps, formatLoss(record->loss).c_str(),
         record->items_per_second, record->unit, record->seconds * 1000, scale,
         metrics.c_str(), eta.c_str());
+  }
   if (!progress.log)
     return;
   // Non-finite numbers are written as null.
@@ -275,10 +279,9 @@ void printStep(void *user, const tsr_step_record_t *record) {
   if (!progress.metrics.empty()) {
     nlohmann::ordered_json object = nlohmann::ordered_json::object();
     for (size_t i = 0; i < values.size(); ++i) {
-      tsr_tensor_t *tensor =
-          tsr_trainer_output(progress.trainer, progress.metrics[i].output);
+      const Metric &metric = progress.metrics[i];
       // Counts stay integers.
-      tsr_dtype_t dtype = tsr_tensor_dtype(tensor);
+      tsr_dtype_t dtype = metric.dtype;
       bool integer = dtype == TSR_DTYPE_INT64 || dtype == TSR_DTYPE_INT32;
       nlohmann::ordered_json array = nlohmann::ordered_json::array();
       // float32 values as their shortest decimal, like the loss.
@@ -287,8 +290,7 @@ void printStep(void *user, const tsr_step_record_t *record) {
                         : dtype == TSR_DTYPE_FLOAT32
                             ? nlohmann::ordered_json(shortestDecimal(float(v)))
                             : nlohmann::ordered_json(v));
-      object[progress.metrics[i].name] =
-          tsr_tensor_rank(tensor) == 0 ? array[0] : array;
+      object[metric.name] = metric.scalar ? array[0] : array;
     }
     line["metrics"] = object;
   }
