@@ -2,6 +2,15 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=adamw lr=0.001 weight-decay=0.1" | FileCheck %s --check-prefix=ADAMW
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=adafactor lr=0.01" | FileCheck %s --check-prefix=ADAFACTOR
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=lamb lr=0.01 schedule=cosine warmup-steps=2 total-steps=10 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB
+// RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=sgd lr=0.5 metrics=true" | FileCheck %s --check-prefix=METRICS
+
+// With metrics: the step's learning rate and ‖g‖₂ (the square root of the
+// summed squares of every gradient) come last, as f32 metric results.
+// METRICS-LABEL: func.func @main(
+// METRICS-SAME: tensor<f32> {tsr.name = "lr", tsr.role = #tsr.role<metric>}, tensor<f32> {tsr.name = "grad_norm", tsr.role = #tsr.role<metric>})
+// METRICS: %[[SQ:.*]] = tsr.sqrt
+// METRICS: %[[N:.*]] = tsr.cast %[[SQ]]
+// METRICS: return {{.*}}, %[[N]] :
 
 // The loss-and-gradient function tsr-autodiff leaves: w is a parameter, x data.
 func.func @main(%w: tensor<3x4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
