@@ -479,6 +479,20 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     else if (FailureOr<OpCost> cost = costModel.getCollectiveCost(op);
              succeeded(cost))
       c.bytes = cost->bytes;
+    if (auto method = op->getAttrOfType<StringAttr>(tsr::attr::kCompression)) {
+      if (!sig.compression)
+        sig.compression = ArtifactCompression{method.str()};
+      sig.compression->sentBytes += c.bytes;
+      if (auto dense = op->getAttrOfType<IntegerAttr>(tsr::attr::kDenseBytes)) {
+        int64_t n = 1;
+        for (const std::string &axis : c.axes)
+          n *= mesh ? mesh.getAxisSize(axis).value_or(1) : 1;
+        sig.compression->denseBytes +=
+            2.0 * double(n - 1) / double(n) * double(dense.getInt());
+      }
+      op->removeAttr(tsr::attr::kCompression);
+      op->removeAttr(tsr::attr::kDenseBytes);
+    }
     op->setAttr("id", IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                        sig.collectives.size()));
     sig.collectives.push_back(std::move(c));
@@ -604,9 +618,15 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
                                {"serves", std::move(serves)}};
       if (c.bucket)
         entry["bucket"] = *c.bucket;
+      entry["bytes"] = int64_t(c.bytes);
       collectives.push_back(std::move(entry));
     }
     manifest["collectives"] = std::move(collectives);
+    if (sig->compression)
+      manifest["gradient_compression"] = llvm::json::Object{
+          {"method", sig->compression->method},
+          {"sent_bytes", int64_t(sig->compression->sentBytes)},
+          {"dense_bytes", int64_t(sig->compression->denseBytes)}};
   }
   if (!sig->frozen.empty()) {
     llvm::json::Object frozen;

@@ -32,6 +32,7 @@
 #include "tessera/Pipelines/Training.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Compression.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
 #include "tessera/Transforms/Precision/LossScale.h"
 #include "tessera/Version.h"
@@ -263,6 +264,12 @@ static cl::opt<double>
               cl::desc("Most gradient MiB per all-reduce/reduce-scatter "
                        "bucket with --mesh"),
               cl::init(25.0), cl::cat(trainCat));
+static cl::opt<std::string> gradCompression(
+    "grad-compression",
+    cl::desc("With --mesh dp=N: how matrix gradients travel: none (all-reduce "
+             "in buckets) or topk:R (the fraction R of largest magnitude as "
+             "(index, value) pairs, the rest carried to the next step)"),
+    cl::init("none"), cl::cat(trainCat));
 static cl::opt<std::string>
     optimizerName("optimizer",
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
@@ -532,7 +539,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
         "dp", dataParallel, zeroStage,
-        std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024))};
+        std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024)),
+        gradCompression};
   // Gradients are reduced in the step's 16-bit type unless asked otherwise.
   if (precisionPolicy != "fp32" && !reduceInFp32)
     options.dataParallelApply.reduceType =
@@ -741,6 +749,15 @@ static void printExplanation(const tessera::ArtifactSignature &sig) {
                      << (t->reason.empty() ? "" : ": " + t->reason) << "\n";
     }
   printPipeline(sig);
+  if (sig.compression)
+    llvm::outs() << llvm::formatv(
+        "gradient compression {0}: the compressed gradients cost {1} bytes "
+        "per rank and step, against {2} for all-reducing them ({3:f1}x "
+        "fewer)\n",
+        sig.compression->method, int64_t(sig.compression->sentBytes),
+        int64_t(sig.compression->denseBytes),
+        sig.compression->denseBytes /
+            std::max(1.0, sig.compression->sentBytes));
   llvm::outs() << "collectives of one step, in program order ("
                << sig.collectives.size() << "):\n";
   for (auto [i, c] : llvm::enumerate(sig.collectives)) {
@@ -1059,6 +1076,23 @@ int main(int argc, char **argv) {
     return fail("--zero needs --mesh dp=N");
   if (!(bucketMiB > 0))
     return fail("--bucket-mb must be positive");
+  if (std::optional<tessera::GradientCompression> compression =
+          tessera::GradientCompression::parse(gradCompression);
+      !compression) {
+    return fail("--grad-compression=" + gradCompression +
+                " is not none or topk:R (0 < R <= 1, e.g. topk:0.01)");
+  } else if (!compression->isNone()) {
+    if (dataParallel == 0)
+      return fail("--grad-compression needs --mesh dp=N");
+    if (tensorParallel > 1 || pipelineParallel > 0 || expertParallel > 1)
+      return fail("--grad-compression goes with --mesh dp=N alone so far "
+                  "(not with tp, pp or ep)");
+    if (effectiveLossScale() == "dynamic")
+      return fail("--grad-compression does not go with dynamic loss scaling "
+                  "(--precision=fp16): a skipped step would still move the "
+                  "error-feedback residuals; use --precision=bf16 or "
+                  "--loss-scale=N");
+  }
   if (cpuVectorSize < 0)
     return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +
                 " is negative (0 turns vectorization off)");

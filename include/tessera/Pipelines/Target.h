@@ -71,6 +71,15 @@ struct ArtifactCollective {
   double bytes = 0;
 };
 
+/// Gradient compression on the data-parallel axis (`tsr.compression` on
+/// the collectives of compressed gradients): the compressor, and per step
+/// the bytes one rank sends for those gradients against what all-reducing
+/// them would send (the ring's 2(N−1)/N of their `tsr.dense_bytes`).
+struct ArtifactCompression {
+  std::string method;
+  double sentBytes = 0, denseBytes = 0;
+};
+
 /// One op's compute type, from tsr-precision-plan (`tsr.precision`).
 struct ArtifactPrecision {
   /// The op's name (tsr.matmul), its model node, the type and the rule.
@@ -166,6 +175,7 @@ struct ArtifactSignature {
   SmallVector<std::pair<std::string, int64_t>> mesh;
   std::optional<int64_t> zero;
   SmallVector<ArtifactCollective> collectives;
+  std::optional<ArtifactCompression> compression;
   /// The precision policy (`tsr.precision`: bf16 or fp16; empty for the
   /// model's own types) and every decision of it, in program order.
   std::string precision;

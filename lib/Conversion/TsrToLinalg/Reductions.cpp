@@ -347,17 +347,158 @@ struct TopKPattern : OpConversionPattern<tsr::TopKOp> {
   }
 };
 
+/// Unsorted TopK of a 1-D tensor by radix select: every element maps to an
+/// unsigned key of its width that orders as the elements do (a float's bits
+/// with the sign flipped, or all bits for a negative one; complemented for
+/// `largest = false`). The threshold t, the k-th best key, is found one bit
+/// at a time from the top: a bit stays set if at least k keys are >= the
+/// candidate, so `bits` counting passes over the n elements. One sequential
+/// pass then takes every key above t and, lowest index first, the k − (keys
+/// above t) equal to it, in index order: O(bits · n) against selection's
+/// O(k · n), whatever k is.
+struct UnsortedTopKPattern : OpConversionPattern<tsr::TopKOp> {
+  UnsortedTopKPattern(const TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(tsr::TopKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getX();
+    auto type = cast<RankedTensorType>(x.getType());
+    Type elem = type.getElementType();
+    unsigned width = elem.getIntOrFloatBitWidth();
+    if (op.getSorted() || type.getRank() != 1 || width < 8 || width > 64)
+      return rewriter.notifyMatchFailure(op, "not an unsorted 1-D TopK");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Type tsrElem = getElementType(op.getX());
+    bool isFloat = isa<FloatType>(elem), uns = isUnsigned(tsrElem);
+    bool largest = op.getLargest();
+    Type keyType = rewriter.getIntegerType(width), i64 = rewriter.getI64Type();
+    APInt signBit = APInt::getSignMask(width), ones = APInt::getAllOnes(width);
+    auto keyConst = [&](OpBuilder &b, Location l, const APInt &v) -> Value {
+      return arith::ConstantOp::create(b, l, b.getIntegerAttr(keyType, v));
+    };
+    auto keyOf = [&](OpBuilder &b, Location l, Value v) {
+      Value key = v;
+      if (isFloat) {
+        Value bits = arith::BitcastOp::create(b, l, keyType, v);
+        Value negative = arith::CmpIOp::create(b, l, CmpIPredicate::slt, bits,
+                                               keyConst(b, l, APInt(width, 0)));
+        key = arith::SelectOp::create(
+            b, l, negative,
+            arith::XOrIOp::create(b, l, bits, keyConst(b, l, ones)),
+            arith::XOrIOp::create(b, l, bits, keyConst(b, l, signBit)));
+      } else if (!uns) {
+        key = arith::XOrIOp::create(b, l, v, keyConst(b, l, signBit));
+      }
+      if (!largest)
+        key = arith::XOrIOp::create(b, l, key, keyConst(b, l, ones));
+      return key;
+    };
+    // How many keys compare `pred` against `t`, as an i64.
+    auto id = AffineMap::getMultiDimIdentityMap(1, ctx);
+    auto scalarMap = AffineMap::get(1, 0, {}, ctx);
+    auto countType = RankedTensorType::get({}, i64);
+    auto count = [&](OpBuilder &b, Location l, CmpIPredicate pred, Value t) {
+      Value init =
+          filledTensor(b, l, countType, scalarConstant(b, l, i64, 0.0));
+      auto counted = linalg::GenericOp::create(
+          b, l, countType, x, init, {id, scalarMap},
+          {utils::IteratorType::reduction},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value hit =
+                arith::CmpIOp::create(nb, nl, pred, keyOf(nb, nl, args[0]), t);
+            Value one = arith::ExtUIOp::create(nb, nl, i64, hit);
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::AddIOp::create(nb, nl, args[1], one).getResult());
+          });
+      return tensor::ExtractOp::create(b, l, counted.getResult(0), ValueRange{})
+          .getResult();
+    };
+    Value k = scalarConstant(rewriter, loc, i64, double(op.getK()));
+    auto search = scf::ForOp::create(
+        rewriter, loc, indexConstant(rewriter, loc, 0),
+        indexConstant(rewriter, loc, width), indexConstant(rewriter, loc, 1),
+        ValueRange{keyConst(rewriter, loc, APInt(width, 0))},
+        [&](OpBuilder &b, Location l, Value iv, ValueRange iter) {
+          Value shift =
+              arith::SubIOp::create(b, l, indexConstant(b, l, width - 1), iv);
+          Value bit = arith::ShLIOp::create(
+              b, l, keyConst(b, l, APInt(width, 1)),
+              arith::IndexCastOp::create(b, l, keyType, shift));
+          Value candidate = arith::OrIOp::create(b, l, iter[0], bit);
+          Value enough = arith::CmpIOp::create(
+              b, l, CmpIPredicate::uge,
+              count(b, l, CmpIPredicate::uge, candidate), k);
+          scf::YieldOp::create(b, l,
+                               ValueRange{arith::SelectOp::create(
+                                              b, l, enough, candidate, iter[0])
+                                              .getResult()});
+        });
+    Value threshold = search.getResult(0);
+    Value ties = arith::SubIOp::create(
+        rewriter, loc, k, count(rewriter, loc, CmpIPredicate::ugt, threshold));
+    auto valuesType =
+        convertTensorType(*getTypeConverter(), op.getValues().getType());
+    auto indicesType = cast<RankedTensorType>(op.getIndices().getType());
+    Value zero64 = scalarConstant(rewriter, loc, i64, 0.0);
+    auto take = scf::ForOp::create(
+        rewriter, loc, indexConstant(rewriter, loc, 0),
+        indexConstant(rewriter, loc, type.getDimSize(0)),
+        indexConstant(rewriter, loc, 1),
+        ValueRange{emptyTensor(rewriter, loc, valuesType),
+                   emptyTensor(rewriter, loc, indicesType),
+                   indexConstant(rewriter, loc, 0), ties},
+        [&](OpBuilder &b, Location l, Value iv, ValueRange iter) {
+          Value v = tensor::ExtractOp::create(b, l, x, iv);
+          Value key = keyOf(b, l, v);
+          Value above =
+              arith::CmpIOp::create(b, l, CmpIPredicate::ugt, key, threshold);
+          Value tie = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, CmpIPredicate::eq, key, threshold),
+              arith::CmpIOp::create(b, l, CmpIPredicate::sgt, iter[3], zero64));
+          Value taken = arith::OrIOp::create(b, l, above, tie);
+          auto write = scf::IfOp::create(
+              b, l, taken,
+              [&](OpBuilder &tb, Location tl) {
+                Value values =
+                    tensor::InsertOp::create(tb, tl, v, iter[0], iter[2]);
+                Value indices = tensor::InsertOp::create(
+                    tb, tl, arith::IndexCastOp::create(tb, tl, i64, iv),
+                    iter[1], iter[2]);
+                Value next = arith::AddIOp::create(tb, tl, iter[2],
+                                                   indexConstant(tb, tl, 1));
+                scf::YieldOp::create(tb, tl, ValueRange{values, indices, next});
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el,
+                                     ValueRange{iter[0], iter[1], iter[2]});
+              });
+          Value left = arith::SubIOp::create(
+              b, l, iter[3], arith::ExtUIOp::create(b, l, i64, tie));
+          scf::YieldOp::create(b, l,
+                               ValueRange{write.getResult(0),
+                                          write.getResult(1),
+                                          write.getResult(2), left});
+        });
+    rewriter.replaceOp(op, {take.getResult(0), take.getResult(1)});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tessera::tsr_to_linalg::populateReductionPatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns
-      .add<ReducePattern<tsr::ReduceSumOp, ReduceKind::Sum>,
-           ReducePattern<tsr::ReduceMeanOp, ReduceKind::Mean>,
-           ReducePattern<tsr::ReduceMaxOp, ReduceKind::Max>,
-           ReducePattern<tsr::ReduceMinOp, ReduceKind::Min>,
-           ReducePattern<tsr::ReduceProdOp, ReduceKind::Prod>,
-           ArgReducePattern<tsr::ArgMaxOp, true>,
-           ArgReducePattern<tsr::ArgMinOp, false>, CumSumPattern, TopKPattern>(
-          converter, patterns.getContext());
+  patterns.add<ReducePattern<tsr::ReduceSumOp, ReduceKind::Sum>,
+               ReducePattern<tsr::ReduceMeanOp, ReduceKind::Mean>,
+               ReducePattern<tsr::ReduceMaxOp, ReduceKind::Max>,
+               ReducePattern<tsr::ReduceMinOp, ReduceKind::Min>,
+               ReducePattern<tsr::ReduceProdOp, ReduceKind::Prod>,
+               ArgReducePattern<tsr::ArgMaxOp, true>,
+               ArgReducePattern<tsr::ArgMinOp, false>, CumSumPattern,
+               TopKPattern, UnsortedTopKPattern>(converter,
+                                                 patterns.getContext());
 }

@@ -178,11 +178,10 @@ static LogicalResult topk(NodeContext &n, SmallVectorImpl<Value> &results) {
       k = static_cast<int64_t>(kv);
     }
   }
-  if (n.getInt("sorted", 1) == 0)
-    return n.unsupported("sorted = 0");
   auto ys = n.build(tsr::TopKOp::getOperationName(), {x},
                     {n.i64("k", k), n.i64("axis", *axis),
-                     n.boolean("largest", n.getInt("largest", 1) != 0)},
+                     n.boolean("largest", n.getInt("largest", 1) != 0),
+                     n.boolean("sorted", n.getInt("sorted", 1) != 0)},
                     2);
   if (failed(ys))
     return failure();

@@ -10,6 +10,7 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Compression.h"
 #include "tessera/Transforms/Parallel/Sharding.h"
 
 namespace mlir::tessera {
@@ -169,7 +170,12 @@ struct TsrDataParallelPass
     });
     bool scatter = zero >= 2;
     SmallVector<SmallVector<Gradient *>> buckets;
+    SmallVector<Gradient *> compressed;
     for (Gradient &g : grads) {
+      if (func.getResultAttr(g.result, tsr::attr::kCompression)) {
+        compressed.push_back(&g);
+        continue;
+      }
       auto index =
           func.getResultAttrOfType<IntegerAttr>(g.result, tsr::attr::kBucket);
       if (!index || index.getInt() < 0)
@@ -285,6 +291,88 @@ struct TsrDataParallelPass
       types.push_back(v.getType());
     func.setType(
         FunctionType::get(func.getContext(), func.getArgumentTypes(), types));
+    for (Gradient *grad : compressed)
+      if (failed(reduceCompressed(*grad, ret)))
+        return failure();
+    return success();
+  }
+
+  /// The placement point of a gradient's reduction: right after `value` is
+  /// computed (and after a counted loss's weights), or at the top.
+  void setInsertionAfterGradient(OpBuilder &b, Value value) {
+    Operation *last = value.getDefiningOp();
+    if (rankWeight &&
+        (!last || last->isBeforeInBlock(rankWeight.getDefiningOp())))
+      last = rankWeight.getDefiningOp();
+    if (last && last->getBlock() == &func.getBody().front())
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(&func.getBody().front());
+  }
+
+  /// A gradient the plan marked `tsr.compression`: its compressed mean
+  /// over the ranks, exchanged asynchronously from where it is computed,
+  /// with this rank's error-feedback residual as a new state (a flat row of
+  /// a [N, n] tensor sharded over the ranks, so that checkpoints keep every
+  /// rank's own).
+  LogicalResult reduceCompressed(Gradient &grad, func::ReturnOp ret) {
+    auto spec = func.getResultAttrOfType<StringAttr>(grad.result,
+                                                     tsr::attr::kCompression);
+    std::optional<GradientCompression> method =
+        GradientCompression::parse(spec.getValue());
+    if (!method || method->isNone())
+      return func.emitError("gradient result ")
+             << grad.result << ": tsr.compression " << spec
+             << " is not a compressor (topk:R with 0 < R <= 1)";
+    MLIRContext *ctx = func.getContext();
+    auto type = cast<RankedTensorType>(grad.value.getType());
+    int64_t n = type.getNumElements();
+    StringRef name = nameOf(grad.param);
+    OpBuilder b(ctx);
+    SmallVector<NamedAttribute> stateAttrs{
+        b.getNamedAttr(tsr::attr::kName,
+                       b.getStringAttr("topk.residual." + name)),
+        b.getNamedAttr(tsr::attr::kRole,
+                       tsr::RoleAttr::get(ctx, tsr::Role::state)),
+        b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(dp)),
+        b.getNamedAttr(tsr::attr::kGlobalShape,
+                       b.getDenseI64ArrayAttr({dp, n}))};
+    SmallVector<NamedAttribute> argAttrs(stateAttrs);
+    argAttrs.push_back(
+        b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0)));
+    unsigned argIndex = func.getNumArguments();
+    auto flat = RankedTensorType::get({n}, type.getElementType());
+    if (failed(func.insertArgument(
+            argIndex, flat, b.getDictionaryAttr(argAttrs), ret.getLoc())))
+      return failure();
+
+    setInsertionAfterGradient(b, grad.value);
+    GradientBuilder g(
+        b, NameLoc::get(b.getStringAttr("compress." + name), ret.getLoc()));
+    CompressedExchange exchange = startCompressedExchange(
+        g, weigh(g, grad.value), func.getArgument(argIndex), *method, dp, axes,
+        name);
+    b.setInsertionPoint(ret);
+    Value mean = finishCompressedExchange(g, exchange, type, dp);
+    if (zero >= 2) {
+      mean = localShard(g, mean, dp, axes);
+      func.setResultAttr(grad.result, tsr::attr::kShards,
+                         b.getI64IntegerAttr(dp));
+    }
+    ret.setOperand(grad.result, mean);
+    func.removeResultAttr(grad.result,
+                          StringAttr::get(ctx, tsr::attr::kCompression));
+
+    unsigned resultIndex = func.getNumResults();
+    SmallVector<NamedAttribute> resultAttrs(stateAttrs);
+    resultAttrs.push_back(
+        b.getNamedAttr(tsr::attr::kUpdates, b.getI64IntegerAttr(argIndex)));
+    if (failed(func.insertResult(resultIndex, flat,
+                                 b.getDictionaryAttr(resultAttrs))))
+      return failure();
+    ret->insertOperands(resultIndex, exchange.residual);
+    func.setType(
+        FunctionType::get(ctx, func.getArgumentTypes(), ret.getOperandTypes()));
     return success();
   }
 

@@ -10,7 +10,9 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
+#include "tessera/Transforms/Parallel/Compression.h"
 #include "tessera/Transforms/Parallel/Sharding.h"
+#include "tessera/Transforms/Precision/LossScale.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRDATAPARALLELPLAN
@@ -58,6 +60,24 @@ struct TsrDataParallelPlanPass
     return *size;
   }
 
+  /// Compression sends each rank's own gradient plus its residual: it
+  /// needs the data-parallel axis alone, and every step to count (a step
+  /// that dynamic loss scaling skips would still move the residuals).
+  LogicalResult checkCompressible(func::FuncOp f) {
+    auto mesh = getOperation()->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+      if (name.getValue() != axis && size > 1)
+        return f.emitError("gradient compression goes with data parallelism "
+                           "alone so far; the mesh ")
+               << mesh << " also has axis '" << name.getValue() << "'";
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      if (getArgString(f, i, tsr::attr::kName) == kLossScaleState)
+        return f.emitError("gradient compression does not go with dynamic "
+                           "loss scaling: a skipped step would still move "
+                           "the error-feedback residuals");
+    return success();
+  }
+
   LogicalResult plan(func::FuncOp f) {
     if (f.getNumResults() == 0)
       return f.emitError("tsr-data-parallel-plan expects the loss as result 0");
@@ -66,10 +86,17 @@ struct TsrDataParallelPlanPass
              << zero.getValue();
     if (bucketBytes < 1)
       return f.emitError("bucket-bytes must be positive");
+    std::optional<GradientCompression> compress =
+        GradientCompression::parse(compression);
+    if (!compress)
+      return f.emitError("compression '")
+             << compression << "' is not none or topk:R with 0 < R <= 1";
     FailureOr<int64_t> size = resolveMesh(f);
     if (failed(size))
       return failure();
     int64_t n = *size;
+    if (!compress->isNone() && failed(checkCompressible(f)))
+      return failure();
     SmallVector<unsigned> carried;
     SmallVector<GradientResult> grads = getGradientResults(f, carried);
     if (n > 1) {
@@ -99,6 +126,11 @@ struct TsrDataParallelPlanPass
     Type elem;
     for (const GradientResult &g : grads) {
       auto type = cast<RankedTensorType>(g.value.getType());
+      if (compress->appliesTo(type)) {
+        f.setResultAttr(g.result, tsr::attr::kCompression,
+                        b.getStringAttr(compress->str()));
+        continue;
+      }
       int64_t elements = type.getNumElements();
       int64_t size = (scatter ? n * getShardSize(elements, n) : elements) *
                      type.getElementTypeBitWidth() / 8;

@@ -1,7 +1,9 @@
 // RUN: tessera-opt %s %tsr_exec_pipeline | %mlir_runner | FileCheck %s
 
 // Reductions (keepdims, mean, empty inputs), ArgMax/ArgMin (ties, select_last_index,
-// first NaN wins), TopK (ties keep the lower index) and CumSum (exclusive/reverse); hand-computed.
+// first NaN wins), TopK (ties keep the lower index; unsorted 1-D by radix select,
+// in index order, over negative, infinite and integer keys) and CumSum
+// (exclusive/reverse); hand-computed.
 
 func.func @reduce(%x: tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<3xf32>, tensor<f32>, tensor<2xf32>, tensor<2xf32>) {
   %0 = tsr.reduce_sum %x {axes = array<i64: 1>, keepdims = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
@@ -46,8 +48,21 @@ func.func @cumsum(%x: tensor<4xf32>, %y: tensor<2x2xf32>) -> (tensor<4xf32>, ten
   return %0, %1, %2, %3, %4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>
 }
 
+// Unsorted: the two largest of three tied 5s are the first two; the three
+// smallest (with -inf); the four largest of floats with 1e30 and a tie at
+// 3; the three largest signed integers.
+func.func @topk_unsorted(%x: tensor<8xf32>, %y: tensor<6xf32>, %z: tensor<5xi32>)
+    -> (tensor<2xf32>, tensor<2xi64>, tensor<3xf32>, tensor<3xi64>, tensor<4xf32>, tensor<4xi64>, tensor<3xi32>, tensor<3xi64>) {
+  %a, %ai = tsr.topk %x {k = 2 : i64, axis = 0 : i64, largest = true, sorted = false} : (tensor<8xf32>) -> (tensor<2xf32>, tensor<2xi64>)
+  %b, %bi = tsr.topk %x {k = 3 : i64, axis = 0 : i64, largest = false, sorted = false} : (tensor<8xf32>) -> (tensor<3xf32>, tensor<3xi64>)
+  %c, %ci = tsr.topk %y {k = 4 : i64, axis = 0 : i64, largest = true, sorted = false} : (tensor<6xf32>) -> (tensor<4xf32>, tensor<4xi64>)
+  %d, %di = tsr.topk %z {k = 3 : i64, axis = 0 : i64, largest = true, sorted = false} : (tensor<5xi32>) -> (tensor<3xi32>, tensor<3xi64>)
+  return %a, %ai, %b, %bi, %c, %ci, %d, %di : tensor<2xf32>, tensor<2xi64>, tensor<3xf32>, tensor<3xi64>, tensor<4xf32>, tensor<4xi64>, tensor<3xi32>, tensor<3xi64>
+}
+
 func.func private @printMemrefF32(memref<*xf32>)
 func.func private @printMemrefI64(memref<*xi64>)
+func.func private @printMemrefI32(memref<*xi32>)
 
 func.func @main() {
   %a0 = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
@@ -175,5 +190,49 @@ func.func @main() {
   // CHECK: {{\[\[}}1,   2],
   // CHECK-NEXT: [4,   6{{\]\]}}
   call @printMemrefF32(%u12_4) : (memref<*xf32>) -> ()
+  %a13 = arith.constant dense<[-1.0, 5.0, 3.0, 5.0, -7.0, 0.0, 5.0, 2.0]> : tensor<8xf32>
+  %a14 = arith.constant dense<[0.5, -0.25, 1.0e30, 0xFF800000, 3.0, 3.0]> : tensor<6xf32>
+  %a15 = arith.constant dense<[-3, 2, -8, 7, 2]> : tensor<5xi32>
+  %r16:8 = call @topk_unsorted(%a13, %a14, %a15) : (tensor<8xf32>, tensor<6xf32>, tensor<5xi32>) -> (tensor<2xf32>, tensor<2xi64>, tensor<3xf32>, tensor<3xi64>, tensor<4xf32>, tensor<4xi64>, tensor<3xi32>, tensor<3xi64>)
+  %m16_0 = bufferization.to_buffer %r16#0 : tensor<2xf32> to memref<2xf32>
+  %u16_0 = memref.cast %m16_0 : memref<2xf32> to memref<*xf32>
+  // topk_unsorted#0
+  // CHECK: [5,  5]
+  call @printMemrefF32(%u16_0) : (memref<*xf32>) -> ()
+  %m16_1 = bufferization.to_buffer %r16#1 : tensor<2xi64> to memref<2xi64>
+  %u16_1 = memref.cast %m16_1 : memref<2xi64> to memref<*xi64>
+  // topk_unsorted#1
+  // CHECK: [1,  3]
+  call @printMemrefI64(%u16_1) : (memref<*xi64>) -> ()
+  %m16_2 = bufferization.to_buffer %r16#2 : tensor<3xf32> to memref<3xf32>
+  %u16_2 = memref.cast %m16_2 : memref<3xf32> to memref<*xf32>
+  // topk_unsorted#2
+  // CHECK: [-1,  -7,  0]
+  call @printMemrefF32(%u16_2) : (memref<*xf32>) -> ()
+  %m16_3 = bufferization.to_buffer %r16#3 : tensor<3xi64> to memref<3xi64>
+  %u16_3 = memref.cast %m16_3 : memref<3xi64> to memref<*xi64>
+  // topk_unsorted#3
+  // CHECK: [0,  4,  5]
+  call @printMemrefI64(%u16_3) : (memref<*xi64>) -> ()
+  %m16_4 = bufferization.to_buffer %r16#4 : tensor<4xf32> to memref<4xf32>
+  %u16_4 = memref.cast %m16_4 : memref<4xf32> to memref<*xf32>
+  // topk_unsorted#4
+  // CHECK: [0.5,  1e+30,  3,  3]
+  call @printMemrefF32(%u16_4) : (memref<*xf32>) -> ()
+  %m16_5 = bufferization.to_buffer %r16#5 : tensor<4xi64> to memref<4xi64>
+  %u16_5 = memref.cast %m16_5 : memref<4xi64> to memref<*xi64>
+  // topk_unsorted#5
+  // CHECK: [0,  2,  4,  5]
+  call @printMemrefI64(%u16_5) : (memref<*xi64>) -> ()
+  %m16_6 = bufferization.to_buffer %r16#6 : tensor<3xi32> to memref<3xi32>
+  %u16_6 = memref.cast %m16_6 : memref<3xi32> to memref<*xi32>
+  // topk_unsorted#6
+  // CHECK: [2,  7,  2]
+  call @printMemrefI32(%u16_6) : (memref<*xi32>) -> ()
+  %m16_7 = bufferization.to_buffer %r16#7 : tensor<3xi64> to memref<3xi64>
+  %u16_7 = memref.cast %m16_7 : memref<3xi64> to memref<*xi64>
+  // topk_unsorted#7
+  // CHECK: [1,  3,  4]
+  call @printMemrefI64(%u16_7) : (memref<*xi64>) -> ()
   return
 }

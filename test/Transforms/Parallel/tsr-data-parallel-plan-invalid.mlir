@@ -1,10 +1,14 @@
 // RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2" 2>&1 | FileCheck %s
 // RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=4" 2>&1 | FileCheck %s --check-prefix=STAGE
 // RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=1 zero=1" --tsr-data-parallel "--tsr-optimizer=optimizer=adafactor" 2>&1 | FileCheck %s --check-prefix=ADAFACTOR
+// RUN: not tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:2" 2>&1 | FileCheck %s --check-prefix=SPEC
+// RUN: not tessera-opt %S/Inputs/mesh-dp-tp.mlir "--tsr-data-parallel-plan=compression=topk:0.1" 2>&1 | FileCheck %s --check-prefix=AXES
 
 // Running statistics updated from the batch would differ on every rank.
 // CHECK: error: result 2 ('bn.running_mean') updates running statistics from the batch, which differ between data-parallel ranks (synchronized batch norm is not supported): compile with --batch-norm=running
 // STAGE: error: ZeRO stage must be 0, 1, 2 or 3, got 4
+// SPEC: error: compression 'topk:2' is not none or topk:R with 0 < R <= 1
+// AXES: error: gradient compression goes with data parallelism alone so far; the mesh #tsr.mesh<["dp"=2, "tp"=2]> also has axis 'tp'
 // ADAFACTOR: error: adafactor's factored second moments are row and column means, which ZeRO's flat shards would split: use --zero=0 with adafactor
 func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %m: tensor<3xf32> {tsr.name = "bn.running_mean", tsr.role = #tsr.role<param>, tsr.statistics})

@@ -6,6 +6,8 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=3" --tsr-data-parallel | FileCheck %s --check-prefix=ZERO3
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=1" --tsr-data-parallel "--tsr-optimizer=optimizer=adam lr=0.01" | FileCheck %s --check-prefix=ADAM1
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=3" --tsr-data-parallel "--tsr-optimizer=optimizer=lamb lr=0.01 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB3
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:0.25" --tsr-data-parallel | FileCheck %s --check-prefix=TOPK
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=2 compression=topk:0.25" --tsr-data-parallel "--tsr-optimizer=optimizer=sgd lr=0.1" | FileCheck %s --check-prefix=TOPK2
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry tsr.backward. The
@@ -45,6 +47,41 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // ZERO0-NEXT: %[[RW:.*]] = tsr.wait %[[PW]] : (tensor<6xf32>) -> tensor<6xf32>
 // ZERO0-NEXT: %[[W2:.*]] = tsr.reshape %[[RW]] : tensor<6xf32> to tensor<3x2xf32>
 // ZERO0-NEXT: return %[[L]], %[[W2]], %[[RB]]
+
+// topk:0.25 on the matrix w (k = 2 of 6): this rank's residual is a new
+// state argument and result (its row of [2, 6]); right after the gradient,
+// the residual is added, the 2 largest magnitudes chosen (unsorted TopK)
+// and sent as (i32 index, value) pairs by two async all-gathers; the rest
+// is the next residual. Before the return the 4 pairs are added into zeros
+// and halved. b's vector stays in its bucket.
+// TOPK: func.func @main({{.*}}%arg3: tensor<6xf32> {tsr.global_shape = array<i64: 2, 6>, tsr.init = 0.000000e+00 : f64, tsr.name = "topk.residual.w", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64})
+// TOPK-SAME: tensor<6xf32> {tsr.global_shape = array<i64: 2, 6>, tsr.name = "topk.residual.w", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64, tsr.updates = 3 : i64})
+// TOPK: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b"]}
+// TOPK: %[[G:.*]] = tsr.reshape %{{.*}} : tensor<3x2xf32> to tensor<6xf32>
+// TOPK-NEXT: %[[ACC:.*]] = tsr.add %[[G]], %arg3 : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+// TOPK-NEXT: %[[ABS:.*]] = tsr.abs %[[ACC]]
+// TOPK-NEXT: %{{.*}}, %[[IDX:.*]] = tsr.topk %[[ABS]] {axis = 0 : i64, k = 2 : i64, largest = true, sorted = false}
+// TOPK-NEXT: %[[VAL:.*]] = tsr.gather_elements %[[ACC]], %[[IDX]] {axis = 0 : i64}
+// TOPK-NEXT: %[[ZERO:.*]] = tsr.constant dense<0.000000e+00> : tensor<2xf32>
+// TOPK-NEXT: %[[RES:.*]] = tsr.scatter_elements %[[ACC]], %[[IDX]], %[[ZERO]] {axis = 0 : i64}
+// TOPK-NEXT: %[[I32:.*]] = tsr.cast %[[IDX]] : tensor<2xi64> to tensor<2xi32>
+// TOPK-NEXT: %[[GI:.*]] = tsr.all_gather %[[I32]] {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "topk:0.25", tsr.reason = "topk:0.25: the indices of the 2 of 6 gradient elements of 'w' each rank sends"} : (tensor<2xi32>) -> tensor<4xi32>
+// TOPK-NEXT: %[[GV:.*]] = tsr.all_gather %[[VAL]] {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "topk:0.25", tsr.dense_bytes = 24 : i64, tsr.reason = "{{.*}}"} : (tensor<2xf32>) -> tensor<4xf32>
+// TOPK: %[[WI:.*]] = tsr.wait %[[GI]]
+// TOPK-NEXT: %[[WV:.*]] = tsr.wait %[[GV]]
+// TOPK-NEXT: %[[I64:.*]] = tsr.cast %[[WI]] : tensor<4xi32> to tensor<4xi64>
+// TOPK-NEXT: %[[Z6:.*]] = tsr.constant dense<0.000000e+00> : tensor<6xf32>
+// TOPK-NEXT: %[[SUM:.*]] = tsr.scatter_elements %[[Z6]], %[[I64]], %[[WV]] {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>}
+// TOPK-NEXT: %[[HALF:.*]] = tsr.constant dense<5.000000e-01> : tensor<f32>
+// TOPK-NEXT: %[[MEAN:.*]] = tsr.mul %[[SUM]], %[[HALF]]
+// TOPK-NEXT: %[[W:.*]] = tsr.reshape %[[MEAN]] : tensor<6xf32> to tensor<3x2xf32>
+// TOPK-NEXT: return %{{.*}}, %[[W]], %{{.*}}, %[[RES]]
+
+// With ZeRO-2 each rank keeps its shard of the dense mean; the optimizer
+// carries the residual's update through.
+// TOPK2: tsr.local_shard %{{.*}} {mesh_axes = ["dp"]} : (tensor<6xf32>) -> tensor<3xf32>
+// TOPK2: return
+// TOPK2-SAME: tensor<i64>, tensor<6xf32>
 
 // The default 25 MiB bucket holds both: one concatenated all-reduce,
 // sliced back per gradient.

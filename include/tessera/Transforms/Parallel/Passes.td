@@ -21,7 +21,13 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       buckets in backward order (the order the backward pass computes them),
       each holding at most `bucket-bytes` (a larger gradient alone; ZeRO 2
       and 3 count a gradient padded to N·ceil(n/N) elements), one element
-      type per bucket.
+      type per bucket;
+    - with `compression=topk:R`, on every gradient of rank >= 2 instead of
+      a bucket, `tsr.compression = "topk:R"`: `tsr-data-parallel` reduces
+      it compressed (vectors, biases and norms stay in buckets: they are
+      few bytes). Compression needs the data-parallel axis alone in the
+      mesh and no dynamic loss scaling (a skipped step would still move
+      the residuals).
 
     Refused with an error for N > 1: running-statistics updates
     (batch-norm batch statistics would differ per rank), and a
@@ -58,6 +64,9 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t",
            /*default=*/"25 * 1024 * 1024",
            "Most gradient bytes per bucket (one collective each)">,
+    Option<"compression", "compression", "std::string", /*default=*/"\"none\"",
+           "How matrix gradients are reduced: none (in buckets) or topk:R "
+           "(the fraction R of largest magnitude, with error feedback)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
@@ -97,6 +106,19 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     rank's loss and gradients are weighted by N·count/total before the mean
     over ranks, which gives exactly the mean over the global batch's counted
     labels.
+
+    A gradient with `tsr.compression = "topk:R"` is not bucketed. Its
+    rank adds its error-feedback residual (a new state argument
+    `topk.residual.NAME`, zero at first, this rank's row of a [N, n] tensor
+    sharded over the ranks) to it, keeps the k = ceil(R·n) elements of
+    largest magnitude (`tsr.topk` unsorted, a radix select) and sends them
+    as (index, value) pairs: two async `tsr.all_gather`s (indices as i32)
+    that carry `tsr.compression` and, on the values, `tsr.dense_bytes` (what
+    an all-reduce would have carried). Before the return, the N·k pairs are
+    scattered (added) into zeros and divided by N: every rank gets the same
+    dense mean (its ZeRO 2/3 shard after a `tsr.local_shard`). The elements
+    not sent are the next residual, a new state result (`tsr.updates`) that
+    `tsr-optimizer` carries and checkpoints keep per rank.
 
     With `reduce-type=bf16` (or `f16`) every bucket of wider float
     gradients is divided by N, cast to that type, summed over the ranks and

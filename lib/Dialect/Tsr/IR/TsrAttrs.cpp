@@ -312,6 +312,15 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
              << index << " attribute '" << name << "' belongs on a result";
     return i && i.getInt() >= 0 ? success() : fail("a bucket number >= 0");
   }
+  if (name == attr::kCompression) {
+    auto spec = dyn_cast<StringAttr>(value);
+    if (!isResult)
+      return op->emitOpError("argument ")
+             << index << " attribute '" << name << "' belongs on a result";
+    return spec && !spec.getValue().empty()
+               ? success()
+               : fail("a compressor such as \"topk:0.01\"");
+  }
   if (name == attr::kStatistics)
     return isa<UnitAttr>(value) ? success() : fail("a unit attribute");
   if (name == attr::kAuxLoss) {
@@ -368,7 +377,8 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
                            << llvm::join(
                                   ArrayRef<StringRef>{
                                       attr::kName, attr::kRole, attr::kUpdates,
-                                      attr::kGradOf, attr::kBucket, attr::kInit,
+                                      attr::kGradOf, attr::kBucket,
+                                      attr::kCompression, attr::kInit,
                                       attr::kStatistics, attr::kShards,
                                       attr::kGlobalShape, attr::kSharding,
                                       attr::kReason, attr::kAuxLoss},
@@ -487,6 +497,21 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a non-empty string, got " << value;
     return success();
   }
+  if (name == attr::kCompression) {
+    auto spec = dyn_cast<StringAttr>(value);
+    if (!spec || spec.getValue().empty())
+      return op->emitOpError("attribute '")
+             << name << "' must be a compressor such as \"topk:0.01\", got "
+             << value;
+    return success();
+  }
+  if (name == attr::kDenseBytes) {
+    auto bytes = dyn_cast<IntegerAttr>(value);
+    if (!bytes || bytes.getInt() < 0)
+      return op->emitOpError("attribute '")
+             << name << "' must be a byte count, got " << value;
+    return success();
+  }
   if (name == attr::kPartitioned) {
     auto axes = dyn_cast<ArrayAttr>(value);
     if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
@@ -586,5 +611,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kSharding << ", " << attr::kOperandShardings << ", "
          << attr::kPartitioned << ", " << attr::kReason << ", " << attr::kStage
          << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
-         << attr::kPipelineSchedule << ", " << attr::kScatterShape << ")";
+         << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
+         << attr::kCompression << ", " << attr::kDenseBytes << ")";
 }

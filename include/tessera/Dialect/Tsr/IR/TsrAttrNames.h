@@ -25,6 +25,14 @@ inline constexpr llvm::StringLiteral kGradOf = "tsr.grad_of";
 /// On a gradient result: the data-parallel bucket that reduces it, from
 /// tsr-data-parallel-plan.
 inline constexpr llvm::StringLiteral kBucket = "tsr.bucket";
+/// How a gradient is reduced over the data-parallel ranks when not in a
+/// bucket: a compressor's spec such as "topk:0.01" (a string), from
+/// tsr-data-parallel-plan. On an op: the collectives tsr-data-parallel
+/// built for such a gradient.
+inline constexpr llvm::StringLiteral kCompression = "tsr.compression";
+/// On a collective that carries a compressed gradient: the bytes of the
+/// gradient an all-reduce would have carried (an integer).
+inline constexpr llvm::StringLiteral kDenseBytes = "tsr.dense_bytes";
 /// On optimizer state: the value every element starts from (a float).
 inline constexpr llvm::StringLiteral kInit = "tsr.init";
 /// On a parameter: running statistics, updated from the batch, no gradient.

@@ -405,11 +405,16 @@ def Tsr_TopKOp : Tsr_BaseOp<"topk", [
     InferTypeOpAdaptor]> {
   let summary = "the k largest or smallest elements along one axis";
   let description = Tsr_Doc<"Values and i64 indices of the `k` largest "
-    "(`largest`) or smallest elements along `axis`, in sorted order; ties "
-    "keep the lower index first.", "TopK",
+    "(`largest`) or smallest elements along `axis`; ties keep the lower "
+    "index. `sorted` (the default) returns them best first; with `sorted = "
+    "false` their order is unspecified, and a 1-D input's come in index "
+    "order, selected in O(bits * n) (a radix select of the threshold, then "
+    "one pass) rather than O(k * n): what gradient compression needs.",
+    "TopK",
     "%v, %i = tsr.topk %x {k = 2 : i64, axis = 1 : i64, largest = true} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)">.text;
   let arguments = (ins Tsr_NumericTensor:$x, I64Attr:$k, I64Attr:$axis,
-                       BoolAttr:$largest);
+                       BoolAttr:$largest,
+                       DefaultValuedAttr<BoolAttr, "true">:$sorted);
   let results = (outs Tsr_NumericTensor:$values,
                       StaticShapeTensorOf<[I64]>:$indices);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Gradient compression: bytes sent, step time and loss against all-reduce.
+
+For the bundled character LM (python/tessera_examples/make_charlm.py) and a
+GPT exported by PyTorch (python/tessera_examples/make_torch_gpt.py),
+compiles the Adam training step for `--mesh dp=N`, plain and with each
+`--grad-compression` setting, trains each the same number of steps under
+`mpirun -np N` on the same tokens, and prints per setting:
+
+- the bytes one rank sends per step, every collective of the step (the
+  manifest's, by the cost model: gradient buckets, compressed gradients,
+  the loss), and the ratio of plain's to it;
+- the compressed gradients alone: what they send against what
+  all-reducing them would (the manifest's `gradient_compression`);
+- the median step time and its ratio to plain;
+- the mean loss of the last 10% of steps (the same batches for every
+  setting) and its ratio to plain.
+
+It also writes loss against bytes sent (cumulative, per rank) for every
+setting as an SVG plot.
+
+Usage: bench/compression.py [--build DIR] [--out DIR] [--ranks N]
+                            [--steps N] [--gpt-steps N] [--no-gpt]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TORCH_PYTHON = "/usr/bin/python3"
+SETTINGS = ("none", "topk:0.1", "topk:0.01")
+COLOURS = ("black", "steelblue", "darkred", "darkgreen")
+
+
+def run(cmd, **kw):
+    done = subprocess.run([str(c) for c in cmd], capture_output=True,
+                          text=True, **kw)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"error: {' '.join(map(str, cmd))} exited "
+                         f"{done.returncode}")
+    return done.stdout
+
+
+def mpirun(ranks):
+    env = ["env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+           "OMPI_MCA_rmaps_base_oversubscribe=1"]
+    return env + ["mpirun", "-np", str(ranks)]
+
+
+def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps):
+    run([bin_dir / "tessera-compile", model, "--mode=train",
+         "--loss=cross_entropy", "--logits=logits", *labels,
+         f"--batch-size={batch}", "--optimizer=adam", "--lr=3e-3",
+         "--mesh", f"dp={ranks}", f"--grad-compression={setting}", "-o", art])
+    with open(os.path.join(art, "manifest.json")) as f:
+        manifest = json.load(f)
+    sent = sum(c["bytes"] for c in manifest["collectives"])
+    log = f"{art}.json"
+    run(mpirun(ranks) + [bin_dir / "tessera-run", art, "--train", "--data",
+                         data, "--steps", steps, "--threads", 1,
+                         "--log-json", log])
+    with open(log) as f:
+        records = [json.loads(line) for line in f]
+    losses = [float(r["loss"]) for r in records]
+    tail = losses[-max(1, len(losses) // 10):]
+    return {"sent": sent, "grad": manifest.get("gradient_compression"),
+            "seconds": statistics.median(r["seconds"] for r in records[2:]),
+            "tail": statistics.mean(tail), "losses": losses}
+
+
+def plot(curves, path, title):
+    """Loss (moving mean over 20 steps) against cumulative MB sent."""
+    w, h, pad = 640, 380, 56
+    xmax = max(r["sent"] * len(r["losses"]) for _, r in curves) / 1e6
+    smooth = {}
+    for name, r in curves:
+        ls = r["losses"]
+        smooth[name] = [statistics.mean(ls[max(0, i - 19):i + 1])
+                        for i in range(len(ls))]
+    ymin = min(min(v) for v in smooth.values())
+    ymax = max(max(v) for v in smooth.values())
+
+    def sx(x):
+        return pad + x / xmax * (w - 2 * pad)
+
+    def sy(y):
+        return h - pad - (y - ymin) / (ymax - ymin) * (h - 2 * pad)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" '
+             f'height="{h}" font-family="sans-serif" font-size="11">',
+             f'<rect width="{w}" height="{h}" fill="white"/>',
+             f'<text x="{w / 2}" y="16" text-anchor="middle">{title}</text>',
+             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" '
+             'stroke="black"/>',
+             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" '
+             'stroke="black"/>',
+             f'<text x="{w / 2}" y="{h - 14}" text-anchor="middle">MB sent '
+             'by one rank (cumulative)</text>',
+             f'<text x="14" y="{h / 2}" transform="rotate(-90 14 {h / 2})" '
+             'text-anchor="middle">loss (mean of the last 20 steps)</text>']
+    for v in (0, xmax / 2, xmax):
+        parts.append(f'<text x="{sx(v)}" y="{h - pad + 14}" '
+                     f'text-anchor="middle">{v:.1f}</text>')
+    for v in (ymin, (ymin + ymax) / 2, ymax):
+        parts.append(f'<text x="{pad - 6}" y="{sy(v) + 4}" '
+                     f'text-anchor="end">{v:.2f}</text>')
+    for k, (name, r) in enumerate(curves):
+        colour = COLOURS[k % len(COLOURS)]
+        points = " ".join(f"{sx(r['sent'] * (i + 1) / 1e6):.1f},{sy(y):.1f}"
+                          for i, y in enumerate(smooth[name]))
+        parts.append(f'<polyline fill="none" stroke="{colour}" '
+                     f'points="{points}"/>')
+        parts.append(f'<text x="{w - pad - 4}" y="{pad + 14 * (k + 1)}" '
+                     f'text-anchor="end" fill="{colour}">{name}</text>')
+    parts.append("</svg>")
+    pathlib.Path(path).write_text("\n".join(parts) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--out", help="where the plots go (default: the work "
+                    "directory)")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--gpt-steps", type=int, default=60)
+    ap.add_argument("--no-gpt", action="store_true")
+    args = ap.parse_args()
+    bin_dir = pathlib.Path(args.build) / "bin"
+    work = tempfile.mkdtemp(prefix="tessera-bench-compression.")
+    out_dir = args.out or work
+
+    lm = os.path.join(work, "lm")
+    run([sys.executable, ROOT / "python/tessera_examples/make_charlm.py",
+         "--out", lm, "--seq", 32, "--batch", 16, "--layers", 1,
+         "--no-verify"])
+    data = os.path.join(lm, "tokens.bin")
+    models = [("charlm", os.path.join(lm, "charlm.onnx"), ["--labels=targets"],
+               16, args.steps, data)]
+    if not args.no_gpt:
+        gpt = os.path.join(work, "gpt")
+        run([TORCH_PYTHON, ROOT / "python/tessera_examples/make_torch_gpt.py",
+             "--out", gpt, "--layers", 4, "--d-model", 256, "--heads", 4,
+             "--seq", 64, "--vocab", 96])
+        gpt_lm = os.path.join(work, "gpt_lm")
+        run([sys.executable, ROOT / "python/tessera_examples/make_charlm.py",
+             "--out", gpt_lm, "--seq", 64, "--batch", 8, "--no-verify"])
+        models.append(("torch GPT 4x256", os.path.join(gpt, "torch_gpt.onnx"),
+                       [], 8, args.gpt_steps,
+                       os.path.join(gpt_lm, "tokens.bin")))
+
+    print(f"data parallelism over {args.ranks} ranks (mpirun, MPI on the "
+          "CPU), Adam 3e-3; bytes per rank and step by the cost model")
+    print("| model | setting | bytes/step | plain/this | compressed grads: "
+          "sent / all-reduce | ms/step | vs plain | final loss | vs plain |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, model, labels, batch, steps, tokens in models:
+        curves, base = [], None
+        for k, setting in enumerate(SETTINGS):
+            art = os.path.join(work, f"{name.split()[0]}-{k}")
+            r = measure(bin_dir, model, labels, batch, args.ranks, setting,
+                        art, tokens, steps)
+            base = base or r
+            curves.append((setting, r))
+            grad = (f"{r['grad']['sent_bytes']} / {r['grad']['dense_bytes']}"
+                    if r["grad"] else "-")
+            print(f"| {name} ({steps} steps) | {setting} | {r['sent']} | "
+                  f"{base['sent'] / r['sent']:.1f}x | {grad} | "
+                  f"{r['seconds'] * 1e3:.2f} | "
+                  f"{r['seconds'] / base['seconds']:.2f} | {r['tail']:.4f} | "
+                  f"{r['tail'] / base['tail']:.3f} |")
+        svg = os.path.join(out_dir, f"compression_{name.split()[0]}.svg")
+        plot(curves, svg, f"{name}, dp={args.ranks}: loss against bytes sent")
+        print(f"plot: {svg}")
+
+
+if __name__ == "__main__":
+    main()
