@@ -34,7 +34,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
-SETTINGS = ("none", "topk:0.1", "topk:0.01")
+SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8")
 COLOURS = ("black", "steelblue", "darkred", "darkgreen")
 
 

@@ -18,11 +18,24 @@
    data leave no near-tie at the k-th magnitude (gap >= 1e-5 relative, ten
    times the float32 error of a mean of a few rows), so rounding cannot
    change which elements are kept.
+1b. QSGD (--grad-compression=qsgd:4:48: 7 levels, buckets of 48, so W's
+   128 elements pad to 3 buckets) on the same model, dp=2 ZeRO-0 and dp=4
+   ZeRO-2, 6 steps: the losses and the trained W equal NumPy's QSGD fed the
+   same draws (splitmix64 with the seed FNV-1a("W"), offset by step·N +
+   rank, as the runtime sets the rng input), to 1e-5; the test first checks
+   that no draw lies within 1e-5 of its rounding threshold and no level
+   within 1e-5 of an integer, so float32 cannot round differently. Then
+   unbiasedness over many draws: with one fixed batch, 300 SGD steps move W
+   by lr times the sum of 300 draws of the ranks' mean quantized gradient,
+   whose mean must lie within 5 standard errors (QSGD's variance,
+   (norm/s)^2 p(1-p) per element and rank) of the true mean gradient on
+   every element; rounding to nearest would miss by tens of them.
 2. Convergence: the character LM (charlm_train_test.sh's: 1 layer,
    d_model 64, seq 32, global batch 16) trained 760 steps with SGD (lr 0.3)
-   under `mpirun -np 4`, plain and with topk:0.01: the mean loss of the
-   last 76 steps (10% of the run, the same batches for both) is within 5% of
-   the plain run's (measured +3.1%), and both are below the unigram entropy
+   under `mpirun -np 4`, plain, with topk:0.01 and with qsgd:8: the mean
+   loss of the last 76 steps (10% of the run, the same batches for all) is
+   within 5% of the plain run's (measured +3.1% and +0.5%), and all are
+   below the unigram entropy
    of the token stream (3.20 nats, computed here from the tokens: a model
    below it predicts from context). The mean over the same batches is the
    figure because one step's loss is one batch's, which moves by tenths of
@@ -35,12 +48,15 @@
    LM's matrices, read from the ONNX initializers independently: per rank
    and step an all-gather of N·k values (float32) and N·k indices (int32)
    sends (N−1)·k·8 bytes where a ring all-reduce of the gradient sends
-   2(N−1)/N·4n; at topk:0.01 that is at least 10x fewer.
+   2(N−1)/N·4n, at least 10x fewer at topk:0.01; QSGD's int8 levels
+   (padded to whole buckets) and float32 bucket norms send
+   (N−1)·buckets·(d + 4).
 4. Checkpoints: dp=2 with topk:0.01 and Adam, 20 steps checkpointed at 10, and the
    same resumed from step 10: the same 20 losses (as logged strings) and
    the same bytes for every parameter and state tensor at step 20, the
    residuals (one row per rank) included.
-5. Refusals: malformed specs, no dp axis, a tp axis, dynamic loss scaling.
+5. Refusals: malformed specs, no dp axis, a tp axis, top-k with dynamic
+   loss scaling.
 
 Usage: grad_compression_test.py BUILD_DIR REPO_ROOT [--work DIR]
 """
@@ -194,6 +210,155 @@ def operator_checks(bin_dir, work):
               f"a bucket ({[c['kind'] for c in bucketed]})")
 
 
+# 1b. QSGD against NumPy, and unbiased over many draws.
+
+QSGD_BITS, QSGD_BUCKET = 4, 48
+MASK64 = (1 << 64) - 1
+
+
+def fnv1a(name):
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) & MASK64
+    return h
+
+
+def splitmix_uniform(seed0, offset, count, bits=24):
+    """tsr.random_uniform: splitmix64 of (seed, index), the seed xor-ed with
+    a splitmix64 mix of offset + 1; the top `bits` bits times 2^-bits."""
+    u64 = np.uint64
+    z = np.array([offset + 1], dtype=u64)
+    z = z * u64(0xBF58476D1CE4E5B9)
+    z ^= z >> u64(30)
+    z = z * u64(0x94D049BB133111EB)
+    z ^= z >> u64(27)
+    seed = np.array([seed0], dtype=u64) ^ z
+    i = np.arange(count, dtype=u64)
+    z = seed + (i + u64(1)) * u64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
+    z ^= z >> u64(31)
+    return (z >> u64(64 - bits)).astype(np.float64) * 2.0 ** -bits
+
+
+def qsgd(v, offset, name):
+    """QSGD's levels·norm/s of the flat vector `v` (float64), and the
+    smallest distance of a draw to its threshold or of a to an integer (a
+    float32 program could decide those differently)."""
+    s, d = (1 << (QSGD_BITS - 1)) - 1, QSGD_BUCKET
+    buckets = -(-v.size // d)
+    x = np.zeros(buckets * d)
+    x[:v.size] = v
+    x = x.reshape(buckets, d)
+    norm = np.sqrt((x * x).sum(axis=1, keepdims=True))
+    a = np.abs(x) / np.where(norm > 0, norm, 1) * s
+    low = np.floor(a)
+    u = splitmix_uniform(fnv1a(name), offset, buckets * d).reshape(buckets, d)
+    level = low + (u < a - low)
+    live = x != 0
+    frac = (a - low)[live]
+    margin = min(np.min(np.abs(u[live] - frac)),
+                 np.min(np.minimum(frac, 1 - frac)))
+    return (np.sign(x) * level * norm / s).reshape(-1)[:v.size], margin
+
+
+def replay_qsgd(x, z, w, v, ranks, steps, samples):
+    w, v = w.astype(np.float64), v.astype(np.float64)
+    x, z = x.astype(np.float64), z.astype(np.float64)
+    rows = GLOBAL // ranks
+    step_losses, margin = [], 1.0
+    for s in range(steps):
+        batch = [(s * GLOBAL + i) % samples for i in range(GLOBAL)]
+        step_losses.append(np.mean([np.sum(x[b] * w) + np.sum(z[b] * v)
+                                    for b in batch]))
+        dense, grad_v = np.zeros(w.size), np.zeros(COLS)
+        for r in range(ranks):
+            mine = batch[r * rows:(r + 1) * rows]
+            q, m = qsgd(x[mine].mean(axis=0).reshape(-1), s * ranks + r, "W")
+            dense += q
+            margin = min(margin, m)
+            grad_v += z[mine].mean(axis=0)
+        w = w - LR * (dense / ranks).reshape(w.shape)
+        v = v - LR * grad_v / ranks
+    return step_losses, w, v, margin
+
+
+def qsgd_checks(bin_dir, work):
+    rng = np.random.default_rng(11)
+    model = os.path.join(work, "linear-qsgd.onnx")
+    w0, v0 = make_linear(model, rng)
+    x = rng.standard_normal((SAMPLES, ROWS, COLS)).astype(np.float32)
+    z = rng.standard_normal((SAMPLES, COLS)).astype(np.float32)
+    data = os.path.join(work, "linear-qsgd.npz")
+    np.savez(data, x=x, z=z)
+    spec = f"qsgd:{QSGD_BITS}:{QSGD_BUCKET}"
+    for ranks, zero in ((2, 0), (4, 2)):
+        name = f"qsgd-dp{ranks}z{zero}"
+        art = os.path.join(work, name)
+        run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
+             "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
+             "--mesh", f"dp={ranks}", f"--zero={zero}",
+             f"--grad-compression={spec}", "-o", art])
+        log, onnx_out = os.path.join(work, name + ".json"), os.path.join(work, name + ".onnx")
+        run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art, "--train",
+                             "--data", data, "--steps", str(STEPS_OP), "--threads", "1",
+                             "--log-json", log, "--save-onnx", onnx_out])
+        want, w, v, margin = replay_qsgd(x, z, w0, v0, ranks, STEPS_OP, SAMPLES)
+        check(margin >= 1e-5, f"{name}: no draw lies within 1e-5 of its "
+              f"rounding threshold (smallest distance {margin:.2e})")
+        got = [float(l) for _, l in sorted(losses(log).items())]
+        worst = max(abs(a - b) / max(abs(b), 1.0) for a, b in zip(got, want))
+        trained = {t.name: numpy_helper.to_array(t)
+                   for t in onnx.load(onnx_out).graph.initializer}
+        err = np.max(np.abs(trained["W"] - w)) / np.max(np.abs(w))
+        check(len(got) == STEPS_OP and worst <= RTOL and err <= RTOL,
+              f"{name}: {spec}'s {len(got)} losses and trained W equal NumPy's "
+              f"quantizer with the same splitmix64 draws (worst {worst:.1e} "
+              f"and {err:.1e}, bound {RTOL:g})")
+
+    # Unbiased: with the same batch every step (8 samples), each rank's
+    # gradient G_r is fixed, and 300 SGD steps move W by lr times the sum of
+    # 300 independent draws of mean_r Q(G_r). Their mean must be G within
+    # 5 standard errors per element, sigma^2 = sum_r (norm_r/s)^2 p(1-p)/N^2
+    # (QSGD's variance); a quantizer that rounded to nearest instead would
+    # be off by up to norm/(2s), tens of standard errors here.
+    steps, ranks = 300, 2
+    art = os.path.join(work, "qsgd-unbiased")
+    run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
+         "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
+         "--mesh", f"dp={ranks}", f"--grad-compression={spec}", "-o", art])
+    fixed = os.path.join(work, "fixed.npz")
+    np.savez(fixed, x=x[:GLOBAL], z=z[:GLOBAL])
+    onnx_out = os.path.join(work, "qsgd-unbiased.onnx")
+    run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art, "--train",
+                         "--data", fixed, "--steps", str(steps), "--threads", "1",
+                         "--save-onnx", onnx_out])
+    trained = {t.name: numpy_helper.to_array(t)
+               for t in onnx.load(onnx_out).graph.initializer}
+    mean_q = (w0.astype(np.float64) - trained["W"]).reshape(-1) / (LR * steps)
+    rows = GLOBAL // ranks
+    s, d = (1 << (QSGD_BITS - 1)) - 1, QSGD_BUCKET
+    grads = [x[r * rows:(r + 1) * rows].astype(np.float64).mean(axis=0).reshape(-1)
+             for r in range(ranks)]
+    norms = [np.repeat(np.sqrt((np.pad(g, (0, -g.size % d)).reshape(-1, d) ** 2)
+                               .sum(axis=1)), d)[:g.size] for g in grads]
+    var = np.zeros(w0.size)
+    for g, norm in zip(grads, norms):
+        p = np.abs(g) / norm * s % 1.0
+        var += (norm / s) ** 2 * p * (1 - p) / ranks ** 2
+    stderr = np.sqrt(var / steps)
+    target = sum(grads) / ranks
+    z_scores = np.abs(mean_q - target) / np.maximum(stderr, 1e-12)
+    nearest = sum(np.sign(g) * np.round(np.abs(g) / n * s) * n / s
+                  for g, n in zip(grads, norms)) / ranks
+    nearest_bias = np.max(np.abs(nearest - target) / stderr)
+    check(np.max(z_scores) <= 5.0,
+          f"{spec} is unbiased: the mean of {steps} draws is within "
+          f"{np.max(z_scores):.2f} standard errors of the gradient on every "
+          f"element (bound 5; rounding to nearest would be off by "
+          f"{nearest_bias:.0f})")
+
+
 # 2-4. The character LM.
 
 BATCH, LONG_STEPS, SHORT_STEPS = 16, 760, 20
@@ -221,6 +386,7 @@ def lm_checks(bin_dir, root, work):
     data = os.path.join(work, "lm", "tokens.bin")
     sgd, adam = ("--optimizer=sgd", "--lr=0.3"), ("--optimizer=adam", "--lr=3e-3")
     jobs = {"plain4": (4, *sgd), "topk4": (4, *sgd, "--grad-compression=topk:0.01"),
+            "qsgd4": (4, *sgd, "--grad-compression=qsgd:8"),
             "topk2": (2, *adam, "--grad-compression=topk:0.01")}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         arts = dict(zip(jobs, pool.map(
@@ -233,37 +399,44 @@ def lm_checks(bin_dir, root, work):
     p = counts[counts > 0] / tokens.size
     unigram = float(-(p * np.log(p)).sum())
     tails = {}
-    for name in ("plain4", "topk4"):
+    for name in ("plain4", "topk4", "qsgd4"):
         log = os.path.join(work, name + ".json")
         train(bin_dir, arts[name], 4, data, LONG_STEPS, log)
         values = [float(l) for _, l in sorted(losses(log).items())]
         tails[name] = float(np.mean(values[-LONG_STEPS // 10:]))
-    ratio = tails["topk4"] / tails["plain4"]
-    check(abs(ratio - 1) <= 0.05 and max(tails.values()) < unigram,
-          f"mpirun -np 4, SGD, {LONG_STEPS} steps: topk:0.01 ends at a mean "
-          f"loss of {tails['topk4']:.4f} over the last {LONG_STEPS // 10} steps "
-          f"against {tails['plain4']:.4f} uncompressed ({(ratio - 1) * 100:+.1f}%, "
-          f"bound 5%), both below the tokens' unigram entropy {unigram:.4f}")
+    for name, spec in (("topk4", "topk:0.01"), ("qsgd4", "qsgd:8")):
+        ratio = tails[name] / tails["plain4"]
+        check(abs(ratio - 1) <= 0.05 and max(tails[name], tails["plain4"]) < unigram,
+              f"mpirun -np 4, SGD, {LONG_STEPS} steps: {spec} ends at a mean "
+              f"loss of {tails[name]:.4f} over the last {LONG_STEPS // 10} steps "
+              f"against {tails['plain4']:.4f} uncompressed ({(ratio - 1) * 100:+.1f}%, "
+              f"bound 5%), both below the tokens' unigram entropy {unigram:.4f}")
 
     # 3. Bytes against the formulas.
     graph = onnx.load(model).graph
-    ranks, sent, dense, names = 4, 0, 0, []
-    for init in graph.initializer:
-        if len(init.dims) >= 2:
-            n = int(np.prod(init.dims))
-            k = max(1, int(np.ceil(0.01 * n)))
-            sent += (ranks - 1) * k * 8
-            dense += 2 * (ranks - 1) / ranks * 4 * n
-            names.append(init.name)
-    stats = manifest(arts["topk4"]).get("gradient_compression", {})
-    check(stats.get("method") == "topk:0.01"
-          and abs(stats.get("sent_bytes", -1) - sent) <= len(names)
-          and abs(stats.get("dense_bytes", -1) - dense) <= len(names)
-          and dense / sent >= 10,
-          f"manifest: the {len(names)} matrices send {stats.get('sent_bytes')} "
-          f"bytes per rank and step against {stats.get('dense_bytes')} "
-          f"all-reduced (formulas {sent} and {int(dense)}: {dense / sent:.1f}x "
-          f"fewer, at least 10x)")
+    ranks = 4
+    sizes = [int(np.prod(i.dims)) for i in graph.initializer if len(i.dims) >= 2]
+    dense = sum(2 * (ranks - 1) / ranks * 4 * n for n in sizes)
+    formulas = {
+        # All-gathers of N·k (int32 index, float32 value) pairs.
+        "topk4": ("topk:0.01", sum((ranks - 1) * max(1, int(np.ceil(0.01 * n))) * 8
+                                   for n in sizes)),
+        # All-gathers of the int8 levels, padded to whole buckets, and of a
+        # float32 norm per bucket.
+        "qsgd4": ("qsgd:8:512", sum((ranks - 1) * (-(-n // min(512, n))) * (min(512, n) + 4)
+                                    for n in sizes)),
+    }
+    for name, (method, sent) in formulas.items():
+        stats = manifest(arts[name]).get("gradient_compression", {})
+        check(stats.get("method") == method
+              and abs(stats.get("sent_bytes", -1) - sent) <= len(sizes)
+              and abs(stats.get("dense_bytes", -1) - dense) <= len(sizes)
+              and (dense / sent >= 10 if name == "topk4" else dense / sent > 1),
+              f"manifest, {method}: the {len(sizes)} matrices send "
+              f"{stats.get('sent_bytes')} bytes per rank and step against "
+              f"{stats.get('dense_bytes')} all-reduced (formulas {sent} and "
+              f"{int(dense)}: {dense / sent:.1f}x fewer"
+              f"{', at least 10x' if name == 'topk4' else ''})")
 
     # 4. Checkpoints with residuals resume bit for bit.
     full_log, full_ckpt = os.path.join(work, "full.json"), os.path.join(work, "full-ckpt")
@@ -294,9 +467,12 @@ def refusal_checks(bin_dir, model, work):
             "--loss=cross_entropy", "--logits=logits", f"--batch-size={BATCH}",
             "-o", os.path.join(work, "refused")]
     cases = [
-        (["--mesh", "dp=2", "--grad-compression=topk:0"], "is not none or topk:R"),
-        (["--mesh", "dp=2", "--grad-compression=topk:1.5"], "is not none or topk:R"),
-        (["--mesh", "dp=2", "--grad-compression=qsgd"], "is not none or topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=topk:0"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=topk:1.5"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=qsgd"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=qsgd:9"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=qsgd:8:0"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=powersgd:4"], "is not none, topk:R"),
         (["--grad-compression=topk:0.01"], "needs --mesh dp=N"),
         (["--mesh", "dp=2,tp=2", "--grad-compression=topk:0.01"], "alone so far"),
         (["--mesh", "dp=2", "--precision=fp16", "--grad-compression=topk:0.01"],
@@ -320,6 +496,7 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="tessera-compress-")
     os.makedirs(work, exist_ok=True)
     operator_checks(bin_dir, work)
+    qsgd_checks(bin_dir, work)
     model = lm_checks(bin_dir, args.root, work)
     refusal_checks(bin_dir, model, work)
     return finish("grad_compression_test.py")

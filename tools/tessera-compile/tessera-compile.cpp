@@ -267,8 +267,10 @@ static cl::opt<double>
 static cl::opt<std::string> gradCompression(
     "grad-compression",
     cl::desc("With --mesh dp=N: how matrix gradients travel: none (all-reduce "
-             "in buckets) or topk:R (the fraction R of largest magnitude as "
-             "(index, value) pairs, the rest carried to the next step)"),
+             "in buckets), topk:R (the fraction R of largest magnitude as "
+             "(index, value) pairs, the rest carried to the next step) or "
+             "qsgd:BITS[:BUCKET] (unbiased stochastic quantization, a norm "
+             "per BUCKET elements, default 512)"),
     cl::init("none"), cl::cat(trainCat));
 static cl::opt<std::string>
     optimizerName("optimizer",
@@ -1080,14 +1082,15 @@ int main(int argc, char **argv) {
           tessera::GradientCompression::parse(gradCompression);
       !compression) {
     return fail("--grad-compression=" + gradCompression +
-                " is not none or topk:R (0 < R <= 1, e.g. topk:0.01)");
+                " is not none, topk:R (0 < R <= 1, e.g. topk:0.01) or "
+                "qsgd:BITS[:BUCKET] (2 <= BITS <= 8, e.g. qsgd:8)");
   } else if (!compression->isNone()) {
     if (dataParallel == 0)
       return fail("--grad-compression needs --mesh dp=N");
     if (tensorParallel > 1 || pipelineParallel > 0 || expertParallel > 1)
       return fail("--grad-compression goes with --mesh dp=N alone so far "
                   "(not with tp, pp or ep)");
-    if (effectiveLossScale() == "dynamic")
+    if (compression->hasResidual() && effectiveLossScale() == "dynamic")
       return fail("--grad-compression does not go with dynamic loss scaling "
                   "(--precision=fp16): a skipped step would still move the "
                   "error-feedback residuals; use --precision=bf16 or "

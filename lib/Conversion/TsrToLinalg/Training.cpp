@@ -1,6 +1,8 @@
 //===- Training.cpp - Lowering of dropout and the losses ------------------===//
 #include "Patterns.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tessera::tsr_to_linalg;
 using arith::CmpIPredicate;
@@ -11,8 +13,11 @@ SmallVector<utils::IteratorType> iterators(int64_t n, utils::IteratorType t) {
   return SmallVector<utils::IteratorType>(n, t);
 }
 
-/// splitmix64 of (seed, linear index): a uniform double in [0, 1).
-Value uniformAt(OpBuilder &b, Location loc, Value linear, Value seed) {
+/// splitmix64 of (seed, linear index): the top `bits` bits of the hash
+/// times 2^-bits, a uniform double in [0, 1) (exact in any float type with
+/// `bits` significand bits).
+Value uniformAt(OpBuilder &b, Location loc, Value linear, Value seed,
+                unsigned bits = 53) {
   Type i64 = b.getI64Type();
   auto c = [&](uint64_t v) {
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, (int64_t)v));
@@ -29,11 +34,56 @@ Value uniformAt(OpBuilder &b, Location loc, Value linear, Value seed) {
   z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
   z = mix(z, 27, 0x94D049BB133111EBull);
   z = mix(z, 31, 0);
-  Value top = arith::ShRUIOp::create(b, loc, z, c(11));
+  Value top = arith::ShRUIOp::create(b, loc, z, c(64 - bits));
   Value f = arith::UIToFPOp::create(b, loc, b.getF64Type(), top);
   return arith::MulFOp::create(
       b, loc, f,
-      arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1.0p-53)));
+      arith::ConstantOp::create(
+          b, loc, b.getF64FloatAttr(std::ldexp(1.0, -int(bits)))));
+}
+
+/// The generator's seed: `seed0`, xor-ed with a splitmix64 mix of
+/// offset + 1 when there is an offset (a training step). A hashed offset
+/// gives an unrelated stream; adding it unhashed would only shift the
+/// element index, and consecutive steps would reuse most of each other's
+/// draws.
+Value mixSeed(OpBuilder &b, Location loc, int64_t seed0, Value offset) {
+  Type i64 = b.getI64Type();
+  auto c = [&](uint64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, (int64_t)v));
+  };
+  Value seed = c((uint64_t)seed0);
+  if (!offset)
+    return seed;
+  Value z = arith::AddIOp::create(
+      b, loc, tensor::ExtractOp::create(b, loc, offset), c(1));
+  for (auto [shift, mul] :
+       {std::pair<uint64_t, uint64_t>{30, 0xBF58476D1CE4E5B9ull},
+        {27, 0x94D049BB133111EBull}}) {
+    z = arith::MulIOp::create(b, loc, z, c(mul));
+    z = arith::XOrIOp::create(b, loc, z,
+                              arith::ShRUIOp::create(b, loc, z, c(shift)));
+  }
+  return arith::XOrIOp::create(b, loc, seed, z);
+}
+
+/// The row-major linear index of the current element of a linalg.generic
+/// over `type`, as an i64.
+Value linearIndex(OpBuilder &b, Location l, RankedTensorType type) {
+  Type i64 = b.getI64Type();
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+  Value linear = scalarConstant(b, l, i64, 0);
+  for (int64_t d = 0; d < rank; ++d) {
+    Value i =
+        arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, d));
+    linear = arith::AddIOp::create(
+        b, l, linear,
+        arith::MulIOp::create(b, l, i, scalarConstant(b, l, i64, strides[d])));
+  }
+  return linear;
 }
 
 /// Keeps x·1/(1−ratio) where uniform(seed, i) ≥ ratio.
@@ -56,32 +106,7 @@ struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
       rewriter.replaceOp(op, {x, mask});
       return success();
     }
-    SmallVector<int64_t> strides(rank, 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
-    // seed xor mix(offset): a hashed offset (a training step) gives an
-    // unrelated stream; adding it unhashed would only shift the element
-    // index, and consecutive steps would reuse most of each other's mask.
-    Type i64 = rewriter.getI64Type();
-    auto i64Constant = [&](uint64_t v) {
-      return arith::ConstantOp::create(
-          rewriter, loc, rewriter.getIntegerAttr(i64, (int64_t)v));
-    };
-    Value seed = i64Constant((uint64_t)seed0);
-    if (Value offset = adaptor.getSeedOffset()) {
-      Value z = arith::AddIOp::create(
-          rewriter, loc, tensor::ExtractOp::create(rewriter, loc, offset),
-          i64Constant(1));
-      for (auto [shift, mul] :
-           {std::pair<uint64_t, uint64_t>{30, 0xBF58476D1CE4E5B9ull},
-            {27, 0x94D049BB133111EBull}}) {
-        z = arith::MulIOp::create(rewriter, loc, z, i64Constant(mul));
-        z = arith::XOrIOp::create(
-            rewriter, loc, z,
-            arith::ShRUIOp::create(rewriter, loc, z, i64Constant(shift)));
-      }
-      seed = arith::XOrIOp::create(rewriter, loc, seed, z);
-    }
+    Value seed = mixSeed(rewriter, loc, seed0, adaptor.getSeedOffset());
     AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{type, maskType}, x,
@@ -89,16 +114,7 @@ struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
                    emptyTensor(rewriter, loc, maskType)},
         {id, id, id}, iterators(rank, utils::IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value linear = scalarConstant(b, l, i64, 0);
-          for (int64_t d = 0; d < rank; ++d) {
-            Value i = arith::IndexCastOp::create(
-                b, l, i64, linalg::IndexOp::create(b, l, d));
-            linear = arith::AddIOp::create(
-                b, l, linear,
-                arith::MulIOp::create(b, l, i,
-                                      scalarConstant(b, l, i64, strides[d])));
-          }
-          Value u = uniformAt(b, l, linear, seed);
+          Value u = uniformAt(b, l, linearIndex(b, l, type), seed);
           Value keep = arith::CmpFOp::create(
               b, l, arith::CmpFPredicate::OGE, u,
               scalarConstant(b, l, b.getF64Type(), ratio));
@@ -108,6 +124,34 @@ struct DropoutPattern : OpConversionPattern<tsr::DropoutOp> {
           Value y = arith::SelectOp::create(b, l, keep, scaled,
                                             scalarConstant(b, l, elem, 0.0));
           linalg::YieldOp::create(b, l, ValueRange{y, keep});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// Every element uniformAt(seed, its index), with as many bits as the
+/// result type's significand holds.
+struct RandomUniformPattern : OpConversionPattern<tsr::RandomUniformOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tsr::RandomUniformOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = convertTensorType(*getTypeConverter(), op.getType());
+    auto elem = cast<FloatType>(type.getElementType());
+    unsigned bits = std::min(53u, elem.getFPMantissaWidth());
+    Value seed = mixSeed(rewriter, loc, op.getSeed(), adaptor.getSeedOffset());
+    AffineMap id =
+        AffineMap::getMultiDimIdentityMap(type.getRank(), op.getContext());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{}, emptyTensor(rewriter, loc, type),
+        {id}, iterators(type.getRank(), utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value u = uniformAt(b, l, linearIndex(b, l, type), seed, bits);
+          if (elem.getWidth() < 64)
+            u = arith::TruncFOp::create(b, l, elem, u);
+          linalg::YieldOp::create(b, l, u);
         });
     rewriter.replaceOp(op, generic.getResults());
     return success();
@@ -213,7 +257,7 @@ struct NegativeLogLikelihoodLossPattern
 
 void mlir::tessera::tsr_to_linalg::populateTrainingPatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<DropoutPattern, SoftmaxCrossEntropyLossPattern,
-               NegativeLogLikelihoodLossPattern>(converter,
-                                                 patterns.getContext());
+  patterns
+      .add<DropoutPattern, RandomUniformPattern, SoftmaxCrossEntropyLossPattern,
+           NegativeLogLikelihoodLossPattern>(converter, patterns.getContext());
 }

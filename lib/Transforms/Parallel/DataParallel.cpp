@@ -310,11 +310,31 @@ struct TsrDataParallelPass
       b.setInsertionPointToStart(&func.getBody().front());
   }
 
+  /// The step's random seed offset (`tsr.role = rng`, which the runtime
+  /// sets to step·N + rank), added if the function has none.
+  FailureOr<Value> rngArgument(Location loc) {
+    for (BlockArgument arg : func.getArguments())
+      if (getArgRole(func, arg.getArgNumber()) == tsr::Role::rng)
+        return Value(arg);
+    OpBuilder b(func.getContext());
+    unsigned index = func.getNumArguments();
+    if (failed(func.insertArgument(
+            index, RankedTensorType::get({}, b.getI64Type()),
+            b.getDictionaryAttr(
+                {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("rng.step")),
+                 b.getNamedAttr(
+                     tsr::attr::kRole,
+                     tsr::RoleAttr::get(b.getContext(), tsr::Role::rng))}),
+            loc)))
+      return failure();
+    return Value(func.getArgument(index));
+  }
+
   /// A gradient the plan marked `tsr.compression`: its compressed mean
-  /// over the ranks, exchanged asynchronously from where it is computed,
-  /// with this rank's error-feedback residual as a new state (a flat row of
-  /// a [N, n] tensor sharded over the ranks, so that checkpoints keep every
-  /// rank's own).
+  /// over the ranks, exchanged asynchronously from where it is computed.
+  /// Top-k's error-feedback residual is a new state (a flat row of a [N, n]
+  /// tensor sharded over the ranks, so that checkpoints keep every rank's
+  /// own); QSGD draws from the step's rng.
   LogicalResult reduceCompressed(Gradient &grad, func::ReturnOp ret) {
     auto spec = func.getResultAttrOfType<StringAttr>(grad.result,
                                                      tsr::attr::kCompression);
@@ -323,12 +343,13 @@ struct TsrDataParallelPass
     if (!method || method->isNone())
       return func.emitError("gradient result ")
              << grad.result << ": tsr.compression " << spec
-             << " is not a compressor (topk:R with 0 < R <= 1)";
+             << " is not a compressor (topk:R or qsgd:BITS[:BUCKET])";
     MLIRContext *ctx = func.getContext();
     auto type = cast<RankedTensorType>(grad.value.getType());
     int64_t n = type.getNumElements();
     StringRef name = nameOf(grad.param);
     OpBuilder b(ctx);
+    auto flat = RankedTensorType::get({n}, type.getElementType());
     SmallVector<NamedAttribute> stateAttrs{
         b.getNamedAttr(tsr::attr::kName,
                        b.getStringAttr("topk.residual." + name)),
@@ -337,21 +358,29 @@ struct TsrDataParallelPass
         b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(dp)),
         b.getNamedAttr(tsr::attr::kGlobalShape,
                        b.getDenseI64ArrayAttr({dp, n}))};
-    SmallVector<NamedAttribute> argAttrs(stateAttrs);
-    argAttrs.push_back(
-        b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0)));
-    unsigned argIndex = func.getNumArguments();
-    auto flat = RankedTensorType::get({n}, type.getElementType());
-    if (failed(func.insertArgument(
-            argIndex, flat, b.getDictionaryAttr(argAttrs), ret.getLoc())))
-      return failure();
+    Value residual, rng;
+    if (method->hasResidual()) {
+      SmallVector<NamedAttribute> argAttrs(stateAttrs);
+      argAttrs.push_back(
+          b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0)));
+      unsigned argIndex = func.getNumArguments();
+      if (failed(func.insertArgument(
+              argIndex, flat, b.getDictionaryAttr(argAttrs), ret.getLoc())))
+        return failure();
+      residual = func.getArgument(argIndex);
+    }
+    if (method->isStochastic()) {
+      FailureOr<Value> arg = rngArgument(ret.getLoc());
+      if (failed(arg))
+        return failure();
+      rng = *arg;
+    }
 
     setInsertionAfterGradient(b, grad.value);
     GradientBuilder g(
         b, NameLoc::get(b.getStringAttr("compress." + name), ret.getLoc()));
     CompressedExchange exchange = startCompressedExchange(
-        g, weigh(g, grad.value), func.getArgument(argIndex), *method, dp, axes,
-        name);
+        g, weigh(g, grad.value), residual, rng, *method, dp, axes, name);
     b.setInsertionPoint(ret);
     Value mean = finishCompressedExchange(g, exchange, type, dp);
     if (zero >= 2) {
@@ -363,10 +392,16 @@ struct TsrDataParallelPass
     func.removeResultAttr(grad.result,
                           StringAttr::get(ctx, tsr::attr::kCompression));
 
+    if (!residual) {
+      func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
+                                     ret.getOperandTypes()));
+      return success();
+    }
     unsigned resultIndex = func.getNumResults();
     SmallVector<NamedAttribute> resultAttrs(stateAttrs);
-    resultAttrs.push_back(
-        b.getNamedAttr(tsr::attr::kUpdates, b.getI64IntegerAttr(argIndex)));
+    resultAttrs.push_back(b.getNamedAttr(
+        tsr::attr::kUpdates,
+        b.getI64IntegerAttr(cast<BlockArgument>(residual).getArgNumber())));
     if (failed(func.insertResult(resultIndex, flat,
                                  b.getDictionaryAttr(resultAttrs))))
       return failure();

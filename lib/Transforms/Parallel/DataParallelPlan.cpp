@@ -60,17 +60,20 @@ struct TsrDataParallelPlanPass
     return *size;
   }
 
-  /// Compression sends each rank's own gradient plus its residual: it
-  /// needs the data-parallel axis alone, and every step to count (a step
-  /// that dynamic loss scaling skips would still move the residuals).
-  LogicalResult checkCompressible(func::FuncOp f) {
+  /// Compression sends each rank's own gradient: it needs the
+  /// data-parallel axis alone; error feedback also needs every step to
+  /// count (a step that dynamic loss scaling skips would still move the
+  /// residuals).
+  LogicalResult checkCompressible(func::FuncOp f,
+                                  const GradientCompression &method) {
     auto mesh = getOperation()->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
     for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
       if (name.getValue() != axis && size > 1)
         return f.emitError("gradient compression goes with data parallelism "
                            "alone so far; the mesh ")
                << mesh << " also has axis '" << name.getValue() << "'";
-    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+    for (unsigned i = 0, e = f.getNumArguments(); i < e && method.hasResidual();
+         ++i)
       if (getArgString(f, i, tsr::attr::kName) == kLossScaleState)
         return f.emitError("gradient compression does not go with dynamic "
                            "loss scaling: a skipped step would still move "
@@ -90,12 +93,14 @@ struct TsrDataParallelPlanPass
         GradientCompression::parse(compression);
     if (!compress)
       return f.emitError("compression '")
-             << compression << "' is not none or topk:R with 0 < R <= 1";
+             << compression
+             << "' is not none, topk:R (0 < R <= 1) or qsgd:BITS[:BUCKET] "
+                "(2 <= BITS <= 8)";
     FailureOr<int64_t> size = resolveMesh(f);
     if (failed(size))
       return failure();
     int64_t n = *size;
-    if (!compress->isNone() && failed(checkCompressible(f)))
+    if (!compress->isNone() && failed(checkCompressible(f, *compress)))
       return failure();
     SmallVector<unsigned> carried;
     SmallVector<GradientResult> grads = getGradientResults(f, carried);

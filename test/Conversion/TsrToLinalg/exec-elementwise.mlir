@@ -4,6 +4,8 @@
 // round half to even, exact gelu, float->int cast, clip, unsigned arithmetic),
 // losses with weights/ignore_index, einsum (matmul, trace, sum) and dropout
 // (every output is 0 or 2·x and agrees with its mask); hand-computed.
+// random_uniform against splitmix64 computed in NumPy (24-bit draws for
+// f32), without and with a seed offset.
 
 func.func @int_ops(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
   %0 = tsr.mod %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
@@ -52,6 +54,12 @@ func.func @dropout(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %3 = tsr.add %2, %2 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
   %4 = tsr.sub %0, %3 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
   return %0, %4 : tensor<8xf32>, tensor<8xf32>
+}
+
+func.func @random_uniform(%offset: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = tsr.random_uniform {seed = 7 : i64} : () -> tensor<4xf32>
+  %1 = tsr.random_uniform %offset {seed = 7 : i64} : (tensor<i64>) -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
 
 func.func private @printMemrefF32(memref<*xf32>)
@@ -178,5 +186,17 @@ func.func @main() {
   // dropout#1
   // CHECK: [0,  0,  0,  0,  0,  0,  0,  0]
   call @printMemrefF32(%u18_1) : (memref<*xf32>) -> ()
+  %a19 = arith.constant dense<3> : tensor<i64>
+  %r20:2 = call @random_uniform(%a19) : (tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>)
+  %m20_0 = bufferization.to_buffer %r20#0 : tensor<4xf32> to memref<4xf32>
+  %u20_0 = memref.cast %m20_0 : memref<4xf32> to memref<*xf32>
+  // random_uniform#0
+  // CHECK: [0.38983,  0.0167882,  0.900761,  0.58293]
+  call @printMemrefF32(%u20_0) : (memref<*xf32>) -> ()
+  %m20_1 = bufferization.to_buffer %r20#1 : tensor<4xf32> to memref<4xf32>
+  %u20_1 = memref.cast %m20_1 : memref<4xf32> to memref<*xf32>
+  // random_uniform#1
+  // CHECK: [0.847597,  0.225093,  0.510147,  0.0536127]
+  call @printMemrefF32(%u20_1) : (memref<*xf32>) -> ()
   return
 }

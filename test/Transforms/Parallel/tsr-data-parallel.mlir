@@ -8,6 +8,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=4 zero=3" --tsr-data-parallel "--tsr-optimizer=optimizer=lamb lr=0.01 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB3
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:0.25" --tsr-data-parallel | FileCheck %s --check-prefix=TOPK
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=2 compression=topk:0.25" --tsr-data-parallel "--tsr-optimizer=optimizer=sgd lr=0.1" | FileCheck %s --check-prefix=TOPK2
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=qsgd:8:4" --tsr-data-parallel | FileCheck %s --check-prefix=QSGD
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry tsr.backward. The
@@ -82,6 +83,26 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // TOPK2: tsr.local_shard %{{.*}} {mesh_axes = ["dp"]} : (tensor<6xf32>) -> tensor<3xf32>
 // TOPK2: return
 // TOPK2-SAME: tensor<i64>, tensor<6xf32>
+
+// qsgd:8:4 on w: 6 elements padded to 2 buckets of 4, a norm per bucket,
+// levels a = |v|/norm·127 rounded up with probability a − floor(a) by draws
+// seeded with FNV-1a("w") and offset by the step's rng (a new argument);
+// int8 levels and the norms all-gathered; every rank sums levels·norm over
+// the ranks, cuts the padding and divides by 127 and by N.
+// QSGD: func.func @main({{.*}}%arg3: tensor<i64> {tsr.name = "rng.step", tsr.role = #tsr.role<rng>})
+// QSGD: %[[P:.*]] = tsr.pad %{{.*}} {pads = array<i64: 0, 2>} : (tensor<6xf32>) -> tensor<8xf32>
+// QSGD: tsr.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = true} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+// QSGD: tsr.constant dense<1.270000e+02> : tensor<f32>
+// QSGD: tsr.floor
+// QSGD-NEXT: tsr.random_uniform %arg3 {seed = -5808541479991114666 : i64} : (tensor<i64>) -> tensor<2x4xf32>
+// QSGD: %[[Q:.*]] = tsr.cast %{{.*}} : tensor<8xf32> to tensor<8xi8>
+// QSGD-NEXT: %[[GL:.*]] = tsr.all_gather %[[Q]] {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "qsgd:8:4", tsr.dense_bytes = 24 : i64, {{.*}}} : (tensor<8xi8>) -> tensor<16xi8>
+// QSGD: %[[GN:.*]] = tsr.all_gather %{{.*}} {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "qsgd:8:4", {{.*}}} : (tensor<2xf32>) -> tensor<4xf32>
+// QSGD: tsr.wait %[[GL]]
+// QSGD: tsr.reshape %{{.*}} : tensor<16xf32> to tensor<2x2x4xf32>
+// QSGD: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = false} : (tensor<2x2x4xf32>) -> tensor<2x4xf32>
+// QSGD: tsr.slice %{{.*}} {limits = array<i64: 6>, starts = array<i64: 0>
+// QSGD-NOT: topk.residual
 
 // The default 25 MiB bucket holds both: one concatenated all-reduce,
 // sliced back per gradient.

@@ -17,16 +17,20 @@
 
 namespace mlir::tessera {
 
-/// A gradient compressor: `none`, or `topk:R` (keep the fraction R of the
-/// elements of largest magnitude, 0 < R <= 1).
+/// A gradient compressor: `none`; `topk:R` (keep the fraction R of the
+/// elements of largest magnitude, 0 < R <= 1, with error feedback); or
+/// `qsgd:BITS[:BUCKET]` (QSGD's unbiased stochastic quantization to
+/// 2^(BITS-1) - 1 levels and a sign per element, one norm per bucket of
+/// BUCKET elements, default 512; 2 <= BITS <= 8).
 struct GradientCompression {
-  enum class Kind { None, TopK };
+  enum class Kind { None, TopK, QSGD };
   Kind kind = Kind::None;
   double ratio = 1.0;
+  int64_t bits = 8, bucket = 512;
 
   /// Parses a spec; nullopt if it is malformed.
   static std::optional<GradientCompression> parse(llvm::StringRef spec);
-  /// The spec back (`topk:0.01`).
+  /// The spec back (`topk:0.01`, `qsgd:8:512`).
   std::string str() const;
   bool isNone() const { return kind == Kind::None; }
   /// Whether a gradient of `type` is compressed: matrices and larger (a
@@ -34,29 +38,42 @@ struct GradientCompression {
   bool appliesTo(RankedTensorType type) const;
   /// k, the elements top-k keeps of n: ceil(R·n), at least 1.
   int64_t keptElements(int64_t numElements) const;
+  /// QSGD's s, the nonzero levels per sign: 2^(BITS-1) - 1.
+  int64_t levels() const { return (int64_t(1) << (bits - 1)) - 1; }
+  /// Whether it carries an error-feedback residual from step to step.
+  bool hasResidual() const { return kind == Kind::TopK; }
+  /// Whether it draws random numbers (from the step's `rng`).
+  bool isStochastic() const { return kind == Kind::QSGD; }
 };
+
+/// The seed a stochastic compressor uses for the gradient of parameter
+/// `name`: FNV-1a (64-bit) of the name, so that every parameter draws its
+/// own stream and a test can recompute it.
+int64_t compressionSeed(llvm::StringRef name);
 
 /// The exchange of one compressed gradient, started where the gradient is
 /// ready and finished before the step's return.
 struct CompressedExchange {
-  /// The all-gathered (async) kept indices (i32) and values.
-  Value indices, values;
-  /// The next error-feedback residual: what this rank did not send.
+  GradientCompression method;
+  /// The async all-gathers in flight: top-k's indices (i32) and values,
+  /// QSGD's levels (i8) and bucket norms.
+  Value first, second;
+  /// Top-k's next error-feedback residual: what this rank did not send.
   Value residual;
 };
 
-/// Starts the exchange of `grad` plus `residual` (of the same elements,
-/// flat) over `axes` (N ranks): top-k by magnitude, the (index, value) pairs
-/// all-gathered asynchronously. The collectives carry `tsr.compression` and
-/// the values' one `tsr.dense_bytes`, the bytes an all-reduce of the
-/// gradient would carry.
+/// Starts the exchange of this rank's `grad` over `axes` (N ranks): for
+/// top-k, `residual` (flat) is added first; QSGD draws from `rng` (the
+/// step's seed offset, an i64 scalar) with compressionSeed(`serves`). The
+/// collectives carry `tsr.compression`, a `tsr.reason`, and one of them
+/// `tsr.dense_bytes`, the bytes an all-reduce of the gradient would carry.
 CompressedExchange startCompressedExchange(GradientBuilder &g, Value grad,
-                                           Value residual,
+                                           Value residual, Value rng,
                                            const GradientCompression &method,
                                            int64_t numRanks, ArrayAttr axes,
                                            llvm::StringRef serves);
 
-/// Waits for `exchange` and returns the mean of the N ranks' sparse
+/// Waits for `exchange` and returns the mean of the N ranks' compressed
 /// gradients, dense, in the shape of `type`.
 Value finishCompressedExchange(GradientBuilder &g,
                                const CompressedExchange &exchange,

@@ -22,12 +22,13 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       each holding at most `bucket-bytes` (a larger gradient alone; ZeRO 2
       and 3 count a gradient padded to N·ceil(n/N) elements), one element
       type per bucket;
-    - with `compression=topk:R`, on every gradient of rank >= 2 instead of
-      a bucket, `tsr.compression = "topk:R"`: `tsr-data-parallel` reduces
-      it compressed (vectors, biases and norms stay in buckets: they are
-      few bytes). Compression needs the data-parallel axis alone in the
-      mesh and no dynamic loss scaling (a skipped step would still move
-      the residuals).
+    - with `compression=topk:R` or `qsgd:BITS[:BUCKET]`, on every gradient
+      of rank >= 2 instead of a bucket, `tsr.compression = "topk:R"` (or
+      `"qsgd:BITS:BUCKET"`): `tsr-data-parallel` reduces it compressed
+      (vectors, biases and norms stay in buckets: they are few bytes).
+      Compression needs the data-parallel axis alone in the mesh, and top-k
+      no dynamic loss scaling (a skipped step would still move the
+      residuals).
 
     Refused with an error for N > 1: running-statistics updates
     (batch-norm batch statistics would differ per rank), and a
@@ -65,8 +66,9 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
            /*default=*/"25 * 1024 * 1024",
            "Most gradient bytes per bucket (one collective each)">,
     Option<"compression", "compression", "std::string", /*default=*/"\"none\"",
-           "How matrix gradients are reduced: none (in buckets) or topk:R "
-           "(the fraction R of largest magnitude, with error feedback)">,
+           "How matrix gradients are reduced: none (in buckets), topk:R "
+           "(the fraction R of largest magnitude, with error feedback) or "
+           "qsgd:BITS[:BUCKET] (unbiased stochastic quantization)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
@@ -119,6 +121,16 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     dense mean (its ZeRO 2/3 shard after a `tsr.local_shard`). The elements
     not sent are the next residual, a new state result (`tsr.updates`) that
     `tsr-optimizer` carries and checkpoints keep per rank.
+
+    A gradient with `tsr.compression = "qsgd:BITS:BUCKET"` is quantized
+    (QSGD, Alistarh et al. 2017): flattened, zero-padded to buckets of
+    BUCKET elements, each bucket's norm kept, and each element v becomes
+    sign(v)·l with l = floor(a) or floor(a) + 1, a = |v|/norm·s, s =
+    2^(BITS-1) − 1, rounded up with probability a − floor(a)
+    (`tsr.random_uniform` seeded by FNV-1a of the parameter's name, offset
+    by the step's `rng` argument, added if the function has none): unbiased.
+    The int8 levels and the norms are all-gathered (async); every rank sums
+    levels·norm/s over the ranks and divides by N.
 
     With `reduce-type=bf16` (or `f16`) every bucket of wider float
     gradients is divided by N, cast to that type, summed over the ranks and

@@ -686,6 +686,28 @@ def Tsr_DropoutOp : Tsr_BaseOp<"dropout", [
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tsr_RandomUniformOp : Tsr_BaseOp<"random_uniform"> {
+  let summary = "uniform draws in [0, 1) with an explicit seed";
+  let description = [{
+    Each element is a pure function of (`seed`, the optional scalar
+    `seed_offset`, its row-major index), from the generator `tsr.dropout`
+    uses: splitmix64 of seed + (index + 1)·0x9E3779B97F4A7C15, the seed
+    xor-ed with a splitmix64 mix of offset + 1. The top m bits of the hash
+    times 2^-m, m the significand bits of the result type (24 for f32, 53
+    for f64), so every draw is exact in that type and below 1. Stochastic
+    rounding (QSGD's gradient quantization) reads it with the training
+    step's `rng` as the offset, so every step and rank draws afresh.
+
+    ```mlir
+    %u = tsr.random_uniform %step {seed = 7 : i64} : (tensor<i64>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Optional<StaticShapeTensorOf<[I64]>>:$seed_offset,
+                       I64Attr:$seed);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 class Tsr_LossOp<string mnemonic, string onnx, string semantics, string example>
     : Tsr_BaseOp<mnemonic> {
   let summary = onnx;
