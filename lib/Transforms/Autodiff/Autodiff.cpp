@@ -316,6 +316,24 @@ tsr::Role mlir::tessera::getArgRole(func::FuncOp f, unsigned i) {
   return tsr::Role::data;
 }
 
+FailureOr<BlockArgument> mlir::tessera::getOrAddRngArgument(func::FuncOp f) {
+  for (BlockArgument arg : f.getArguments())
+    if (getArgRole(f, arg.getArgNumber()) == tsr::Role::rng)
+      return arg;
+  Builder b(f.getContext());
+  unsigned index = f.getNumArguments();
+  if (failed(f.insertArgument(
+          index, RankedTensorType::get({}, b.getI64Type()),
+          b.getDictionaryAttr(
+              {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("rng.step")),
+               b.getNamedAttr(
+                   tsr::attr::kRole,
+                   tsr::RoleAttr::get(b.getContext(), tsr::Role::rng))}),
+          f.getLoc())))
+    return failure();
+  return f.getArgument(index);
+}
+
 bool mlir::tessera::isMetricResult(func::FuncOp f, unsigned i) {
   auto role = f.getResultAttrOfType<tsr::RoleAttr>(i, tsr::attr::kRole);
   return role && role.getValue() == tsr::Role::metric;

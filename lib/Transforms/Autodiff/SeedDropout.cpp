@@ -32,20 +32,11 @@ struct TsrSeedDropoutPass
     });
     if (unseeded.empty())
       return;
-    OpBuilder b(&getContext());
-    unsigned index = f->getNumArguments();
-    if (failed(f->insertArgument(
-            index, RankedTensorType::get({}, b.getI64Type()),
-            b.getDictionaryAttr(
-                {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("rng.step")),
-                 b.getNamedAttr(
-                     tsr::attr::kRole,
-                     tsr::RoleAttr::get(b.getContext(), tsr::Role::rng))}),
-            f->getLoc())))
+    FailureOr<BlockArgument> step = getOrAddRngArgument(*f);
+    if (failed(step))
       return signalPassFailure();
-    Value step = f->getArgument(index);
     for (tsr::DropoutOp op : unseeded)
-      op.getSeedOffsetMutable().assign(step);
+      op.getSeedOffsetMutable().assign(*step);
   }
 };
 

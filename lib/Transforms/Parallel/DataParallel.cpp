@@ -310,26 +310,6 @@ struct TsrDataParallelPass
       b.setInsertionPointToStart(&func.getBody().front());
   }
 
-  /// The step's random seed offset (`tsr.role = rng`, which the runtime
-  /// sets to step·N + rank), added if the function has none.
-  FailureOr<Value> rngArgument(Location loc) {
-    for (BlockArgument arg : func.getArguments())
-      if (getArgRole(func, arg.getArgNumber()) == tsr::Role::rng)
-        return Value(arg);
-    OpBuilder b(func.getContext());
-    unsigned index = func.getNumArguments();
-    if (failed(func.insertArgument(
-            index, RankedTensorType::get({}, b.getI64Type()),
-            b.getDictionaryAttr(
-                {b.getNamedAttr(tsr::attr::kName, b.getStringAttr("rng.step")),
-                 b.getNamedAttr(
-                     tsr::attr::kRole,
-                     tsr::RoleAttr::get(b.getContext(), tsr::Role::rng))}),
-            loc)))
-      return failure();
-    return Value(func.getArgument(index));
-  }
-
   /// A gradient the plan marked `tsr.compression`: its compressed mean
   /// over the ranks, exchanged asynchronously from where it is computed.
   /// Top-k's error-feedback residual is a new state (a flat row of a [N, n]
@@ -370,7 +350,7 @@ struct TsrDataParallelPass
       residual = func.getArgument(argIndex);
     }
     if (method->isStochastic()) {
-      FailureOr<Value> arg = rngArgument(ret.getLoc());
+      FailureOr<BlockArgument> arg = getOrAddRngArgument(func);
       if (failed(arg))
         return failure();
       rng = *arg;

@@ -31,6 +31,11 @@ StringRef getResultString(func::FuncOp f, unsigned i, StringRef attr);
 /// The `tsr.role` of argument `i`; an argument without one is data.
 tsr::Role getArgRole(func::FuncOp f, unsigned i);
 
+/// The step's random seed offset: the argument with `tsr.role = rng`
+/// (which the runtime sets to step·N + rank), `rng.step`, added if `f` has
+/// none.
+FailureOr<BlockArgument> getOrAddRngArgument(func::FuncOp f);
+
 /// Whether result `i` has role `metric`: a value the step reports, summed
 /// over the samples of the step (micro-batches and data-parallel ranks
 /// add), which nothing differentiates or updates.
