@@ -21,10 +21,12 @@ setting as an SVG plot.
 
 Usage: bench/compression.py [--build DIR] [--out DIR] [--ranks N]
                             [--steps N] [--gpt-steps N] [--no-gpt]
+                            [--optimizer adam|sgd]
 """
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import statistics
@@ -36,6 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
 SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8")
 COLOURS = ("black", "steelblue", "darkred", "darkgreen")
+LR = {"adam": 3e-3, "sgd": 0.3}
 
 
 def run(cmd, **kw):
@@ -54,10 +57,12 @@ def mpirun(ranks):
     return env + ["mpirun", "-np", str(ranks)]
 
 
-def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps):
+def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
+            optimizer):
     run([bin_dir / "tessera-compile", model, "--mode=train",
          "--loss=cross_entropy", "--logits=logits", *labels,
-         f"--batch-size={batch}", "--optimizer=adam", "--lr=3e-3",
+         f"--batch-size={batch}", f"--optimizer={optimizer}",
+         f"--lr={LR[optimizer]}",
          "--mesh", f"dp={ranks}", f"--grad-compression={setting}", "-o", art])
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
@@ -76,9 +81,12 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps):
 
 
 def plot(curves, path, title):
-    """Loss (moving mean over 20 steps) against cumulative MB sent."""
+    """Loss (moving mean over 20 steps) against cumulative MB sent, the MB
+    on a log scale (plain sends orders of magnitude more)."""
     w, h, pad = 640, 380, 56
+    xmin = min(r["sent"] for _, r in curves) / 1e6
     xmax = max(r["sent"] * len(r["losses"]) for _, r in curves) / 1e6
+    lo, hi = math.floor(math.log10(xmin)), math.ceil(math.log10(xmax))
     smooth = {}
     for name, r in curves:
         ls = r["losses"]
@@ -88,7 +96,7 @@ def plot(curves, path, title):
     ymax = max(max(v) for v in smooth.values())
 
     def sx(x):
-        return pad + x / xmax * (w - 2 * pad)
+        return pad + (math.log10(x) - lo) / (hi - lo) * (w - 2 * pad)
 
     def sy(y):
         return h - pad - (y - ymin) / (ymax - ymin) * (h - 2 * pad)
@@ -102,12 +110,12 @@ def plot(curves, path, title):
              f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" '
              'stroke="black"/>',
              f'<text x="{w / 2}" y="{h - 14}" text-anchor="middle">MB sent '
-             'by one rank (cumulative)</text>',
+             'by one rank (cumulative, log scale)</text>',
              f'<text x="14" y="{h / 2}" transform="rotate(-90 14 {h / 2})" '
              'text-anchor="middle">loss (mean of the last 20 steps)</text>']
-    for v in (0, xmax / 2, xmax):
-        parts.append(f'<text x="{sx(v)}" y="{h - pad + 14}" '
-                     f'text-anchor="middle">{v:.1f}</text>')
+    for e in range(lo, hi + 1):
+        parts.append(f'<text x="{sx(10.0 ** e)}" y="{h - pad + 14}" '
+                     f'text-anchor="middle">{10.0 ** e:g}</text>')
     for v in (ymin, (ymin + ymax) / 2, ymax):
         parts.append(f'<text x="{pad - 6}" y="{sy(v) + 4}" '
                      f'text-anchor="end">{v:.2f}</text>')
@@ -132,10 +140,12 @@ def main():
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--gpt-steps", type=int, default=60)
     ap.add_argument("--no-gpt", action="store_true")
+    ap.add_argument("--optimizer", choices=sorted(LR), default="adam")
     args = ap.parse_args()
     bin_dir = pathlib.Path(args.build) / "bin"
     work = tempfile.mkdtemp(prefix="tessera-bench-compression.")
     out_dir = args.out or work
+    os.makedirs(out_dir, exist_ok=True)
 
     lm = os.path.join(work, "lm")
     run([sys.executable, ROOT / "python/tessera_examples/make_charlm.py",
@@ -157,7 +167,8 @@ def main():
                        os.path.join(gpt_lm, "tokens.bin")))
 
     print(f"data parallelism over {args.ranks} ranks (mpirun, MPI on the "
-          "CPU), Adam 3e-3; bytes per rank and step by the cost model")
+          f"CPU), {args.optimizer} lr {LR[args.optimizer]}; bytes per rank "
+          "and step by the cost model")
     print("| model | setting | bytes/step | plain/this | compressed grads: "
           "sent / all-reduce | ms/step | vs plain | final loss | vs plain |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -166,7 +177,7 @@ def main():
         for k, setting in enumerate(SETTINGS):
             art = os.path.join(work, f"{name.split()[0]}-{k}")
             r = measure(bin_dir, model, labels, batch, args.ranks, setting,
-                        art, tokens, steps)
+                        art, tokens, steps, args.optimizer)
             base = base or r
             curves.append((setting, r))
             grad = (f"{r['grad']['sent_bytes']} / {r['grad']['dense_bytes']}"
