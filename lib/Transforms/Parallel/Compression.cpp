@@ -150,7 +150,8 @@ CompressedExchange startTopK(GradientBuilder &g, Value grad, Value residual,
                          part, k, n, serves)
         .str();
   };
-  CompressedExchange exchange{method};
+  CompressedExchange exchange;
+  exchange.method = method;
   exchange.first = gatherCompressed(b, loc, indices, numRanks, axes, serves,
                                     spec, what("indices"));
   auto valuesGather = gatherCompressed(b, loc, values, numRanks, axes, serves,
@@ -194,7 +195,8 @@ CompressedExchange startQSGD(GradientBuilder &g, Value grad, Value rng,
   Value level = g.mul(tsr::SignOp::create(b, loc, v), g.add(floor, up));
   Value levels = g.castTo(g.reshape(level, {buckets * d}), b.getI8Type());
   StringAttr spec = b.getStringAttr(method.str());
-  CompressedExchange exchange{method};
+  CompressedExchange exchange;
+  exchange.method = method;
   auto levelsGather = gatherCompressed(
       b, loc, levels, numRanks, axes, serves, spec,
       llvm::formatv("the int8 levels of the {0} gradient elements of '{1}' "
