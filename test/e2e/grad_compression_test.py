@@ -204,10 +204,13 @@ def operator_checks(bin_dir, work):
               f"{np.count_nonzero(residual)} of {residual.size} nonzero)")
         m = manifest(art)
         bucketed = [c for c in m["collectives"] if "bucket" in c]
+        plain = [c["serves"] for c in bucketed if c["kind"] != "all_gather"]
+        pairs = [c["serves"] for c in bucketed if c["kind"] == "all_gather"]
         check(m.get("gradient_compression", {}).get("method") == f"topk:{RATIO}"
-              and [c["serves"] for c in bucketed] == [["v"]],
-              f"{name}: the manifest records topk:{RATIO}; only v travels in "
-              f"a bucket ({[c['kind'] for c in bucketed]})")
+              and plain == [["v"]] and pairs == [["W"], ["W"]],
+              f"{name}: the manifest records topk:{RATIO}; v travels in a plain "
+              f"bucket, W's indices and values in a compressed one "
+              f"({[(c['kind'], c['bucket']) for c in bucketed]})")
 
 
 # 1b. QSGD against NumPy, and unbiased over many draws.

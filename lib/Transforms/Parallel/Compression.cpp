@@ -43,6 +43,7 @@ GradientCompression::parse(llvm::StringRef spec) {
       return std::nullopt;
     c.kind = Kind::TopK;
     c.ratio = ratio;
+    c.ratioText = parts[1].str();
     return c;
   }
   if (parts[0] == "qsgd" && (parts.size() == 2 || parts.size() == 3)) {
@@ -62,7 +63,7 @@ std::string GradientCompression::str() const {
   case Kind::None:
     return "none";
   case Kind::TopK:
-    return llvm::formatv("topk:{0}", ratio).str();
+    return "topk:" + ratioText;
   case Kind::QSGD:
     return llvm::formatv("qsgd:{0}:{1}", bits, bucket).str();
   }
@@ -92,80 +93,33 @@ int64_t mlir::tessera::compressionSeed(llvm::StringRef name) {
 
 namespace {
 
-/// An async all-gather over `axes` of `v` (flat), tagged as part of the
-/// compressed exchange of `serves`.
-tsr::AllGatherOp gatherCompressed(OpBuilder &b, Location loc, Value v,
-                                  int64_t numRanks, ArrayAttr axes,
-                                  StringRef serves, StringAttr spec,
-                                  const Twine &reason) {
-  auto type = cast<RankedTensorType>(v.getType());
-  auto op = tsr::AllGatherOp::create(
-      b, loc,
-      RankedTensorType::get({numRanks * type.getDimSize(0)},
-                            type.getElementType()),
-      v, b.getI64IntegerAttr(0), axes, b.getStrArrayAttr({serves}),
-      IntegerAttr(), IntegerAttr(), b.getUnitAttr());
-  op->setAttr(tsr::attr::kCompression, spec);
-  op->setAttr(tsr::attr::kReason,
-              b.getStringAttr(spec.getValue() + ": " + reason));
-  return op;
-}
-
-void setDenseBytes(Operation *op, RankedTensorType grad) {
-  OpBuilder b(op);
-  op->setAttr(tsr::attr::kDenseBytes,
-              b.getI64IntegerAttr(grad.getNumElements() *
-                                  int64_t(grad.getElementTypeBitWidth() / 8)));
-}
-
-CompressedExchange startTopK(GradientBuilder &g, Value grad, Value residual,
-                             const GradientCompression &method,
-                             int64_t numRanks, ArrayAttr axes,
-                             StringRef serves) {
+CompressedPiece compressTopK(GradientBuilder &g, Value grad, Value residual,
+                             const GradientCompression &method) {
   OpBuilder &b = g.builder();
   Location loc = g.getLoc();
   auto type = cast<RankedTensorType>(grad.getType());
   int64_t n = type.getNumElements(), k = method.keptElements(n);
   Type elem = type.getElementType();
   Value acc = g.add(g.reshape(grad, {n}), residual);
-
   auto top = tsr::TopKOp::create(b, loc, tsr::AbsOp::create(b, loc, acc), k,
                                  /*axis=*/0, /*largest=*/true,
                                  /*sorted=*/false);
-  Value indices = top.getIndices();
-  Value values = tsr::GatherElementsOp::create(
-      b, loc, RankedTensorType::get({k}, elem), acc, indices, 0);
+  CompressedPiece piece;
+  piece.type = type;
+  piece.first = top.getIndices();
+  piece.second = tsr::GatherElementsOp::create(
+      b, loc, RankedTensorType::get({k}, elem), acc, piece.first, 0);
   // The residual is what was not sent: the sum with the kept ones zeroed.
-  Value next = tsr::ScatterElementsOp::create(
-      b, loc, acc.getType(), acc, indices,
+  piece.residual = tsr::ScatterElementsOp::create(
+      b, loc, acc.getType(), acc, piece.first,
       g.splat(RankedTensorType::get({k}, elem), 0.0), 0,
       tsr::ScatterReduction::none);
-  // Indices of a gradient below 2^31 elements travel as i32.
-  if (n <= std::numeric_limits<int32_t>::max())
-    indices = g.castTo(indices, b.getI32Type());
-  StringAttr spec = b.getStringAttr(method.str());
-  auto what = [&](StringRef part) {
-    return llvm::formatv("the {0} of the {1} of {2} gradient elements of "
-                         "'{3}' each rank sends",
-                         part, k, n, serves)
-        .str();
-  };
-  CompressedExchange exchange;
-  exchange.method = method;
-  exchange.first = gatherCompressed(b, loc, indices, numRanks, axes, serves,
-                                    spec, what("indices"));
-  auto valuesGather = gatherCompressed(b, loc, values, numRanks, axes, serves,
-                                       spec, what("values"));
-  setDenseBytes(valuesGather, type);
-  exchange.second = valuesGather;
-  exchange.residual = next;
-  return exchange;
+  return piece;
 }
 
-CompressedExchange startQSGD(GradientBuilder &g, Value grad, Value rng,
+CompressedPiece compressQSGD(GradientBuilder &g, Value grad, Value rng,
                              const GradientCompression &method,
-                             int64_t numRanks, ArrayAttr axes,
-                             StringRef serves) {
+                             StringRef name) {
   OpBuilder &b = g.builder();
   Location loc = g.getLoc();
   auto type = cast<RankedTensorType>(grad.getType());
@@ -190,75 +144,162 @@ CompressedExchange startQSGD(GradientBuilder &g, Value grad, Value rng,
   Value floor = tsr::FloorOp::create(b, loc, a);
   Value u = tsr::RandomUniformOp::create(
       b, loc, RankedTensorType::get({buckets, d}, f32), rng,
-      b.getI64IntegerAttr(compressionSeed(serves)));
+      b.getI64IntegerAttr(compressionSeed(name)));
   Value up = g.select(g.less(u, g.sub(a, floor)), one, zero);
   Value level = g.mul(tsr::SignOp::create(b, loc, v), g.add(floor, up));
-  Value levels = g.castTo(g.reshape(level, {buckets * d}), b.getI8Type());
-  StringAttr spec = b.getStringAttr(method.str());
-  CompressedExchange exchange;
-  exchange.method = method;
-  auto levelsGather = gatherCompressed(
-      b, loc, levels, numRanks, axes, serves, spec,
-      llvm::formatv("the int8 levels of the {0} gradient elements of '{1}' "
-                    "({2} buckets, padded to {3})",
-                    n, serves, buckets, buckets * d));
-  setDenseBytes(levelsGather, type);
-  exchange.first = levelsGather;
-  exchange.second = gatherCompressed(
-      b, loc, g.reshape(norm, {buckets}), numRanks, axes, serves, spec,
-      llvm::formatv("the norms of the {0} buckets of '{1}'", buckets, serves));
-  return exchange;
+  CompressedPiece piece;
+  piece.type = type;
+  piece.first = g.castTo(g.reshape(level, {buckets * d}), b.getI8Type());
+  piece.second = g.reshape(norm, {buckets});
+  return piece;
+}
+
+/// `parts` (flat) as one flat tensor.
+Value concatFlat(GradientBuilder &g, ArrayRef<Value> parts) {
+  if (parts.size() == 1)
+    return parts.front();
+  OpBuilder &b = g.builder();
+  return tsr::ConcatOp::create(b, g.getLoc(), parts, b.getI64IntegerAttr(0));
+}
+
+/// Columns [offset, offset + width) of the gathered [N·total] as a flat
+/// [N·width] (rank-major): one gradient's part of every rank's piece.
+Value columnsOf(GradientBuilder &g, Value gathered, int64_t numRanks,
+                int64_t total, int64_t offset, int64_t width) {
+  if (width == total)
+    return gathered;
+  Value rows = g.reshape(gathered, {numRanks, total});
+  return g.reshape(
+      g.slice(rows, {0, offset}, {numRanks, offset + width}, {1, 1}),
+      {numRanks * width});
 }
 
 } // namespace
 
-CompressedExchange mlir::tessera::startCompressedExchange(
-    GradientBuilder &g, Value grad, Value residual, Value rng,
-    const GradientCompression &method, int64_t numRanks, ArrayAttr axes,
-    llvm::StringRef serves) {
+CompressedPiece
+mlir::tessera::compressGradient(GradientBuilder &g, Value grad, Value residual,
+                                Value rng, const GradientCompression &method,
+                                llvm::StringRef name) {
   if (method.kind == GradientCompression::Kind::QSGD)
-    return startQSGD(g, grad, rng, method, numRanks, axes, serves);
-  return startTopK(g, grad, residual, method, numRanks, axes, serves);
+    return compressQSGD(g, grad, rng, method, name);
+  return compressTopK(g, grad, residual, method);
 }
 
-Value mlir::tessera::finishCompressedExchange(
-    GradientBuilder &g, const CompressedExchange &exchange,
-    RankedTensorType type, int64_t numRanks) {
+CompressedExchange mlir::tessera::startCompressedExchange(
+    GradientBuilder &g, ArrayRef<CompressedPiece> pieces,
+    const GradientCompression &method, int64_t numRanks, ArrayAttr axes,
+    ArrayRef<StringRef> serves, IntegerAttr bucket) {
+  OpBuilder &b = g.builder();
+  Location loc = g.getLoc();
+  CompressedExchange exchange;
+  exchange.method = method;
+  SmallVector<Value> firsts, seconds;
+  int64_t elements = 0, denseBytes = 0, largest = 0;
+  for (const CompressedPiece &piece : pieces) {
+    exchange.types.push_back(piece.type);
+    exchange.firstWidths.push_back(
+        cast<RankedTensorType>(piece.first.getType()).getDimSize(0));
+    exchange.secondWidths.push_back(
+        cast<RankedTensorType>(piece.second.getType()).getDimSize(0));
+    firsts.push_back(piece.first);
+    seconds.push_back(piece.second);
+    elements += piece.type.getNumElements();
+    largest = std::max(largest, piece.type.getNumElements());
+    denseBytes += piece.type.getNumElements() *
+                  int64_t(piece.type.getElementTypeBitWidth() / 8);
+  }
+  Value first = concatFlat(g, firsts), second = concatFlat(g, seconds);
+  int64_t firstWidth = cast<RankedTensorType>(first.getType()).getDimSize(0);
+  // Top-k's indices into gradients below 2^31 elements travel as i32.
+  if (method.kind == GradientCompression::Kind::TopK &&
+      largest <= std::numeric_limits<int32_t>::max())
+    first = g.castTo(first, b.getI32Type());
+  StringAttr spec = b.getStringAttr(method.str());
+  ArrayAttr servesAttr = b.getStrArrayAttr(serves);
+  auto gather = [&](Value v, const Twine &reason) {
+    auto type = cast<RankedTensorType>(v.getType());
+    auto op = tsr::AllGatherOp::create(
+        b, loc,
+        RankedTensorType::get({numRanks * type.getDimSize(0)},
+                              type.getElementType()),
+        v, b.getI64IntegerAttr(0), axes, servesAttr, bucket, IntegerAttr(),
+        b.getUnitAttr());
+    op->setAttr(tsr::attr::kCompression, spec);
+    op->setAttr(tsr::attr::kReason,
+                b.getStringAttr(spec.getValue() + ": " + reason));
+    return op;
+  };
+  std::string of =
+      llvm::formatv("{0} gradient elements of {1} parameter{2}", elements,
+                    pieces.size(), pieces.size() == 1 ? "" : "s");
+  tsr::AllGatherOp firstGather, secondGather;
+  if (method.kind == GradientCompression::Kind::QSGD) {
+    firstGather = gather(first, "the int8 levels of the " + of + " (" +
+                                    Twine(firstWidth) + " with padding)");
+    secondGather = gather(second, "the norms of their buckets");
+  } else {
+    firstGather = gather(first, "the indices of the " + Twine(firstWidth) +
+                                    " of the " + of + " each rank sends");
+    secondGather = gather(second, "their values");
+  }
+  firstGather->setAttr(tsr::attr::kDenseBytes, b.getI64IntegerAttr(denseBytes));
+  exchange.first = firstGather;
+  exchange.second = secondGather;
+  return exchange;
+}
+
+SmallVector<Value> mlir::tessera::finishCompressedExchange(
+    GradientBuilder &g, const CompressedExchange &exchange, int64_t numRanks) {
   OpBuilder &b = g.builder();
   Location loc = g.getLoc();
   Value first =
       tsr::WaitOp::create(b, loc, exchange.first.getType(), exchange.first);
   Value second =
       tsr::WaitOp::create(b, loc, exchange.second.getType(), exchange.second);
-  int64_t n = type.getNumElements();
-  Type elem = type.getElementType();
-  Value dense;
-  if (exchange.method.kind == GradientCompression::Kind::QSGD) {
-    // Every rank's levels times its bucket norms / s, summed over ranks.
-    Type f32 = b.getF32Type();
-    int64_t buckets =
-        cast<RankedTensorType>(second.getType()).getDimSize(0) / numRanks;
-    int64_t d = cast<RankedTensorType>(first.getType()).getDimSize(0) /
-                (numRanks * buckets);
-    Value levels = g.reshape(g.castTo(first, f32), {numRanks, buckets, d});
-    Value norms = g.reshape(second, {numRanks, buckets, 1});
-    Value sum = g.reduceSum(g.mul(levels, norms), {0}, /*keepdims=*/false);
-    dense = g.reshape(sum, {buckets * d});
-    if (buckets * d != n)
-      dense = g.slice(dense, {0}, {n}, {1});
-    dense = g.mul(dense, g.scalar(f32, 1.0 / double(exchange.method.levels())));
-    dense = g.castTo(dense, elem);
-  } else {
-    Value indices = first;
-    if (!getElementTypeOrSelf(indices.getType()).isInteger(64))
-      indices = g.castTo(indices, b.getI64Type());
-    // Several ranks may send the same index: their values add up.
-    dense = tsr::ScatterElementsOp::create(
-        b, loc, RankedTensorType::get({n}, elem),
-        g.splat(RankedTensorType::get({n}, elem), 0.0), indices, second, 0,
-        tsr::ScatterReduction::add);
+  int64_t firstTotal = 0, secondTotal = 0;
+  for (auto [w1, w2] : llvm::zip(exchange.firstWidths, exchange.secondWidths)) {
+    firstTotal += w1;
+    secondTotal += w2;
   }
-  if (numRanks > 1)
-    dense = g.mul(dense, g.scalar(elem, 1.0 / double(numRanks)));
-  return g.reshape(dense, type.getShape());
+  bool qsgd = exchange.method.kind == GradientCompression::Kind::QSGD;
+  Type f32 = b.getF32Type();
+  if (qsgd)
+    first = g.castTo(first, f32);
+  else if (!getElementTypeOrSelf(first.getType()).isInteger(64))
+    first = g.castTo(first, b.getI64Type());
+  SmallVector<Value> means;
+  int64_t firstOffset = 0, secondOffset = 0;
+  for (auto [type, w1, w2] :
+       llvm::zip(exchange.types, exchange.firstWidths, exchange.secondWidths)) {
+    Value mine1 = columnsOf(g, first, numRanks, firstTotal, firstOffset, w1);
+    Value mine2 = columnsOf(g, second, numRanks, secondTotal, secondOffset, w2);
+    firstOffset += w1;
+    secondOffset += w2;
+    int64_t n = type.getNumElements();
+    Type elem = type.getElementType();
+    Value dense;
+    if (qsgd) {
+      // Every rank's levels times its bucket norms / s, summed over ranks.
+      int64_t buckets = w2, d = w1 / w2;
+      Value levels = g.reshape(mine1, {numRanks, buckets, d});
+      Value norms = g.reshape(mine2, {numRanks, buckets, 1});
+      Value sum = g.reduceSum(g.mul(levels, norms), {0}, /*keepdims=*/false);
+      dense = g.reshape(sum, {buckets * d});
+      if (buckets * d != n)
+        dense = g.slice(dense, {0}, {n}, {1});
+      dense =
+          g.mul(dense, g.scalar(f32, 1.0 / double(exchange.method.levels())));
+      dense = g.castTo(dense, elem);
+    } else {
+      // Several ranks may send the same index: their values add up.
+      dense = tsr::ScatterElementsOp::create(
+          b, loc, RankedTensorType::get({n}, elem),
+          g.splat(RankedTensorType::get({n}, elem), 0.0), mine1, mine2, 0,
+          tsr::ScatterReduction::add);
+    }
+    if (numRanks > 1)
+      dense = g.mul(dense, g.scalar(elem, 1.0 / double(numRanks)));
+    means.push_back(g.reshape(dense, type.getShape()));
+  }
+  return means;
 }

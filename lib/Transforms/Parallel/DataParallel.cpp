@@ -170,12 +170,7 @@ struct TsrDataParallelPass
     });
     bool scatter = zero >= 2;
     SmallVector<SmallVector<Gradient *>> buckets;
-    SmallVector<Gradient *> compressed;
     for (Gradient &g : grads) {
-      if (func.getResultAttr(g.result, tsr::attr::kCompression)) {
-        compressed.push_back(&g);
-        continue;
-      }
       auto index =
           func.getResultAttrOfType<IntegerAttr>(g.result, tsr::attr::kBucket);
       if (!index || index.getInt() < 0)
@@ -191,11 +186,23 @@ struct TsrDataParallelPass
       if (bucket.empty())
         return func.emitError("tsr.bucket ") << index << " holds no gradient";
       Type elem = getElementTypeOrSelf(bucket.front()->value.getType());
-      for (Gradient *grad : bucket)
+      auto spec = func.getResultAttrOfType<StringAttr>(bucket.front()->result,
+                                                       tsr::attr::kCompression);
+      for (Gradient *grad : bucket) {
         if (getElementTypeOrSelf(grad->value.getType()) != elem)
           return func.emitError("tsr.bucket ")
                  << index << " mixes element types " << elem << " and "
                  << getElementTypeOrSelf(grad->value.getType());
+        if (func.getResultAttrOfType<StringAttr>(
+                grad->result, tsr::attr::kCompression) != spec)
+          return func.emitError("tsr.bucket ")
+                 << index << " mixes compressed and other gradients";
+      }
+      if (spec) {
+        if (failed(reduceCompressed(bucket, index, spec, ret)))
+          return failure();
+        continue;
+      }
       Operation *last = nullptr;
       for (Gradient *g : bucket)
         if (Operation *def = g->value.getDefiningOp())
@@ -291,104 +298,126 @@ struct TsrDataParallelPass
       types.push_back(v.getType());
     func.setType(
         FunctionType::get(func.getContext(), func.getArgumentTypes(), types));
-    for (Gradient *grad : compressed)
-      if (failed(reduceCompressed(*grad, ret)))
-        return failure();
     return success();
   }
 
-  /// The placement point of a gradient's reduction: right after `value` is
-  /// computed (and after a counted loss's weights), or at the top.
-  void setInsertionAfterGradient(OpBuilder &b, Value value) {
-    Operation *last = value.getDefiningOp();
-    if (rankWeight &&
-        (!last || last->isBeforeInBlock(rankWeight.getDefiningOp())))
-      last = rankWeight.getDefiningOp();
-    if (last && last->getBlock() == &func.getBody().front())
-      b.setInsertionPointAfter(last);
-    else
-      b.setInsertionPointToStart(&func.getBody().front());
-  }
-
-  /// A gradient the plan marked `tsr.compression`: its compressed mean
-  /// over the ranks, exchanged asynchronously from where it is computed.
-  /// Top-k's error-feedback residual is a new state (a flat row of a [N, n]
-  /// tensor sharded over the ranks, so that checkpoints keep every rank's
-  /// own); QSGD draws from the step's rng.
-  LogicalResult reduceCompressed(Gradient &grad, func::ReturnOp ret) {
-    auto spec = func.getResultAttrOfType<StringAttr>(grad.result,
-                                                     tsr::attr::kCompression);
+  /// A bucket of gradients the plan marked `tsr.compression`: each is
+  /// compressed where it is computed, the bucket's pieces are exchanged
+  /// together (two async all-gathers after its last gradient) and every
+  /// gradient becomes its compressed mean before the return. Top-k's
+  /// error-feedback residual is a new state per gradient (a flat row of a
+  /// [N, n] tensor sharded over the ranks, so that checkpoints keep every
+  /// rank's own); QSGD draws from the step's rng.
+  LogicalResult reduceCompressed(ArrayRef<Gradient *> bucket, int64_t index,
+                                 StringAttr spec, func::ReturnOp ret) {
     std::optional<GradientCompression> method =
         GradientCompression::parse(spec.getValue());
     if (!method || method->isNone())
-      return func.emitError("gradient result ")
-             << grad.result << ": tsr.compression " << spec
+      return func.emitError("tsr.bucket ")
+             << index << ": tsr.compression " << spec
              << " is not a compressor (topk:R or qsgd:BITS[:BUCKET])";
     MLIRContext *ctx = func.getContext();
-    auto type = cast<RankedTensorType>(grad.value.getType());
-    int64_t n = type.getNumElements();
-    StringRef name = nameOf(grad.param);
     OpBuilder b(ctx);
-    auto flat = RankedTensorType::get({n}, type.getElementType());
-    SmallVector<NamedAttribute> stateAttrs{
-        b.getNamedAttr(tsr::attr::kName,
-                       b.getStringAttr("topk.residual." + name)),
-        b.getNamedAttr(tsr::attr::kRole,
-                       tsr::RoleAttr::get(ctx, tsr::Role::state)),
-        b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(dp)),
-        b.getNamedAttr(tsr::attr::kGlobalShape,
-                       b.getDenseI64ArrayAttr({dp, n}))};
-    Value residual, rng;
-    if (method->hasResidual()) {
-      SmallVector<NamedAttribute> argAttrs(stateAttrs);
-      argAttrs.push_back(
-          b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0)));
-      unsigned argIndex = func.getNumArguments();
-      if (failed(func.insertArgument(
-              argIndex, flat, b.getDictionaryAttr(argAttrs), ret.getLoc())))
-        return failure();
-      residual = func.getArgument(argIndex);
-    }
+    Value rng;
     if (method->isStochastic()) {
       FailureOr<BlockArgument> arg = getOrAddRngArgument(func);
       if (failed(arg))
         return failure();
       rng = *arg;
     }
-
-    setInsertionAfterGradient(b, grad.value);
-    GradientBuilder g(
-        b, NameLoc::get(b.getStringAttr("compress." + name), ret.getLoc()));
+    Location loc = NameLoc::get(
+        b.getStringAttr("bucket" + std::to_string(index)), ret.getLoc());
+    SmallVector<CompressedPiece> pieces;
+    SmallVector<StringRef> serves;
+    SmallVector<BlockArgument> residuals;
+    Operation *last = nullptr;
+    for (Gradient *grad : bucket) {
+      StringRef name = nameOf(grad->param);
+      serves.push_back(name);
+      auto type = cast<RankedTensorType>(grad->value.getType());
+      int64_t n = type.getNumElements();
+      Value residual;
+      if (method->hasResidual()) {
+        unsigned arg = func.getNumArguments();
+        if (failed(func.insertArgument(
+                arg, RankedTensorType::get({n}, type.getElementType()),
+                b.getDictionaryAttr(residualAttrs(b, name, n, std::nullopt)),
+                ret.getLoc())))
+          return failure();
+        residuals.push_back(func.getArgument(arg));
+        residual = residuals.back();
+      }
+      // Compressed right after the gradient (and a counted loss's weights).
+      Operation *def = grad->value.getDefiningOp();
+      if (rankWeight &&
+          (!def || def->isBeforeInBlock(rankWeight.getDefiningOp())))
+        def = rankWeight.getDefiningOp();
+      if (def && def->getBlock() == ret->getBlock())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(ret->getBlock());
+      GradientBuilder g(b, loc);
+      pieces.push_back(compressGradient(g, weigh(g, grad->value), residual, rng,
+                                        *method, name));
+      Operation *done = pieces.back().first.getDefiningOp();
+      for (Value v : {pieces.back().second, pieces.back().residual})
+        if (Operation *op = v ? v.getDefiningOp() : nullptr)
+          if (done->isBeforeInBlock(op))
+            done = op;
+      if (!last || last->isBeforeInBlock(done))
+        last = done;
+    }
+    b.setInsertionPointAfter(last);
+    GradientBuilder g(b, loc);
     CompressedExchange exchange = startCompressedExchange(
-        g, weigh(g, grad.value), residual, rng, *method, dp, axes, name);
+        g, pieces, *method, dp, axes, serves, b.getI64IntegerAttr(index));
     b.setInsertionPoint(ret);
-    Value mean = finishCompressedExchange(g, exchange, type, dp);
-    if (zero >= 2) {
-      mean = localShard(g, mean, dp, axes);
-      func.setResultAttr(grad.result, tsr::attr::kShards,
-                         b.getI64IntegerAttr(dp));
+    SmallVector<Value> means = finishCompressedExchange(g, exchange, dp);
+    for (auto [grad, mean] : llvm::zip(bucket, means)) {
+      Value result = mean;
+      if (zero >= 2) {
+        result = localShard(g, mean, dp, axes);
+        func.setResultAttr(grad->result, tsr::attr::kShards,
+                           b.getI64IntegerAttr(dp));
+      }
+      ret.setOperand(grad->result, result);
+      func.removeResultAttr(grad->result,
+                            StringAttr::get(ctx, tsr::attr::kCompression));
     }
-    ret.setOperand(grad.result, mean);
-    func.removeResultAttr(grad.result,
-                          StringAttr::get(ctx, tsr::attr::kCompression));
-
-    if (!residual) {
-      func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
-                                     ret.getOperandTypes()));
-      return success();
+    for (auto [arg, piece, grad] : llvm::zip(residuals, pieces, bucket)) {
+      unsigned result = func.getNumResults();
+      int64_t n = piece.type.getNumElements();
+      if (failed(func.insertResult(
+              result, arg.getType(),
+              b.getDictionaryAttr(residualAttrs(b, nameOf(grad->param), n,
+                                                arg.getArgNumber())))))
+        return failure();
+      ret->insertOperands(result, piece.residual);
     }
-    unsigned resultIndex = func.getNumResults();
-    SmallVector<NamedAttribute> resultAttrs(stateAttrs);
-    resultAttrs.push_back(b.getNamedAttr(
-        tsr::attr::kUpdates,
-        b.getI64IntegerAttr(cast<BlockArgument>(residual).getArgNumber())));
-    if (failed(func.insertResult(resultIndex, flat,
-                                 b.getDictionaryAttr(resultAttrs))))
-      return failure();
-    ret->insertOperands(resultIndex, exchange.residual);
     func.setType(
         FunctionType::get(ctx, func.getArgumentTypes(), ret.getOperandTypes()));
     return success();
+  }
+
+  /// The attributes of top-k's residual of parameter `name` (n elements):
+  /// a zero-initialized state argument, or with `updates` its next value.
+  SmallVector<NamedAttribute> residualAttrs(Builder &b, StringRef name,
+                                            int64_t n,
+                                            std::optional<unsigned> updates) {
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr(tsr::attr::kName,
+                       b.getStringAttr("topk.residual." + name)),
+        b.getNamedAttr(tsr::attr::kRole,
+                       tsr::RoleAttr::get(b.getContext(), tsr::Role::state)),
+        b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(dp)),
+        b.getNamedAttr(tsr::attr::kGlobalShape,
+                       b.getDenseI64ArrayAttr({dp, n}))};
+    if (updates)
+      attrs.push_back(
+          b.getNamedAttr(tsr::attr::kUpdates, b.getI64IntegerAttr(*updates)));
+    else
+      attrs.push_back(b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0)));
+    return attrs;
   }
 
   /// ZeRO-3: trained parameters live as shards and are gathered before

@@ -121,7 +121,9 @@ struct TsrDataParallelPlanPass
                tsr::ZeroAttr::get(b.getContext(), zero,
                                   b.getStrArrayAttr({axis.getValue()})));
     // Buckets fill in backward order, the order the gradients are computed
-    // in, each holding at most bucket-bytes (a larger gradient alone).
+    // in, each holding at most bucket-bytes (a larger gradient alone). The
+    // compressed gradients fill their own buckets, numbered after the
+    // plain ones (their dense bytes count).
     llvm::stable_sort(grads,
                       [](const GradientResult &a, const GradientResult &b) {
                         return a.position < b.position;
@@ -129,25 +131,29 @@ struct TsrDataParallelPlanPass
     bool scatter = zero >= 2;
     int64_t bucket = -1, bytes = 0;
     Type elem;
-    for (const GradientResult &g : grads) {
-      auto type = cast<RankedTensorType>(g.value.getType());
-      if (compress->appliesTo(type)) {
-        f.setResultAttr(g.result, tsr::attr::kCompression,
-                        b.getStringAttr(compress->str()));
-        continue;
+    for (bool compressed : {false, true}) {
+      elem = Type();
+      for (const GradientResult &g : grads) {
+        auto type = cast<RankedTensorType>(g.value.getType());
+        if (compress->appliesTo(type) != compressed)
+          continue;
+        int64_t elements = type.getNumElements();
+        int64_t size = (scatter && !compressed ? n * getShardSize(elements, n)
+                                               : elements) *
+                       type.getElementTypeBitWidth() / 8;
+        if (!elem || elem != type.getElementType() ||
+            bytes + size > bucketBytes) {
+          ++bucket;
+          bytes = 0;
+          elem = type.getElementType();
+        }
+        bytes += size;
+        f.setResultAttr(g.result, tsr::attr::kBucket,
+                        b.getI64IntegerAttr(bucket));
+        if (compressed)
+          f.setResultAttr(g.result, tsr::attr::kCompression,
+                          b.getStringAttr(compress->str()));
       }
-      int64_t elements = type.getNumElements();
-      int64_t size = (scatter ? n * getShardSize(elements, n) : elements) *
-                     type.getElementTypeBitWidth() / 8;
-      if (bucket < 0 || elem != type.getElementType() ||
-          bytes + size > bucketBytes) {
-        ++bucket;
-        bytes = 0;
-        elem = type.getElementType();
-      }
-      bytes += size;
-      f.setResultAttr(g.result, tsr::attr::kBucket,
-                      b.getI64IntegerAttr(bucket));
     }
     return success();
   }

@@ -2,6 +2,8 @@
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=4 zero=2" | FileCheck %s --check-prefix=ZERO2
 // RUN: tessera-opt %S/Inputs/mesh-dp-tp.mlir "--tsr-data-parallel-plan=zero=3" | FileCheck %s --check-prefix=MESH
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=topk:0.25" | FileCheck %s --check-prefix=TOPK
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=topk:0.001" | FileCheck %s --check-prefix=SMALLR
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=qsgd:4" | FileCheck %s --check-prefix=QSGD
 
 // The plan is attributes only: the mesh, the ZeRO layout on the function and
 // a bucket per gradient; the body is untouched. b's gradient is computed
@@ -20,10 +22,14 @@
 // ZERO2: tensor<3x2xf32> {tsr.bucket = 0 : i64
 // ZERO2-SAME: tensor<2xf32> {tsr.bucket = 0 : i64
 // ZERO2-SAME: attributes {tsr.zero = #tsr.zero<stage = 2, axes = ["dp"]>}
-// With compression the matrix w gets the compressor instead of a bucket;
-// the vector b stays in bucket 0.
-// TOPK: tensor<3x2xf32> {tsr.compression = "topk:0.25", tsr.grad_of = 0 : i64
+// With compression the matrix w gets the compressor and a bucket of its
+// own, numbered after the plain ones; the vector b stays in bucket 0.
+// TOPK: tensor<3x2xf32> {tsr.bucket = 1 : i64, tsr.compression = "topk:0.25", tsr.grad_of = 0 : i64
 // TOPK-SAME: tensor<2xf32> {tsr.bucket = 0 : i64, tsr.grad_of = 1 : i64
+// The spec is written back as given, so a small ratio survives; QSGD's
+// default bucket of 512 is spelled out.
+// SMALLR: tsr.compression = "topk:0.001"
+// QSGD: tsr.compression = "qsgd:4:512"
 func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
                 %x: tensor<4x3xf32> {tsr.name = "x"})

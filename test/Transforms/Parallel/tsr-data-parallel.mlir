@@ -9,6 +9,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:0.25" --tsr-data-parallel | FileCheck %s --check-prefix=TOPK
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=2 compression=topk:0.25" --tsr-data-parallel "--tsr-optimizer=optimizer=sgd lr=0.1" | FileCheck %s --check-prefix=TOPK2
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=qsgd:8:4" --tsr-data-parallel | FileCheck %s --check-prefix=QSGD
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:0.5" --tsr-data-parallel | FileCheck %s --check-prefix=TWO
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry tsr.backward. The
@@ -49,12 +50,13 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // ZERO0-NEXT: %[[W2:.*]] = tsr.reshape %[[RW]] : tensor<6xf32> to tensor<3x2xf32>
 // ZERO0-NEXT: return %[[L]], %[[W2]], %[[RB]]
 
-// topk:0.25 on the matrix w (k = 2 of 6): this rank's residual is a new
-// state argument and result (its row of [2, 6]); right after the gradient,
-// the residual is added, the 2 largest magnitudes chosen (unsorted TopK)
-// and sent as (i32 index, value) pairs by two async all-gathers; the rest
-// is the next residual. Before the return the 4 pairs are added into zeros
-// and halved. b's vector stays in its bucket.
+// topk:0.25 on the matrix w (k = 2 of 6), in compressed bucket 1: this
+// rank's residual is a new state argument and result (its row of [2, 6]);
+// right after the gradient, the residual is added, the 2 largest
+// magnitudes chosen (unsorted TopK) and sent as (i32 index, value) pairs by
+// the bucket's two async all-gathers; the rest is the next residual. Before
+// the return the 4 pairs are added into zeros and halved. b's vector stays
+// in plain bucket 0.
 // TOPK: func.func @main({{.*}}%arg3: tensor<6xf32> {tsr.global_shape = array<i64: 2, 6>, tsr.init = 0.000000e+00 : f64, tsr.name = "topk.residual.w", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64})
 // TOPK-SAME: tensor<6xf32> {tsr.global_shape = array<i64: 2, 6>, tsr.name = "topk.residual.w", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64, tsr.updates = 3 : i64})
 // TOPK: tsr.all_reduce %{{.*}} {async, bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b"]}
@@ -66,8 +68,8 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // TOPK-NEXT: %[[ZERO:.*]] = tsr.constant dense<0.000000e+00> : tensor<2xf32>
 // TOPK-NEXT: %[[RES:.*]] = tsr.scatter_elements %[[ACC]], %[[IDX]], %[[ZERO]] {axis = 0 : i64}
 // TOPK-NEXT: %[[I32:.*]] = tsr.cast %[[IDX]] : tensor<2xi64> to tensor<2xi32>
-// TOPK-NEXT: %[[GI:.*]] = tsr.all_gather %[[I32]] {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "topk:0.25", tsr.reason = "topk:0.25: the indices of the 2 of 6 gradient elements of 'w' each rank sends"} : (tensor<2xi32>) -> tensor<4xi32>
-// TOPK-NEXT: %[[GV:.*]] = tsr.all_gather %[[VAL]] {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "topk:0.25", tsr.dense_bytes = 24 : i64, tsr.reason = "{{.*}}"} : (tensor<2xf32>) -> tensor<4xf32>
+// TOPK-NEXT: %[[GI:.*]] = tsr.all_gather %[[I32]] {async, bucket = 1 : i64, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "topk:0.25", tsr.dense_bytes = 24 : i64, tsr.reason = "topk:0.25: the indices of the 2 of the 6 gradient elements of 1 parameter each rank sends"} : (tensor<2xi32>) -> tensor<4xi32>
+// TOPK-NEXT: %[[GV:.*]] = tsr.all_gather %[[VAL]] {async, bucket = 1 : i64, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "topk:0.25", tsr.reason = "topk:0.25: their values"} : (tensor<2xf32>) -> tensor<4xf32>
 // TOPK: %[[WI:.*]] = tsr.wait %[[GI]]
 // TOPK-NEXT: %[[WV:.*]] = tsr.wait %[[GV]]
 // TOPK-NEXT: %[[I64:.*]] = tsr.cast %[[WI]] : tensor<4xi32> to tensor<4xi64>
@@ -96,8 +98,8 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // QSGD: tsr.floor
 // QSGD-NEXT: tsr.random_uniform %arg3 {seed = -5808541479991114666 : i64} : (tensor<i64>) -> tensor<2x4xf32>
 // QSGD: %[[Q:.*]] = tsr.cast %{{.*}} : tensor<8xf32> to tensor<8xi8>
-// QSGD-NEXT: %[[GL:.*]] = tsr.all_gather %[[Q]] {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "qsgd:8:4", tsr.dense_bytes = 24 : i64, {{.*}}} : (tensor<8xi8>) -> tensor<16xi8>
-// QSGD: %[[GN:.*]] = tsr.all_gather %{{.*}} {async, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "qsgd:8:4", {{.*}}} : (tensor<2xf32>) -> tensor<4xf32>
+// QSGD: %[[GL:.*]] = tsr.all_gather %[[Q]] {async, bucket = 1 : i64, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "qsgd:8:4", tsr.dense_bytes = 24 : i64, {{.*}}} : (tensor<8xi8>) -> tensor<16xi8>
+// QSGD-NEXT: %[[GN:.*]] = tsr.all_gather %{{.*}} {async, bucket = 1 : i64, mesh_axes = ["dp"], serves = ["w"], tsr.compression = "qsgd:8:4", {{.*}}} : (tensor<2xf32>) -> tensor<4xf32>
 // QSGD: tsr.wait %[[GL]]
 // QSGD: tsr.reshape %{{.*}} : tensor<16xf32> to tensor<2x2x4xf32>
 // QSGD: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = false} : (tensor<2x2x4xf32>) -> tensor<2x4xf32>
@@ -223,4 +225,32 @@ func.func @metric(%w: tensor<2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
   %g = tsr.reduce_sum %x {axes = array<i64: 0>, keepdims = false, tsr.backward} : (tensor<4x2xf32>) -> tensor<2xf32>
   %h = tsr.reduce_sum %i {axes = array<i64: 0>, keepdims = false} : (tensor<4xi64>) -> tensor<i64>
   return %l, %g, %h : tensor<f32>, tensor<2xf32>, tensor<i64>
+}
+
+// -----
+
+// Two matrices share a compressed bucket: each is compressed alone (k = 4
+// of 8 and 3 of 6 at topk:0.5), their pieces travel concatenated in the
+// bucket's two all-gathers, and each rank's columns are cut apart after.
+// TWO: tsr.topk %{{.*}} {axis = 0 : i64, k = 4 : i64, largest = true, sorted = false}
+// TWO: tsr.topk %{{.*}} {axis = 0 : i64, k = 3 : i64, largest = true, sorted = false}
+// TWO: %[[CAT:.*]] = tsr.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<4xi64>, tensor<3xi64>) -> tensor<7xi64>
+// TWO: tsr.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<4xf32>, tensor<3xf32>) -> tensor<7xf32>
+// TWO-NEXT: tsr.cast %[[CAT]] : tensor<7xi64> to tensor<7xi32>
+// TWO-NEXT: tsr.all_gather %{{.*}} {async, bucket = 0 : i64, mesh_axes = ["dp"], serves = ["a", "c"], tsr.compression = "topk:0.5", tsr.dense_bytes = 56 : i64, tsr.reason = "topk:0.5: the indices of the 7 of the 14 gradient elements of 2 parameters each rank sends"} : (tensor<7xi32>) -> tensor<14xi32>
+// TWO-NEXT: tsr.all_gather %{{.*}} {async, bucket = 0 : i64, {{.*}}} : (tensor<7xf32>) -> tensor<14xf32>
+// TWO: tsr.reshape %{{.*}} : tensor<14xi64> to tensor<2x7xi64>
+// TWO-NEXT: tsr.slice %{{.*}} {limits = array<i64: 2, 4>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<2x7xi64>) -> tensor<2x4xi64>
+// TWO: tsr.scatter_elements %{{.*}} {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<8xf32>, tensor<8xi64>, tensor<8xf32>) -> tensor<8xf32>
+// TWO: tsr.slice %{{.*}} {limits = array<i64: 2, 7>, starts = array<i64: 0, 4>, steps = array<i64: 1, 1>} : (tensor<2x7xi64>) -> tensor<2x3xi64>
+// TWO: tsr.scatter_elements %{{.*}} {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<6xf32>, tensor<6xi64>, tensor<6xf32>) -> tensor<6xf32>
+func.func @two(%a: tensor<4x2xf32> {tsr.name = "a", tsr.role = #tsr.role<param>},
+               %c: tensor<2x3xf32> {tsr.name = "c", tsr.role = #tsr.role<param>})
+    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
+        tensor<4x2xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.a", tsr.role = #tsr.role<grad>},
+        tensor<2x3xf32> {tsr.grad_of = 1 : i64, tsr.name = "grad.c", tsr.role = #tsr.role<grad>}) {
+  %l = tsr.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
+  %ga = tsr.mul %a, %a {tsr.backward} : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
+  %gc = tsr.mul %c, %c {tsr.backward} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %l, %ga, %gc : tensor<f32>, tensor<4x2xf32>, tensor<2x3xf32>
 }

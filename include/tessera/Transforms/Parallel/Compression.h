@@ -27,6 +27,8 @@ struct GradientCompression {
   Kind kind = Kind::None;
   double ratio = 1.0;
   int64_t bits = 8, bucket = 512;
+  /// Top-k's ratio as the spec spelled it (it round-trips exactly).
+  std::string ratioText;
 
   /// Parses a spec; nullopt if it is malformed.
   static std::optional<GradientCompression> parse(llvm::StringRef spec);
@@ -51,33 +53,53 @@ struct GradientCompression {
 /// own stream and a test can recompute it.
 int64_t compressionSeed(llvm::StringRef name);
 
-/// The exchange of one compressed gradient, started where the gradient is
-/// ready and finished before the step's return.
-struct CompressedExchange {
-  GradientCompression method;
-  /// The async all-gathers in flight: top-k's indices (i32) and values,
-  /// QSGD's levels (i8) and bucket norms.
+/// One gradient's part of a compressed exchange, built where the gradient
+/// is ready and not sent yet.
+struct CompressedPiece {
+  /// The gradient's type.
+  RankedTensorType type;
+  /// Top-k: the kept i64 indices and their values [k]; QSGD: the i8 levels
+  /// [buckets·d] and the f32 bucket norms [buckets].
   Value first, second;
   /// Top-k's next error-feedback residual: what this rank did not send.
   Value residual;
 };
 
-/// Starts the exchange of this rank's `grad` over `axes` (N ranks): for
-/// top-k, `residual` (flat) is added first; QSGD draws from `rng` (the
-/// step's seed offset, an i64 scalar) with compressionSeed(`serves`). The
-/// collectives carry `tsr.compression`, a `tsr.reason`, and one of them
-/// `tsr.dense_bytes`, the bytes an all-reduce of the gradient would carry.
-CompressedExchange startCompressedExchange(GradientBuilder &g, Value grad,
-                                           Value residual, Value rng,
+/// Compresses this rank's `grad`: for top-k, `residual` (flat) is added
+/// first; QSGD draws from `rng` (the step's seed offset, an i64 scalar)
+/// with compressionSeed(`name`).
+CompressedPiece compressGradient(GradientBuilder &g, Value grad, Value residual,
+                                 Value rng, const GradientCompression &method,
+                                 llvm::StringRef name);
+
+/// The exchange of a bucket of compressed gradients: their pieces
+/// concatenated and all-gathered asynchronously, two collectives for the
+/// whole bucket.
+struct CompressedExchange {
+  GradientCompression method;
+  /// The async all-gathers in flight.
+  Value first, second;
+  /// Per gradient: its type and the widths of its two pieces.
+  SmallVector<RankedTensorType> types;
+  SmallVector<int64_t> firstWidths, secondWidths;
+};
+
+/// Starts the exchange of `pieces` over `axes` (N ranks). The two
+/// all-gathers carry `bucket`, `serves`, `tsr.compression`, a `tsr.reason`,
+/// and the first `tsr.dense_bytes`, the bytes an all-reduce of the
+/// gradients would carry.
+CompressedExchange startCompressedExchange(GradientBuilder &g,
+                                           ArrayRef<CompressedPiece> pieces,
                                            const GradientCompression &method,
                                            int64_t numRanks, ArrayAttr axes,
-                                           llvm::StringRef serves);
+                                           ArrayRef<StringRef> serves,
+                                           IntegerAttr bucket);
 
-/// Waits for `exchange` and returns the mean of the N ranks' compressed
-/// gradients, dense, in the shape of `type`.
-Value finishCompressedExchange(GradientBuilder &g,
-                               const CompressedExchange &exchange,
-                               RankedTensorType type, int64_t numRanks);
+/// Waits for `exchange` and returns, per gradient, the mean of the N ranks'
+/// compressed gradients, dense, in the gradient's shape.
+SmallVector<Value> finishCompressedExchange(GradientBuilder &g,
+                                            const CompressedExchange &exchange,
+                                            int64_t numRanks);
 
 } // namespace mlir::tessera
 
