@@ -23,9 +23,11 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       and 3 count a gradient padded to N·ceil(n/N) elements), one element
       type per bucket;
     - with `compression=topk:R` or `qsgd:BITS[:BUCKET]`, on every gradient
-      of rank >= 2 instead of a bucket, `tsr.compression = "topk:R"` (or
-      `"qsgd:BITS:BUCKET"`): `tsr-data-parallel` reduces it compressed
-      (vectors, biases and norms stay in buckets: they are few bytes).
+      of rank >= 2 also `tsr.compression = "topk:R"` (or
+      `"qsgd:BITS:BUCKET"`), and buckets of their own for those, filled
+      the same way and numbered after the plain ones: `tsr-data-parallel`
+      reduces them compressed (vectors, biases and norms stay in plain
+      buckets: they are few bytes).
       Compression needs the data-parallel axis alone in the mesh, and top-k
       no dynamic loss scaling (a skipped step would still move the
       residuals).
@@ -109,14 +111,17 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     over ranks, which gives exactly the mean over the global batch's counted
     labels.
 
-    A gradient with `tsr.compression = "topk:R"` is not bucketed. Its
-    rank adds its error-feedback residual (a new state argument
-    `topk.residual.NAME`, zero at first, this rank's row of a [N, n] tensor
-    sharded over the ranks) to it, keeps the k = ceil(R·n) elements of
-    largest magnitude (`tsr.topk` unsorted, a radix select) and sends them
-    as (index, value) pairs: two async `tsr.all_gather`s (indices as i32)
-    that carry `tsr.compression` and, on the values, `tsr.dense_bytes` (what
-    an all-reduce would have carried). Before the return, the N·k pairs are
+    A bucket of gradients with `tsr.compression` is exchanged compressed:
+    each gradient is compressed alone right after it is computed, the
+    bucket's pieces are concatenated into two async `tsr.all_gather`s
+    after its last gradient (they carry `bucket`, `tsr.compression` and, on
+    the first, `tsr.dense_bytes`: what an all-reduce of the gradients would
+    have carried), and before the return each rank's columns are cut apart
+    again. With `topk:R` each rank adds its error-feedback residual (a new
+    state argument `topk.residual.NAME`, zero at first, this rank's row of
+    a [N, n] tensor sharded over the ranks) to the gradient, keeps the k =
+    ceil(R·n) elements of largest magnitude (`tsr.topk` unsorted, a radix
+    select) and sends them as (i32 index, value) pairs; the N·k pairs are
     scattered (added) into zeros and divided by N: every rank gets the same
     dense mean (its ZeRO 2/3 shard after a `tsr.local_shard`). The elements
     not sent are the next residual, a new state result (`tsr.updates`) that
@@ -129,8 +134,8 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     2^(BITS-1) − 1, rounded up with probability a − floor(a)
     (`tsr.random_uniform` seeded by FNV-1a of the parameter's name, offset
     by the step's `rng` argument, added if the function has none): unbiased.
-    The int8 levels and the norms are all-gathered (async); every rank sums
-    levels·norm/s over the ranks and divides by N.
+    The int8 levels and the norms travel; every rank sums levels·norm/s
+    over the ranks and divides by N.
 
     With `reduce-type=bf16` (or `f16`) every bucket of wider float
     gradients is divided by N, cast to that type, summed over the ranks and
