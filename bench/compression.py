@@ -36,8 +36,8 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
-SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8")
-COLOURS = ("black", "steelblue", "darkred", "darkgreen")
+SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8", "powersgd:4")
+COLOURS = ("black", "steelblue", "darkred", "darkgreen", "darkorange")
 LR = {"adam": 3e-3, "sgd": 0.3}
 
 

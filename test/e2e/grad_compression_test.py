@@ -30,11 +30,18 @@
    whose mean must lie within 5 standard errors (QSGD's variance,
    (norm/s)^2 p(1-p) per element and rank) of the true mean gradient on
    every element; rounding to nearest would miss by tens of them.
+1c. PowerSGD (--grad-compression=powersgd:2) on the same model, dp=2
+   ZeRO-0 and dp=4 ZeRO-2, 6 steps: losses, trained W and every rank's
+   checkpointed residual equal NumPy's PowerSGD (P = M·Q averaged,
+   Gram-Schmidt, Q = Mᵀ·P̂ averaged, approximation P̂·Qᵀ, residual
+   M − P̂·Qᵀ; Q warm-started from the same uniform draw on every rank) to
+   1e-5, and the checkpoint holds Q.
 2. Convergence: the character LM (charlm_train_test.sh's: 1 layer,
    d_model 64, seq 32, global batch 16) trained 760 steps with SGD (lr 0.3)
-   under `mpirun -np 4`, plain, with topk:0.01 and with qsgd:8: the mean
-   loss of the last 76 steps (10% of the run, the same batches for all) is
-   within 5% of the plain run's (measured +3.1% and +0.5%), and all are
+   under `mpirun -np 4`, plain, with topk:0.01, qsgd:8 and powersgd:4: the
+   mean loss of the last 76 steps (10% of the run, the same batches for
+   all) is within 5% of the plain run's (measured +3.1%, +0.5% and +1.6%),
+   and all are
    below the unigram entropy
    of the token stream (3.20 nats, computed here from the tokens: a model
    below it predicts from context). The mean over the same batches is the
@@ -50,13 +57,14 @@
    sends (N−1)·k·8 bytes where a ring all-reduce of the gradient sends
    2(N−1)/N·4n, at least 10x fewer at topk:0.01; QSGD's int8 levels
    (padded to whole buckets) and float32 bucket norms send
-   (N−1)·buckets·(d + 4).
-4. Checkpoints: dp=2 with topk:0.01 and Adam, 20 steps checkpointed at 10, and the
-   same resumed from step 10: the same 20 losses (as logged strings) and
+   (N−1)·buckets·(d + 4); PowerSGD's all-reduces of P [n, 4] and Q [m, 4]
+   send 2(N−1)/N·4·4(n + m), at least 10x fewer at powersgd:4.
+4. Checkpoints: dp=2 with Adam and topk:0.01, and with powersgd:4, 20
+   steps checkpointed at 10, and the same resumed from step 10: the same 20 losses (as logged strings) and
    the same bytes for every parameter and state tensor at step 20, the
-   residuals (one row per rank) included.
-5. Refusals: malformed specs, no dp axis, a tp axis, top-k with dynamic
-   loss scaling.
+   residuals (one row per rank) and PowerSGD's Q included.
+5. Refusals: malformed specs, no dp axis, a tp axis, error feedback (top-k,
+   PowerSGD) with dynamic loss scaling.
 
 Usage: grad_compression_test.py BUILD_DIR REPO_ROOT [--work DIR]
 """
@@ -158,27 +166,44 @@ def replay(x, z, w, v, ranks):
     return step_losses, w, v, residual, min(gaps)
 
 
-def operator_checks(bin_dir, work):
-    rng = np.random.default_rng(7)
-    model = os.path.join(work, "linear.onnx")
+def linear_case(work, seed, name):
+    """The linear model with random weights and data: (model, W, v, x, z,
+    data file)."""
+    rng = np.random.default_rng(seed)
+    model = os.path.join(work, f"{name}.onnx")
     w0, v0 = make_linear(model, rng)
     x = rng.standard_normal((SAMPLES, ROWS, COLS)).astype(np.float32)
     z = rng.standard_normal((SAMPLES, COLS)).astype(np.float32)
-    data = os.path.join(work, "linear.npz")
+    data = os.path.join(work, f"{name}.npz")
     np.savez(data, x=x, z=z)
+    return model, w0, v0, x, z, data
+
+
+def train_linear(bin_dir, work, model, data, name, ranks, spec, *flags,
+                 steps=STEPS_OP):
+    """Compiles `model` for SGD on dp=`ranks` with `spec` and trains it;
+    returns the log, checkpoint directory and --save-onnx file."""
+    art = os.path.join(work, name)
+    run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
+         "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
+         "--mesh", f"dp={ranks}", f"--grad-compression={spec}", *flags,
+         "-o", art])
+    log, ckpt = os.path.join(work, name + ".json"), os.path.join(work, name + "-ckpt")
+    onnx_out = os.path.join(work, name + ".onnx")
+    run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art, "--train",
+                         "--data", data, "--steps", str(steps), "--threads", "1",
+                         "--log-json", log, "--checkpoint-dir", ckpt,
+                         "--save-onnx", onnx_out])
+    return art, log, ckpt, onnx_out
+
+
+def operator_checks(bin_dir, work):
+    model, w0, v0, x, z, data = linear_case(work, 7, "linear")
     for ranks, zero, micro in ((2, 0, 1), (2, 1, 2), (4, 2, 1), (4, 3, 1)):
         name = f"linear-dp{ranks}z{zero}m{micro}"
-        art = os.path.join(work, name)
-        run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
-             "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
-             "--mesh", f"dp={ranks}", f"--zero={zero}", f"--micro-batches={micro}",
-             f"--grad-compression=topk:{RATIO}", "-o", art])
-        log, ckpt = os.path.join(work, name + ".json"), os.path.join(work, name + "-ckpt")
-        onnx_out = os.path.join(work, name + ".onnx")
-        run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art, "--train",
-                             "--data", data, "--steps", str(STEPS_OP), "--threads", "1",
-                             "--log-json", log, "--checkpoint-dir", ckpt,
-                             "--save-onnx", onnx_out])
+        art, log, ckpt, onnx_out = train_linear(
+            bin_dir, work, model, data, name, ranks, f"topk:{RATIO}",
+            f"--zero={zero}", f"--micro-batches={micro}")
         want, w, v, residual, gap = replay(x, z, w0, v0, ranks)
         check(gap >= 1e-5, f"{name}: the data leave no near-tie at the k-th "
               f"magnitude (smallest gap {gap:.2e} relative)")
@@ -287,25 +312,12 @@ def replay_qsgd(x, z, w, v, ranks, steps, samples):
 
 
 def qsgd_checks(bin_dir, work):
-    rng = np.random.default_rng(11)
-    model = os.path.join(work, "linear-qsgd.onnx")
-    w0, v0 = make_linear(model, rng)
-    x = rng.standard_normal((SAMPLES, ROWS, COLS)).astype(np.float32)
-    z = rng.standard_normal((SAMPLES, COLS)).astype(np.float32)
-    data = os.path.join(work, "linear-qsgd.npz")
-    np.savez(data, x=x, z=z)
+    model, w0, v0, x, z, data = linear_case(work, 11, "linear-qsgd")
     spec = f"qsgd:{QSGD_BITS}:{QSGD_BUCKET}"
     for ranks, zero in ((2, 0), (4, 2)):
         name = f"qsgd-dp{ranks}z{zero}"
-        art = os.path.join(work, name)
-        run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
-             "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
-             "--mesh", f"dp={ranks}", f"--zero={zero}",
-             f"--grad-compression={spec}", "-o", art])
-        log, onnx_out = os.path.join(work, name + ".json"), os.path.join(work, name + ".onnx")
-        run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art, "--train",
-                             "--data", data, "--steps", str(STEPS_OP), "--threads", "1",
-                             "--log-json", log, "--save-onnx", onnx_out])
+        _, log, _, onnx_out = train_linear(bin_dir, work, model, data, name,
+                                           ranks, spec, f"--zero={zero}")
         want, w, v, margin = replay_qsgd(x, z, w0, v0, ranks, STEPS_OP, SAMPLES)
         check(margin >= 1e-5, f"{name}: no draw lies within 1e-5 of its "
               f"rounding threshold (smallest distance {margin:.2e})")
@@ -326,16 +338,10 @@ def qsgd_checks(bin_dir, work):
     # (QSGD's variance); a quantizer that rounded to nearest instead would
     # be off by up to norm/(2s), tens of standard errors here.
     steps, ranks = 300, 2
-    art = os.path.join(work, "qsgd-unbiased")
-    run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
-         "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
-         "--mesh", f"dp={ranks}", f"--grad-compression={spec}", "-o", art])
     fixed = os.path.join(work, "fixed.npz")
     np.savez(fixed, x=x[:GLOBAL], z=z[:GLOBAL])
-    onnx_out = os.path.join(work, "qsgd-unbiased.onnx")
-    run(mpirun(ranks) + [os.path.join(bin_dir, "tessera-run"), art, "--train",
-                         "--data", fixed, "--steps", str(steps), "--threads", "1",
-                         "--save-onnx", onnx_out])
+    _, _, _, onnx_out = train_linear(bin_dir, work, model, fixed, "qsgd-unbiased",
+                                     ranks, spec, steps=steps)
     trained = {t.name: numpy_helper.to_array(t)
                for t in onnx.load(onnx_out).graph.initializer}
     mean_q = (w0.astype(np.float64) - trained["W"]).reshape(-1) / (LR * steps)
@@ -360,6 +366,83 @@ def qsgd_checks(bin_dir, work):
           f"{np.max(z_scores):.2f} standard errors of the gradient on every "
           f"element (bound 5; rounding to nearest would be off by "
           f"{nearest_bias:.0f})")
+
+
+# 1c. PowerSGD against NumPy.
+
+PSGD_RANK = 2
+
+
+def gram_schmidt(p):
+    cols = []
+    for j in range(p.shape[1]):
+        c = p[:, j].copy()
+        for q in cols:
+            c -= (q @ c) * q
+        norm = np.linalg.norm(c)
+        cols.append(c / norm if norm > 0 else c)
+    return np.stack(cols, axis=1)
+
+
+def replay_powersgd(x, z, w, v, ranks, steps):
+    """PowerSGD (Vogels et al. 2019) with error feedback and warm-started
+    Q, which starts as tsr.random_uniform(seed FNV-1a("W")) - 0.5, the
+    same on every rank."""
+    w, v = w.astype(np.float64), v.astype(np.float64)
+    x, z = x.astype(np.float64), z.astype(np.float64)
+    n, m = w.shape
+    rows = GLOBAL // ranks
+    u64 = np.uint64
+    i = np.arange(m * PSGD_RANK, dtype=u64)
+    h = np.array([fnv1a("W")], dtype=u64) + (i + u64(1)) * u64(0x9E3779B97F4A7C15)
+    h = (h ^ (h >> u64(30))) * u64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> u64(27))) * u64(0x94D049BB133111EB)
+    h ^= h >> u64(31)
+    q = ((h >> u64(40)).astype(np.float64) * 2.0 ** -24 - 0.5).reshape(m, PSGD_RANK)
+    residual = np.zeros((ranks, n, m))
+    step_losses = []
+    for s in range(steps):
+        batch = [(s * GLOBAL + i) % SAMPLES for i in range(GLOBAL)]
+        step_losses.append(np.mean([np.sum(x[b] * w) + np.sum(z[b] * v)
+                                    for b in batch]))
+        mats = [x[batch[r * rows:(r + 1) * rows]].mean(axis=0) + residual[r]
+                for r in range(ranks)]
+        p_hat = gram_schmidt(sum(mat @ q for mat in mats) / ranks)
+        q = sum(mat.T @ p_hat for mat in mats) / ranks
+        approx = p_hat @ q.T
+        for r in range(ranks):
+            residual[r] = mats[r] - approx
+        grad_v = sum(z[batch[r * rows:(r + 1) * rows]].mean(axis=0)
+                     for r in range(ranks)) / ranks
+        w = w - LR * approx
+        v = v - LR * grad_v
+    return step_losses, w, residual
+
+
+def powersgd_checks(bin_dir, work):
+    model, w0, v0, x, z, data = linear_case(work, 5, "linear-powersgd")
+    spec = f"powersgd:{PSGD_RANK}"
+    for ranks, zero in ((2, 0), (4, 2)):
+        name = f"powersgd-dp{ranks}z{zero}"
+        _, log, ckpt, onnx_out = train_linear(bin_dir, work, model, data, name,
+                                              ranks, spec, f"--zero={zero}")
+        want, w, residual = replay_powersgd(x, z, w0, v0, ranks, STEPS_OP)
+        got = [float(l) for _, l in sorted(losses(log).items())]
+        worst = max(abs(a - b) / max(abs(b), 1.0) for a, b in zip(got, want))
+        trained = {t.name: numpy_helper.to_array(t)
+                   for t in onnx.load(onnx_out).graph.initializer}
+        err = np.max(np.abs(trained["W"] - w)) / np.max(np.abs(w))
+        tensors = checkpoint_tensors(os.path.join(ckpt, f"step-{STEPS_OP:08d}"))
+        _, shape, raw = tensors.get("powersgd.residual.W", (None, None, b""))
+        got_residual = np.frombuffer(raw, np.float32).reshape(shape or (0,))
+        res_err = (np.max(np.abs(got_residual - residual.reshape(ranks, -1)))
+                   if got_residual.shape == (ranks, w.size) else float("inf"))
+        check(len(got) == STEPS_OP and max(worst, err, res_err) <= RTOL
+              and "powersgd.q.W" in tensors,
+              f"{name}: {spec}'s {len(got)} losses, trained W and every rank's "
+              f"residual equal NumPy's PowerSGD (worst {worst:.1e}, {err:.1e} "
+              f"and {res_err:.1e}, bound {RTOL:g}); Q checkpointed: "
+              f"{'powersgd.q.W' in tensors}")
 
 
 # 2-4. The character LM.
@@ -390,7 +473,9 @@ def lm_checks(bin_dir, root, work):
     sgd, adam = ("--optimizer=sgd", "--lr=0.3"), ("--optimizer=adam", "--lr=3e-3")
     jobs = {"plain4": (4, *sgd), "topk4": (4, *sgd, "--grad-compression=topk:0.01"),
             "qsgd4": (4, *sgd, "--grad-compression=qsgd:8"),
-            "topk2": (2, *adam, "--grad-compression=topk:0.01")}
+            "psgd4": (4, *sgd, "--grad-compression=powersgd:4"),
+            "topk2": (2, *adam, "--grad-compression=topk:0.01"),
+            "psgd2": (2, *adam, "--grad-compression=powersgd:4")}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         arts = dict(zip(jobs, pool.map(
             lambda name: lm_artifact(bin_dir, model, os.path.join(work, name),
@@ -402,12 +487,13 @@ def lm_checks(bin_dir, root, work):
     p = counts[counts > 0] / tokens.size
     unigram = float(-(p * np.log(p)).sum())
     tails = {}
-    for name in ("plain4", "topk4", "qsgd4"):
+    for name in ("plain4", "topk4", "qsgd4", "psgd4"):
         log = os.path.join(work, name + ".json")
         train(bin_dir, arts[name], 4, data, LONG_STEPS, log)
         values = [float(l) for _, l in sorted(losses(log).items())]
         tails[name] = float(np.mean(values[-LONG_STEPS // 10:]))
-    for name, spec in (("topk4", "topk:0.01"), ("qsgd4", "qsgd:8")):
+    for name, spec in (("topk4", "topk:0.01"), ("qsgd4", "qsgd:8"),
+                       ("psgd4", "powersgd:4")):
         ratio = tails[name] / tails["plain4"]
         check(abs(ratio - 1) <= 0.05 and max(tails[name], tails["plain4"]) < unigram,
               f"mpirun -np 4, SGD, {LONG_STEPS} steps: {spec} ends at a mean "
@@ -418,7 +504,8 @@ def lm_checks(bin_dir, root, work):
     # 3. Bytes against the formulas.
     graph = onnx.load(model).graph
     ranks = 4
-    sizes = [int(np.prod(i.dims)) for i in graph.initializer if len(i.dims) >= 2]
+    shapes = [list(i.dims) for i in graph.initializer if len(i.dims) >= 2]
+    sizes = [int(np.prod(d)) for d in shapes]
     dense = sum(2 * (ranks - 1) / ranks * 4 * n for n in sizes)
     formulas = {
         # All-gathers of N·k (int32 index, float32 value) pairs.
@@ -428,38 +515,46 @@ def lm_checks(bin_dir, root, work):
         # float32 norm per bucket.
         "qsgd4": ("qsgd:8:512", sum((ranks - 1) * (-(-n // min(512, n))) * (min(512, n) + 4)
                                     for n in sizes)),
+        # Ring all-reduces of the factors P [n, 4] and Q [m, 4].
+        "psgd4": ("powersgd:4", sum(2 * (ranks - 1) / ranks * 4 * 4 * (d[0] + n // d[0])
+                                    for d, n in zip(shapes, sizes))),
     }
     for name, (method, sent) in formulas.items():
         stats = manifest(arts[name]).get("gradient_compression", {})
         check(stats.get("method") == method
               and abs(stats.get("sent_bytes", -1) - sent) <= len(sizes)
               and abs(stats.get("dense_bytes", -1) - dense) <= len(sizes)
-              and (dense / sent >= 10 if name == "topk4" else dense / sent > 1),
+              and (dense / sent >= 10 if name != "qsgd4" else dense / sent > 1),
               f"manifest, {method}: the {len(sizes)} matrices send "
               f"{stats.get('sent_bytes')} bytes per rank and step against "
               f"{stats.get('dense_bytes')} all-reduced (formulas {sent} and "
               f"{int(dense)}: {dense / sent:.1f}x fewer"
-              f"{', at least 10x' if name == 'topk4' else ''})")
+              f"{', at least 10x' if name != 'qsgd4' else ''})")
 
-    # 4. Checkpoints with residuals resume bit for bit.
-    full_log, full_ckpt = os.path.join(work, "full.json"), os.path.join(work, "full-ckpt")
-    train(bin_dir, arts["topk2"], 2, data, SHORT_STEPS, full_log,
-          "--checkpoint-dir", full_ckpt, "--checkpoint-every", "10",
-          "--save-onnx", os.path.join(work, "full.onnx"))
-    res_log, res_ckpt = os.path.join(work, "resumed.json"), os.path.join(work, "resumed-ckpt")
-    train(bin_dir, arts["topk2"], 2, data, SHORT_STEPS, res_log,
-          "--resume", os.path.join(full_ckpt, "step-00000010"), "--checkpoint-dir", res_ckpt,
-          "--save-onnx", os.path.join(work, "resumed.onnx"))
-    full, resumed = losses(full_log), losses(res_log)
-    later = range(11, SHORT_STEPS + 1)
-    check(all(full.get(s) == resumed.get(s) for s in later) and len(resumed) == 10,
-          "dp=2 topk:0.01 resumed from step 10: steps 11-20 log the "
-          "uninterrupted run's losses bit for bit")
-    check_same_state("dp=2 topk:0.01", arts["topk2"],
-                     os.path.join(full_ckpt, f"step-{SHORT_STEPS:08d}"),
-                     os.path.join(res_ckpt, f"step-{SHORT_STEPS:08d}"),
-                     os.path.join(full_ckpt, "step-00000010"),
-                     (os.path.join(work, "full.onnx"), os.path.join(work, "resumed.onnx")))
+    # 4. Checkpoints with residuals (and PowerSGD's Q) resume bit for bit.
+    for name, spec in (("topk2", "topk:0.01"), ("psgd2", "powersgd:4")):
+        full_log = os.path.join(work, f"{name}-full.json")
+        full_ckpt = os.path.join(work, f"{name}-full-ckpt")
+        full_onnx = os.path.join(work, f"{name}-full.onnx")
+        train(bin_dir, arts[name], 2, data, SHORT_STEPS, full_log,
+              "--checkpoint-dir", full_ckpt, "--checkpoint-every", "10",
+              "--save-onnx", full_onnx)
+        res_log = os.path.join(work, f"{name}-resumed.json")
+        res_ckpt = os.path.join(work, f"{name}-resumed-ckpt")
+        res_onnx = os.path.join(work, f"{name}-resumed.onnx")
+        train(bin_dir, arts[name], 2, data, SHORT_STEPS, res_log,
+              "--resume", os.path.join(full_ckpt, "step-00000010"),
+              "--checkpoint-dir", res_ckpt, "--save-onnx", res_onnx)
+        full, resumed = losses(full_log), losses(res_log)
+        later = range(11, SHORT_STEPS + 1)
+        check(all(full.get(s) == resumed.get(s) for s in later) and len(resumed) == 10,
+              f"dp=2 {spec} resumed from step 10: steps 11-20 log the "
+              "uninterrupted run's losses bit for bit")
+        check_same_state(f"dp=2 {spec}", arts[name],
+                         os.path.join(full_ckpt, f"step-{SHORT_STEPS:08d}"),
+                         os.path.join(res_ckpt, f"step-{SHORT_STEPS:08d}"),
+                         os.path.join(full_ckpt, "step-00000010"),
+                         (full_onnx, res_onnx))
     return model
 
 
@@ -475,7 +570,9 @@ def refusal_checks(bin_dir, model, work):
         (["--mesh", "dp=2", "--grad-compression=qsgd"], "is not none, topk:R"),
         (["--mesh", "dp=2", "--grad-compression=qsgd:9"], "is not none, topk:R"),
         (["--mesh", "dp=2", "--grad-compression=qsgd:8:0"], "is not none, topk:R"),
-        (["--mesh", "dp=2", "--grad-compression=powersgd:4"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=powersgd:0"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--precision=fp16", "--grad-compression=powersgd:4"],
+         "dynamic loss scaling"),
         (["--grad-compression=topk:0.01"], "needs --mesh dp=N"),
         (["--mesh", "dp=2,tp=2", "--grad-compression=topk:0.01"], "alone so far"),
         (["--mesh", "dp=2", "--precision=fp16", "--grad-compression=topk:0.01"],
@@ -500,6 +597,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     operator_checks(bin_dir, work)
     qsgd_checks(bin_dir, work)
+    powersgd_checks(bin_dir, work)
     model = lm_checks(bin_dir, args.root, work)
     refusal_checks(bin_dir, model, work)
     return finish("grad_compression_test.py")

@@ -112,6 +112,8 @@ NON_DIFFERENTIABLE_TSR_OPS = {
     "sign", "floor", "ceil", "round", "is_nan", "not", "and", "or", "xor",
     "equal", "less", "less_equal", "greater", "greater_equal", "argmax",
     "argmin", "one_hot", "constant", "stop_gradient", "moe_assign",
+    # Draws with no operand to differentiate (a seed offset at most).
+    "random_uniform",
     # The backward ops themselves (no second derivatives), and the barrier
     # tsr-remat puts in the backward pass after autodiff.
     "conv_backward_data", "conv_backward_filter", "max_pool_grad",

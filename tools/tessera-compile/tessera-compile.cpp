@@ -270,7 +270,8 @@ static cl::opt<std::string> gradCompression(
              "in buckets), topk:R (the fraction R of largest magnitude as "
              "(index, value) pairs, the rest carried to the next step) or "
              "qsgd:BITS[:BUCKET] (unbiased stochastic quantization, a norm "
-             "per BUCKET elements, default 512)"),
+             "per BUCKET elements, default 512) or powersgd:RANK (a rank-RANK "
+             "approximation, the rest carried to the next step)"),
     cl::init("none"), cl::cat(trainCat));
 static cl::opt<std::string>
     optimizerName("optimizer",
@@ -1082,8 +1083,9 @@ int main(int argc, char **argv) {
           tessera::GradientCompression::parse(gradCompression);
       !compression) {
     return fail("--grad-compression=" + gradCompression +
-                " is not none, topk:R (0 < R <= 1, e.g. topk:0.01) or "
-                "qsgd:BITS[:BUCKET] (2 <= BITS <= 8, e.g. qsgd:8)");
+                " is not none, topk:R (0 < R <= 1, e.g. topk:0.01), "
+                "qsgd:BITS[:BUCKET] (2 <= BITS <= 8, e.g. qsgd:8) or "
+                "powersgd:RANK (RANK >= 1, e.g. powersgd:4)");
   } else if (!compression->isNone()) {
     if (dataParallel == 0)
       return fail("--grad-compression needs --mesh dp=N");
@@ -1091,7 +1093,8 @@ int main(int argc, char **argv) {
       return fail("--grad-compression goes with --mesh dp=N alone so far "
                   "(not with tp, pp or ep)");
     if (compression->hasResidual() && effectiveLossScale() == "dynamic")
-      return fail("--grad-compression does not go with dynamic loss scaling "
+      return fail("--grad-compression=" + gradCompression +
+                  " does not go with dynamic loss scaling "
                   "(--precision=fp16): a skipped step would still move the "
                   "error-feedback residuals; use --precision=bf16 or "
                   "--loss-scale=N");

@@ -1,6 +1,6 @@
 //===- Compression.cpp - Gradient compression on the dp axis --------------===//
 //
-// Two compressors, each built from ordinary tsr ops and all-gathers:
+// Three compressors, each built from ordinary tsr ops and collectives:
 //
 // - Top-k sparsification with error feedback (Stich, Cordonnier and Jaggi,
 //   "Sparsified SGD with Memory", 2018; Lin et al., "Deep Gradient
@@ -14,8 +14,14 @@
 //   down at random with the probabilities that keep it unbiased
 //   (E[Q(v)] = v); the levels travel as int8, the norms as floats.
 //
-// The pairs, or levels and norms, of all ranks are all-gathered, so every
-// rank rebuilds the same dense mean.
+// - PowerSGD (Vogels, Karimireddy and Jaggi, "PowerSGD: Practical
+//   Low-Rank Gradient Compression for Distributed Optimization", 2019):
+//   one power-iteration step per gradient matrix M, P = M·Q and Q = Mᵀ·P̂,
+//   warm-started from the previous step's Q, with error feedback.
+//
+// Top-k's pairs and QSGD's levels and norms of all ranks are all-gathered,
+// so every rank rebuilds the same dense mean; PowerSGD's factors are
+// all-reduced (tsr-data-parallel orchestrates its two rounds).
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Transforms/Parallel/Compression.h"
@@ -55,6 +61,12 @@ GradientCompression::parse(llvm::StringRef spec) {
     c.kind = Kind::QSGD;
     return c;
   }
+  if (parts[0] == "powersgd" && parts.size() == 2) {
+    if (parts[1].getAsInteger(10, c.rank) || c.rank < 1)
+      return std::nullopt;
+    c.kind = Kind::PowerSGD;
+    return c;
+  }
   return std::nullopt;
 }
 
@@ -66,13 +78,26 @@ std::string GradientCompression::str() const {
     return "topk:" + ratioText;
   case Kind::QSGD:
     return llvm::formatv("qsgd:{0}:{1}", bits, bucket).str();
+  case Kind::PowerSGD:
+    return llvm::formatv("powersgd:{0}", rank).str();
   }
   llvm_unreachable("unknown compressor");
 }
 
 bool GradientCompression::appliesTo(RankedTensorType type) const {
-  return kind != Kind::None && type.getRank() >= 2 &&
-         isa<FloatType>(type.getElementType());
+  if (kind == Kind::None || type.getRank() < 2 ||
+      !isa<FloatType>(type.getElementType()))
+    return false;
+  if (kind != Kind::PowerSGD)
+    return true;
+  auto [n, m] = powerSGDMatrixShape(type);
+  return rank * (n + m) < n * m;
+}
+
+std::pair<int64_t, int64_t>
+mlir::tessera::powerSGDMatrixShape(RankedTensorType type) {
+  int64_t n = type.getDimSize(0);
+  return {n, type.getNumElements() / n};
 }
 
 int64_t GradientCompression::keptElements(int64_t numElements) const {
@@ -153,6 +178,57 @@ CompressedPiece compressQSGD(GradientBuilder &g, Value grad, Value rng,
   piece.second = g.reshape(norm, {buckets});
   return piece;
 }
+
+} // namespace
+
+PowerSGDProjection mlir::tessera::powerSGDProject(GradientBuilder &g,
+                                                  Value grad, Value residual,
+                                                  Value qState,
+                                                  llvm::StringRef name) {
+  OpBuilder &b = g.builder();
+  Location loc = g.getLoc();
+  auto type = cast<RankedTensorType>(grad.getType());
+  auto [n, m] = powerSGDMatrixShape(type);
+  auto qType = cast<RankedTensorType>(qState.getType());
+  Type elem = type.getElementType();
+  Value matrix = g.reshape(g.add(g.reshape(grad, {n * m}), residual), {n, m});
+  // The first step starts from a draw that every rank makes alike.
+  Value draw = g.sub(
+      tsr::RandomUniformOp::create(b, loc, qType, Value(),
+                                   b.getI64IntegerAttr(compressionSeed(name))),
+      g.scalar(elem, 0.5));
+  Value fresh =
+      g.equal(g.reduceSum(g.mul(qState, qState), {0, 1}, /*keepdims=*/false),
+              g.scalar(elem, 0.0));
+  Value q = g.select(fresh, draw, qState);
+  return {type, matrix, g.matmul(matrix, q)};
+}
+
+Value mlir::tessera::orthonormalColumns(GradientBuilder &g, Value p) {
+  auto type = cast<RankedTensorType>(p.getType());
+  int64_t n = type.getDimSize(0), r = type.getDimSize(1);
+  Type elem = type.getElementType();
+  SmallVector<Value> columns;
+  for (int64_t j = 0; j < r; ++j) {
+    Value col = g.slice(p, {0, j}, {n, j + 1}, {1, 1});
+    for (Value q : columns)
+      col = g.sub(col, g.mul(g.reduceSum(g.mul(q, col), {0, 1},
+                                         /*keepdims=*/false),
+                             q));
+    Value norm = g.sqrt(g.reduceSum(g.mul(col, col), {0, 1}, false));
+    Value zero = g.scalar(elem, 0.0);
+    Value positive = g.greater(norm, zero);
+    columns.push_back(g.select(
+        positive, g.div(col, g.select(positive, norm, g.scalar(elem, 1.0))),
+        zero));
+  }
+  if (columns.size() == 1)
+    return columns.front();
+  OpBuilder &b = g.builder();
+  return tsr::ConcatOp::create(b, g.getLoc(), columns, b.getI64IntegerAttr(1));
+}
+
+namespace {
 
 /// `parts` (flat) as one flat tensor.
 Value concatFlat(GradientBuilder &g, ArrayRef<Value> parts) {

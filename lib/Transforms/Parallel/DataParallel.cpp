@@ -13,6 +13,8 @@
 #include "tessera/Transforms/Parallel/Compression.h"
 #include "tessera/Transforms/Parallel/Sharding.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRDATAPARALLEL
 #include "tessera/Transforms/Parallel/Passes.h.inc"
@@ -301,6 +303,19 @@ struct TsrDataParallelPass
     return success();
   }
 
+  /// Right after `grad` is computed (and after a counted loss's weights),
+  /// where a gradient is compressed.
+  void setInsertionAfterGradient(OpBuilder &b, Value grad, func::ReturnOp ret) {
+    Operation *def = grad.getDefiningOp();
+    if (rankWeight &&
+        (!def || def->isBeforeInBlock(rankWeight.getDefiningOp())))
+      def = rankWeight.getDefiningOp();
+    if (def && def->getBlock() == ret->getBlock())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(ret->getBlock());
+  }
+
   /// A bucket of gradients the plan marked `tsr.compression`: each is
   /// compressed where it is computed, the bucket's pieces are exchanged
   /// together (two async all-gathers after its last gradient) and every
@@ -315,7 +330,10 @@ struct TsrDataParallelPass
     if (!method || method->isNone())
       return func.emitError("tsr.bucket ")
              << index << ": tsr.compression " << spec
-             << " is not a compressor (topk:R or qsgd:BITS[:BUCKET])";
+             << " is not a compressor (topk:R, qsgd:BITS[:BUCKET] or "
+                "powersgd:RANK)";
+    if (method->kind == GradientCompression::Kind::PowerSGD)
+      return reducePowerSGD(bucket, index, *method, ret);
     MLIRContext *ctx = func.getContext();
     OpBuilder b(ctx);
     Value rng;
@@ -341,21 +359,14 @@ struct TsrDataParallelPass
         unsigned arg = func.getNumArguments();
         if (failed(func.insertArgument(
                 arg, RankedTensorType::get({n}, type.getElementType()),
-                b.getDictionaryAttr(residualAttrs(b, name, n, std::nullopt)),
+                b.getDictionaryAttr(
+                    residualAttrs(b, "topk.residual.", name, n, std::nullopt)),
                 ret.getLoc())))
           return failure();
         residuals.push_back(func.getArgument(arg));
         residual = residuals.back();
       }
-      // Compressed right after the gradient (and a counted loss's weights).
-      Operation *def = grad->value.getDefiningOp();
-      if (rankWeight &&
-          (!def || def->isBeforeInBlock(rankWeight.getDefiningOp())))
-        def = rankWeight.getDefiningOp();
-      if (def && def->getBlock() == ret->getBlock())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(ret->getBlock());
+      setInsertionAfterGradient(b, grad->value, ret);
       GradientBuilder g(b, loc);
       pieces.push_back(compressGradient(g, weigh(g, grad->value), residual, rng,
                                         *method, name));
@@ -387,10 +398,10 @@ struct TsrDataParallelPass
     for (auto [arg, piece, grad] : llvm::zip(residuals, pieces, bucket)) {
       unsigned result = func.getNumResults();
       int64_t n = piece.type.getNumElements();
-      if (failed(func.insertResult(
-              result, arg.getType(),
-              b.getDictionaryAttr(residualAttrs(b, nameOf(grad->param), n,
-                                                arg.getArgNumber())))))
+      if (failed(func.insertResult(result, arg.getType(),
+                                   b.getDictionaryAttr(residualAttrs(
+                                       b, "topk.residual.", nameOf(grad->param),
+                                       n, arg.getArgNumber())))))
         return failure();
       ret->insertOperands(result, piece.residual);
     }
@@ -399,14 +410,164 @@ struct TsrDataParallelPass
     return success();
   }
 
-  /// The attributes of top-k's residual of parameter `name` (n elements):
-  /// a zero-initialized state argument, or with `updates` its next value.
-  SmallVector<NamedAttribute> residualAttrs(Builder &b, StringRef name,
-                                            int64_t n,
+  /// A bucket of gradients marked `powersgd:RANK` (Vogels et al. 2019):
+  /// each rank forms M = gradient + its residual as a matrix [n, m] and
+  /// P = M·Q with the warm-started Q [m, r] (a replicated state); the P of
+  /// the bucket are averaged in one all-reduce (started after the last
+  /// gradient) and orthonormalized, Q = Mᵀ·P̂ averaged in a second one, and
+  /// every rank's gradient becomes P̂·Qᵀ, its residual M − P̂·Qᵀ, and Q the
+  /// next step's start.
+  LogicalResult reducePowerSGD(ArrayRef<Gradient *> bucket, int64_t index,
+                               const GradientCompression &method,
+                               func::ReturnOp ret) {
+    MLIRContext *ctx = func.getContext();
+    OpBuilder b(ctx);
+    Location loc = NameLoc::get(
+        b.getStringAttr("bucket" + std::to_string(index)), ret.getLoc());
+    StringAttr spec = b.getStringAttr(method.str());
+    SmallVector<PowerSGDProjection> projections;
+    SmallVector<BlockArgument> residuals, qStates;
+    SmallVector<StringRef> serves;
+    Operation *last = nullptr;
+    int64_t pWidth = 0, qWidth = 0, denseBytes = 0;
+    for (Gradient *grad : bucket) {
+      StringRef name = nameOf(grad->param);
+      serves.push_back(name);
+      auto type = cast<RankedTensorType>(grad->value.getType());
+      auto [n, m] = powerSGDMatrixShape(type);
+      Type elem = type.getElementType();
+      unsigned arg = func.getNumArguments();
+      if (failed(func.insertArgument(
+              arg, RankedTensorType::get({n * m}, elem),
+              b.getDictionaryAttr(
+                  residualAttrs(b, "powersgd.residual.", name, n * m, {})),
+              ret.getLoc())))
+        return failure();
+      residuals.push_back(func.getArgument(arg));
+      SmallVector<NamedAttribute> qAttrs{
+          b.getNamedAttr(tsr::attr::kName,
+                         b.getStringAttr("powersgd.q." + name)),
+          b.getNamedAttr(tsr::attr::kRole,
+                         tsr::RoleAttr::get(ctx, tsr::Role::state)),
+          b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0))};
+      if (failed(func.insertArgument(
+              arg + 1, RankedTensorType::get({m, method.rank}, elem),
+              b.getDictionaryAttr(qAttrs), ret.getLoc())))
+        return failure();
+      qStates.push_back(func.getArgument(arg + 1));
+      setInsertionAfterGradient(b, grad->value, ret);
+      GradientBuilder g(b, loc);
+      projections.push_back(powerSGDProject(
+          g, weigh(g, grad->value), residuals.back(), qStates.back(), name));
+      Operation *done = projections.back().p.getDefiningOp();
+      if (!last || last->isBeforeInBlock(done))
+        last = done;
+      pWidth += n * method.rank;
+      qWidth += m * method.rank;
+      denseBytes +=
+          type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
+    }
+    ArrayAttr servesAttr = b.getStrArrayAttr(serves);
+    auto reduce = [&](SmallVector<Value> parts, bool async,
+                      const Twine &reason) {
+      Value flat =
+          parts.size() == 1
+              ? parts.front()
+              : tsr::ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(0))
+                    .getResult();
+      auto op = tsr::AllReduceOp::create(
+          b, loc, flat.getType(), flat,
+          tsr::CollectiveReductionAttr::get(ctx,
+                                            tsr::CollectiveReduction::mean),
+          axes, servesAttr, b.getI64IntegerAttr(index), IntegerAttr(),
+          async ? b.getUnitAttr() : UnitAttr());
+      op->setAttr(tsr::attr::kCompression, spec);
+      op->setAttr(tsr::attr::kReason,
+                  b.getStringAttr(spec.getValue() + ": " + reason));
+      return op;
+    };
+    // P of the whole bucket, in flight during the rest of the backward.
+    b.setInsertionPointAfter(last);
+    GradientBuilder g(b, loc);
+    SmallVector<Value> ps;
+    for (PowerSGDProjection &proj : projections)
+      ps.push_back(g.reshape(
+          proj.p, {cast<RankedTensorType>(proj.p.getType()).getNumElements()}));
+    auto pReduce =
+        reduce(ps, /*async=*/true,
+               llvm::formatv("the {0} elements of P = M Q of {1} "
+                             "parameter{2} ({3} gradient elements)",
+                             pWidth, bucket.size(),
+                             bucket.size() == 1 ? "" : "s", denseBytes / 4));
+    pReduce->setAttr(tsr::attr::kDenseBytes, b.getI64IntegerAttr(denseBytes));
+    b.setInsertionPoint(ret);
+    Value pAll = tsr::WaitOp::create(b, loc, pReduce.getType(), pReduce);
+    SmallVector<Value> pHats, qs;
+    int64_t offset = 0;
+    for (PowerSGDProjection &proj : projections) {
+      auto pType = cast<RankedTensorType>(proj.p.getType());
+      int64_t width = pType.getNumElements();
+      Value p = bucket.size() == 1
+                    ? pAll
+                    : g.slice(pAll, {offset}, {offset + width}, {1});
+      offset += width;
+      pHats.push_back(orthonormalColumns(g, g.reshape(p, pType.getShape())));
+      Value q = g.matmul(g.transpose(proj.matrix, {1, 0}), pHats.back());
+      qs.push_back(
+          g.reshape(q, {cast<RankedTensorType>(q.getType()).getNumElements()}));
+    }
+    Value qAll = reduce(qs, /*async=*/false,
+                        llvm::formatv("the {0} elements of Q = M^T P", qWidth))
+                     .getResult();
+    offset = 0;
+    for (auto [grad, proj, pHat, residual, qState] :
+         llvm::zip(bucket, projections, pHats, residuals, qStates)) {
+      auto qType = cast<RankedTensorType>(qState.getType());
+      int64_t width = qType.getNumElements();
+      Value q = bucket.size() == 1
+                    ? qAll
+                    : g.slice(qAll, {offset}, {offset + width}, {1});
+      offset += width;
+      q = g.reshape(q, qType.getShape());
+      Value approx = g.matmul(pHat, g.transpose(q, {1, 0}));
+      int64_t n = proj.type.getNumElements();
+      Value nextResidual =
+          g.sub(g.reshape(proj.matrix, {n}), g.reshape(approx, {n}));
+      Value mean = g.reshape(approx, proj.type.getShape());
+      if (zero >= 2) {
+        mean = localShard(g, mean, dp, axes);
+        func.setResultAttr(grad->result, tsr::attr::kShards,
+                           b.getI64IntegerAttr(dp));
+      }
+      ret.setOperand(grad->result, mean);
+      func.removeResultAttr(grad->result,
+                            StringAttr::get(ctx, tsr::attr::kCompression));
+      for (auto [arg, next] :
+           {std::pair<BlockArgument, Value>{residual, nextResidual},
+            {qState, q}}) {
+        unsigned result = func.getNumResults();
+        NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
+        attrs.erase(tsr::attr::kInit);
+        attrs.set(tsr::attr::kUpdates, b.getI64IntegerAttr(arg.getArgNumber()));
+        if (failed(func.insertResult(result, arg.getType(),
+                                     attrs.getDictionary(ctx))))
+          return failure();
+        ret->insertOperands(result, next);
+      }
+    }
+    func.setType(
+        FunctionType::get(ctx, func.getArgumentTypes(), ret.getOperandTypes()));
+    return success();
+  }
+
+  /// The attributes of an error-feedback residual (`prefix` + `name`, n
+  /// elements, one row per rank): a zero-initialized state argument, or
+  /// with `updates` its next value.
+  SmallVector<NamedAttribute> residualAttrs(Builder &b, StringRef prefix,
+                                            StringRef name, int64_t n,
                                             std::optional<unsigned> updates) {
     SmallVector<NamedAttribute> attrs{
-        b.getNamedAttr(tsr::attr::kName,
-                       b.getStringAttr("topk.residual." + name)),
+        b.getNamedAttr(tsr::attr::kName, b.getStringAttr(prefix + name)),
         b.getNamedAttr(tsr::attr::kRole,
                        tsr::RoleAttr::get(b.getContext(), tsr::Role::state)),
         b.getNamedAttr(tsr::attr::kShards, b.getI64IntegerAttr(dp)),

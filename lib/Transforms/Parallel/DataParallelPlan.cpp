@@ -94,8 +94,8 @@ struct TsrDataParallelPlanPass
     if (!compress)
       return f.emitError("compression '")
              << compression
-             << "' is not none, topk:R (0 < R <= 1) or qsgd:BITS[:BUCKET] "
-                "(2 <= BITS <= 8)";
+             << "' is not none, topk:R (0 < R <= 1), qsgd:BITS[:BUCKET] "
+                "(2 <= BITS <= 8) or powersgd:RANK (RANK >= 1)";
     FailureOr<int64_t> size = resolveMesh(f);
     if (failed(size))
       return failure();

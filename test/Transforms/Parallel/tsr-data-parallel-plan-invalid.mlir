@@ -7,7 +7,7 @@
 // Running statistics updated from the batch would differ on every rank.
 // CHECK: error: result 2 ('bn.running_mean') updates running statistics from the batch, which differ between data-parallel ranks (synchronized batch norm is not supported): compile with --batch-norm=running
 // STAGE: error: ZeRO stage must be 0, 1, 2 or 3, got 4
-// SPEC: error: compression 'topk:2' is not none, topk:R (0 < R <= 1) or qsgd:BITS[:BUCKET] (2 <= BITS <= 8)
+// SPEC: error: compression 'topk:2' is not none, topk:R (0 < R <= 1), qsgd:BITS[:BUCKET] (2 <= BITS <= 8) or powersgd:RANK (RANK >= 1)
 // AXES: error: gradient compression goes with data parallelism alone so far; the mesh #tsr.mesh<["dp"=2, "tp"=2]> also has axis 'tp'
 // ADAFACTOR: error: adafactor's factored second moments are row and column means, which ZeRO's flat shards would split: use --zero=0 with adafactor
 func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},

@@ -4,6 +4,8 @@
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=topk:0.25" | FileCheck %s --check-prefix=TOPK
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=topk:0.001" | FileCheck %s --check-prefix=SMALLR
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=qsgd:4" | FileCheck %s --check-prefix=QSGD
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=powersgd:1" | FileCheck %s --check-prefix=PSGD1
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=powersgd:2" | FileCheck %s --check-prefix=PSGD2
 
 // The plan is attributes only: the mesh, the ZeRO layout on the function and
 // a bucket per gradient; the body is untouched. b's gradient is computed
@@ -30,6 +32,11 @@
 // default bucket of 512 is spelled out.
 // SMALLR: tsr.compression = "topk:0.001"
 // QSGD: tsr.compression = "qsgd:4:512"
+// PowerSGD compresses a matrix only if its factors are smaller: for w
+// [3, 2], rank 1 sends 3 + 2 < 6 elements, rank 2 would send 10.
+// PSGD1: tensor<3x2xf32> {tsr.bucket = 1 : i64, tsr.compression = "powersgd:1"
+// PSGD2-NOT: tsr.compression
+// PSGD2: tensor<3x2xf32> {tsr.bucket = 0 : i64, tsr.grad_of = 0 : i64
 func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
                 %x: tensor<4x3xf32> {tsr.name = "x"})

@@ -10,6 +10,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 zero=2 compression=topk:0.25" --tsr-data-parallel "--tsr-optimizer=optimizer=sgd lr=0.1" | FileCheck %s --check-prefix=TOPK2
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=qsgd:8:4" --tsr-data-parallel | FileCheck %s --check-prefix=QSGD
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:0.5" --tsr-data-parallel | FileCheck %s --check-prefix=TWO
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=powersgd:1" --tsr-data-parallel | FileCheck %s --check-prefix=PSGD
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry tsr.backward. The
@@ -105,6 +106,25 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // QSGD: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = false} : (tensor<2x2x4xf32>) -> tensor<2x4xf32>
 // QSGD: tsr.slice %{{.*}} {limits = array<i64: 6>, starts = array<i64: 0>
 // QSGD-NOT: topk.residual
+
+// powersgd:1 on w [3, 2]: M = gradient + residual, Q warm-started (a
+// uniform draw the same on every rank while the state is zero), P = M·Q
+// averaged by an async all-reduce, orthonormalized (one column here),
+// Q = Mᵀ·P̂ averaged, the gradient P̂·Qᵀ, the residual M − P̂·Qᵀ and Q the
+// next states.
+// PSGD: %arg3: tensor<6xf32> {tsr.global_shape = array<i64: 2, 6>, tsr.init = 0.000000e+00 : f64, tsr.name = "powersgd.residual.w", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64}, %arg4: tensor<2x1xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "powersgd.q.w", tsr.role = #tsr.role<state>}
+// PSGD: %[[M:.*]] = tsr.reshape %{{.*}} : tensor<6xf32> to tensor<3x2xf32>
+// PSGD: %[[Q0:.*]] = tsr.where %{{.*}}, %{{.*}}, %arg4 : tensor<i1>, tensor<2x1xf32>, tensor<2x1xf32> -> tensor<2x1xf32>
+// PSGD-NEXT: %[[P:.*]] = tsr.matmul %[[M]], %[[Q0]] : tensor<3x2xf32>, tensor<2x1xf32> -> tensor<3x1xf32>
+// PSGD-NEXT: %[[PF:.*]] = tsr.reshape %[[P]]
+// PSGD-NEXT: %[[PR:.*]] = tsr.all_reduce %[[PF]] {async, bucket = 1 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["w"], tsr.compression = "powersgd:1", tsr.dense_bytes = 24 : i64, {{.*}}} : (tensor<3xf32>) -> tensor<3xf32>
+// PSGD: tsr.wait %[[PR]]
+// PSGD: %[[MT:.*]] = tsr.transpose %[[M]] {perm = array<i64: 1, 0>}
+// PSGD-NEXT: %[[QL:.*]] = tsr.matmul %[[MT]], %{{.*}} : tensor<2x3xf32>, tensor<3x1xf32> -> tensor<2x1xf32>
+// PSGD: %[[QR:.*]] = tsr.all_reduce %{{.*}} {bucket = 1 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["w"], tsr.compression = "powersgd:1", {{.*}}} : (tensor<2xf32>) -> tensor<2xf32>
+// PSGD: %[[APPROX:.*]] = tsr.matmul %{{.*}}, %{{.*}} : tensor<3x1xf32>, tensor<1x2xf32> -> tensor<3x2xf32>
+// PSGD: %[[RES:.*]] = tsr.sub
+// PSGD-NEXT: return %{{.*}}, %[[APPROX]], %{{.*}}, %[[RES]], %{{.*}} : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>, tensor<6xf32>, tensor<2x1xf32>
 
 // The default 25 MiB bucket holds both: one concatenated all-reduce,
 // sliced back per gradient.

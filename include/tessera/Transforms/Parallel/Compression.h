@@ -21,12 +21,14 @@ namespace mlir::tessera {
 /// elements of largest magnitude, 0 < R <= 1, with error feedback); or
 /// `qsgd:BITS[:BUCKET]` (QSGD's unbiased stochastic quantization to
 /// 2^(BITS-1) - 1 levels and a sign per element, one norm per bucket of
-/// BUCKET elements, default 512; 2 <= BITS <= 8).
+/// BUCKET elements, default 512; 2 <= BITS <= 8); or `powersgd:RANK`
+/// (PowerSGD's rank-RANK approximation of each gradient as a matrix, with
+/// warm-started Q and error feedback).
 struct GradientCompression {
-  enum class Kind { None, TopK, QSGD };
+  enum class Kind { None, TopK, QSGD, PowerSGD };
   Kind kind = Kind::None;
   double ratio = 1.0;
-  int64_t bits = 8, bucket = 512;
+  int64_t bits = 8, bucket = 512, rank = 4;
   /// Top-k's ratio as the spec spelled it (it round-trips exactly).
   std::string ratioText;
 
@@ -36,22 +38,45 @@ struct GradientCompression {
   std::string str() const;
   bool isNone() const { return kind == Kind::None; }
   /// Whether a gradient of `type` is compressed: matrices and larger (a
-  /// vector's bias or norm gains little and is all-reduced in a bucket).
+  /// vector's bias or norm gains little and is all-reduced in a bucket);
+  /// for PowerSGD only those whose factors are smaller than the matrix,
+  /// RANK·(n + m) < n·m.
   bool appliesTo(RankedTensorType type) const;
   /// k, the elements top-k keeps of n: ceil(R·n), at least 1.
   int64_t keptElements(int64_t numElements) const;
   /// QSGD's s, the nonzero levels per sign: 2^(BITS-1) - 1.
   int64_t levels() const { return (int64_t(1) << (bits - 1)) - 1; }
   /// Whether it carries an error-feedback residual from step to step.
-  bool hasResidual() const { return kind == Kind::TopK; }
+  bool hasResidual() const {
+    return kind == Kind::TopK || kind == Kind::PowerSGD;
+  }
   /// Whether it draws random numbers (from the step's `rng`).
   bool isStochastic() const { return kind == Kind::QSGD; }
 };
+
+/// PowerSGD's view of a gradient of `type` as a matrix: [dim 0, the rest].
+std::pair<int64_t, int64_t> powerSGDMatrixShape(RankedTensorType type);
 
 /// The seed a stochastic compressor uses for the gradient of parameter
 /// `name`: FNV-1a (64-bit) of the name, so that every parameter draws its
 /// own stream and a test can recompute it.
 int64_t compressionSeed(llvm::StringRef name);
+
+/// PowerSGD's first product for one gradient: M = grad + residual as a
+/// matrix [n, m] and P = M·Q, with Q the warm-started `qState` [m, RANK],
+/// or a uniform draw in [-0.5, 0.5) seeded by compressionSeed(`name`) (the
+/// same on every rank) while the state is all zero (the first step).
+struct PowerSGDProjection {
+  RankedTensorType type;
+  Value matrix, p;
+};
+PowerSGDProjection powerSGDProject(GradientBuilder &g, Value grad,
+                                   Value residual, Value qState,
+                                   llvm::StringRef name);
+
+/// The columns of `p` [n, r] made orthonormal by Gram-Schmidt, in order (a
+/// zero column stays zero).
+Value orthonormalColumns(GradientBuilder &g, Value p);
 
 /// One gradient's part of a compressed exchange, built where the gradient
 /// is ready and not sent yet.

@@ -22,15 +22,16 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       each holding at most `bucket-bytes` (a larger gradient alone; ZeRO 2
       and 3 count a gradient padded to N·ceil(n/N) elements), one element
       type per bucket;
-    - with `compression=topk:R` or `qsgd:BITS[:BUCKET]`, on every gradient
-      of rank >= 2 also `tsr.compression = "topk:R"` (or
-      `"qsgd:BITS:BUCKET"`), and buckets of their own for those, filled
+    - with `compression=topk:R`, `qsgd:BITS[:BUCKET]` or `powersgd:RANK`,
+      on every gradient of rank >= 2 (for PowerSGD: whose factors are
+      smaller, RANK·(n + m) < n·m) also `tsr.compression = "topk:R"` (or
+      `"qsgd:BITS:BUCKET"`, `"powersgd:RANK"`), and buckets of their own for those, filled
       the same way and numbered after the plain ones: `tsr-data-parallel`
       reduces them compressed (vectors, biases and norms stay in plain
       buckets: they are few bytes).
-      Compression needs the data-parallel axis alone in the mesh, and top-k
-      no dynamic loss scaling (a skipped step would still move the
-      residuals).
+      Compression needs the data-parallel axis alone in the mesh, and
+      error feedback (top-k, PowerSGD) no dynamic loss scaling (a skipped
+      step would still move the residuals).
 
     Refused with an error for N > 1: running-statistics updates
     (batch-norm batch statistics would differ per rank), and a
@@ -69,8 +70,9 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
            "Most gradient bytes per bucket (one collective each)">,
     Option<"compression", "compression", "std::string", /*default=*/"\"none\"",
            "How matrix gradients are reduced: none (in buckets), topk:R "
-           "(the fraction R of largest magnitude, with error feedback) or "
-           "qsgd:BITS[:BUCKET] (unbiased stochastic quantization)">,
+           "(the fraction R of largest magnitude, with error feedback), "
+           "qsgd:BITS[:BUCKET] (unbiased stochastic quantization) or "
+           "powersgd:RANK (low-rank, with error feedback)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
@@ -136,6 +138,15 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     by the step's `rng` argument, added if the function has none): unbiased.
     The int8 levels and the norms travel; every rank sums levels·norm/s
     over the ranks and divides by N.
+
+    A bucket with `tsr.compression = "powersgd:RANK"` (Vogels et al. 2019):
+    each rank forms M = gradient + its residual (`powersgd.residual.NAME`,
+    as top-k's) as a matrix [dim 0, the rest] and P = M·Q with Q
+    (`powersgd.q.NAME` [m, RANK], a replicated state; while it is all zero,
+    a `tsr.random_uniform` draw minus 0.5 that every rank makes alike); the
+    bucket's P travel in one async all-reduce (mean), are orthonormalized
+    (Gram-Schmidt), Q = Mᵀ·P̂ is averaged in a second all-reduce, and the
+    gradient becomes P̂·Qᵀ, the residual M − P̂·Qᵀ and Q the next state.
 
     With `reduce-type=bf16` (or `f16`) every bucket of wider float
     gradients is divided by N, cast to that type, summed over the ranks and
