@@ -429,7 +429,7 @@ struct TsrDataParallelPass
     SmallVector<BlockArgument> residuals, qStates;
     SmallVector<StringRef> serves;
     Operation *last = nullptr;
-    int64_t pWidth = 0, qWidth = 0, denseBytes = 0;
+    int64_t pWidth = 0, qWidth = 0, elements = 0, denseBytes = 0;
     for (Gradient *grad : bucket) {
       StringRef name = nameOf(grad->param);
       serves.push_back(name);
@@ -464,6 +464,7 @@ struct TsrDataParallelPass
         last = done;
       pWidth += n * method.rank;
       qWidth += m * method.rank;
+      elements += type.getNumElements();
       denseBytes +=
           type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
     }
@@ -498,7 +499,7 @@ struct TsrDataParallelPass
                llvm::formatv("the {0} elements of P = M Q of {1} "
                              "parameter{2} ({3} gradient elements)",
                              pWidth, bucket.size(),
-                             bucket.size() == 1 ? "" : "s", denseBytes / 4));
+                             bucket.size() == 1 ? "" : "s", elements));
     pReduce->setAttr(tsr::attr::kDenseBytes, b.getI64IntegerAttr(denseBytes));
     b.setInsertionPoint(ret);
     Value pAll = tsr::WaitOp::create(b, loc, pReduce.getType(), pReduce);

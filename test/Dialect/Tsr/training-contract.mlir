@@ -155,3 +155,27 @@ func.func @aux_loss_on_argument(%x: tensor<f32> {tsr.aux_loss}) {
 func.func @aux_loss_value(%x: tensor<f32>) -> (tensor<f32> {tsr.aux_loss = 1 : i64}) {
   return %x : tensor<f32>
 }
+
+// -----
+
+// A gradient's compressor belongs on a result.
+// expected-error @+1 {{argument 0 attribute 'tsr.compression' belongs on a result}}
+func.func @compression_on_argument(%w: tensor<3x2xf32> {tsr.compression = "topk:0.1"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result 0 attribute 'tsr.compression' must be a compressor such as "topk:0.01", got ""}}
+func.func @empty_compression() -> (tensor<3x2xf32> {tsr.compression = ""}) {
+  %0 = tsr.constant dense<0.0> : tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @negative_dense_bytes(%x: tensor<2xf32>) -> tensor<4xf32> attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
+  // expected-error @+1 {{attribute 'tsr.dense_bytes' must be a byte count, got -1 : i64}}
+  %0 = tsr.all_gather %x {mesh_axes = ["dp"], tsr.dense_bytes = -1 : i64} : (tensor<2xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
