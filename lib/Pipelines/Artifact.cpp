@@ -425,6 +425,23 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
                                 cast<StringAttr>(entry.getValue()).str()});
       f->removeAttr(tsr::attr::kFrozen);
     }
+    if (auto period = f->getAttrOfType<IntegerAttr>(tsr::attr::kLocalSteps)) {
+      sig.localSGD = ArtifactLocalSGD{period.getInt()};
+      int64_t n = 1;
+      if (auto zero = f->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero))
+        for (Attribute axis : zero.getAxes())
+          n *= mesh ? mesh.getAxisSize(cast<StringAttr>(axis).getValue())
+                          .value_or(1)
+                    : 1;
+      for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
+        auto role = f.getArgAttrOfType<tsr::RoleAttr>(i, tsr::attr::kRole);
+        if (role && role.getValue() == tsr::Role::param)
+          sig.localSGD->gradientBytes +=
+              2.0 * double(n - 1) / double(n) *
+              double(tsr::getStaticTensorBytes(f.getArgument(i).getType()));
+      }
+      f->removeAttr(tsr::attr::kLocalSteps);
+    }
     if (auto zero = f->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero)) {
       sig.zero = zero.getStage();
       f->removeAttr(tsr::attr::kZero);
@@ -492,6 +509,11 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       }
       op->removeAttr(tsr::attr::kCompression);
       op->removeAttr(tsr::attr::kDenseBytes);
+    }
+    if (op->hasAttr(tsr::attr::kLocalSteps)) {
+      if (sig.localSGD)
+        sig.localSGD->averageBytes += c.bytes;
+      op->removeAttr(tsr::attr::kLocalSteps);
     }
     op->setAttr("id", IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                        sig.collectives.size()));
@@ -628,6 +650,11 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
           {"sent_bytes", int64_t(sig->compression->sentBytes)},
           {"dense_bytes", int64_t(sig->compression->denseBytes)}};
   }
+  if (sig->localSGD)
+    manifest["local_sgd"] = llvm::json::Object{
+        {"steps", sig->localSGD->steps},
+        {"average_bytes", int64_t(sig->localSGD->averageBytes)},
+        {"gradient_bytes", int64_t(sig->localSGD->gradientBytes)}};
   if (!sig->frozen.empty()) {
     llvm::json::Object frozen;
     for (auto &[name, reason] : sig->frozen)

@@ -75,6 +75,13 @@ void mlir::tessera::buildTrainingPipeline(
       TsrOptimizerOptions optimizer = *options.optimizer;
       optimizer.function = step;
       pm.addPass(createTsrOptimizer(optimizer));
+      // Local SGD averages what the optimizer updated.
+      if (options.dataParallel && options.dataParallel->localSteps > 0) {
+        TsrLocalSGDOptions average;
+        average.bucketBytes = options.dataParallel->bucketBytes;
+        average.function = step;
+        pm.addPass(createTsrLocalSGD(average));
+      }
     }
   }
   if (options.optimizer) {

@@ -64,14 +64,14 @@ _CODES = {np.dtype(name): code for code, name in _DTYPE_NAMES.items()
 _HOST = 0
 # tsr_role_t.
 _ROLES = {0: None, 1: "data", 2: "label", 3: "param", 4: "state", 5: "loss",
-          6: "metric", 7: "grad", 8: "rng"}
+          6: "metric", 7: "grad", 8: "rng", 9: "sync"}
 
 TensorInfo = collections.namedtuple(
     "TensorInfo", ["name", "dtype", "shape", "role", "updates", "of", "init"])
 TensorInfo.__doc__ = """One input or output of a manifest.
 
 name, dtype (the manifest spelling, e.g. "float32"), shape (a tuple), role
-("param", "state", "data", "label", "rng", "loss", "metric", "grad", or None for an
+("param", "state", "data", "label", "rng", "sync", "loss", "metric", "grad", or None for an
 output without one), updates (a param or state output: the index of the input
 it replaces, else None), of (a grad output: the index of its input, else
 None), init (a state input: its initial value, else None)."""

@@ -40,6 +40,7 @@ constexpr RoleName kRoles[] = {
     {TSR_ROLE_PARAM, "param", false}, {TSR_ROLE_STATE, "state", false},
     {TSR_ROLE_LOSS, "loss", false},   {TSR_ROLE_METRIC, "metric", false},
     {TSR_ROLE_GRAD, "grad", false},   {TSR_ROLE_RNG, "rng", true},
+    {TSR_ROLE_SYNC, "sync", true},
 };
 
 /// The targets this runtime knows, with the one placement their buffers
@@ -123,7 +124,7 @@ tsr_status_t parseRole(const Json &entry, const std::string &at, bool isInput,
   return fail(TSR_ERROR_PARSE,
               at + ".role: unknown " + (isInput ? "input" : "output") +
                   " role \"" + name + "\" (expected " +
-                  (isInput ? "param, state, data, label or rng"
+                  (isInput ? "param, state, data, label, rng or sync"
                            : "loss, param, state, metric or grad") +
                   ")");
 }
@@ -608,8 +609,8 @@ int64_t launcherRank() {
 
 /// Reads a call's "ranks" ({"pp": 1}: the ranks with that coordinate make
 /// the call) and sets `mine` to whether this process is one of them.
-tsr_status_t parseRanks(const Json &entry, const std::string &at,
-                        Manifest &out, size_t program, bool &mine) {
+tsr_status_t parseRanks(const Json &entry, const std::string &at, Manifest &out,
+                        size_t program, bool &mine) {
   mine = true;
   const Json *ranks = findMember(entry, "ranks");
   if (!ranks)
@@ -807,6 +808,16 @@ tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
           optionalInteger(*object, "ignore_index", "train", INT64_MIN,
                           train.ignoreIndex, &train.hasIgnoreIndex))
     return s;
+  if (const Json *local = findMember(root, "local_sgd")) {
+    if (!local->is_object())
+      return fail(TSR_ERROR_PARSE, "local_sgd must be an object");
+    bool hasSteps = false;
+    if (tsr_status_t s = optionalInteger(*local, "steps", "local_sgd", 1,
+                                         train.localSteps, &hasSteps))
+      return s;
+    if (!hasSteps)
+      return fail(TSR_ERROR_PARSE, "missing \"steps\" in local_sgd");
+  }
   if (const Json *tokens = findMember(*object, "tokens")) {
     if (!tokens->is_object())
       return fail(TSR_ERROR_PARSE, "train.tokens must be an object");
@@ -845,9 +856,10 @@ tsr_status_t checkTrain(Manifest &manifest) {
         input.dtype != TSR_DTYPE_FLOAT16 && input.dtype != TSR_DTYPE_BFLOAT16 &&
         input.dtype != TSR_DTYPE_FLOAT32 && input.dtype != TSR_DTYPE_FLOAT64 &&
         input.dtype != TSR_DTYPE_BOOL;
-    if (input.role == TSR_ROLE_RNG &&
+    if ((input.role == TSR_ROLE_RNG || input.role == TSR_ROLE_SYNC) &&
         (input.dtype != TSR_DTYPE_INT64 || !input.shape.empty()))
-      return fail(TSR_ERROR_PARSE, describe("input", i, input) + " (rng) is " +
+      return fail(TSR_ERROR_PARSE, describe("input", i, input) + " (" +
+                                       tsr_role_name(input.role) + ") is " +
                                        typeOf(input) +
                                        ", expected an int64 scalar");
     if (train.numClasses && input.role == TSR_ROLE_LABEL && !integral)

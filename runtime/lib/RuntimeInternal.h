@@ -83,6 +83,8 @@ struct TrainSpec {
   int64_t tokenInput = -1;
   int64_t tokenLabel = -1;
   size_t lossOutput = 0;
+  /// Local SGD's period ("local_sgd": {"steps": H}); 0 without local SGD.
+  int64_t localSteps = 0;
 };
 
 /// One program of the artifact: an entry symbol and its calling convention.

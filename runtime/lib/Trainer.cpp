@@ -479,8 +479,10 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
   return TSR_OK;
 }
 
+/// Runs 0-based step `step`; `last` marks the last step of a run, after
+/// which the ranks' parameters must agree (the `sync` input).
 tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
-                     int64_t step, float &outLoss) {
+                     int64_t step, float &outLoss, bool last) {
   std::vector<tsr_tensor_t *> inputs;
   for (auto &tensor : trainer.inputs)
     inputs.push_back(tensor.get());
@@ -492,6 +494,8 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
     if (specs[i].role == TSR_ROLE_RNG) // Each rank draws its own masks.
       *static_cast<int64_t *>(trainer.inputs[i]->data) =
           step * trainer.dpSize + trainer.dpRank;
+    else if (specs[i].role == TSR_ROLE_SYNC)
+      *static_cast<int64_t *>(trainer.inputs[i]->data) = last ? 1 : 0;
   // Collectives that fail or time out name the step as logs count it.
   tsr_comm_set_step(step + 1);
   std::vector<tsr_tensor_t *> outputs;
@@ -577,8 +581,8 @@ std::vector<int> collectStages(const tsr_trainer &trainer,
     for (const auto &[input, k] : trainer.params) {
       const std::string &data = graph.initializer(k).raw_data();
       tsrt_permute(-1, group, data.data(), nullptr,
-                   static_cast<int64_t>(data.size()), TSR_DTYPE_UINT8, 0, 0,
-                   -1, nullptr);
+                   static_cast<int64_t>(data.size()), TSR_DTYPE_UINT8, 0, 0, -1,
+                   nullptr);
     }
     return filled;
   }
@@ -883,6 +887,21 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   if (tsr_status_t s = checkRunOptions(options))
     return s;
   const Manifest &manifest = trainer.artifact->manifest;
+  // With local SGD the ranks' parameters agree after every H-th step and
+  // the last: only those can be saved.
+  int64_t period = manifest.train.localSteps;
+  for (auto [every, what] :
+       {std::pair{options.checkpoint_every, "checkpoint_every"},
+        std::pair{options.save_every, "save_every"}})
+    if (period > 1 && every > 0 && every % period != 0)
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "training options: " + std::string(what) + " " +
+                      std::to_string(every) +
+                      " is not a multiple of the artifact's local SGD "
+                      "period " +
+                      std::to_string(period) +
+                      ": the ranks' parameters agree only every " +
+                      std::to_string(period) + " steps and at the end");
   // Token artifacts count tokens, B * T per step.
   int64_t tokenInput = manifest.train.tokenInput;
   int64_t window = tokenInput >= 0 ? manifest.inputs[tokenInput].shape[1] : 1;
@@ -909,7 +928,8 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
     std::string where = "step " + std::to_string(step);
     float loss = 0;
     auto start = Clock::now();
-    if (tsr_status_t s = runStep(trainer, dataset, step - 1, loss))
+    if (tsr_status_t s =
+            runStep(trainer, dataset, step - 1, loss, step == options.steps))
       return withContext(s, where);
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
@@ -983,7 +1003,7 @@ tsr_status_t tsr_trainer_step(tsr_trainer_t *trainer,
   return guard([&] {
     if (!trainer || !dataset || !out_loss)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
-    return runStep(*trainer, *dataset, step, *out_loss);
+    return runStep(*trainer, *dataset, step, *out_loss, /*last=*/false);
   });
 }
 

@@ -270,10 +270,20 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
   expectLoadError(
       linearWith(R"("role": "param"})", R"("role": "weights"})"),
       "programs[0].inputs[0].role: unknown input role \"weights\" (expected "
-      "param, state, data, label or rng)");
+      "param, state, data, label, rng or sync)");
   expectLoadError(
       linearWith(R"("role": "state", "init": 0.125})", R"("role": "rng"})"),
       "input 2 'lr' (rng) is float32[], expected an int64 scalar");
+  expectLoadError(
+      linearWith(R"("role": "state", "init": 0.125})", R"("role": "sync"})"),
+      "input 2 'lr' (sync) is float32[], expected an int64 scalar");
+  expectLoadError(
+      linearWith(R"("train": {)", R"("local_sgd": {"steps": 0}, "train": {)"),
+      "local_sgd.steps must be an integer >= 1");
+  expectLoadError(linearWith(R"("train": {)", R"("local_sgd": {}, "train": {)"),
+                  "missing \"steps\" in local_sgd");
+  expectLoadError(linearWith(R"("train": {)", R"("local_sgd": 4, "train": {)"),
+                  "local_sgd must be an object");
   expectLoadError(
       linearWith(R"("role": "metric")", R"("role": "data")"),
       "programs[0].outputs[4].role: unknown output role \"data\" (expected "

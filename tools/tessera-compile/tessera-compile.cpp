@@ -273,6 +273,13 @@ static cl::opt<std::string> gradCompression(
              "per BUCKET elements, default 512) or powersgd:RANK (a rank-RANK "
              "approximation, the rest carried to the next step)"),
     cl::init("none"), cl::cat(trainCat));
+static cl::opt<int64_t> localSteps(
+    "local-steps",
+    cl::desc("With --mesh dp=N: local SGD, every rank updates its own "
+             "parameters and the ranks average parameters and optimizer "
+             "state every H steps instead of all-reducing gradients every "
+             "step (0: off)"),
+    cl::value_desc("H"), cl::init(0), cl::cat(trainCat));
 static cl::opt<std::string>
     optimizerName("optimizer",
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
@@ -541,9 +548,12 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   }
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
-        "dp", dataParallel, zeroStage,
+        "dp",
+        dataParallel,
+        zeroStage,
         std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024)),
-        gradCompression};
+        gradCompression,
+        localSteps};
   // Gradients are reduced in the step's 16-bit type unless asked otherwise.
   if (precisionPolicy != "fp32" && !reduceInFp32)
     options.dataParallelApply.reduceType =
@@ -761,6 +771,17 @@ static void printExplanation(const tessera::ArtifactSignature &sig) {
         int64_t(sig.compression->denseBytes),
         sig.compression->denseBytes /
             std::max(1.0, sig.compression->sentBytes));
+  if (sig.localSGD) {
+    const tessera::ArtifactLocalSGD &local = *sig.localSGD;
+    double perStep = local.averageBytes / double(local.steps);
+    llvm::outs() << llvm::formatv(
+        "local SGD every {0} steps: one average of the parameters and "
+        "optimizer state costs {1} bytes per rank, {2} per step, against {3} "
+        "per step for all-reducing the gradients ({4:f1}x fewer)\n",
+        local.steps, int64_t(local.averageBytes), int64_t(perStep),
+        int64_t(local.gradientBytes),
+        local.gradientBytes / std::max(1.0, perStep));
+  }
   llvm::outs() << "collectives of one step, in program order ("
                << sig.collectives.size() << "):\n";
   for (auto [i, c] : llvm::enumerate(sig.collectives)) {
@@ -1098,6 +1119,34 @@ int main(int argc, char **argv) {
                   "(--precision=fp16): a skipped step would still move the "
                   "error-feedback residuals; use --precision=bf16 or "
                   "--loss-scale=N");
+  }
+  if (localSteps < 0)
+    return fail("--local-steps=" + Twine(localSteps.getValue()) +
+                " is negative (0 turns local SGD off)");
+  if (localSteps > 0) {
+    if (dataParallel == 0)
+      return fail("--local-steps needs --mesh dp=N");
+    if (mode != "train")
+      return fail("--local-steps needs --mode=train: it averages what the "
+                  "optimizer updates");
+    if (tensorParallel > 1 || pipelineParallel > 0 || expertParallel > 1)
+      return fail("--local-steps goes with --mesh dp=N alone so far "
+                  "(not with tp, pp or ep)");
+    if (zeroStage > 0)
+      return fail("--local-steps needs --zero=0: ZeRO shards the state of "
+                  "an update that every rank applies alike");
+    if (gradCompression != "none")
+      return fail("--local-steps reduces no gradient: it does not go with "
+                  "--grad-compression");
+    if (targetName == "cuda")
+      return fail("--local-steps is not supported with --target=cuda yet: "
+                  "whether a step averages is a branch the host takes on "
+                  "the step counter, which lives in device memory");
+    if (effectiveLossScale() == "dynamic")
+      return fail("--local-steps does not go with dynamic loss scaling "
+                  "(--precision=fp16): ranks that skip steps on their own "
+                  "would disagree on when to average; use --precision=bf16 "
+                  "or --loss-scale=N");
   }
   if (cpuVectorSize < 0)
     return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +

@@ -80,6 +80,15 @@ struct ArtifactCompression {
   double sentBytes = 0, denseBytes = 0;
 };
 
+/// Local SGD on the data-parallel axis (`tsr.local_steps`): the period H,
+/// the bytes one rank sends for one average (the collectives that carry
+/// `tsr.local_steps`), and what all-reducing the trained parameters'
+/// gradients would send every step (the ring's 2(N−1)/N of their bytes).
+struct ArtifactLocalSGD {
+  int64_t steps = 1;
+  double averageBytes = 0, gradientBytes = 0;
+};
+
 /// One op's compute type, from tsr-precision-plan (`tsr.precision`).
 struct ArtifactPrecision {
   /// The op's name (tsr.matmul), its model node, the type and the rule.
@@ -176,6 +185,7 @@ struct ArtifactSignature {
   std::optional<int64_t> zero;
   SmallVector<ArtifactCollective> collectives;
   std::optional<ArtifactCompression> compression;
+  std::optional<ArtifactLocalSGD> localSGD;
   /// The precision policy (`tsr.precision`: bf16 or fp16; empty for the
   /// model's own types) and every decision of it, in program order.
   std::string precision;

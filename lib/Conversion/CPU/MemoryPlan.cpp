@@ -16,11 +16,13 @@ using namespace mlir;
 
 namespace {
 
-/// Bytes of a statically shaped buffer (i1 takes one byte, as lowered).
+/// Bytes of a statically shaped buffer (i1 takes one byte, as lowered;
+/// index, which buffer deallocation's ownership lists hold, 8).
 std::optional<int64_t> bufferBytes(MemRefType type) {
   if (!type.hasStaticShape())
     return std::nullopt;
-  unsigned bits = type.getElementTypeBitWidth();
+  unsigned bits =
+      type.getElementType().isIndex() ? 64 : type.getElementTypeBitWidth();
   return type.getNumElements() * int64_t((bits + 7) / 8);
 }
 

@@ -157,6 +157,10 @@ struct TsrDataParallelPass
                             IntegerAttr(), IntegerAttr(), UnitAttr()));
     }
 
+    // Local SGD: every rank keeps its own gradients; tsr-local-sgd
+    // averages what they update instead.
+    if (func->hasAttr(tsr::attr::kLocalSteps))
+      return success();
     if (failed(reduceGradients(grads, ret)))
       return failure();
     if (zero == 3)

@@ -81,6 +81,33 @@ struct TsrDataParallelPlanPass
     return success();
   }
 
+  /// Local SGD averages whole replicated tensors on one axis, and every
+  /// rank must count the same steps.
+  LogicalResult checkLocalSteps(func::FuncOp f,
+                                const GradientCompression &method) {
+    auto mesh = getOperation()->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+      if (name.getValue() != axis && size > 1)
+        return f.emitError("local SGD goes with data parallelism alone so "
+                           "far; the mesh ")
+               << mesh << " also has axis '" << name.getValue() << "'";
+    if (zero != 0)
+      return f.emitError("local SGD needs ZeRO-0: ZeRO ")
+             << zero.getValue()
+             << " shards the optimizer state of an update that every rank "
+                "applies alike, and local SGD's ranks update apart";
+    if (!method.isNone())
+      return f.emitError("local SGD reduces no gradient, so there is none "
+                         "to compress (compression '")
+             << compression << "')";
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      if (getArgString(f, i, tsr::attr::kName) == kLossScaleState)
+        return f.emitError("local SGD does not go with dynamic loss "
+                           "scaling: ranks that skip steps on their own "
+                           "would disagree on when to average");
+    return success();
+  }
+
   LogicalResult plan(func::FuncOp f) {
     if (f.getNumResults() == 0)
       return f.emitError("tsr-data-parallel-plan expects the loss as result 0");
@@ -100,6 +127,12 @@ struct TsrDataParallelPlanPass
     if (failed(size))
       return failure();
     int64_t n = *size;
+    if (localSteps < 0)
+      return f.emitError("local-steps must be at least 1 (or 0: all-reduce "
+                         "the gradients), got ")
+             << localSteps.getValue();
+    if (localSteps > 0 && failed(checkLocalSteps(f, *compress)))
+      return failure();
     if (!compress->isNone() && failed(checkCompressible(f, *compress)))
       return failure();
     SmallVector<unsigned> carried;
@@ -120,6 +153,10 @@ struct TsrDataParallelPlanPass
     f->setAttr(tsr::attr::kZero,
                tsr::ZeroAttr::get(b.getContext(), zero,
                                   b.getStrArrayAttr({axis.getValue()})));
+    if (localSteps > 0) {
+      f->setAttr(tsr::attr::kLocalSteps, b.getI64IntegerAttr(localSteps));
+      return success();
+    }
     // Buckets fill in backward order, the order the gradients are computed
     // in, each holding at most bucket-bytes (a larger gradient alone). The
     // compressed gradients fill their own buckets, numbered after the

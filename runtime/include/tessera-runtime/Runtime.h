@@ -193,6 +193,10 @@ typedef enum tsr_role_t {
    * step number s, or s * N + r for dp rank r of N (the stream dropout masks
    * are drawn from). */
   TSR_ROLE_RNG = 8,
+  /* Input: an int64 scalar the trainer sets to 1 before a step after which
+   * the data-parallel ranks' parameters must agree (the last step of
+   * tsr_trainer_run), else 0. Local SGD averages on such a step. */
+  TSR_ROLE_SYNC = 9,
 } tsr_role_t;
 
 /* Returns the manifest spelling ("param", ...), or "" for TSR_ROLE_NONE. */
@@ -439,7 +443,9 @@ TSR_API tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index);
 /* Runs one step: fills the batch of `step` from `dataset`, invokes the
  * entry, reads the loss, then swaps the data pointers of every param and
  * state output with those of the input it updates (no copy). Output buffers
- * are not cleared between steps. The loss is returned even if not finite. */
+ * are not cleared between steps. The loss is returned even if not finite.
+ * A sync input (TSR_ROLE_SYNC) is set to 0: with local SGD the ranks'
+ * parameters agree after the steps its period divides. */
 TSR_API tsr_status_t tsr_trainer_step(tsr_trainer_t *trainer,
                                       const tsr_dataset_t *dataset,
                                       int64_t step, float *out_loss);

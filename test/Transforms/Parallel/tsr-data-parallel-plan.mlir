@@ -6,6 +6,8 @@
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=qsgd:4" | FileCheck %s --check-prefix=QSGD
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=powersgd:1" | FileCheck %s --check-prefix=PSGD1
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=powersgd:2" | FileCheck %s --check-prefix=PSGD2
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 local-steps=8" | FileCheck %s --check-prefix=LOCAL
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 local-steps=8" --tsr-data-parallel | FileCheck %s --check-prefix=LOCALAPPLY
 
 // The plan is attributes only: the mesh, the ZeRO layout on the function and
 // a bucket per gradient; the body is untouched. b's gradient is computed
@@ -37,6 +39,15 @@
 // PSGD1: tensor<3x2xf32> {tsr.bucket = 1 : i64, tsr.compression = "powersgd:1"
 // PSGD2-NOT: tsr.compression
 // PSGD2: tensor<3x2xf32> {tsr.bucket = 0 : i64, tsr.grad_of = 0 : i64
+// Local SGD plans no bucket: the function gets the period, and
+// tsr-data-parallel then reduces the loss alone (tsr-local-sgd averages
+// what the optimizer updates).
+// LOCAL-NOT: tsr.bucket
+// LOCAL: attributes {tsr.local_steps = 8 : i64, tsr.zero = #tsr.zero<stage = 0, axes = ["dp"]>}
+// LOCALAPPLY: tsr.all_reduce %{{.+}} {mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["loss"]}
+// LOCALAPPLY-NOT: tsr.all_reduce
+// LOCALAPPLY-NOT: tsr.wait
+// LOCALAPPLY: return
 func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
                 %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>},
                 %x: tensor<4x3xf32> {tsr.name = "x"})

@@ -32,6 +32,14 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       Compression needs the data-parallel axis alone in the mesh, and
       error feedback (top-k, PowerSGD) no dynamic loss scaling (a skipped
       step would still move the residuals).
+    - with `local-steps=H` (H >= 1, local SGD), instead of buckets, on the
+      function `tsr.local_steps = H`: the ranks reduce no gradient, each
+      updates its own parameters, and `tsr-local-sgd` (after
+      `tsr-optimizer`) averages the parameters and optimizer state every H
+      steps. It needs the data-parallel axis alone, ZeRO-0 (ZeRO shards
+      the state of an update that every rank applies alike), no gradient
+      compression, and no dynamic loss scaling (ranks that skip steps on
+      their own would disagree on the step count).
 
     Refused with an error for N > 1: running-statistics updates
     (batch-norm batch statistics would differ per rank), and a
@@ -73,6 +81,10 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
            "(the fraction R of largest magnitude, with error feedback), "
            "qsgd:BITS[:BUCKET] (unbiased stochastic quantization) or "
            "powersgd:RANK (low-rank, with error feedback)">,
+    Option<"localSteps", "local-steps", "int64_t", /*default=*/"0",
+           "Local SGD: reduce no gradient and average the parameters and "
+           "optimizer state every H steps instead (0: all-reduce the "
+           "gradients every step)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
@@ -148,6 +160,9 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     (Gram-Schmidt), Q = Mᵀ·P̂ is averaged in a second all-reduce, and the
     gradient becomes P̂·Qᵀ, the residual M − P̂·Qᵀ and Q the next state.
 
+    A function with `tsr.local_steps` (local SGD) keeps every gradient
+    as it is: only the loss and the metrics are reduced.
+
     With `reduce-type=bf16` (or `f16`) every bucket of wider float
     gradients is divided by N, cast to that type, summed over the ranks and
     cast back after the wait: half the bytes on the wire, one rounding of
@@ -185,6 +200,76 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
            "The function to rewrite (default: the module's one public "
            "function)">,
   ];
+}
+
+def TsrLocalSGD : Pass<"tsr-local-sgd", "ModuleOp"> {
+  let summary = "Average the data-parallel ranks' parameters and optimizer "
+                "state every H steps (local SGD)";
+  let description = [{
+    Local SGD, or periodic averaging (Stich 2019; Lin et al. 2020): the
+    apply half of `tsr-data-parallel-plan local-steps=H`. Runs on a
+    training step after `tsr-optimizer`, on a function with
+    `tsr.local_steps = H` whose gradients `tsr-data-parallel` left
+    unreduced, so that every rank has applied its own update.
+
+    It adds an input `local_sgd.sync` (`tsr.role = #tsr.role<sync>`, an i64
+    scalar that the runtime sets to 1 on the last step of a run), and
+    wraps the average in an `scf.if` that is due when H divides the
+    optimizer's new step count, or when `sync` is 1. Inside it, every
+    float parameter and state the step updates is flattened into buckets
+    of at most `bucket-bytes` (a larger tensor alone; one element type
+    each), every bucket is all-reduced (mean, `async`) over the
+    data-parallel axes, and the results are cut apart again after the
+    waits. The collectives carry `tsr.local_steps = H` and a `tsr.reason`.
+    The other H-1 steps send nothing; every rank leaves a due step with
+    the same parameters and optimizer state, so a checkpoint taken then is
+    the whole state. The integer step counter is the same on every rank
+    and is not averaged.
+
+    Errors: a function without `tsr.local_steps`, `tsr.zero` or the
+    optimizer's `step` state, or one that already has a sync input.
+
+    Before (`local-steps=4`, SGD with momentum, after `tsr-optimizer`):
+
+    ```mlir
+    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, ...)
+        attributes {tsr.local_steps = 4 : i64, tsr.zero = #tsr.zero<stage = 0, axes = ["dp"]>} {
+      ...
+      return %loss, %w1, %buf1, %step1 : ...
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(..., %sync: tensor<i64> {tsr.name = "local_sgd.sync", tsr.role = #tsr.role<sync>}) ... {
+      %r = tsr.mod %step1, %c4 : ...
+      %due = tsr.or %a, %b : ...
+      %c = tensor.extract %due[] : tensor<i1>
+      %avg:2 = scf.if %c -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+        %f = tsr.concat ...
+        %s = tsr.all_reduce %f {async, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["w", "momentum.w"], tsr.local_steps = 4 : i64, tsr.reason = "..."} : (tensor<12xf32>) -> tensor<12xf32>
+        %m = tsr.wait %s : (tensor<12xf32>) -> tensor<12xf32>
+        ...
+        scf.yield %w2, %buf2 : tensor<3x2xf32>, tensor<3x2xf32>
+      } else {
+        scf.yield %w1, %buf1 : tensor<3x2xf32>, tensor<3x2xf32>
+      }
+      return %loss, %avg#0, %avg#1, %step1 : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"25 * 1024 * 1024",
+           "Most bytes per all-reduce of the average">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the module's one public "
+           "function)">,
+  ];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {

@@ -291,7 +291,7 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
     return isa<RoleAttr>(value) ? success()
                                 : fail("a role such as #tsr.role<param> "
                                        "(data, label, param, state, loss, "
-                                       "metric, grad or rng)");
+                                       "metric, grad, rng or sync)");
   if (name == attr::kUpdates || name == attr::kGradOf) {
     if (!isResult)
       return op->emitOpError("argument ")
@@ -417,6 +417,13 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << "' must be a layout such as #tsr.zero<stage = 2, axes = "
                 "[\"dp\"]>, got "
              << value;
+    return success();
+  }
+  if (name == attr::kLocalSteps) {
+    auto steps = dyn_cast<IntegerAttr>(value);
+    if (!steps || steps.getInt() < 1)
+      return op->emitOpError("attribute '")
+             << name << "' must be a period of at least 1 step, got " << value;
     return success();
   }
   if (name == attr::kBackward) {
@@ -612,5 +619,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kPartitioned << ", " << attr::kReason << ", " << attr::kStage
          << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
          << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
-         << attr::kCompression << ", " << attr::kDenseBytes << ")";
+         << attr::kCompression << ", " << attr::kDenseBytes << ", "
+         << attr::kLocalSteps << ")";
 }

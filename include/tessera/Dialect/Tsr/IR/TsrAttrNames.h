@@ -33,6 +33,11 @@ inline constexpr llvm::StringLiteral kCompression = "tsr.compression";
 /// On a collective that carries a compressed gradient: the bytes of the
 /// gradient an all-reduce would have carried (an integer).
 inline constexpr llvm::StringLiteral kDenseBytes = "tsr.dense_bytes";
+/// On a training step: local SGD's period H, the ranks' parameters and
+/// optimizer state averaged every H steps instead of their gradients every
+/// step (an integer >= 1), from tsr-data-parallel-plan; on the collectives
+/// of that average, from tsr-local-sgd.
+inline constexpr llvm::StringLiteral kLocalSteps = "tsr.local_steps";
 /// On optimizer state: the value every element starts from (a float).
 inline constexpr llvm::StringLiteral kInit = "tsr.init";
 /// On a parameter: running statistics, updated from the batch, no gradient.

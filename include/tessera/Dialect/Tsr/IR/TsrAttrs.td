@@ -30,7 +30,8 @@ def Tsr_Role : I32EnumAttr<"Role", "what a function argument or result is "
   I32EnumAttrCase<"loss", 5>,
   I32EnumAttrCase<"metric", 6>,
   I32EnumAttrCase<"grad", 7>,
-  I32EnumAttrCase<"rng", 8>]> {
+  I32EnumAttrCase<"rng", 8>,
+  I32EnumAttrCase<"sync", 9>]> {
   let cppNamespace = "::mlir::tsr";
   let genSpecializedAttr = 0;
 }
@@ -40,8 +41,10 @@ def Tsr_RoleAttr : Tsr_EnumAttr<Tsr_Role, "role"> {
     Set on the arguments and results of a training function: `data` and
     `label` come from the batch, `param` and `state` are carried from step
     to step (a result with `tsr.updates = i` is the next value of argument
-    i), `rng` is the step's random seed, `loss`, `metric` and `grad` are
-    outputs. The values match the runtime's `tsr_role_t`.
+    i), `rng` is the step's random seed, `sync` an i64 scalar the runtime
+    sets to 1 on a step after which the ranks' parameters must agree (the
+    last of a run; local SGD averages then), `loss`, `metric` and `grad`
+    are outputs. The values match the runtime's `tsr_role_t`.
 
     Example: `{tsr.name = "fc.weight", tsr.role = #tsr.role<param>}`
   }];
