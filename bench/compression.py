@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Gradient compression: bytes sent, step time and loss against all-reduce.
+"""Gradient compression and local SGD: bytes sent, step time and loss
+against all-reduce.
 
 For the bundled character LM (python/tessera_examples/make_charlm.py) and a
 GPT exported by PyTorch (python/tessera_examples/make_torch_gpt.py),
-compiles the Adam training step for `--mesh dp=N`, plain and with each
-`--grad-compression` setting, trains each the same number of steps under
-`mpirun -np N` on the same tokens, and prints per setting:
+compiles the Adam training step for `--mesh dp=N`, plain, with each
+`--grad-compression` setting and with `--local-steps=H` (settings
+`local:H`), trains each the same number of steps under `mpirun -np N` on
+the same tokens, and prints per setting:
 
 - the bytes one rank sends per step, every collective of the step (the
   manifest's, by the cost model: gradient buckets, compressed gradients,
-  the loss), and the ratio of plain's to it;
+  the loss; local SGD's average counts 1/H per step), and the ratio of
+  plain's to it;
 - the compressed gradients alone: what they send against what
   all-reducing them would (the manifest's `gradient_compression`);
 - the median step time and its ratio to plain;
@@ -36,8 +39,10 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
-SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8", "powersgd:4")
-COLOURS = ("black", "steelblue", "darkred", "darkgreen", "darkorange")
+SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8", "powersgd:4",
+            "local:4", "local:16")
+COLOURS = ("black", "steelblue", "darkred", "darkgreen", "darkorange",
+           "purple", "gray")
 LR = {"adam": 3e-3, "sgd": 0.3}
 
 
@@ -63,10 +68,16 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
          "--loss=cross_entropy", "--logits=logits", *labels,
          f"--batch-size={batch}", f"--optimizer={optimizer}",
          f"--lr={LR[optimizer]}",
-         "--mesh", f"dp={ranks}", f"--grad-compression={setting}", "-o", art])
+         "--mesh", f"dp={ranks}",
+         (f"--local-steps={setting.split(':')[1]}" if setting.startswith("local:")
+          else f"--grad-compression={setting}"), "-o", art])
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
     sent = sum(c["bytes"] for c in manifest["collectives"])
+    local = manifest.get("local_sgd")
+    if local:
+        # The average runs on one step in H.
+        sent -= local["average_bytes"] * (1 - 1 / local["steps"])
     log = f"{art}.json"
     run(mpirun(ranks) + [bin_dir / "tessera-run", art, "--train", "--data",
                          data, "--steps", steps, "--threads", 1,
@@ -75,7 +86,11 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
         records = [json.loads(line) for line in f]
     losses = [float(r["loss"]) for r in records]
     tail = losses[-max(1, len(losses) // 10):]
-    return {"sent": sent, "grad": manifest.get("gradient_compression"),
+    grad = manifest.get("gradient_compression")
+    if local:
+        grad = {"sent_bytes": local["average_bytes"] // local["steps"],
+                "dense_bytes": local["gradient_bytes"]}
+    return {"sent": sent, "grad": grad,
             "seconds": statistics.median(r["seconds"] for r in records[2:]),
             "tail": statistics.mean(tail), "losses": losses}
 
@@ -170,7 +185,8 @@ def main():
           f"CPU), {args.optimizer} lr {LR[args.optimizer]}; bytes per rank "
           "and step by the cost model")
     print("| model | setting | bytes/step | plain/this | compressed grads: "
-          "sent / all-reduce | ms/step | vs plain | final loss | vs plain |")
+          "sent / all-reduce (local: average per step / gradients) | "
+          "ms/step | vs plain | final loss | vs plain |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, model, labels, batch, steps, tokens in models:
         curves, base = [], None

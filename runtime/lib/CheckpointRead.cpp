@@ -105,6 +105,8 @@ tsr_status_t parseMeta(const ManifestReader &reader, const Json &root,
     return s;
   int64_t zeroStage = 0;
   tsr_checkpoint_meta_t &out = checkpoint.meta;
+  out.shuffle = 0;
+  out.seed = 0;
   if (tsr_status_t s = reader.integer(*meta, "meta", "step", out.step))
     return s;
   if (tsr_status_t s = reader.integer(*meta, "meta", "rng", out.rng))
@@ -122,6 +124,16 @@ tsr_status_t parseMeta(const ManifestReader &reader, const Json &root,
     return s;
   if (tsr_status_t s = reader.integer(*meta, "meta", "zero_stage", zeroStage))
     return s;
+  if (meta->contains("shuffle")) {
+    const Json &shuffle = (*meta)["shuffle"];
+    if (!shuffle.is_boolean())
+      return reader.error("meta.shuffle", "expected true or false");
+    out.shuffle = shuffle.get<bool>() ? 1 : 0;
+  }
+  if (meta->contains("seed"))
+    if (tsr_status_t s =
+            reader.unsignedInteger(*meta, "meta", "seed", out.seed))
+      return s;
   if (out.world_size < 1 || out.world_size > 99999)
     return reader.error("meta.world_size", "out of range");
   if (zeroStage < 0 || zeroStage > INT32_MAX)

@@ -223,7 +223,9 @@ std::string encodeManifest(const tsr_checkpoint_meta_t &meta,
                      {"fingerprint", strings.fingerprint},
                      {"world_size", worldSize},
                      {"mesh", strings.mesh},
-                     {"zero_stage", meta.zero_stage}}},
+                     {"zero_stage", meta.zero_stage},
+                     {"shuffle", meta.shuffle != 0},
+                     {"seed", meta.seed}}},
                    {"files", std::move(files)},
                    {"tensors", std::move(tensors)}};
   return dumpJson(manifest, 2) + "\n";

@@ -11,6 +11,8 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <numeric>
 
 using namespace tsr;
 
@@ -31,17 +33,57 @@ struct tsr_dataset {
   int64_t rankOffset = 0;
   int64_t numSamples = 0;
   int64_t numTokens = 0;
+  /// The data order (tsr_dataset_set_order): in order, or each epoch's
+  /// permutation drawn from `seed`.
+  bool shuffle = false;
+  uint64_t seed = 0;
 
-  /// The sample of this rank's batch row 0 at `step`: (step * G + offset)
-  /// mod N, without overflow. Ranks together take exactly the samples a
+  /// The sample of this rank's batch row `row` at `step`: position p =
+  /// step * G + offset + row of the endless stream of epochs (computed
+  /// without overflow); in order, sample p mod N; shuffled, epoch p / N's
+  /// permutation at p mod N. Ranks together take exactly the samples a
   /// single process with batch G would.
-  int64_t firstSample(int64_t step) const {
-    unsigned __int128 product =
+  int64_t sample(int64_t step, int64_t row) const {
+    unsigned __int128 position =
         static_cast<unsigned __int128>(step) *
             static_cast<unsigned __int128>(globalBatchSize) +
-        static_cast<unsigned __int128>(rankOffset);
-    return static_cast<int64_t>(product % numSamples);
+        static_cast<unsigned __int128>(rankOffset) +
+        static_cast<unsigned __int128>(row);
+    auto index = static_cast<int64_t>(position % numSamples);
+    if (!shuffle)
+      return index;
+    return permutation(static_cast<uint64_t>(position / numSamples))[index];
   }
+
+  /// Epoch `epoch`'s order of the N samples: a Fisher-Yates shuffle driven
+  /// by splitmix64 from (seed, epoch). The last two epochs are cached (a
+  /// batch spans at most two when G <= N).
+  const std::vector<int64_t> &permutation(uint64_t epoch) const {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    for (const auto &[cached, order] : cache)
+      if (cached == epoch && !order.empty())
+        return order;
+    auto &[slot, order] = cache[nextSlot];
+    nextSlot ^= 1;
+    slot = epoch;
+    order.resize(static_cast<size_t>(numSamples));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    uint64_t state = seed ^ (epoch * 0x9e3779b97f4a7c15ULL);
+    for (int64_t i = numSamples - 1; i > 0; --i) {
+      // splitmix64
+      uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      auto j = static_cast<int64_t>(z % static_cast<uint64_t>(i + 1));
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    }
+    return order;
+  }
+
+  mutable std::mutex cacheMutex;
+  mutable std::pair<uint64_t, std::vector<int64_t>> cache[2];
+  mutable int nextSlot = 0;
 };
 
 namespace {
@@ -63,15 +105,12 @@ public:
   std::vector<Feed> feedList;
 
   void fill(int64_t step, tsr_tensor_t *const *tensors) const override {
-    int64_t first = firstSample(step);
     for (const Feed &feed : feedList) {
       auto *dst = static_cast<char *>(tensors[feed.input]->data);
       const auto *src = static_cast<const char *>(feed.array->data);
-      for (int64_t i = 0; i < batchSize; ++i) {
-        int64_t sample = (first + i % numSamples) % numSamples;
-        std::memcpy(dst + i * feed.sampleBytes, src + sample * feed.sampleBytes,
-                    feed.sampleBytes);
-      }
+      for (int64_t i = 0; i < batchSize; ++i)
+        std::memcpy(dst + i * feed.sampleBytes,
+                    src + sample(step, i) * feed.sampleBytes, feed.sampleBytes);
     }
   }
 
@@ -115,9 +154,8 @@ public:
   }
 
   void fill(int64_t step, tsr_tensor_t *const *tensors) const override {
-    int64_t first = firstSample(step);
     for (int64_t j = 0; j < batchSize; ++j) {
-      int64_t window = (first + j % numSamples) % numSamples;
+      int64_t window = sample(step, j);
       write(tensors[input], j, window * windowTokens);
       write(tensors[label], j, window * windowTokens + 1);
     }
@@ -418,6 +456,14 @@ int64_t tsr_dataset_num_samples(const tsr_dataset_t *dataset) {
 
 int64_t tsr_dataset_num_tokens(const tsr_dataset_t *dataset) {
   return dataset->numTokens;
+}
+
+void tsr_dataset_set_order(tsr_dataset_t *dataset, int shuffle, uint64_t seed) {
+  std::lock_guard<std::mutex> lock(dataset->cacheMutex);
+  dataset->shuffle = shuffle != 0;
+  dataset->seed = seed;
+  for (auto &[epoch, order] : dataset->cache)
+    order.clear();
 }
 
 tsr_status_t tsr_dataset_fill_batch(const tsr_dataset_t *dataset, int64_t step,

@@ -74,6 +74,10 @@ struct tsr_trainer {
   int64_t lossScaleOutput = -1, lossScaleInput = -1;
   double lossScale = 0;
   bool skipped = false;
+  /// The run's data order and seed (tsr_trainer_set_order), which
+  /// checkpoints record.
+  bool shuffle = false;
+  uint64_t seed = 0;
 };
 
 namespace {
@@ -479,6 +483,10 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
   return TSR_OK;
 }
 
+/// Where a seed starts the rng input's stream: seed * 2^40 (modulo 2^64),
+/// far beyond step * N + rank of any run.
+int64_t rngOffset(uint64_t seed) { return static_cast<int64_t>(seed << 40); }
+
 /// Runs 0-based step `step`; `last` marks the last step of a run, after
 /// which the ranks' parameters must agree (the `sync` input).
 tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
@@ -493,7 +501,7 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   for (size_t i = 0; i < specs.size(); ++i)
     if (specs[i].role == TSR_ROLE_RNG) // Each rank draws its own masks.
       *static_cast<int64_t *>(trainer.inputs[i]->data) =
-          step * trainer.dpSize + trainer.dpRank;
+          rngOffset(trainer.seed) + step * trainer.dpSize + trainer.dpRank;
     else if (specs[i].role == TSR_ROLE_SYNC)
       *static_cast<int64_t *>(trainer.inputs[i]->data) = last ? 1 : 0;
   // Collectives that fail or time out name the step as logs count it.
@@ -714,6 +722,8 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
   meta.world_size = trainer.dpSize;
   meta.mesh = mesh.c_str();
   meta.zero_stage = static_cast<int>(manifest.zero);
+  meta.shuffle = trainer.shuffle ? 1 : 0;
+  meta.seed = trainer.seed;
   // A checkpoint holds the layout of a run without tensor parallelism
   // (replicated, or flat over dp), so that any mesh can resume it: the
   // blocks of a split tensor are gathered, and a saving rank keeps its dp
@@ -787,6 +797,19 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
   tsr_checkpoint_meta_t meta;
   if (tsr_status_t s = tsr_checkpoint_meta(checkpoint.get(), &meta))
     return s;
+  if ((meta.shuffle != 0) != trainer.shuffle || meta.seed != trainer.seed) {
+    auto order = [](bool shuffle, uint64_t seed) {
+      return std::string(shuffle ? "shuffled data" : "data in order") +
+             " and seed " + std::to_string(seed);
+    };
+    return fail(
+        TSR_ERROR_MISMATCH,
+        dir + ": written by a run with " + order(meta.shuffle != 0, meta.seed) +
+            ", but this run has " + order(trainer.shuffle, trainer.seed) +
+            "; resume with the same data order and seed, or the "
+            "resumed steps would see other batches and dropout "
+            "masks");
+  }
   int64_t global = manifest.train.globalBatchSize;
   if (meta.data_position != meta.step * global)
     return fail(
@@ -995,6 +1018,11 @@ tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index) {
 tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index) {
   return index < trainer->outputs.size() ? trainer->outputs[index].get()
                                          : nullptr;
+}
+
+void tsr_trainer_set_order(tsr_trainer_t *trainer, int shuffle, uint64_t seed) {
+  trainer->shuffle = shuffle != 0;
+  trainer->seed = seed;
 }
 
 tsr_status_t tsr_trainer_step(tsr_trainer_t *trainer,

@@ -11,8 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace tsr::test;
@@ -551,6 +554,60 @@ TEST(Dataset, NpzBatchesWrapAround) {
   EXPECT_EQ(tsr_dataset_fill_batch(dataset.get(), 0, inputs.data(), 6),
             TSR_ERROR_MISMATCH);
   expectLastError("input 4 'x': expected a float32[4, 2] tensor");
+}
+
+TEST(Dataset, ShuffledEpochsArePermutations) {
+  std::string dir = scratchDir();
+  std::vector<float> x;
+  std::vector<float> y;
+  for (int i = 0; i < kSamples; ++i) {
+    x.insert(x.end(), {float(i), float(10 + i)});
+    y.push_back(float(100 + i));
+  }
+  std::string path = dir + "/data.npz";
+  writeBytes(path, zipBytes({{"x.npy", npyBytes("<f4", {kSamples, 2}, x)},
+                             {"y.npy", npyBytes("<f4", {kSamples}, y)}},
+                            false));
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  DatasetPtr dataset = openNpz(artifact.get(), path);
+  ASSERT_TRUE(dataset);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  std::vector<tsr_tensor_t *> inputs;
+  for (size_t i = 0; i < 6; ++i)
+    inputs.push_back(tsr_trainer_input(trainer.get(), i));
+  // The samples of steps [0, steps), in order of position (y is 100 + i).
+  auto drawn = [&](int64_t steps) {
+    std::vector<int> samples;
+    for (int64_t step = 0; step < steps; ++step) {
+      EXPECT_EQ(tsr_dataset_fill_batch(dataset.get(), step, inputs.data(), 6),
+                TSR_OK);
+      for (float v : elements<float>(inputs[5]))
+        samples.push_back(int(v) - 100);
+    }
+    return samples;
+  };
+  // 12 steps of 4 are 8 epochs of 6: each a permutation of the samples.
+  tsr_dataset_set_order(dataset.get(), 1, 7);
+  std::vector<int> shuffled = drawn(12);
+  std::vector<int> sorted(kSamples);
+  std::iota(sorted.begin(), sorted.end(), 0);
+  std::set<std::vector<int>> epochs;
+  for (int e = 0; e < 8; ++e) {
+    std::vector<int> epoch(shuffled.begin() + e * kSamples,
+                           shuffled.begin() + (e + 1) * kSamples);
+    epochs.insert(epoch);
+    std::sort(epoch.begin(), epoch.end());
+    EXPECT_EQ(epoch, sorted) << "epoch " << e;
+  }
+  EXPECT_GT(epochs.size(), 4u) << "the epochs' orders differ";
+  // The order is a function of the seed: again the same, another seed
+  // another, and in order once more without shuffling.
+  EXPECT_EQ(drawn(12), shuffled);
+  tsr_dataset_set_order(dataset.get(), 1, 8);
+  EXPECT_NE(drawn(12), shuffled);
+  tsr_dataset_set_order(dataset.get(), 0, 7);
+  std::vector<int> ordered = drawn(3);
+  EXPECT_EQ(ordered, (std::vector<int>{0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5}));
 }
 
 TEST(Dataset, TokenStreamWindows) {
@@ -1339,6 +1396,85 @@ TEST(TesseraRunTrain, LogsEveryKthStep) {
                    quote(data) + " --steps 2 --log-every 0");
   expectError(result, {"--log-every needs an integer in [1, 1000000000], "
                        "got '0'"});
+}
+
+TEST(TesseraRunTrain, EpochsShuffleAndSeed) {
+  // 6 samples, batch 4: 2 epochs are 3 steps.
+  LinearRun epochs("--epochs 2");
+  ASSERT_EQ(epochs.result.exitCode, 0) << epochs.result.err;
+  std::vector<std::string> out = lines(epochs.result.out);
+  EXPECT_EQ(out[0], "training " TSR_TEST_LINEAR_ARTIFACT
+                    ": batch size 4, micro_batches 2, data " +
+                        epochs.data + ": 6 samples; 2 epochs = 3 steps");
+  EXPECT_EQ(lines(readBytes(epochs.log)).size(), 3u);
+  // Shuffled runs repeat themselves under one seed and differ from the
+  // ordered run.
+  // (The runs share the test's scratch directory: each log is read before
+  // the next run.)
+  auto losses = [](const LinearRun &run) {
+    std::vector<double> values;
+    for (const std::string &line : lines(readBytes(run.log)))
+      values.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return values;
+  };
+  LinearRun first("--steps 3 --shuffle --seed 5");
+  ASSERT_EQ(first.result.exitCode, 0) << first.result.err;
+  EXPECT_EQ(lines(first.result.out)[0],
+            "training " TSR_TEST_LINEAR_ARTIFACT
+            ": batch size 4, micro_batches 2, data " +
+                first.data + ": 6 samples, shuffled every epoch (seed 5)");
+  std::vector<double> shuffled = losses(first);
+  EXPECT_EQ(losses(LinearRun("--steps 3 --shuffle --seed 5")), shuffled);
+  EXPECT_NE(losses(LinearRun("--steps 3")), shuffled);
+  EXPECT_NE(losses(LinearRun("--steps 3 --shuffle --seed 6")), shuffled);
+
+  // A checkpoint records the order; resuming under another is refused.
+  std::string dir = first.dir, data = first.data;
+  std::string train = quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " +
+                      quote(data) + " --steps 4 ";
+  RunResult result = runTool(train + "--shuffle --seed 5 --checkpoint-dir " +
+                             quote(dir + "/ckpt") + " --checkpoint-every 2");
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  result = runTool(train + "--seed 5 --resume " +
+                   quote(dir + "/ckpt/step-00000002"));
+  expectError(result, {dir + "/ckpt/step-00000002: written by a run with "
+                             "shuffled data and seed 5, but this run has "
+                             "data in order and seed 5; resume with the same "
+                             "data order and seed"});
+  result = runTool(train + "--shuffle --seed 5 --resume " +
+                   quote(dir + "/ckpt/step-00000002"));
+  EXPECT_EQ(result.exitCode, 0) << result.err;
+
+  // Fewer samples than the global batch repeats samples within a batch:
+  // refused unless asked for.
+  std::string small = dir + "/small.npz";
+  writeBytes(
+      small,
+      zipBytes({{"x.npy",
+                 npyBytes("<f4", {3, 2}, std::vector<float>{1, 0, 0, 1, 1, 1})},
+                {"y.npy", npyBytes("<f4", {3}, std::vector<float>{1, 2, 3})}},
+               false));
+  std::string onSmall = quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " +
+                        quote(small) + " --steps 2";
+  expectError(runTool(onSmall),
+              {"--data " + small +
+               " holds 3 samples, fewer than the global batch of 4: every "
+               "batch would repeat samples; use more data, compile a smaller "
+               "--batch-size, or pass --allow-repeats"});
+  EXPECT_EQ(runTool(onSmall + " --allow-repeats").exitCode, 0);
+
+  std::string linear = quote(TSR_TEST_LINEAR_ARTIFACT);
+  std::string trainData = linear + " --train --data " + quote(data);
+  expectError(runTool(trainData + " --steps 2 --epochs 1"),
+              {"--steps and --epochs cannot be combined"});
+  expectError(runTool(trainData + " --epochs 0"),
+              {"--epochs needs an integer in [1, 1000000], got '0'"});
+  expectError(runTool(trainData + " --steps 1 --seed -1"),
+              {"--seed needs an integer in [0, 8388607], got '-1'"});
+  expectError(runTool(trainData + " --steps 1 --seed 8388608"),
+              {"--seed needs an integer in [0, 8388607], got '8388608'"});
+  expectError(runTool(linear + " --shuffle --print"),
+              {"--shuffle needs --train"});
 }
 
 TEST(TesseraRunTrain, SavesOnnxEveryKStepsAndAtTheEnd) {

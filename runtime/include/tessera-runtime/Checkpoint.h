@@ -53,6 +53,12 @@ typedef struct tsr_checkpoint_meta_t {
   const char *mesh;
   /* The ZeRO stage of the run that wrote the checkpoint. */
   int zero_stage;
+  /* The data order and seed of the run (tsr_trainer_set_order): 1 if its
+   * batches drew samples shuffled, and the seed of the shuffle and of the
+   * dropout stream. Absent in a checkpoint written before they existed:
+   * read as 0 and 0. */
+  int shuffle;
+  uint64_t seed;
 } tsr_checkpoint_meta_t;
 
 /* A tensor of the training state, with its global shape and shard count

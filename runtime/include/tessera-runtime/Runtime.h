@@ -191,7 +191,7 @@ typedef enum tsr_role_t {
   TSR_ROLE_GRAD = 7,
   /* Input: an int64 scalar the trainer sets before each step to the 0-based
    * step number s, or s * N + r for dp rank r of N (the stream dropout masks
-   * are drawn from). */
+   * are drawn from), plus seed * 2^40 (tsr_trainer_set_order). */
   TSR_ROLE_RNG = 8,
   /* Input: an int64 scalar the trainer sets to 1 before a step after which
    * the data-parallel ranks' parameters must agree (the last step of
@@ -402,6 +402,15 @@ TSR_API int64_t tsr_dataset_num_samples(const tsr_dataset_t *dataset);
 /* L: the number of tokens of a token stream, 0 for an `.npz` dataset. */
 TSR_API int64_t tsr_dataset_num_tokens(const tsr_dataset_t *dataset);
 
+/* The order batches draw samples in. The samples form an endless stream of
+ * epochs, and step s's row i (of the global batch G) is its position
+ * p = s * G + i. In order (shuffle 0, the default) that is sample p mod N;
+ * shuffled, position p mod N of epoch p / N's permutation of the N samples,
+ * a Fisher-Yates shuffle driven by splitmix64 from (seed, epoch): every
+ * epoch sees every sample once, and the order depends only on the seed. */
+TSR_API void tsr_dataset_set_order(tsr_dataset_t *dataset, int shuffle,
+                                   uint64_t seed);
+
 /* Writes the batch of `step` into the data and label tensors among `inputs`
  * (all of the artifact's inputs, in manifest order; those it fills must be
  * host or pinned host tensors); the others are not touched. */
@@ -439,6 +448,14 @@ TSR_API void tsr_trainer_destroy(tsr_trainer_t *trainer);
  * trainer keeps ownership; the data pointer changes at every step. */
 TSR_API tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index);
 TSR_API tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index);
+
+/* Records the run's data order and seed, as set on its dataset with
+ * tsr_dataset_set_order: checkpoints save them and loading one written
+ * with others fails (the resumed steps would see other batches). The seed
+ * also moves the rng input's stream (dropout masks, QSGD's draws) to
+ * seed * 2^40 + step * N + rank. Default: in order, seed 0. */
+TSR_API void tsr_trainer_set_order(tsr_trainer_t *trainer, int shuffle,
+                                   uint64_t seed);
 
 /* Runs one step: fills the batch of `step` from `dataset`, invokes the
  * entry, reads the loss, then swaps the data pointers of every param and

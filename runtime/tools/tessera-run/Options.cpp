@@ -14,7 +14,9 @@ using namespace tessera_run;
 const char *const tessera_run::kUsage =
     "usage: tessera-run ART --inputs-dir DIR --outputs-dir DIR [--print]\n"
     "                       [--repeat N]\n"
-    "       tessera-run ART --train --data FILE --steps N [--batch-size B]\n"
+    "       tessera-run ART --train --data FILE --steps N|--epochs E\n"
+    "                       [--batch-size B] [--shuffle] [--seed S]\n"
+    "                       [--allow-repeats]\n"
     "                       [--log-json FILE] [--save-onnx PATH [--save-every "
     "K]]\n"
     "                       [--token-dtype uint16|uint32]\n"
@@ -48,6 +50,13 @@ const char *const tessera_run::kUsage =
     "                     FILE.bin: a token stream for artifacts with\n"
     "                     train.tokens\n"
     "  --steps N          run N steps; step s uses samples (s*B + i) mod N\n"
+    "  --epochs E         run ceil(E*N/B) steps: E passes over the N samples\n"
+    "  --shuffle          draw every epoch's samples in a new random order\n"
+    "                     (a permutation of the N samples per epoch)\n"
+    "  --seed S           the seed of --shuffle's orders and of the dropout\n"
+    "                     masks (default 0); checkpoints record both\n"
+    "  --allow-repeats    train on data with fewer samples than the global\n"
+    "                     batch (every batch then repeats samples)\n"
     "  --batch-size B     check that the artifact was compiled for batch B\n"
     "  --log-json FILE    write one JSON object per step to FILE\n"
     "  --log-every K      print the line of every K-th step, the first and\n"
@@ -123,7 +132,11 @@ std::string checkCombination(const Options &options) {
                            {"--log-dir", !options.logDir.empty()},
                            {"--comm-timeout", options.commTimeoutGiven},
                            {"--memory-report", options.memoryReport},
-                           {"--log-every", options.logEvery > 1}};
+                           {"--log-every", options.logEvery > 1},
+                           {"--epochs", options.epochs > 0},
+                           {"--shuffle", options.shuffle},
+                           {"--seed", options.seedGiven},
+                           {"--allow-repeats", options.allowRepeats}};
   if (!options.train) {
     for (const Use &use : trainOnly)
       if (use.given)
@@ -139,8 +152,11 @@ std::string checkCombination(const Options &options) {
       return std::string(use.flag) + " cannot be combined with --train";
   if (options.data.empty())
     return "missing --data (an .npz file or a .bin token stream)";
-  if (options.steps == 0)
-    return "missing --steps";
+  if (options.steps > 0 && options.epochs > 0)
+    return "--steps and --epochs cannot be combined (--epochs E runs "
+           "ceil(E*N/B) steps)";
+  if (options.steps == 0 && options.epochs == 0)
+    return "missing --steps (or --epochs)";
   if (options.saveEvery > 0 && options.saveOnnx.empty())
     return "--save-every needs --save-onnx";
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
@@ -160,7 +176,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
   bool sawSave = false, sawEvery = false, sawToken = false;
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
-       sawLogDir = false, sawComm = false, sawLogEvery = false;
+       sawLogDir = false, sawComm = false, sawLogEvery = false,
+       sawEpochs = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -201,6 +218,21 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
       options.train = true;
     } else if (arg == "--memory-report") {
       options.memoryReport = true;
+    } else if (arg == "--shuffle") {
+      options.shuffle = true;
+    } else if (arg == "--allow-repeats") {
+      options.allowRepeats = true;
+    } else if (isFlag("--epochs")) {
+      problem = takeCount("--epochs", 1000000, options.epochs, sawEpochs);
+    } else if (isFlag("--seed")) {
+      std::string value;
+      problem = takeValue("--seed", value, options.seedGiven);
+      char *end = nullptr;
+      options.seed = std::strtoull(value.c_str(), &end, 10);
+      if (problem.empty() &&
+          (*end != '\0' || value[0] == '-' || options.seed >= (1ULL << 23)))
+        problem =
+            "--seed needs an integer in [0, 8388607], got '" + value + "'";
     } else if (isFlag("--checkpoint-dir")) {
       problem =
           takeValue("--checkpoint-dir", options.checkpointDir, sawCheckpoint);

@@ -45,6 +45,12 @@ struct Options {
   bool memoryReport = false;
   /// Print every K-th step line (and the first and last); 1: every one.
   long logEvery = 1;
+  /// The data order: shuffled per epoch from `seed` (which also seeds
+  /// dropout), --epochs instead of --steps, and whether a data set smaller
+  /// than the global batch may repeat samples within a batch.
+  bool shuffle = false, allowRepeats = false, seedGiven = false;
+  unsigned long long seed = 0;
+  long epochs = 0;
 };
 
 /// Parses argv; returns an error message, or "" on success.

@@ -351,6 +351,24 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
   DatasetPtr dataset;
   if (problem.empty())
     problem = openDataset(options, artifact, dataset);
+  // A global batch larger than the data repeats samples within every
+  // batch, which is rarely meant.
+  int64_t steps = options.steps;
+  if (problem.empty()) {
+    int64_t samples = tsr_dataset_num_samples(dataset.get());
+    int64_t global = train.global_batch_size;
+    if (samples < global && !options.allowRepeats)
+      problem = "--data " + options.data + " holds " + std::to_string(samples) +
+                (tsr_dataset_num_tokens(dataset.get()) > 0 ? " windows"
+                                                           : " samples") +
+                ", fewer than the global batch of " + std::to_string(global) +
+                ": every batch would repeat samples; use more data, compile "
+                "a smaller --batch-size, or pass --allow-repeats";
+    if (options.epochs > 0)
+      steps = (options.epochs * samples + global - 1) / global;
+    tsr_dataset_set_order(dataset.get(), options.shuffle ? 1 : 0, options.seed);
+    tsr_trainer_set_order(trainer.get(), options.shuffle ? 1 : 0, options.seed);
+  }
   FilePtr log;
   if (problem.empty() && !options.logJson.empty() && process.rank == 0) {
     log.reset(std::fopen(options.logJson.c_str(), "w"));
@@ -367,10 +385,13 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     if (tsr_trainer_load_checkpoint(trainer.get(), resumeFrom.c_str(), &done) !=
         TSR_OK)
       return process.fail(std::string("--resume: ") + tsr_last_error());
-    if (done >= options.steps)
+    if (done >= steps)
       return process.fail("--resume: " + resumeFrom + " is after step " +
-                          std::to_string(done) + ", and --steps " +
-                          std::to_string(options.steps) +
+                          std::to_string(done) + ", and " +
+                          (options.epochs > 0
+                               ? "--epochs " + std::to_string(options.epochs) +
+                                     " (" + std::to_string(steps) + " steps)"
+                               : "--steps " + std::to_string(steps)) +
                           " leaves nothing to run");
     process.print("resumed from %s after step %" PRId64 "\n",
                   resumeFrom.c_str(), done);
@@ -392,6 +413,14 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 " tokens, " + std::to_string(samples) + " windows of " +
                 std::to_string(windowTokens)
           : std::to_string(samples) + " samples";
+  if (options.shuffle)
+    source +=
+        ", shuffled every epoch (seed " + std::to_string(options.seed) + ")";
+  else if (options.seedGiven)
+    source += ", in order (seed " + std::to_string(options.seed) + ")";
+  if (options.epochs > 0)
+    source += "; " + std::to_string(options.epochs) +
+              " epochs = " + std::to_string(steps) + " steps";
   // "2 ranks of 2" on a dp mesh; "4 ranks on the mesh dp=2,tp=2, 2 per dp
   // rank" on one with more axes.
   std::string mesh, axes;
@@ -417,7 +446,7 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
   Progress progress{process, log.get(), trainer.get(), findMetrics(artifact),
                     options.logEvery};
   tsr_train_options_t run{};
-  run.steps = options.steps;
+  run.steps = steps;
   run.first_step = done;
   run.save_every = options.saveEvery;
   run.checkpoint_every = options.checkpointEvery;
