@@ -36,6 +36,16 @@
    Gram-Schmidt, Q = Mᵀ·P̂ averaged, approximation P̂·Qᵀ, residual
    M − P̂·Qᵀ; Q warm-started from the same uniform draw on every rank) to
    1e-5, and the checkpoint holds Q.
+1d. 1-bit Adam (--grad-compression=onebit:2, Adam lr 0.01) on the same
+   model, dp=2 and dp=4, 6 steps: losses, trained W and v, and the
+   checkpointed momentum copy, worker errors (a row per rank) and server
+   errors equal NumPy's 1-bit Adam (2 all-reduced warm-up steps; then each
+   rank's momentum plus its error as signs and the scale ‖x‖/√n, chunk k
+   of everyone's averaged by rank k plus its server error and sent as
+   signs and a scale again; Adam's momentum is the exchanged one and its
+   variance frozen after the warm-up) to 1e-5; the test first checks that
+   no sign is decided within 1e-4 of the scale of zero, so float32 cannot
+   flip one.
 2. Convergence: the character LM (charlm_train_test.sh's: 1 layer,
    d_model 64, seq 32, global batch 16) trained 760 steps with SGD (lr 0.3)
    under `mpirun -np 4`, plain, with topk:0.01, qsgd:8 and powersgd:4: the
@@ -50,7 +60,8 @@
    feedback under Adam lags at 760 steps (measured +39% at topk:0.01 and
    +0.5% at topk:0.5): a coordinate's residual arrives as a spike every
    ~1/R steps, which Adam's second moment damps (docs/parallel.md,
-   "Gradient compression").
+   "Gradient compression"). With Adam (lr 3e-3), onebit:100 ends within 5%
+   of Adam with all-reduced gradients (measured −1.2%).
 3. Bytes: the manifest's `gradient_compression` equals the formulas for the
    LM's matrices, read from the ONNX initializers independently: per rank
    and step an all-gather of N·k values (float32) and N·k indices (int32)
@@ -58,13 +69,19 @@
    2(N−1)/N·4n, at least 10x fewer at topk:0.01; QSGD's int8 levels
    (padded to whole buckets) and float32 bucket norms send
    (N−1)·buckets·(d + 4); PowerSGD's all-reduces of P [n, 4] and Q [m, 4]
-   send 2(N−1)/N·4·4(n + m), at least 10x fewer at powersgd:4.
-4. Checkpoints: dp=2 with Adam and topk:0.01, and with powersgd:4, 20
-   steps checkpointed at 10, and the same resumed from step 10: the same 20 losses (as logged strings) and
-   the same bytes for every parameter and state tensor at step 20, the
-   residuals (one row per rank) and PowerSGD's Q included.
+   send 2(N−1)/N·4·4(n + m), at least 10x fewer at powersgd:4; 1-bit
+   Adam's signs of all n gradient elements padded to L = 8N·C send
+   2(N−1)/N·L/8 plus 2(N−1)·4 bytes of scales, at least 30x fewer.
+4. Checkpoints: dp=2 with Adam and topk:0.01, with powersgd:4 and with
+   onebit:12 (the resume crosses the warm-up's end), 20 steps checkpointed
+   at 10, and the same resumed from step 10: the same 20 losses (as logged
+   strings) and the same bytes for every parameter and state tensor at
+   step 20, the residuals (one row per rank), PowerSGD's Q and 1-bit
+   Adam's errors included.
 5. Refusals: malformed specs, no dp axis, a tp axis, error feedback (top-k,
-   PowerSGD) with dynamic loss scaling.
+   PowerSGD, 1-bit Adam) with dynamic loss scaling; 1-bit Adam without
+   Adam, with adam's weight decay, ZeRO 1, gradient clipping, a beta1 in
+   the spec, or --target=cuda.
 
 Usage: grad_compression_test.py BUILD_DIR REPO_ROOT [--work DIR]
 """
@@ -180,12 +197,13 @@ def linear_case(work, seed, name):
 
 
 def train_linear(bin_dir, work, model, data, name, ranks, spec, *flags,
-                 steps=STEPS_OP):
-    """Compiles `model` for SGD on dp=`ranks` with `spec` and trains it;
-    returns the log, checkpoint directory and --save-onnx file."""
+                 steps=STEPS_OP, optimizer=("--optimizer=sgd", f"--lr={LR}")):
+    """Compiles `model` for SGD (or `optimizer`) on dp=`ranks` with `spec`
+    and trains it; returns the log, checkpoint directory and --save-onnx
+    file."""
     art = os.path.join(work, name)
     run([os.path.join(bin_dir, "tessera-compile"), model, "--mode=train",
-         "--optimizer=sgd", f"--lr={LR}", f"--batch-size={GLOBAL}",
+         *optimizer, f"--batch-size={GLOBAL}",
          "--mesh", f"dp={ranks}", f"--grad-compression={spec}", *flags,
          "-o", art])
     log, ckpt = os.path.join(work, name + ".json"), os.path.join(work, name + "-ckpt")
@@ -445,6 +463,142 @@ def powersgd_checks(bin_dir, work):
               f"{'powersgd.q.W' in tensors}")
 
 
+# 1d. 1-bit Adam against NumPy.
+
+ONEBIT_WARMUP, ONEBIT_STEPS, ADAM_LR = 2, 6, 0.01
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+
+def replay_onebit(x, z, w, v, ranks, order):
+    """1-bit Adam (Tang et al. 2021) as tessera builds it: the gradients of
+    the parameters in `order` flattened into one buffer of n elements,
+    padded to L = 8N·C; steps t <= WARMUP all-reduce them; later ones
+    exchange each rank's momentum β1·M + (1 − β1)·g plus its worker error
+    as signs and the scale ‖x‖/√n, rank k averages chunk k of them, adds
+    its server error and sends signs and the scale ‖z‖/√(its real
+    elements) again. Adam then takes ĝ = (m_t − β1·M)/(1 − β1), so its
+    momentum is the exchanged m_t, and freezes v after the warm-up. Returns
+    the losses, the trained parameters, the states and the smallest
+    |x|/scale of any sign decision (a tie check)."""
+    params = {"W": w.astype(np.float64), "v": v.astype(np.float64)}
+    x, z = x.astype(np.float64), z.astype(np.float64)
+    sizes = [params[k].size for k in order]
+    n = sum(sizes)
+    chunk = -(-n // (8 * ranks)) * 8
+    padded = chunk * ranks
+    mask = np.zeros(padded)
+    mask[:n] = 1
+    rows = GLOBAL // ranks
+    M = np.zeros(n)
+    worker = np.zeros((ranks, n))
+    server = np.zeros((ranks, chunk))
+    adam_m = {k: np.zeros_like(p) for k, p in params.items()}
+    adam_v = {k: np.zeros_like(p) for k, p in params.items()}
+    step_losses, margin = [], float("inf")
+    for s in range(ONEBIT_STEPS):
+        t = s + 1
+        batch = [(s * GLOBAL + i) % SAMPLES for i in range(GLOBAL)]
+        step_losses.append(np.mean([np.sum(x[b] * params["W"]) + np.sum(z[b] * params["v"])
+                                    for b in batch]))
+        grads = []
+        for r in range(ranks):
+            mine = batch[r * rows:(r + 1) * rows]
+            g = {"W": x[mine].mean(axis=0), "v": z[mine].mean(axis=0)}
+            grads.append(np.concatenate([g[k].reshape(-1) for k in order]))
+        if t <= ONEBIT_WARMUP:
+            ghat = np.mean(grads, axis=0)
+            M = BETA1 * M + (1 - BETA1) * ghat
+        else:
+            sent = np.zeros((ranks, padded))
+            for r in range(ranks):
+                xr = BETA1 * M + (1 - BETA1) * grads[r] + worker[r]
+                scale = np.sqrt(np.sum(xr * xr) / n)
+                margin = min(margin, np.min(np.abs(xr)) / scale)
+                c = np.where(xr < 0, -scale, scale)
+                worker[r] = xr - c
+                sent[r, :n] = c
+                sent[r, n:] = scale  # padding: zeros, sign +
+            momentum = np.zeros(padded)
+            for k in range(ranks):
+                part = slice(k * chunk, (k + 1) * chunk)
+                zk = sent[:, part].mean(axis=0) * mask[part] + server[k]
+                count = max(1.0, mask[part].sum())
+                tk = np.sqrt(np.sum(zk * zk) / count)
+                real = mask[part] > 0
+                if real.any():
+                    margin = min(margin, np.min(np.abs(zk[real])) / tk)
+                d = np.where(zk < 0, -tk, tk)
+                server[k] = (zk - d) * mask[part]
+                momentum[part] = d * mask[part]
+            mt = momentum[:n]
+            ghat = (mt - BETA1 * M) / (1 - BETA1)
+            M = mt
+        offset = 0
+        for k, size in zip(order, sizes):
+            gk = ghat[offset:offset + size].reshape(params[k].shape)
+            offset += size
+            adam_m[k] = BETA1 * adam_m[k] + (1 - BETA1) * gk
+            if t <= ONEBIT_WARMUP:
+                adam_v[k] = BETA2 * adam_v[k] + (1 - BETA2) * gk * gk
+            c1 = 1 - BETA1 ** t
+            c2 = 1 - BETA2 ** min(t, ONEBIT_WARMUP)
+            params[k] = params[k] - ADAM_LR * (adam_m[k] / c1) / (
+                np.sqrt(adam_v[k] / c2) + EPS)
+    return step_losses, params, M, worker, server, margin
+
+
+def onebit_checks(bin_dir, work):
+    model, w0, v0, x, z, data = linear_case(work, 13, "linear-onebit")
+    spec = f"onebit:{ONEBIT_WARMUP}"
+    for ranks in (2, 4):
+        name = f"onebit-dp{ranks}"
+        art, log, ckpt, onnx_out = train_linear(
+            bin_dir, work, model, data, name, ranks, spec,
+            steps=ONEBIT_STEPS, optimizer=("--optimizer=adam", f"--lr={ADAM_LR}"))
+        exchange = [c for c in manifest(art)["collectives"] if c["kind"] == "all_to_all"]
+        order = exchange[0]["serves"] if exchange else ["W", "v"]
+        want, params, M, worker, server, margin = replay_onebit(x, z, w0, v0, ranks, order)
+        check(margin >= 1e-4, f"{name}: no sign decision is a near-tie "
+              f"(smallest |x|/scale {margin:.1e}, bound 1e-4)")
+        got = [float(l) for _, l in sorted(losses(log).items())]
+        worst = max(abs(a - b) / max(abs(b), 1.0) for a, b in zip(got, want))
+        trained = {t.name: numpy_helper.to_array(t)
+                   for t in onnx.load(onnx_out).graph.initializer}
+        err = max(np.max(np.abs(trained[k] - params[k])) / np.max(np.abs(params[k]))
+                  for k in ("W", "v"))
+        tensors = checkpoint_tensors(os.path.join(ckpt, f"step-{ONEBIT_STEPS:08d}"))
+
+        def state(key, shape):
+            _, got_shape, raw = tensors.get(key, (None, None, b""))
+            value = np.frombuffer(raw, np.float32)
+            return value.reshape(shape) if value.size == int(np.prod(shape)) else None
+
+        errs = {}
+        offset = 0
+        for k in order:
+            size = params[k].size
+            mom = state(f"onebit.momentum.{k}", (size,))
+            wrk = state(f"onebit.worker_error.{k}", (ranks, size))
+            errs[f"onebit.momentum.{k}"] = (np.max(np.abs(mom - M[offset:offset + size]))
+                                            if mom is not None else float("inf"))
+            errs[f"onebit.worker_error.{k}"] = (
+                np.max(np.abs(wrk - worker[:, offset:offset + size]))
+                if wrk is not None else float("inf"))
+            offset += size
+        srv = state("onebit.server_error.bucket0", server.shape)
+        errs["onebit.server_error.bucket0"] = (np.max(np.abs(srv - server))
+                                               if srv is not None else float("inf"))
+        check(len(got) == ONEBIT_STEPS and max(worst, err) <= RTOL,
+              f"{name}: {spec}'s {len(got)} losses and trained W, v equal "
+              f"NumPy's 1-bit Adam ({ONEBIT_WARMUP} warm-up steps, then "
+              f"two-stage sign compression with error feedback and frozen "
+              f"variance; worst {worst:.1e} and {err:.1e}, bound {RTOL:g})")
+        check(max(errs.values()) <= RTOL,
+              f"{name}: the checkpoint holds the momentum copy, every rank's "
+              f"worker error and server error as NumPy's "
+              f"(worst {max(errs.values()):.1e}, absolute)")
+
+
 # 2-4. The character LM.
 
 BATCH, LONG_STEPS, SHORT_STEPS = 16, 760, 20
@@ -475,7 +629,10 @@ def lm_checks(bin_dir, root, work):
             "qsgd4": (4, *sgd, "--grad-compression=qsgd:8"),
             "psgd4": (4, *sgd, "--grad-compression=powersgd:4"),
             "topk2": (2, *adam, "--grad-compression=topk:0.01"),
-            "psgd2": (2, *adam, "--grad-compression=powersgd:4")}
+            "psgd2": (2, *adam, "--grad-compression=powersgd:4"),
+            "adam4": (4, *adam),
+            "onebit4": (4, *adam, "--grad-compression=onebit:100"),
+            "onebit2": (2, *adam, "--grad-compression=onebit:12")}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         arts = dict(zip(jobs, pool.map(
             lambda name: lm_artifact(bin_dir, model, os.path.join(work, name),
@@ -487,11 +644,18 @@ def lm_checks(bin_dir, root, work):
     p = counts[counts > 0] / tokens.size
     unigram = float(-(p * np.log(p)).sum())
     tails = {}
-    for name in ("plain4", "topk4", "qsgd4", "psgd4"):
+    for name in ("plain4", "topk4", "qsgd4", "psgd4", "adam4", "onebit4"):
         log = os.path.join(work, name + ".json")
         train(bin_dir, arts[name], 4, data, LONG_STEPS, log)
         values = [float(l) for _, l in sorted(losses(log).items())]
         tails[name] = float(np.mean(values[-LONG_STEPS // 10:]))
+    ratio = tails["onebit4"] / tails["adam4"]
+    check(abs(ratio - 1) <= 0.05 and max(tails["onebit4"], tails["adam4"]) < unigram,
+          f"mpirun -np 4, Adam, {LONG_STEPS} steps: onebit:100 ends at a mean "
+          f"loss of {tails['onebit4']:.4f} over the last {LONG_STEPS // 10} "
+          f"steps against {tails['adam4']:.4f} with Adam's gradients "
+          f"all-reduced ({(ratio - 1) * 100:+.1f}%, bound 5%), both below "
+          f"the tokens' unigram entropy {unigram:.4f}")
     for name, spec in (("topk4", "topk:0.01"), ("qsgd4", "qsgd:8"),
                        ("psgd4", "powersgd:4")):
         ratio = tails[name] / tails["plain4"]
@@ -519,6 +683,25 @@ def lm_checks(bin_dir, root, work):
         "psgd4": ("powersgd:4", sum(2 * (ranks - 1) / ranks * 4 * 4 * (d[0] + n // d[0])
                                     for d, n in zip(shapes, sizes))),
     }
+    # 1-bit Adam compresses every gradient, vectors too: one bucket of n
+    # elements padded to L = 8N·C, an all-to-all and an all-gather of L/8
+    # bytes of signs ((N−1)/N·L/8 sent each) and two all-gathers of a
+    # float32 scale ((N−1)·4 each).
+    every = [int(np.prod(i.dims)) for i in graph.initializer]
+    total = sum(every)
+    padded = -(-total // (8 * ranks)) * 8 * ranks
+    onebit_sent = 2 * (ranks - 1) / ranks * padded / 8 + 2 * (ranks - 1) * 4
+    onebit_dense = 2 * (ranks - 1) / ranks * 4 * total
+    stats = manifest(arts["onebit4"]).get("gradient_compression", {})
+    check(stats.get("method") == "onebit:100:0.9"
+          and abs(stats.get("sent_bytes", -1) - onebit_sent) <= 2
+          and abs(stats.get("dense_bytes", -1) - onebit_dense) <= 2
+          and onebit_dense / onebit_sent >= 30,
+          f"manifest, onebit:100:0.9: the {len(every)} gradients' momentum "
+          f"sends {stats.get('sent_bytes')} bytes per rank and step after the "
+          f"warm-up against {stats.get('dense_bytes')} all-reduced (formulas "
+          f"{onebit_sent:.0f} and {onebit_dense:.0f}: "
+          f"{onebit_dense / onebit_sent:.1f}x fewer, at least 30x)")
     for name, (method, sent) in formulas.items():
         stats = manifest(arts[name]).get("gradient_compression", {})
         check(stats.get("method") == method
@@ -532,7 +715,8 @@ def lm_checks(bin_dir, root, work):
               f"{', at least 10x' if name != 'qsgd4' else ''})")
 
     # 4. Checkpoints with residuals (and PowerSGD's Q) resume bit for bit.
-    for name, spec in (("topk2", "topk:0.01"), ("psgd2", "powersgd:4")):
+    for name, spec in (("topk2", "topk:0.01"), ("psgd2", "powersgd:4"),
+                       ("onebit2", "onebit:12")):
         full_log = os.path.join(work, f"{name}-full.json")
         full_ckpt = os.path.join(work, f"{name}-full-ckpt")
         full_onnx = os.path.join(work, f"{name}-full.onnx")
@@ -571,6 +755,20 @@ def refusal_checks(bin_dir, model, work):
         (["--mesh", "dp=2", "--grad-compression=qsgd:9"], "is not none, topk:R"),
         (["--mesh", "dp=2", "--grad-compression=qsgd:8:0"], "is not none, topk:R"),
         (["--mesh", "dp=2", "--grad-compression=powersgd:0"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--grad-compression=onebit:0"], "is not none, topk:R"),
+        (["--mesh", "dp=2", "--optimizer=adam", "--grad-compression=onebit:5:0.8"],
+         "drop the third field"),
+        (["--mesh", "dp=2", "--grad-compression=onebit"], "needs --optimizer=adam or adamw"),
+        (["--mesh", "dp=2", "--optimizer=adam", "--weight-decay=0.01",
+          "--grad-compression=onebit"], "use --optimizer=adamw"),
+        (["--mesh", "dp=2", "--optimizer=adam", "--zero=1",
+          "--grad-compression=onebit"], "needs --zero=0"),
+        (["--mesh", "dp=2", "--optimizer=adam", "--clip-grad-norm=1",
+          "--grad-compression=onebit"], "--clip-grad-norm"),
+        (["--mesh", "dp=2", "--optimizer=adam", "--target=cuda",
+          "--grad-compression=onebit"], "not supported with --target=cuda yet"),
+        (["--mesh", "dp=2", "--optimizer=adam", "--precision=fp16",
+          "--grad-compression=onebit"], "dynamic loss scaling"),
         (["--mesh", "dp=2", "--precision=fp16", "--grad-compression=powersgd:4"],
          "dynamic loss scaling"),
         (["--grad-compression=topk:0.01"], "needs --mesh dp=N"),
@@ -598,6 +796,7 @@ def main():
     operator_checks(bin_dir, work)
     qsgd_checks(bin_dir, work)
     powersgd_checks(bin_dir, work)
+    onebit_checks(bin_dir, work)
     model = lm_checks(bin_dir, args.root, work)
     refusal_checks(bin_dir, model, work)
     return finish("grad_compression_test.py")

@@ -494,6 +494,26 @@ static std::string effectiveLossScale() {
   return precisionPolicy == "fp16" && mode == "train" ? "dynamic" : "none";
 }
 
+/// The shortest decimal spelling of `v` that reads back as `v`.
+static std::string shortestDecimal(double v) {
+  for (int digits = 1; digits < 17; ++digits) {
+    std::string text = llvm::formatv("{0}", llvm::format("%.*g", digits, v));
+    if (std::strtod(text.c_str(), nullptr) == v)
+      return text;
+  }
+  return llvm::formatv("{0}", llvm::format("%.17g", v));
+}
+
+/// --grad-compression as the plan pass takes it: 1-bit Adam's spec spells
+/// out its warm-up and --beta1 (the decay its momentum copy follows).
+static std::string compressionSpec() {
+  std::optional<tessera::GradientCompression> c =
+      tessera::GradientCompression::parse(gradCompression);
+  if (!c || c->kind != tessera::GradientCompression::Kind::OneBit)
+    return gradCompression;
+  return "onebit:" + std::to_string(c->warmup) + ":" + shortestDecimal(beta1);
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 static FailureOr<tessera::TrainingManifest>
@@ -552,7 +572,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
         dataParallel,
         zeroStage,
         std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024)),
-        gradCompression,
+        compressionSpec(),
         localSteps};
   // Gradients are reduced in the step's 16-bit type unless asked otherwise.
   if (precisionPolicy != "fp32" && !reduceInFp32)
@@ -590,6 +610,11 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     opt.lossScaleBackoff = lossScaleBackoff;
     opt.stateType = optimizerState;
     opt.int8MinElements = optimizerStateMinElements;
+    // 1-bit Adam freezes the variance after its warm-up.
+    if (std::optional<tessera::GradientCompression> c =
+            tessera::GradientCompression::parse(compressionSpec());
+        c && c->kind == tessera::GradientCompression::Kind::OneBit)
+      opt.freezeVarianceAfter = c->warmup;
     // The step reports its learning rate and gradient norm; a pipeline's
     // stage programs do not yet (each would report its own copy).
     opt.metrics = pipelineParallel == 0;
@@ -1105,8 +1130,10 @@ int main(int argc, char **argv) {
       !compression) {
     return fail("--grad-compression=" + gradCompression +
                 " is not none, topk:R (0 < R <= 1, e.g. topk:0.01), "
-                "qsgd:BITS[:BUCKET] (2 <= BITS <= 8, e.g. qsgd:8) or "
-                "powersgd:RANK (RANK >= 1, e.g. powersgd:4)");
+                "qsgd:BITS[:BUCKET] (2 <= BITS <= 8, e.g. qsgd:8), "
+                "powersgd:RANK (RANK >= 1, e.g. powersgd:4) or "
+                "onebit[:WARMUP] (WARMUP >= 1 steps of full-precision Adam, "
+                "default 100)");
   } else if (!compression->isNone()) {
     if (dataParallel == 0)
       return fail("--grad-compression needs --mesh dp=N");
@@ -1119,6 +1146,33 @@ int main(int argc, char **argv) {
                   "(--precision=fp16): a skipped step would still move the "
                   "error-feedback residuals; use --precision=bf16 or "
                   "--loss-scale=N");
+    if (compression->kind == tessera::GradientCompression::Kind::OneBit) {
+      std::string spec = "--grad-compression=" + gradCompression;
+      if (StringRef(gradCompression).count(':') == 2)
+        return fail(spec + ": 1-bit Adam's beta1 is --beta1's (drop the "
+                           "third field)");
+      if (optimizerName != "adam" && optimizerName != "adamw")
+        return fail(spec +
+                    " compresses Adam's momentum: it needs "
+                    "--optimizer=adam or adamw, not '" +
+                    optimizerName + "'");
+      if (optimizerName == "adam" && weightDecay > 0)
+        return fail(spec + " exchanges the momentum of the gradient alone, "
+                           "and adam's weight decay adds to the gradient "
+                           "before the momentum: use --optimizer=adamw");
+      if (zeroStage > 0)
+        return fail(spec + " exchanges the whole momentum: it needs "
+                           "--zero=0");
+      if (clipGradNorm > 0)
+        return fail(spec + " does not go with --clip-grad-norm: clipping "
+                           "would scale the update but not the exchanged "
+                           "momentum");
+      if (targetName == "cuda")
+        return fail(spec + " is not supported with --target=cuda yet: "
+                           "whether a step is in the warm-up is a branch "
+                           "the host takes on a step counter in device "
+                           "memory");
+    }
   }
   if (localSteps < 0)
     return fail("--local-steps=" + Twine(localSteps.getValue()) +

@@ -169,6 +169,12 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
                             "bf16)");
     if (int8MinElements < 0)
       return func.emitError("int8-min-elements must not be negative");
+    if (freezeVarianceAfter < 0)
+      return func.emitError("freeze-variance-after must not be negative");
+    if (freezeVarianceAfter > 0 && optimizer != "adam" && optimizer != "adamw")
+      return func.emitError("freeze-variance-after freezes Adam's second "
+                            "moment: it needs optimizer adam or adamw, not '")
+             << optimizer << "'";
     if (schedule == "warmup" && warmupSteps == 0)
       return func.emitError("schedule warmup needs warmup-steps > 0");
     if (schedule == "cosine" && totalSteps <= warmupSteps)
@@ -511,13 +517,20 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     Moment m = moment("m", /*isSigned=*/true);
     Moment v = moment("v", /*isSigned=*/false);
     Value mNext = g.add(g.mul(s(beta1), load(g, m)), g.mul(s(1.0 - beta1), d));
+    Value vPrev = load(g, v);
     Value vNext =
-        g.add(g.mul(s(beta2), load(g, v)), g.mul(s(1.0 - beta2), g.mul(d, d)));
+        g.add(g.mul(s(beta2), vPrev), g.mul(s(1.0 - beta2), g.mul(d, d)));
+    OpBuilder &b = g.builder();
+    Value tv = t;
+    if (freezeVarianceAfter > 0) {
+      Value frozen = g.greater(t, s(double(freezeVarianceAfter)));
+      vNext = g.select(frozen, vPrev, vNext);
+      tv = tsr::MinOp::create(b, g.getLoc(), t, s(double(freezeVarianceAfter)));
+    }
     store(g, m, mNext);
     store(g, v, vNext);
-    OpBuilder &b = g.builder();
     Value c1 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta1), t));
-    Value c2 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta2), t));
+    Value c2 = g.sub(s(1.0), tsr::PowOp::create(b, g.getLoc(), s(beta2), tv));
     Value dir =
         g.div(g.div(mNext, c1), g.add(g.sqrt(g.div(vNext, c2)), s(eps)));
     if (optimizer == "adam")
@@ -850,9 +863,9 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       results.push_back(value);
       attrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
-           b.getNamedAttr(tsr::attr::kRole, tsr::RoleAttr::get(
-                                                b.getContext(),
-                                                tsr::Role::metric))}));
+           b.getNamedAttr(
+               tsr::attr::kRole,
+               tsr::RoleAttr::get(b.getContext(), tsr::Role::metric))}));
     }
 
     func::ReturnOp::create(b, ret.getLoc(), results);

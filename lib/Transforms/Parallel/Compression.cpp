@@ -67,6 +67,18 @@ GradientCompression::parse(llvm::StringRef spec) {
     c.kind = Kind::PowerSGD;
     return c;
   }
+  if (parts[0] == "onebit" && parts.size() <= 3) {
+    if (parts.size() >= 2 &&
+        (parts[1].getAsInteger(10, c.warmup) || c.warmup < 1))
+      return std::nullopt;
+    if (parts.size() == 3) {
+      if (parts[2].getAsDouble(c.beta1) || !(c.beta1 >= 0) || c.beta1 >= 1)
+        return std::nullopt;
+      c.beta1Text = parts[2].str();
+    }
+    c.kind = Kind::OneBit;
+    return c;
+  }
   return std::nullopt;
 }
 
@@ -80,11 +92,15 @@ std::string GradientCompression::str() const {
     return llvm::formatv("qsgd:{0}:{1}", bits, bucket).str();
   case Kind::PowerSGD:
     return llvm::formatv("powersgd:{0}", rank).str();
+  case Kind::OneBit:
+    return llvm::formatv("onebit:{0}:{1}", warmup, beta1Text).str();
   }
   llvm_unreachable("unknown compressor");
 }
 
 bool GradientCompression::appliesTo(RankedTensorType type) const {
+  if (kind == Kind::OneBit)
+    return isa<FloatType>(type.getElementType());
   if (kind == Kind::None || type.getRank() < 2 ||
       !isa<FloatType>(type.getElementType()))
     return false;

@@ -13,6 +13,9 @@
 #include "tessera/Transforms/Parallel/Compression.h"
 #include "tessera/Transforms/Parallel/Sharding.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::tessera {
@@ -338,6 +341,8 @@ struct TsrDataParallelPass
                 "powersgd:RANK)";
     if (method->kind == GradientCompression::Kind::PowerSGD)
       return reducePowerSGD(bucket, index, *method, ret);
+    if (method->kind == GradientCompression::Kind::OneBit)
+      return reduceOneBit(bucket, index, *method, ret);
     MLIRContext *ctx = func.getContext();
     OpBuilder b(ctx);
     Value rng;
@@ -560,6 +565,351 @@ struct TsrDataParallelPass
         ret->insertOperands(result, next);
       }
     }
+    func.setType(
+        FunctionType::get(ctx, func.getArgumentTypes(), ret.getOperandTypes()));
+    return success();
+  }
+
+  /// 1-bit Adam's step counter (`onebit.step`, shared by the buckets), and
+  /// its next value.
+  BlockArgument oneBitStep;
+  Value oneBitNextStep;
+
+  /// Adds a state argument `name` of `type` with the attributes `attrs`
+  /// (zero at first) and returns it.
+  FailureOr<BlockArgument> addState(Type type, ArrayRef<NamedAttribute> attrs,
+                                    Location loc) {
+    unsigned arg = func.getNumArguments();
+    OpBuilder b(func.getContext());
+    if (failed(func.insertArgument(arg, type, b.getDictionaryAttr(attrs), loc)))
+      return failure();
+    return func.getArgument(arg);
+  }
+
+  /// Returns `next` as the new value of state `arg` (a result with
+  /// `tsr.updates`, the argument's attributes but its init).
+  LogicalResult addStateResult(BlockArgument arg, Value next,
+                               func::ReturnOp ret) {
+    MLIRContext *ctx = func.getContext();
+    unsigned result = func.getNumResults();
+    NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
+    attrs.erase(tsr::attr::kInit);
+    attrs.set(tsr::attr::kUpdates,
+              IntegerAttr::get(IntegerType::get(ctx, 64), arg.getArgNumber()));
+    if (failed(
+            func.insertResult(result, arg.getType(), attrs.getDictionary(ctx))))
+      return failure();
+    ret->insertOperands(result, next);
+    return success();
+  }
+
+  /// A bucket of gradients marked `onebit:W:B1` (1-bit Adam, Tang et al.
+  /// 2021). The bucket keeps a replicated copy M of Adam's momentum
+  /// (`onebit.momentum.NAME`) and hands the optimizer, as the gradient, the
+  /// ĝ whose Adam momentum β1·M + (1 − β1)·ĝ is the exchanged one. For
+  /// steps t <= W (`onebit.step`) ĝ is the all-reduced gradient. After,
+  /// each rank forms its momentum m = β1·M + (1 − β1)·g and sends it as
+  /// signs: x = m + its worker error (flat, zero-padded to a multiple of
+  /// 8N), scale s = ‖x‖/√n, bits x >= 0 packed eight to a byte; an
+  /// all-to-all gives rank k chunk k of every rank's bits and an all-gather
+  /// the scales; rank k averages its chunk, adds its server error, and
+  /// sends that again as bits and a scale (two all-gathers); every rank
+  /// decodes the same momentum. The errors (what the signs missed) are
+  /// states sharded over the ranks. `tsr-optimizer` runs Adam with
+  /// `freeze-variance-after=W`.
+  LogicalResult reduceOneBit(ArrayRef<Gradient *> bucket, int64_t index,
+                             const GradientCompression &method,
+                             func::ReturnOp ret) {
+    MLIRContext *ctx = func.getContext();
+    OpBuilder b(ret);
+    Location loc = NameLoc::get(
+        b.getStringAttr("bucket" + std::to_string(index)), ret.getLoc());
+    GradientBuilder g(b, loc);
+    StringAttr spec = b.getStringAttr(method.str());
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    auto stateAttrs = [&](StringRef name) {
+      return SmallVector<NamedAttribute>{
+          b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
+          b.getNamedAttr(tsr::attr::kRole,
+                         tsr::RoleAttr::get(ctx, tsr::Role::state)),
+          b.getNamedAttr(tsr::attr::kInit, b.getF64FloatAttr(0.0))};
+    };
+    if (!oneBitStep) {
+      FailureOr<BlockArgument> step =
+          addState(i64, stateAttrs("onebit.step"), loc);
+      if (failed(step))
+        return failure();
+      oneBitStep = *step;
+      OpBuilder top(ctx);
+      top.setInsertionPointToStart(&func.getBody().front());
+      GradientBuilder tg(top, loc);
+      oneBitNextStep = tg.add(oneBitStep, tg.splat(i64, 1.0));
+      if (failed(addStateResult(oneBitStep, oneBitNextStep, ret)))
+        return failure();
+    }
+
+    // The bucket's gradients, flat: n elements, padded to L = 8N·c.
+    Type elem = getElementTypeOrSelf(bucket.front()->value.getType());
+    SmallVector<RankedTensorType> types;
+    SmallVector<StringRef> serves;
+    SmallVector<BlockArgument> momenta, workerErrors;
+    int64_t n = 0;
+    for (Gradient *grad : bucket) {
+      StringRef name = nameOf(grad->param);
+      serves.push_back(name);
+      auto type = cast<RankedTensorType>(grad->value.getType());
+      types.push_back(type);
+      FailureOr<BlockArgument> m =
+          addState(type, stateAttrs(("onebit.momentum." + name).str()), loc);
+      FailureOr<BlockArgument> e =
+          addState(RankedTensorType::get({type.getNumElements()}, elem),
+                   residualAttrs(b, "onebit.worker_error.", name,
+                                 type.getNumElements(), std::nullopt),
+                   loc);
+      if (failed(m) || failed(e))
+        return failure();
+      momenta.push_back(*m);
+      workerErrors.push_back(*e);
+      n += type.getNumElements();
+    }
+    int64_t chunk = llvm::divideCeil(n, 8 * dp) * 8, padded = chunk * dp;
+    std::string serverName =
+        "onebit.server_error.bucket" + std::to_string(index);
+    FailureOr<BlockArgument> serverError =
+        addState(RankedTensorType::get({chunk}, elem),
+                 residualAttrs(b, "", serverName, chunk, std::nullopt), loc);
+    if (failed(serverError))
+      return failure();
+    ArrayAttr servesAttr = b.getStrArrayAttr(serves);
+    IntegerAttr bucketAttr = b.getI64IntegerAttr(index);
+    auto flatten = [&](GradientBuilder &gb, ArrayRef<Value> parts) {
+      SmallVector<Value> flat;
+      for (Value v : parts)
+        flat.push_back(gb.reshape(
+            v, {cast<RankedTensorType>(v.getType()).getNumElements()}));
+      return flat.size() == 1 ? flat.front()
+                              : tsr::ConcatOp::create(gb.builder(), loc, flat,
+                                                      b.getI64IntegerAttr(0))
+                                    .getResult();
+    };
+    auto split = [&](GradientBuilder &gb, Value flat) {
+      SmallVector<Value> parts;
+      int64_t offset = 0;
+      for (RankedTensorType type : types) {
+        int64_t width = type.getNumElements();
+        parts.push_back(gb.reshape(
+            gb.slice(flat, {offset}, {offset + width}, {1}), type.getShape()));
+        offset += width;
+      }
+      return parts;
+    };
+    auto own = [&](OpBuilder &builder, Value v) -> Value {
+      return bufferization::AllocTensorOp::create(
+          builder, loc, cast<RankedTensorType>(v.getType()), ValueRange{}, v);
+    };
+    auto note = [&](Operation *op, const Twine &reason, bool compressed) {
+      op->setAttr(tsr::attr::kReason,
+                  b.getStringAttr(spec.getValue() + ": " + reason));
+      if (compressed)
+        op->setAttr(tsr::attr::kCompression, spec);
+      return op->getResult(0);
+    };
+    SmallVector<Value> grads;
+    for (Gradient *grad : bucket)
+      grads.push_back(weigh(g, grad->value));
+    double beta1 = method.beta1;
+    Value warm =
+        g.less(oneBitNextStep, g.splat(i64, double(method.warmup) + 1));
+    Value cond = tensor::ExtractOp::create(b, loc, warm, ValueRange{});
+    // Yields ĝ per gradient, M', the worker errors and the server error.
+    SmallVector<Type> resultTypes;
+    for (RankedTensorType type : types)
+      resultTypes.push_back(type);
+    for (RankedTensorType type : types)
+      resultTypes.push_back(type);
+    for (BlockArgument e : workerErrors)
+      resultTypes.push_back(e.getType());
+    resultTypes.push_back(serverError->getType());
+    auto ifOp = scf::IfOp::create(b, loc, resultTypes, cond, /*withElse=*/true);
+
+    // Warm-up: all-reduced gradients.
+    {
+      OpBuilder wb = OpBuilder::atBlockBegin(ifOp.thenBlock());
+      GradientBuilder w(wb, loc);
+      Value flat = flatten(w, grads);
+      Value mean = note(
+          tsr::AllReduceOp::create(wb, loc, flat.getType(), flat,
+                                   tsr::CollectiveReductionAttr::get(
+                                       ctx, tsr::CollectiveReduction::mean),
+                                   axes, servesAttr, bucketAttr, IntegerAttr(),
+                                   UnitAttr()),
+          llvm::formatv("warm-up (steps 1-{0}): the {1} gradient elements, "
+                        "all-reduced",
+                        method.warmup, n),
+          /*compressed=*/false);
+      SmallVector<Value> yields, next;
+      for (auto [avg, m] : llvm::zip(split(w, mean), momenta)) {
+        yields.push_back(own(wb, avg));
+        next.push_back(
+            own(wb, w.add(w.mul(m, w.scalarLike(m, beta1)),
+                          w.mul(avg, w.scalarLike(avg, 1 - beta1)))));
+      }
+      llvm::append_range(yields, next);
+      for (BlockArgument e : workerErrors)
+        yields.push_back(own(wb, e));
+      yields.push_back(own(wb, *serverError));
+      scf::YieldOp::create(wb, loc, yields);
+    }
+
+    // After: the momentum in signs.
+    {
+      OpBuilder cb = OpBuilder::atBlockBegin(ifOp.elseBlock());
+      GradientBuilder c(cb, loc);
+      auto i32Type = [&](ArrayRef<int64_t> shape) {
+        return RankedTensorType::get(shape, cb.getI32Type());
+      };
+      auto powers = tsr::ConstantOp::create(
+          cb, loc,
+          DenseElementsAttr::get(
+              i32Type({1, 8}), ArrayRef<int32_t>{1, 2, 4, 8, 16, 32, 64, 128}));
+      // Signs (x >= 0) of `x` [len] packed to [len / 8] i8, and back to
+      // ±1 [len].
+      auto pack = [&](Value x, int64_t len) {
+        Value bits = c.castTo(c.select(c.less(x, c.scalarLike(x, 0.0)),
+                                       c.splat(i32Type({len}), 0.0),
+                                       c.splat(i32Type({len}), 1.0)),
+                              cb.getI32Type());
+        Value bytes = c.reduceSum(c.mul(c.reshape(bits, {len / 8, 8}), powers),
+                                  {1}, false);
+        return c.castTo(c.sub(bytes, c.splat(i32Type({len / 8}), 128.0)),
+                        cb.getI8Type());
+      };
+      auto unpack = [&](Value bytes, int64_t len) {
+        Value v = c.add(c.castTo(bytes, cb.getI32Type()),
+                        c.splat(i32Type({len / 8}), 128.0));
+        Value bits = tsr::ModOp::create(
+            cb, loc, c.div(c.reshape(v, {len / 8, 1}), powers),
+            c.splat(i32Type({1, 8}), 2.0), cb.getBoolAttr(false));
+        Value sign = c.castTo(c.reshape(bits, {len}), elem);
+        return c.sub(c.mul(sign, c.scalarLike(sign, 2.0)),
+                     c.scalarLike(sign, 1.0));
+      };
+      auto gather = [&](Value v, int64_t width, const Twine &reason) {
+        auto type = cast<RankedTensorType>(v.getType());
+        return note(tsr::AllGatherOp::create(cb, loc, type.clone({dp * width}),
+                                             v, cb.getI64IntegerAttr(0), axes,
+                                             servesAttr, bucketAttr,
+                                             IntegerAttr(), UnitAttr()),
+                    reason, /*compressed=*/true);
+      };
+      // Worker: this rank's momentum plus its error, in signs and a scale.
+      SmallVector<Value> local;
+      for (auto [grad, m] : llvm::zip(grads, momenta))
+        local.push_back(c.add(c.mul(m, c.scalarLike(m, beta1)),
+                              c.mul(grad, c.scalarLike(grad, 1 - beta1))));
+      Value x = c.add(flatten(c, local),
+                      flatten(c, SmallVector<Value>(workerErrors.begin(),
+                                                    workerErrors.end())));
+      Value scale = c.sqrt(c.div(c.reduceSum(c.mul(x, x), {0}, false),
+                                 c.scalar(elem, double(n))));
+      Value signed_ =
+          c.select(c.less(x, c.scalarLike(x, 0.0)),
+                   c.neg(c.broadcastTo(scale, {n})), c.broadcastTo(scale, {n}));
+      SmallVector<Value> nextWorker;
+      {
+        Value err = c.sub(x, signed_);
+        int64_t offset = 0;
+        for (RankedTensorType type : types) {
+          int64_t width = type.getNumElements();
+          nextWorker.push_back(c.slice(err, {offset}, {offset + width}, {1}));
+          offset += width;
+        }
+      }
+      Value xPadded = x;
+      if (padded != n)
+        xPadded = tsr::PadOp::create(
+            cb, loc, x, cb.getDenseI64ArrayAttr({0, padded - n}),
+            tsr::PadModeAttr::get(ctx, tsr::PadMode::constant),
+            cb.getF64FloatAttr(0));
+      Value packed = c.reshape(pack(xPadded, padded), {dp, chunk / 8});
+      Operation *toServers = tsr::AllToAllOp::create(
+          cb, loc, packed.getType(), packed, cb.getI64IntegerAttr(0), axes,
+          servesAttr, bucketAttr, IntegerAttr(), UnitAttr());
+      toServers->setAttr(
+          tsr::attr::kDenseBytes,
+          cb.getI64IntegerAttr(n * int64_t(elem.getIntOrFloatBitWidth() / 8)));
+      Value received =
+          note(toServers,
+               llvm::formatv("the signs of the {0} momentum elements (one bit "
+                             "each, chunk k to rank k)",
+                             n),
+               /*compressed=*/true);
+      Value scales =
+          gather(c.reshape(scale, {1}), 1, "the ranks' scales of their signs");
+      // Server: chunk k of every rank's signs, averaged, plus this rank's
+      // server error, in signs and a scale again. Padding stays zero.
+      Value decoded = c.reshape(
+          unpack(c.reshape(received, {padded / 8}), padded), {dp, chunk});
+      Value average = c.div(
+          c.reduceSum(c.mul(decoded, c.reshape(scales, {dp, 1})), {0}, false),
+          c.scalar(elem, double(dp)));
+      SmallVector<float> maskValues(padded, 0.0f);
+      std::fill(maskValues.begin(), maskValues.begin() + n, 1.0f);
+      Value mask = tsr::ConstantOp::create(
+          cb, loc,
+          DenseElementsAttr::get(RankedTensorType::get({padded}, elem),
+                                 ArrayRef<float>(maskValues)));
+      Value myMask = localShard(c, mask, dp, axes);
+      Value z = c.add(c.mul(average, myMask), *serverError);
+      Value count = tsr::MaxOp::create(cb, loc, c.reduceSum(myMask, {0}, false),
+                                       c.scalar(elem, 1.0));
+      Value serverScale =
+          c.sqrt(c.div(c.reduceSum(c.mul(z, z), {0}, false), count));
+      Value serverSigned = c.select(c.less(z, c.scalarLike(z, 0.0)),
+                                    c.neg(c.broadcastTo(serverScale, {chunk})),
+                                    c.broadcastTo(serverScale, {chunk}));
+      Value nextServer = c.mul(c.sub(z, serverSigned), myMask);
+      Value allBits = gather(pack(z, chunk), chunk / 8,
+                             "every rank's chunk of the averaged signs");
+      Value serverScales =
+          gather(c.reshape(serverScale, {1}), 1, "their scales");
+      Value momentum =
+          c.mul(c.mul(c.reshape(unpack(allBits, padded), {dp, chunk}),
+                      c.reshape(serverScales, {dp, 1})),
+                c.reshape(mask, {dp, chunk}));
+      momentum = c.reshape(momentum, {padded});
+      if (padded != n)
+        momentum = c.slice(momentum, {0}, {n}, {1});
+      SmallVector<Value> yields, next;
+      for (auto [mt, m] : llvm::zip(split(c, momentum), momenta)) {
+        // ĝ = (m_t − β1·M) / (1 − β1): Adam's momentum of ĝ is m_t.
+        yields.push_back(
+            own(cb, c.div(c.sub(mt, c.mul(m, c.scalarLike(m, beta1))),
+                          c.scalarLike(mt, 1 - beta1))));
+        next.push_back(own(cb, mt));
+      }
+      llvm::append_range(yields, next);
+      for (Value e : nextWorker)
+        yields.push_back(own(cb, e));
+      yields.push_back(own(cb, nextServer));
+      scf::YieldOp::create(cb, loc, yields);
+    }
+
+    size_t k = bucket.size();
+    for (auto [i, grad] : llvm::enumerate(bucket)) {
+      ret.setOperand(grad->result, ifOp.getResult(i));
+      func.removeResultAttr(grad->result,
+                            StringAttr::get(ctx, tsr::attr::kCompression));
+    }
+    for (size_t i = 0; i < k; ++i)
+      if (failed(addStateResult(momenta[i], ifOp.getResult(k + i), ret)))
+        return failure();
+    for (size_t i = 0; i < k; ++i)
+      if (failed(
+              addStateResult(workerErrors[i], ifOp.getResult(2 * k + i), ret)))
+        return failure();
+    if (failed(addStateResult(*serverError, ifOp.getResult(3 * k), ret)))
+      return failure();
     func.setType(
         FunctionType::get(ctx, func.getArgumentTypes(), ret.getOperandTypes()));
     return success();

@@ -122,7 +122,8 @@ struct TsrDataParallelPlanPass
       return f.emitError("compression '")
              << compression
              << "' is not none, topk:R (0 < R <= 1), qsgd:BITS[:BUCKET] "
-                "(2 <= BITS <= 8) or powersgd:RANK (RANK >= 1)";
+                "(2 <= BITS <= 8), powersgd:RANK (RANK >= 1) or "
+                "onebit[:WARMUP[:BETA1]] (WARMUP >= 1, 0 <= BETA1 < 1)";
     FailureOr<int64_t> size = resolveMesh(f);
     if (failed(size))
       return failure();
@@ -135,6 +136,10 @@ struct TsrDataParallelPlanPass
       return failure();
     if (!compress->isNone() && failed(checkCompressible(f, *compress)))
       return failure();
+    if (compress->kind == GradientCompression::Kind::OneBit && zero != 0)
+      return f.emitError("1-bit Adam exchanges the whole momentum: it needs "
+                         "ZeRO-0, not ZeRO ")
+             << zero.getValue();
     SmallVector<unsigned> carried;
     SmallVector<GradientResult> grads = getGradientResults(f, carried);
     if (n > 1) {

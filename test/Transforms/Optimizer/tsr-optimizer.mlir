@@ -3,6 +3,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=adafactor lr=0.01" | FileCheck %s --check-prefix=ADAFACTOR
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=lamb lr=0.01 schedule=cosine warmup-steps=2 total-steps=10 clip-norm=1.0" | FileCheck %s --check-prefix=LAMB
 // RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=sgd lr=0.5 metrics=true" | FileCheck %s --check-prefix=METRICS
+// RUN: tessera-opt %s -split-input-file "--tsr-optimizer=optimizer=adam lr=0.001 freeze-variance-after=5" | FileCheck %s --check-prefix=FROZEN
 
 // With metrics: the step's learning rate and ‖g‖₂ (the square root of the
 // summed squares of every gradient) come last, as f32 metric results.
@@ -41,6 +42,17 @@ func.func @main(%w: tensor<3x4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // SGD: return %{{.*}}, %[[W1]], %{{.*}}, %[[NEXT]]
 
 // adamw: two moments, bias corrections from the step counter, decoupled decay.
+// With freeze-variance-after=5 (1-bit Adam's second phase) v keeps its
+// value after step 5 and its bias correction uses min(t, 5).
+// FROZEN-LABEL: func.func @main(
+// FROZEN-SAME: %[[V:[a-z0-9]+]]: tensor<3x4xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "adam.v.w"
+// FROZEN: %[[W:.*]] = tsr.constant dense<5.000000e+00> : tensor<f32>
+// FROZEN-NEXT: %[[LATE:.*]] = tsr.greater %[[T:[0-9]+]], %[[W]]
+// FROZEN-NEXT: %[[KEPT:.*]] = tsr.where %[[LATE]], %[[V]], %{{.*}}
+// FROZEN: %[[TV:.*]] = tsr.min %[[T]],
+// FROZEN: tsr.pow %{{.*}}, %[[T]]
+// FROZEN: tsr.pow %{{.*}}, %[[TV]]
+// FROZEN: return {{.*}}%[[KEPT]]
 // ADAMW-LABEL: func.func @main(
 // ADAMW-SAME: tsr.name = "adamw.m.w"
 // ADAMW-SAME: tsr.name = "adamw.v.w"

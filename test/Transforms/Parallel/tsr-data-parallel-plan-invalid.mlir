@@ -7,17 +7,19 @@
 // RUN: not tessera-opt %S/tsr-data-parallel-plan.mlir "--tsr-data-parallel-plan=dp=2 zero=1 local-steps=4" 2>&1 | FileCheck %s --check-prefix=LOCALZERO
 // RUN: not tessera-opt %S/tsr-data-parallel-plan.mlir "--tsr-data-parallel-plan=dp=2 compression=qsgd:8 local-steps=4" 2>&1 | FileCheck %s --check-prefix=LOCALCOMPRESS
 // RUN: not tessera-opt %S/tsr-data-parallel-plan.mlir "--tsr-data-parallel-plan=dp=2 local-steps=-2" 2>&1 | FileCheck %s --check-prefix=LOCALNEG
+// RUN: not tessera-opt %S/tsr-data-parallel-plan.mlir "--tsr-data-parallel-plan=dp=2 zero=2 compression=onebit:5" 2>&1 | FileCheck %s --check-prefix=ONEBITZERO
 // RUN: not tessera-opt %S/Inputs/loss-scale-state.mlir "--tsr-data-parallel-plan=dp=2 local-steps=4" 2>&1 | FileCheck %s --check-prefix=LOCALSCALE
 
 // Running statistics updated from the batch would differ on every rank.
 // CHECK: error: result 2 ('bn.running_mean') updates running statistics from the batch, which differ between data-parallel ranks (synchronized batch norm is not supported): compile with --batch-norm=running
 // STAGE: error: ZeRO stage must be 0, 1, 2 or 3, got 4
-// SPEC: error: compression 'topk:2' is not none, topk:R (0 < R <= 1), qsgd:BITS[:BUCKET] (2 <= BITS <= 8) or powersgd:RANK (RANK >= 1)
+// SPEC: error: compression 'topk:2' is not none, topk:R (0 < R <= 1), qsgd:BITS[:BUCKET] (2 <= BITS <= 8), powersgd:RANK (RANK >= 1) or onebit[:WARMUP[:BETA1]] (WARMUP >= 1, 0 <= BETA1 < 1)
 // AXES: error: gradient compression goes with data parallelism alone so far; the mesh #tsr.mesh<["dp"=2, "tp"=2]> also has axis 'tp'
 // LOCALAXES: error: local SGD goes with data parallelism alone so far; the mesh #tsr.mesh<["dp"=2, "tp"=2]> also has axis 'tp'
 // LOCALZERO: error: local SGD needs ZeRO-0: ZeRO 1 shards the optimizer state of an update that every rank applies alike, and local SGD's ranks update apart
 // LOCALCOMPRESS: error: local SGD reduces no gradient, so there is none to compress (compression 'qsgd:8')
 // LOCALNEG: error: local-steps must be at least 1 (or 0: all-reduce the gradients), got -2
+// ONEBITZERO: error: 1-bit Adam exchanges the whole momentum: it needs ZeRO-0, not ZeRO 2
 // LOCALSCALE: error: local SGD does not go with dynamic loss scaling: ranks that skip steps on their own would disagree on when to average
 // ADAFACTOR: error: adafactor's factored second moments are row and column means, which ZeRO's flat shards would split: use --zero=0 with adafactor
 func.func @main(%w: tensor<3xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},

@@ -7,6 +7,7 @@
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=powersgd:1" | FileCheck %s --check-prefix=PSGD1
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=powersgd:2" | FileCheck %s --check-prefix=PSGD2
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 local-steps=8" | FileCheck %s --check-prefix=LOCAL
+// RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 compression=onebit:5" | FileCheck %s --check-prefix=ONEBIT
 // RUN: tessera-opt %s "--tsr-data-parallel-plan=dp=2 local-steps=8" --tsr-data-parallel | FileCheck %s --check-prefix=LOCALAPPLY
 
 // The plan is attributes only: the mesh, the ZeRO layout on the function and
@@ -39,6 +40,10 @@
 // PSGD1: tensor<3x2xf32> {tsr.bucket = 1 : i64, tsr.compression = "powersgd:1"
 // PSGD2-NOT: tsr.compression
 // PSGD2: tensor<3x2xf32> {tsr.bucket = 0 : i64, tsr.grad_of = 0 : i64
+// 1-bit Adam exchanges the momentum of every gradient, vectors too: both
+// share one compressed bucket; the spec spells out beta1.
+// ONEBIT: tensor<3x2xf32> {tsr.bucket = 0 : i64, tsr.compression = "onebit:5:0.9", tsr.grad_of = 0 : i64
+// ONEBIT-SAME: tensor<2xf32> {tsr.bucket = 0 : i64, tsr.compression = "onebit:5:0.9", tsr.grad_of = 1 : i64
 // Local SGD plans no bucket: the function gets the period, and
 // tsr-data-parallel then reduces the loss alone (tsr-local-sgd averages
 // what the optimizer updates).

@@ -11,6 +11,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=qsgd:8:4" --tsr-data-parallel | FileCheck %s --check-prefix=QSGD
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=topk:0.5" --tsr-data-parallel | FileCheck %s --check-prefix=TWO
 // RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=powersgd:1" --tsr-data-parallel | FileCheck %s --check-prefix=PSGD
+// RUN: tessera-opt %s -split-input-file "--tsr-data-parallel-plan=dp=2 compression=onebit:3" --tsr-data-parallel | FileCheck %s --check-prefix=ONEBIT
 
 // A loss-and-gradient function as tsr-autodiff leaves it: y = x·w + b, the
 // loss sums y; backward ops carry tsr.backward. The
@@ -106,6 +107,34 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
 // QSGD: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = false} : (tensor<2x2x4xf32>) -> tensor<2x4xf32>
 // QSGD: tsr.slice %{{.*}} {limits = array<i64: 6>, starts = array<i64: 0>
 // QSGD-NOT: topk.residual
+
+// onebit:3 (1-bit Adam): a step counter, per parameter a replicated
+// momentum copy and a worker error (a row per rank), per bucket a server
+// error (8 = 16 padded elements / 2 ranks); steps 1-3 all-reduce the
+// gradients, later ones send the momentum's signs packed eight to an i8
+// (all-to-all, chunk k to rank k) with the scales (all-gather), then the
+// averaged chunk's signs and scales (two all-gathers).
+// ONEBIT-LABEL: func.func @main(
+// ONEBIT-SAME: tsr.name = "onebit.step"
+// ONEBIT-SAME: tsr.name = "onebit.momentum.b"
+// ONEBIT-SAME: tsr.global_shape = array<i64: 2, 2>, tsr.init = 0.000000e+00 : f64, tsr.name = "onebit.worker_error.b", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64
+// ONEBIT-SAME: tsr.name = "onebit.momentum.w"
+// ONEBIT-SAME: %[[SERVER:[a-z0-9]+]]: tensor<8xf32> {tsr.global_shape = array<i64: 2, 8>, tsr.init = 0.000000e+00 : f64, tsr.name = "onebit.server_error.bucket0", tsr.role = #tsr.role<state>, tsr.shards = 2 : i64}
+// ONEBIT: %[[STEP:.*]] = tsr.add %{{.*}}, %{{.*}} : tensor<i64>, tensor<i64> -> tensor<i64>
+// ONEBIT: %[[WARM:.*]] = tsr.less %[[STEP]], %{{.*}} : tensor<i64>, tensor<i64> -> tensor<i1>
+// ONEBIT-NEXT: %[[C:.*]] = tensor.extract %[[WARM]][] : tensor<i1>
+// ONEBIT-NEXT: scf.if %[[C]] -> (tensor<2xf32>, tensor<3x2xf32>, tensor<2xf32>, tensor<3x2xf32>, tensor<2xf32>, tensor<6xf32>, tensor<8xf32>) {
+// ONEBIT: tsr.all_reduce %{{.*}} {bucket = 0 : i64, mesh_axes = ["dp"], reduction = #tsr.reduction<mean>, serves = ["b", "w"], tsr.reason = "onebit:3:0.9: warm-up (steps 1-3): the 8 gradient elements, all-reduced"} : (tensor<8xf32>) -> tensor<8xf32>
+// ONEBIT: } else {
+// ONEBIT: tsr.cast %{{.*}} : tensor<2xi32> to tensor<2xi8>
+// ONEBIT: tsr.all_to_all %{{.*}} {bucket = 0 : i64, mesh_axes = ["dp"], serves = ["b", "w"], tsr.compression = "onebit:3:0.9", tsr.dense_bytes = 32 : i64, tsr.reason = "onebit:3:0.9: the signs of the 8 momentum elements (one bit each, chunk k to rank k)"} : (tensor<2x1xi8>) -> tensor<2x1xi8>
+// ONEBIT-NEXT: tsr.reshape
+// ONEBIT-NEXT: tsr.all_gather %{{.*}} {bucket = 0 : i64, mesh_axes = ["dp"], serves = ["b", "w"], tsr.compression = "onebit:3:0.9", tsr.reason = "onebit:3:0.9: the ranks' scales of their signs"} : (tensor<1xf32>) -> tensor<2xf32>
+// ONEBIT: tsr.local_shard %{{.*}} {mesh_axes = ["dp"]} : (tensor<16xf32>) -> tensor<8xf32>
+// ONEBIT: tsr.add %{{.*}}, %[[SERVER]] : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+// ONEBIT: tsr.all_gather %{{.*}} {bucket = 0 : i64, mesh_axes = ["dp"], serves = ["b", "w"], tsr.compression = "onebit:3:0.9", tsr.reason = "onebit:3:0.9: every rank's chunk of the averaged signs"} : (tensor<1xi8>) -> tensor<2xi8>
+// ONEBIT: tsr.all_gather %{{.*}} {{.*}}tsr.reason = "onebit:3:0.9: their scales"} : (tensor<1xf32>) -> tensor<2xf32>
+// ONEBIT: scf.yield
 
 // powersgd:1 on w [3, 2]: M = gradient + residual, Q warm-started (a
 // uniform draw the same on every rank while the state is zero), P = M·Q

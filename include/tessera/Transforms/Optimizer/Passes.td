@@ -108,6 +108,10 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
     before clipping; over ZeRO shards, tensor-parallel blocks and pipeline
     stages as for clipping, which shares the sum).
 
+    With `freeze-variance-after=W` (adam, adamw; 1-bit Adam's second
+    phase, Tang et al. 2021) the second moment stops moving after step W:
+    v keeps its step-W value and its bias correction 1 − β2^min(t, W).
+
     With `state-type=bf16` every optimizer state tensor except the step
     counter is stored in bf16 and widened to the parameter's type for the
     update. With `state-type=int8` the element-wise moments (momentum
@@ -199,6 +203,10 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
            /*default=*/"4096",
            "state-type=int8: parameters with fewer elements keep f32 "
            "moments">,
+    Option<"freezeVarianceAfter", "freeze-variance-after", "int64_t",
+           /*default=*/"0",
+           "adam, adamw: keep the second moment (and its bias correction) "
+           "of step W from step W + 1 on (0: never)">,
     Option<"metrics", "metrics", "bool", /*default=*/"false",
            "Also return the step's learning rate and gradient norm as "
            "metrics (lr, grad_norm)">,

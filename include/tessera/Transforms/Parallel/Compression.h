@@ -23,14 +23,18 @@ namespace mlir::tessera {
 /// 2^(BITS-1) - 1 levels and a sign per element, one norm per bucket of
 /// BUCKET elements, default 512; 2 <= BITS <= 8); or `powersgd:RANK`
 /// (PowerSGD's rank-RANK approximation of each gradient as a matrix, with
-/// warm-started Q and error feedback).
+/// warm-started Q and error feedback); or `onebit[:WARMUP[:BETA1]]` (1-bit
+/// Adam: WARMUP steps of all-reduced gradients, default 100, then Adam's
+/// momentum with first-moment decay BETA1, default 0.9, exchanged as signs
+/// and a scale, with error feedback on both stages).
 struct GradientCompression {
-  enum class Kind { None, TopK, QSGD, PowerSGD };
+  enum class Kind { None, TopK, QSGD, PowerSGD, OneBit };
   Kind kind = Kind::None;
-  double ratio = 1.0;
-  int64_t bits = 8, bucket = 512, rank = 4;
-  /// Top-k's ratio as the spec spelled it (it round-trips exactly).
-  std::string ratioText;
+  double ratio = 1.0, beta1 = 0.9;
+  int64_t bits = 8, bucket = 512, rank = 4, warmup = 100;
+  /// Top-k's ratio and 1-bit Adam's beta1 as the spec spelled them (they
+  /// round-trip exactly).
+  std::string ratioText, beta1Text = "0.9";
 
   /// Parses a spec; nullopt if it is malformed.
   static std::optional<GradientCompression> parse(llvm::StringRef spec);
@@ -40,7 +44,8 @@ struct GradientCompression {
   /// Whether a gradient of `type` is compressed: matrices and larger (a
   /// vector's bias or norm gains little and is all-reduced in a bucket);
   /// for PowerSGD only those whose factors are smaller than the matrix,
-  /// RANK·(n + m) < n·m.
+  /// RANK·(n + m) < n·m; for 1-bit Adam every float gradient (the momentum
+  /// of all of them is exchanged).
   bool appliesTo(RankedTensorType type) const;
   /// k, the elements top-k keeps of n: ceil(R·n), at least 1.
   int64_t keptElements(int64_t numElements) const;
@@ -48,7 +53,7 @@ struct GradientCompression {
   int64_t levels() const { return (int64_t(1) << (bits - 1)) - 1; }
   /// Whether it carries an error-feedback residual from step to step.
   bool hasResidual() const {
-    return kind == Kind::TopK || kind == Kind::PowerSGD;
+    return kind == Kind::TopK || kind == Kind::PowerSGD || kind == Kind::OneBit;
   }
   /// Whether it draws random numbers (from the step's `rng`).
   bool isStochastic() const { return kind == Kind::QSGD; }

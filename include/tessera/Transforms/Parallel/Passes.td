@@ -29,9 +29,11 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       the same way and numbered after the plain ones: `tsr-data-parallel`
       reduces them compressed (vectors, biases and norms stay in plain
       buckets: they are few bytes).
+      With `onebit:W:B1` (1-bit Adam) every float gradient, vectors too,
+      is marked and bucketed so, and ZeRO must be 0.
       Compression needs the data-parallel axis alone in the mesh, and
-      error feedback (top-k, PowerSGD) no dynamic loss scaling (a skipped
-      step would still move the residuals).
+      error feedback (top-k, PowerSGD, 1-bit Adam) no dynamic loss scaling
+      (a skipped step would still move the residuals).
     - with `local-steps=H` (H >= 1, local SGD), instead of buckets, on the
       function `tsr.local_steps = H`: the ranks reduce no gradient, each
       updates its own parameters, and `tsr-local-sgd` (after
@@ -160,6 +162,23 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
     (Gram-Schmidt), Q = Mᵀ·P̂ is averaged in a second all-reduce, and the
     gradient becomes P̂·Qᵀ, the residual M − P̂·Qᵀ and Q the next state.
 
+    A bucket with `tsr.compression = "onebit:W:B1"` (1-bit Adam, Tang et
+    al. 2021) adds the states `onebit.step`, per gradient a replicated copy
+    M of Adam's momentum (`onebit.momentum.NAME`) and a worker error
+    (`onebit.worker_error.NAME`, a row per rank), and per bucket a server
+    error (`onebit.server_error.bucketK`, a chunk per rank), and builds an
+    `scf.if` on the step count. For steps t <= W the gradients are
+    all-reduced (the warm-up). After, each rank's momentum
+    m = B1·M + (1 − B1)·g plus its worker error, x (flat, zero-padded to
+    L = 8N·C elements), travels as its signs packed eight to an i8 and the
+    scale ‖x‖/√n: an all-to-all gives rank k chunk k of every rank's signs
+    and an all-gather the scales; rank k averages its chunk, adds its
+    server error, and sends that as signs and a scale again (two
+    all-gathers); every rank decodes the same momentum m_t and returns, as
+    the gradient, ĝ = (m_t − B1·M)/(1 − B1), whose Adam momentum
+    B1·M + (1 − B1)·ĝ is m_t; M becomes m_t and the errors what the signs
+    missed. `tsr-optimizer` runs Adam with `freeze-variance-after=W`.
+
     A function with `tsr.local_steps` (local SGD) keeps every gradient
     as it is: only the loss and the metrics are reduced.
 
@@ -200,6 +219,9 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
            "The function to rewrite (default: the module's one public "
            "function)">,
   ];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def TsrLocalSGD : Pass<"tsr-local-sgd", "ModuleOp"> {
