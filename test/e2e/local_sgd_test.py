@@ -44,7 +44,6 @@ Usage: local_sgd_test.py BUILD_DIR REPO_ROOT [--work DIR]
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -57,29 +56,12 @@ from onnx import TensorProto, helper, numpy_helper
 from checks import check, finish
 from data_parallel_test import (check_same_state, checkpoint_tensors, losses,
                                 mpirun)
-
-for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
-                   ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
-                   ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
-    os.environ.setdefault(key, value)
+from grad_compression_test import manifest, run
 
 RTOL = 1e-5
 IN, OUT, SAMPLES, GLOBAL, STEPS = 8, 4, 48, 8, 7
 MOMENTUM, SGD_LR, ADAM_LR = 0.9, 0.05, 0.01
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-
-
-def run(cmd, timeout=1800):
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if result.returncode != 0:
-        sys.stderr.write(result.stdout + result.stderr)
-        raise RuntimeError(f"{' '.join(cmd)} exited {result.returncode}")
-    return result.stdout
-
-
-def manifest(art):
-    with open(os.path.join(art, "manifest.json")) as f:
-        return json.load(f)
 
 
 # 1. The step against NumPy.

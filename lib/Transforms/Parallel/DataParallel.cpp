@@ -552,18 +552,9 @@ struct TsrDataParallelPass
       ret.setOperand(grad->result, mean);
       func.removeResultAttr(grad->result,
                             StringAttr::get(ctx, tsr::attr::kCompression));
-      for (auto [arg, next] :
-           {std::pair<BlockArgument, Value>{residual, nextResidual},
-            {qState, q}}) {
-        unsigned result = func.getNumResults();
-        NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
-        attrs.erase(tsr::attr::kInit);
-        attrs.set(tsr::attr::kUpdates, b.getI64IntegerAttr(arg.getArgNumber()));
-        if (failed(func.insertResult(result, arg.getType(),
-                                     attrs.getDictionary(ctx))))
-          return failure();
-        ret->insertOperands(result, next);
-      }
+      if (failed(addStateResult(residual, nextResidual, ret)) ||
+          failed(addStateResult(qState, q, ret)))
+        return failure();
     }
     func.setType(
         FunctionType::get(ctx, func.getArgumentTypes(), ret.getOperandTypes()));
