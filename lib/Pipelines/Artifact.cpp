@@ -673,6 +673,12 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
     if (!train->tokensInput.empty())
       info["tokens"] = llvm::json::Object{{"input", train->tokensInput},
                                           {"label", train->tokensLabel}};
+    if (!train->hparams.empty()) {
+      llvm::json::Object hparams;
+      for (const auto &[name, value] : train->hparams)
+        hparams[name] = value;
+      info["hparams"] = std::move(hparams);
+    }
     manifest["train"] = std::move(info);
     SmallString<256> copy(dir);
     llvm::sys::path::append(copy, "model.onnx");

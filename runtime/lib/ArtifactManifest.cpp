@@ -808,6 +808,18 @@ tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
           optionalInteger(*object, "ignore_index", "train", INT64_MIN,
                           train.ignoreIndex, &train.hasIgnoreIndex))
     return s;
+  if (const Json *hparams = findMember(*object, "hparams")) {
+    if (!hparams->is_object())
+      return fail(TSR_ERROR_PARSE, "train.hparams must be an object");
+    for (const auto &[name, value] : hparams->items()) {
+      if (!value.is_string())
+        return fail(TSR_ERROR_PARSE, "train.hparams." + name +
+                                         " must be a string (the value as "
+                                         "the compiler's flag spelled it)");
+      train.hparams.emplace_back(name, value.get<std::string>());
+    }
+    std::sort(train.hparams.begin(), train.hparams.end());
+  }
   if (const Json *local = findMember(root, "local_sgd")) {
     if (!local->is_object())
       return fail(TSR_ERROR_PARSE, "local_sgd must be an object");

@@ -151,7 +151,7 @@ struct SavedTensor {
 struct tsr_checkpoint {
   std::string dir;
   tsr_checkpoint_meta_t meta{};
-  std::string fingerprint, mesh;
+  std::string fingerprint, mesh, hparams;
   std::vector<tsr::ckpt::SavedTensor> tensors;
 
   tsr_checkpoint() = default;

@@ -130,6 +130,15 @@ tsr_status_t parseMeta(const ManifestReader &reader, const Json &root,
       return reader.error("meta.shuffle", "expected true or false");
     out.shuffle = shuffle.get<bool>() ? 1 : 0;
   }
+  if (meta->contains("hparams")) {
+    const Json &hparams = (*meta)["hparams"];
+    if (!hparams.is_object())
+      return reader.error("meta.hparams", "expected an object");
+    for (const auto &[name, value] : hparams.items())
+      if (!value.is_string())
+        return reader.error("meta.hparams." + name, "expected a string");
+    checkpoint.hparams = hparams.dump();
+  }
   if (meta->contains("seed"))
     if (tsr_status_t s =
             reader.unsignedInteger(*meta, "meta", "seed", out.seed))
@@ -332,6 +341,7 @@ tsr_status_t openCheckpoint(const std::string &dir,
     return s;
   checkpoint->meta.fingerprint = checkpoint->fingerprint.c_str();
   checkpoint->meta.mesh = checkpoint->mesh.c_str();
+  checkpoint->meta.hparams = checkpoint->hparams.c_str();
   out = std::move(checkpoint);
   return TSR_OK;
 }

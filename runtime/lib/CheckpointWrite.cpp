@@ -30,6 +30,8 @@ namespace {
 
 struct MetaStrings {
   std::string fingerprint, mesh;
+  /// meta.hparams, parsed (null for none).
+  Json hparams;
 };
 
 tsr_status_t checkMeta(const tsr_checkpoint_meta_t *meta, int64_t worldSize,
@@ -50,6 +52,17 @@ tsr_status_t checkMeta(const tsr_checkpoint_meta_t *meta, int64_t worldSize,
     return fail(TSR_ERROR_INVALID_ARGUMENT,
                 "meta.fingerprint or meta.mesh is not valid UTF-8 (the "
                 "checkpoint manifest is JSON)");
+  if (meta->hparams && *meta->hparams) {
+    out.hparams =
+        Json::parse(meta->hparams, nullptr, /*allow_exceptions=*/false);
+    if (!out.hparams.is_object())
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "meta.hparams is not a JSON object");
+    for (const auto &[name, value] : out.hparams.items())
+      if (!value.is_string())
+        return fail(TSR_ERROR_INVALID_ARGUMENT,
+                    "meta.hparams." + name + " is not a string");
+  }
   return TSR_OK;
 }
 
@@ -225,7 +238,9 @@ std::string encodeManifest(const tsr_checkpoint_meta_t &meta,
                      {"mesh", strings.mesh},
                      {"zero_stage", meta.zero_stage},
                      {"shuffle", meta.shuffle != 0},
-                     {"seed", meta.seed}}},
+                     {"seed", meta.seed},
+                     {"hparams", strings.hparams.is_null() ? Json::object()
+                                                           : strings.hparams}}},
                    {"files", std::move(files)},
                    {"tensors", std::move(tensors)}};
   return dumpJson(manifest, 2) + "\n";

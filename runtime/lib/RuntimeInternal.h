@@ -85,6 +85,9 @@ struct TrainSpec {
   size_t lossOutput = 0;
   /// Local SGD's period ("local_sgd": {"steps": H}); 0 without local SGD.
   int64_t localSteps = 0;
+  /// The step's hyperparameters ("hparams": name -> value, both strings),
+  /// sorted by name; checkpoints record them.
+  std::vector<std::pair<std::string, std::string>> hparams;
 };
 
 /// One program of the artifact: an entry symbol and its calling convention.

@@ -27,6 +27,7 @@
 #include "CommInternal.h"
 #include "DurableFile.h"
 #include "Float16.h"
+#include "Json.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Checkpoint.h"
 #include "tessera-runtime/Comm.h"
@@ -39,6 +40,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -78,6 +80,9 @@ struct tsr_trainer {
   /// checkpoints record.
   bool shuffle = false;
   uint64_t seed = 0;
+  /// Whether a checkpoint written under other hyperparameters may be
+  /// resumed (tsr_trainer_allow_changed_hparams).
+  bool allowChangedHparams = false;
 };
 
 namespace {
@@ -724,6 +729,11 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
   meta.zero_stage = static_cast<int>(manifest.zero);
   meta.shuffle = trainer.shuffle ? 1 : 0;
   meta.seed = trainer.seed;
+  Json hparams = Json::object();
+  for (const auto &[name, value] : manifest.train.hparams)
+    hparams[name] = value;
+  std::string hparamsText = hparams.dump();
+  meta.hparams = hparamsText.c_str();
   // A checkpoint holds the layout of a run without tensor parallelism
   // (replicated, or flat over dp), so that any mesh can resume it: the
   // blocks of a split tensor are gathered, and a saving rank keeps its dp
@@ -780,6 +790,51 @@ struct CheckpointCloser {
 
 /// Reads every param and state of this rank from `dir` into fresh buffers;
 /// the trainer is only changed once every rank has read everything.
+/// Whether the checkpoint's hyperparameters are the artifact's: a resume
+/// under others (another learning rate, schedule, ...) is refused, naming
+/// each difference, unless allowed. A checkpoint that recorded none is not
+/// checked.
+tsr_status_t checkHparams(const tsr_trainer &trainer, const std::string &dir,
+                          const tsr_checkpoint_meta_t &meta) {
+  if (!meta.hparams || !*meta.hparams || trainer.allowChangedHparams)
+    return TSR_OK;
+  Json saved = Json::parse(meta.hparams, nullptr, false);
+  if (!saved.is_object() || saved.empty())
+    return TSR_OK;
+  std::map<std::string, std::string> now(
+      trainer.artifact->manifest.train.hparams.begin(),
+      trainer.artifact->manifest.train.hparams.end());
+  std::map<std::string, std::string> then;
+  for (const auto &[name, value] : saved.items())
+    if (value.is_string())
+      then[name] = value.get<std::string>();
+  std::string differences;
+  auto note = [&](const std::string &name, const std::string &was,
+                  const std::string &is) {
+    differences +=
+        (differences.empty() ? "" : ", ") + name + " " + was + " -> " + is;
+  };
+  for (const auto &[name, value] : then) {
+    auto it = now.find(name);
+    if (it == now.end())
+      note(name, value, "(none)");
+    else if (it->second != value)
+      note(name, value, it->second);
+  }
+  for (const auto &[name, value] : now)
+    if (!then.count(name))
+      note(name, "(none)", value);
+  if (differences.empty())
+    return TSR_OK;
+  return fail(TSR_ERROR_MISMATCH,
+              dir + ": written under other hyperparameters than " +
+                  trainer.artifact->dir +
+                  "'s (checkpoint -> artifact): " + differences +
+                  "; resume with an artifact compiled as the checkpoint's "
+                  "run was, or allow the change (tessera-run "
+                  "--allow-changed-hparams)");
+}
+
 tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                             std::vector<std::string> &values, int64_t &step) {
   const Manifest &manifest = trainer.artifact->manifest;
@@ -810,6 +865,8 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
             "resumed steps would see other batches and dropout "
             "masks");
   }
+  if (tsr_status_t s = checkHparams(trainer, dir, meta))
+    return s;
   int64_t global = manifest.train.globalBatchSize;
   if (meta.data_position != meta.step * global)
     return fail(
@@ -1018,6 +1075,10 @@ tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index) {
 tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index) {
   return index < trainer->outputs.size() ? trainer->outputs[index].get()
                                          : nullptr;
+}
+
+void tsr_trainer_allow_changed_hparams(tsr_trainer_t *trainer, int allow) {
+  trainer->allowChangedHparams = allow != 0;
 }
 
 void tsr_trainer_set_order(tsr_trainer_t *trainer, int shuffle, uint64_t seed) {

@@ -368,8 +368,10 @@ TEST(Checkpoint, RefusesCorruptManifest) {
   std::string path = dir + "/manifest.json";
   std::string original = readBytes(path);
 
-  // A truncated manifest: the error names the line and column of its end.
-  std::string half = original.substr(0, original.size() / 2);
+  // A truncated manifest: the error names the line and column of its end
+  // (cut between lines, so that the end is not inside a string).
+  std::string half =
+      original.substr(0, original.rfind('\n', original.size() / 2) + 1);
   size_t lastLine = half.rfind('\n') + 1;
   writeBytes(path, half);
   expectOpenError(

@@ -287,6 +287,12 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
                   "missing \"steps\" in local_sgd");
   expectLoadError(linearWith(R"("train": {)", R"("local_sgd": 4, "train": {)"),
                   "local_sgd must be an object");
+  expectLoadError(linearWith(R"("train": {)", R"("train": {"hparams": 3, )"),
+                  "train.hparams must be an object");
+  expectLoadError(
+      linearWith(R"("train": {)", R"("train": {"hparams": {"lr": 0.1}, )"),
+      "train.hparams.lr must be a string (the value as the compiler's flag "
+      "spelled it)");
   expectLoadError(
       linearWith(R"("role": "metric")", R"("role": "data")"),
       "programs[0].outputs[4].role: unknown output role \"data\" (expected "
@@ -1200,6 +1206,57 @@ TEST(TrainerRun, TrainsSavesAndResumes) {
             (std::vector<float>{trained.b}));
 }
 
+TEST(TrainerRun, RefusesCheckpointsOfOtherHparams) {
+  std::string dir = scratchDir();
+  std::string linear = readManifest(TSR_TEST_LINEAR_ARTIFACT);
+  auto compiled = [&](const std::string &sub, const std::string &hparams) {
+    return artifactWithManifest(
+        dir + "/" + sub,
+        replaced(linear, R"("train": {)",
+                 R"("train": {"hparams": )" + hparams + ", "),
+        TSR_TEST_LINEAR_ARTIFACT);
+  };
+  std::string first = compiled("a", R"({"optimizer": "sgd", "lr": "0.1"})");
+  std::string same = compiled("b", R"({"lr": "0.1", "optimizer": "sgd"})");
+  std::string other =
+      compiled("c", R"({"optimizer": "sgd", "lr": "0.2", "momentum": "0.9"})");
+  std::string data = dir + "/data.npz";
+  writeBytes(data, linearNpz(false));
+  ArtifactPtr artifact = loadArtifact(first);
+  DatasetPtr dataset = openNpz(artifact.get(), data);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  tsr_train_options_t options{};
+  options.steps = 2;
+  std::string checkpoints = dir + "/ckpt";
+  options.checkpoint_dir = checkpoints.c_str();
+  ASSERT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), &options), TSR_OK)
+      << tsr_last_error();
+  std::string saved = checkpoints + "/step-00000002";
+  int64_t done = 0;
+  // The same hyperparameters, in any order, resume.
+  ArtifactPtr again = loadArtifact(same);
+  TrainerPtr resumed = createTrainer(again.get());
+  EXPECT_EQ(tsr_trainer_load_checkpoint(resumed.get(), saved.c_str(), &done),
+            TSR_OK)
+      << tsr_last_error();
+  // Others are named, each with its old and new value.
+  ArtifactPtr changed = loadArtifact(other);
+  TrainerPtr refused = createTrainer(changed.get());
+  EXPECT_EQ(tsr_trainer_load_checkpoint(refused.get(), saved.c_str(), &done),
+            TSR_ERROR_MISMATCH);
+  expectLastError(saved + ": written under other hyperparameters than " +
+                  other +
+                  "'s (checkpoint -> artifact): lr 0.1 -> 0.2, momentum "
+                  "(none) -> 0.9; resume with an artifact compiled as the "
+                  "checkpoint's run was, or allow the change (tessera-run "
+                  "--allow-changed-hparams)");
+  tsr_trainer_allow_changed_hparams(refused.get(), 1);
+  EXPECT_EQ(tsr_trainer_load_checkpoint(refused.get(), saved.c_str(), &done),
+            TSR_OK)
+      << tsr_last_error();
+  EXPECT_EQ(done, 2);
+}
+
 TEST(TrainerRun, CountsTokens) {
   std::string dir = scratchDir();
   std::string path = dir + "/tokens.bin";
@@ -1475,6 +1532,8 @@ TEST(TesseraRunTrain, EpochsShuffleAndSeed) {
               {"--seed needs an integer in [0, 8388607], got '8388608'"});
   expectError(runTool(linear + " --shuffle --print"),
               {"--shuffle needs --train"});
+  expectError(runTool(trainData + " --steps 1 --allow-changed-hparams"),
+              {"--allow-changed-hparams needs --resume"});
 }
 
 TEST(TesseraRunTrain, SavesOnnxEveryKStepsAndAtTheEnd) {

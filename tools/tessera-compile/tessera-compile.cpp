@@ -514,6 +514,53 @@ static std::string compressionSpec() {
   return "onebit:" + std::to_string(c->warmup) + ":" + shortestDecimal(beta1);
 }
 
+/// The hyperparameters that shape the training step, each as the flag
+/// spells it (only those the chosen optimizer and schedule read).
+static std::vector<std::pair<std::string, std::string>> describeHparams() {
+  std::vector<std::pair<std::string, std::string>> hp;
+  auto add = [&](StringRef name, const std::string &value) {
+    hp.push_back({name.str(), value});
+  };
+  StringRef opt = optimizerName;
+  add("optimizer", optimizerName);
+  add("lr", shortestDecimal(lr));
+  add("weight_decay", shortestDecimal(weightDecay));
+  if (opt == "sgd" || opt == "lars")
+    add("momentum", shortestDecimal(momentum));
+  if (opt == "sgd")
+    add("nesterov", nesterov ? "true" : "false");
+  if (opt == "lars")
+    add("lars_eta", shortestDecimal(larsEta));
+  if (opt == "adam" || opt == "adamw" || opt == "lamb") {
+    add("beta1", shortestDecimal(beta1));
+    add("beta2", shortestDecimal(beta2));
+  }
+  if (opt == "adam" || opt == "adamw" || opt == "lamb" || opt == "adafactor")
+    add("eps", shortestDecimal(eps));
+  if (opt == "adafactor") {
+    add("adafactor_decay_rate", shortestDecimal(decayRate));
+    add("adafactor_clip_threshold", shortestDecimal(clipThreshold));
+  }
+  add("lr_schedule", schedule);
+  if (schedule != "constant")
+    add("warmup_steps", std::to_string(warmupSteps));
+  if (schedule == "cosine") {
+    add("total_steps", std::to_string(totalSteps));
+    add("min_lr_ratio", shortestDecimal(minLrRatio));
+  }
+  if (baseBatchSize > 0)
+    add("base_batch_size", std::to_string(baseBatchSize));
+  add("clip_grad_norm", shortestDecimal(clipGradNorm));
+  if (!lossKind.empty())
+    add("loss", lossKind);
+  add("loss_scale", effectiveLossScale());
+  add("optimizer_state", optimizerState);
+  add("grad_compression", compressionSpec());
+  add("local_steps", std::to_string(localSteps));
+  llvm::sort(hp);
+  return hp;
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 static FailureOr<tessera::TrainingManifest>
@@ -630,6 +677,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   tessera::TrainingManifest train;
   train.onnxPath = inputFile;
   train.microBatches = microBatches;
+  train.hparams = describeHparams();
   train.dataParallel = std::max<int64_t>(dataParallel, 1);
   func::FuncOp step;
   for (auto f : module.getOps<func::FuncOp>())

@@ -106,6 +106,10 @@ struct TrainingManifest {
   std::string tokensInput, tokensLabel;
   /// The source model, copied into the artifact for `--save-onnx`.
   std::string onnxPath;
+  /// The hyperparameters of the step as the driver spelled them (name,
+  /// value): a checkpoint records them, and resuming under others is
+  /// refused unless asked.
+  std::vector<std::pair<std::string, std::string>> hparams;
 };
 
 /// A pipeline stage's program (`tsr.pipeline_schedule`, tsr-pipeline): its

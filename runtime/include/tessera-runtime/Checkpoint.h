@@ -59,6 +59,10 @@ typedef struct tsr_checkpoint_meta_t {
    * read as 0 and 0. */
   int shuffle;
   uint64_t seed;
+  /* The run's hyperparameters as a JSON object of strings (the artifact
+   * manifest's train.hparams), compared when a trainer resumes; null or
+   * "" for none. */
+  const char *hparams;
 } tsr_checkpoint_meta_t;
 
 /* A tensor of the training state, with its global shape and shard count

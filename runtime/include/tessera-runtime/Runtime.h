@@ -449,6 +449,12 @@ TSR_API void tsr_trainer_destroy(tsr_trainer_t *trainer);
 TSR_API tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index);
 TSR_API tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index);
 
+/* Whether tsr_trainer_load_checkpoint accepts a checkpoint whose recorded
+ * hyperparameters (the manifest's train.hparams when it was written) differ
+ * from this artifact's; by default that fails, naming each difference. */
+TSR_API void tsr_trainer_allow_changed_hparams(tsr_trainer_t *trainer,
+                                               int allow);
+
 /* Records the run's data order and seed, as set on its dataset with
  * tsr_dataset_set_order: checkpoints save them and loading one written
  * with others fails (the resumed steps would see other batches). The seed

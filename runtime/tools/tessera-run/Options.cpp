@@ -16,7 +16,7 @@ const char *const tessera_run::kUsage =
     "                       [--repeat N]\n"
     "       tessera-run ART --train --data FILE --steps N|--epochs E\n"
     "                       [--batch-size B] [--shuffle] [--seed S]\n"
-    "                       [--allow-repeats]\n"
+    "                       [--allow-repeats] [--allow-changed-hparams]\n"
     "                       [--log-json FILE] [--save-onnx PATH [--save-every "
     "K]]\n"
     "                       [--token-dtype uint16|uint32]\n"
@@ -73,6 +73,10 @@ const char *const tessera_run::kUsage =
     "or\n"
     "                     a --checkpoint-dir whose newest one is taken); the\n"
     "                     run ends after --steps steps in all\n"
+    "  --allow-changed-hparams\n"
+    "                     resume a checkpoint written under other\n"
+    "                     hyperparameters (lr, schedule, ...; refused\n"
+    "                     otherwise, naming each difference)\n"
     "  --log-dir DIR      every rank also writes its progress and errors to\n"
     "                     DIR/rank-<r>.log (rank 0 prints to stdout anyway)\n"
     "  --comm-timeout S   a collective that waits longer than S seconds ends\n"
@@ -119,24 +123,26 @@ std::string checkCombination(const Options &options) {
                            {"--outputs-dir", !options.outputsDir.empty()},
                            {"--print", options.print},
                            {"--repeat", options.repeat > 0}};
-  const Use trainOnly[] = {{"--data", !options.data.empty()},
-                           {"--steps", options.steps > 0},
-                           {"--batch-size", options.batchSize > 0},
-                           {"--log-json", !options.logJson.empty()},
-                           {"--save-onnx", !options.saveOnnx.empty()},
-                           {"--save-every", options.saveEvery > 0},
-                           {"--token-dtype", !options.tokenDtype.empty()},
-                           {"--checkpoint-dir", !options.checkpointDir.empty()},
-                           {"--checkpoint-every", options.checkpointEvery > 0},
-                           {"--resume", !options.resume.empty()},
-                           {"--log-dir", !options.logDir.empty()},
-                           {"--comm-timeout", options.commTimeoutGiven},
-                           {"--memory-report", options.memoryReport},
-                           {"--log-every", options.logEvery > 1},
-                           {"--epochs", options.epochs > 0},
-                           {"--shuffle", options.shuffle},
-                           {"--seed", options.seedGiven},
-                           {"--allow-repeats", options.allowRepeats}};
+  const Use trainOnly[] = {
+      {"--data", !options.data.empty()},
+      {"--steps", options.steps > 0},
+      {"--batch-size", options.batchSize > 0},
+      {"--log-json", !options.logJson.empty()},
+      {"--save-onnx", !options.saveOnnx.empty()},
+      {"--save-every", options.saveEvery > 0},
+      {"--token-dtype", !options.tokenDtype.empty()},
+      {"--checkpoint-dir", !options.checkpointDir.empty()},
+      {"--checkpoint-every", options.checkpointEvery > 0},
+      {"--resume", !options.resume.empty()},
+      {"--log-dir", !options.logDir.empty()},
+      {"--comm-timeout", options.commTimeoutGiven},
+      {"--memory-report", options.memoryReport},
+      {"--log-every", options.logEvery > 1},
+      {"--epochs", options.epochs > 0},
+      {"--shuffle", options.shuffle},
+      {"--seed", options.seedGiven},
+      {"--allow-repeats", options.allowRepeats},
+      {"--allow-changed-hparams", options.allowChangedHparams}};
   if (!options.train) {
     for (const Use &use : trainOnly)
       if (use.given)
@@ -161,6 +167,8 @@ std::string checkCombination(const Options &options) {
     return "--save-every needs --save-onnx";
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return "--checkpoint-every needs --checkpoint-dir";
+  if (options.allowChangedHparams && options.resume.empty())
+    return "--allow-changed-hparams needs --resume";
   if (!options.tokenDtype.empty() && options.tokenDtype != "uint16" &&
       options.tokenDtype != "uint32")
     return "--token-dtype must be uint16 or uint32, got '" +
@@ -222,6 +230,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
       options.shuffle = true;
     } else if (arg == "--allow-repeats") {
       options.allowRepeats = true;
+    } else if (arg == "--allow-changed-hparams") {
+      options.allowChangedHparams = true;
     } else if (isFlag("--epochs")) {
       problem = takeCount("--epochs", 1000000, options.epochs, sawEpochs);
     } else if (isFlag("--seed")) {

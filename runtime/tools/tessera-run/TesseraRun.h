@@ -49,6 +49,8 @@ struct Options {
   /// dropout), --epochs instead of --steps, and whether a data set smaller
   /// than the global batch may repeat samples within a batch.
   bool shuffle = false, allowRepeats = false, seedGiven = false;
+  /// Resume a checkpoint written under other hyperparameters.
+  bool allowChangedHparams = false;
   unsigned long long seed = 0;
   long epochs = 0;
 };

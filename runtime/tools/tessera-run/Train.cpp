@@ -368,6 +368,8 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
       steps = (options.epochs * samples + global - 1) / global;
     tsr_dataset_set_order(dataset.get(), options.shuffle ? 1 : 0, options.seed);
     tsr_trainer_set_order(trainer.get(), options.shuffle ? 1 : 0, options.seed);
+    tsr_trainer_allow_changed_hparams(trainer.get(),
+                                      options.allowChangedHparams ? 1 : 0);
   }
   FilePtr log;
   if (problem.empty() && !options.logJson.empty() && process.rank == 0) {
