@@ -40,9 +40,9 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
 SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8", "powersgd:4",
-            "local:4", "local:16")
+            "onebit", "local:4", "local:16")
 COLOURS = ("black", "steelblue", "darkred", "darkgreen", "darkorange",
-           "purple", "gray")
+           "olive", "purple", "gray")
 LR = {"adam": 3e-3, "sgd": 0.3}
 
 
@@ -62,22 +62,40 @@ def mpirun(ranks):
     return env + ["mpirun", "-np", str(ranks)]
 
 
+def flag(setting, steps):
+    """The compiler flag of a setting: local:H is --local-steps=H; onebit
+    warms up for a quarter of the run."""
+    if setting.startswith("local:"):
+        return f"--local-steps={setting.split(':')[1]}"
+    if setting == "onebit":
+        return f"--grad-compression=onebit:{max(1, steps // 4)}"
+    return f"--grad-compression={setting}"
+
+
 def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
             optimizer):
     run([bin_dir / "tessera-compile", model, "--mode=train",
          "--loss=cross_entropy", "--logits=logits", *labels,
          f"--batch-size={batch}", f"--optimizer={optimizer}",
          f"--lr={LR[optimizer]}",
-         "--mesh", f"dp={ranks}",
-         (f"--local-steps={setting.split(':')[1]}" if setting.startswith("local:")
-          else f"--grad-compression={setting}"), "-o", art])
+         "--mesh", f"dp={ranks}", flag(setting, steps), "-o", art])
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
-    sent = sum(c["bytes"] for c in manifest["collectives"])
+    total = sum(c["bytes"] for c in manifest["collectives"])
+    per_step = [total] * steps
     local = manifest.get("local_sgd")
     if local:
-        # The average runs on one step in H.
-        sent -= local["average_bytes"] * (1 - 1 / local["steps"])
+        # The average runs on the steps H divides, and the last.
+        h = local["steps"]
+        per_step = [total - local["average_bytes"] * (
+            0 if (s + 1) % h == 0 or s + 1 == steps else 1) for s in range(steps)]
+    stats = manifest.get("gradient_compression")
+    if stats and stats["method"].startswith("onebit:"):
+        # The warm-up all-reduces (dense_bytes); later steps send the signs.
+        warmup = int(stats["method"].split(":")[1])
+        per_step = [total - (stats["sent_bytes"] if s < warmup else stats["dense_bytes"])
+                    for s in range(steps)]
+    sent = sum(per_step) / steps
     log = f"{art}.json"
     run(mpirun(ranks) + [bin_dir / "tessera-run", art, "--train", "--data",
                          data, "--steps", steps, "--threads", 1,
@@ -90,7 +108,7 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
     if local:
         grad = {"sent_bytes": local["average_bytes"] // local["steps"],
                 "dense_bytes": local["gradient_bytes"]}
-    return {"sent": sent, "grad": grad,
+    return {"sent": sent, "per_step": per_step, "grad": grad,
             "seconds": statistics.median(r["seconds"] for r in records[2:]),
             "tail": statistics.mean(tail), "losses": losses}
 
@@ -99,8 +117,11 @@ def plot(curves, path, title):
     """Loss (moving mean over 20 steps) against cumulative MB sent, the MB
     on a log scale (plain sends orders of magnitude more)."""
     w, h, pad = 640, 380, 56
-    xmin = min(r["sent"] for _, r in curves) / 1e6
-    xmax = max(r["sent"] * len(r["losses"]) for _, r in curves) / 1e6
+    cumulative = {name: [sum(r["per_step"][:i + 1]) / 1e6
+                         for i in range(len(r["per_step"]))]
+                  for name, r in curves}
+    xmin = min(c[0] for c in cumulative.values())
+    xmax = max(c[-1] for c in cumulative.values())
     lo, hi = math.floor(math.log10(xmin)), math.ceil(math.log10(xmax))
     smooth = {}
     for name, r in curves:
@@ -136,7 +157,7 @@ def plot(curves, path, title):
                      f'text-anchor="end">{v:.2f}</text>')
     for k, (name, r) in enumerate(curves):
         colour = COLOURS[k % len(COLOURS)]
-        points = " ".join(f"{sx(r['sent'] * (i + 1) / 1e6):.1f},{sy(y):.1f}"
+        points = " ".join(f"{sx(cumulative[name][i]):.1f},{sy(y):.1f}"
                           for i, y in enumerate(smooth[name]))
         parts.append(f'<polyline fill="none" stroke="{colour}" '
                      f'points="{points}"/>')
@@ -195,10 +216,13 @@ def main():
             r = measure(bin_dir, model, labels, batch, args.ranks, setting,
                         art, tokens, steps, args.optimizer)
             base = base or r
-            curves.append((setting, r))
+            curves.append((setting if setting != "onebit"
+                           else f"onebit:{max(1, steps // 4)}", r))
             grad = (f"{r['grad']['sent_bytes']} / {r['grad']['dense_bytes']}"
                     if r["grad"] else "-")
-            print(f"| {name} ({steps} steps) | {setting} | {r['sent']} | "
+            shown = (f"onebit:{max(1, steps // 4)}" if setting == "onebit"
+                     else setting)
+            print(f"| {name} ({steps} steps) | {shown} | {r['sent']:.0f} | "
                   f"{base['sent'] / r['sent']:.1f}x | {grad} | "
                   f"{r['seconds'] * 1e3:.2f} | "
                   f"{r['seconds'] / base['seconds']:.2f} | {r['tail']:.4f} | "
