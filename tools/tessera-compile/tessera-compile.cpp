@@ -46,6 +46,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -772,6 +773,49 @@ static void printTrainedSummary(const tessera::ArtifactSignature &sig,
   llvm::errs() << "\n";
 }
 
+/// The rest of the compile summary, after printTrainedSummary's line: the
+/// batch inputs, the hyperparameters the manifest records, the mesh and
+/// the predicted peak.
+static void printStepSummary(const tessera::ArtifactSignature &sig,
+                             const tessera::TrainingManifest &train) {
+  llvm::raw_ostream &os = llvm::errs();
+  SmallVector<std::string> batch;
+  std::set<std::string> seen;
+  int64_t peak = 0;
+  for (const auto &program : sig.programs) {
+    peak = std::max(peak, program.predictedPeakBytes);
+    for (const auto &t : program.inputs) {
+      bool fed = t.role.empty() || t.role == "data" || t.role == "label";
+      if (!fed || !seen.insert(t.name).second)
+        continue;
+      std::string shape;
+      for (auto [i, d] : llvm::enumerate(t.shape))
+        shape += (i ? ", " : "") + std::to_string(d);
+      batch.push_back(t.name + " " + t.dtype + "[" + shape + "]" +
+                      (t.role == "label" ? " (label)" : ""));
+    }
+  }
+  os << "  batch (one rank): " << llvm::join(batch, ", ") << "\n";
+  SmallVector<std::string> hparams;
+  for (const auto &[name, value] : train.hparams)
+    hparams.push_back(name + "=" + value);
+  if (!hparams.empty())
+    os << "  hyperparameters: " << llvm::join(hparams, " ") << "\n";
+  if (!sig.mesh.empty()) {
+    SmallVector<std::string> axes;
+    for (const auto &[name, size] : sig.mesh)
+      axes.push_back(name + "=" + std::to_string(size));
+    os << "  mesh: " << llvm::join(axes, ",");
+    if (sig.zero)
+      os << ", ZeRO-" << *sig.zero;
+    os << "\n";
+  }
+  os << llvm::formatv("  predicted peak per rank: {0} bytes ({1:f1} MiB); "
+                      "--explain has the collectives, --report every "
+                      "decision\n",
+                      peak, double(peak) / (1024.0 * 1024.0));
+}
+
 /// Every collective of the step, in program order, with why it is there.
 /// The pipeline's stages: what each holds, its schedule and what the cost
 /// model predicts for it.
@@ -1424,8 +1468,10 @@ int main(int argc, char **argv) {
     file << tessera_compile::renderMemoryTimelineSvg(
         sig, memoryBudget.empty() ? 0 : *parseBytes(memoryBudget));
   }
-  if (train)
+  if (train) {
     printTrainedSummary(sig, /*named=*/report ? -1 : 8);
+    printStepSummary(sig, *train);
+  }
   if (report)
     printReport(sig);
   if (explain)
