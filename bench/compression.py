@@ -227,7 +227,8 @@ def main():
                   f"{r['seconds'] * 1e3:.2f} | "
                   f"{r['seconds'] / base['seconds']:.2f} | {r['tail']:.4f} | "
                   f"{r['tail'] / base['tail']:.3f} |")
-        svg = os.path.join(out_dir, f"compression_{name.split()[0]}.svg")
+        slug = "_".join(name.lower().split()[:2])
+        svg = os.path.join(out_dir, f"compression_{slug}.svg")
         plot(curves, svg, f"{name}, dp={args.ranks}: loss against bytes sent")
         print(f"plot: {svg}")
 
