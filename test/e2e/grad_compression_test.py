@@ -118,6 +118,17 @@ def run(cmd, timeout=900):
     return result.stdout
 
 
+def expect_refused(base, cases, out):
+    """Each (flags, expected) of `cases`: `base` + flags exits non-zero with
+    `expected` in its message and writes nothing to `out`."""
+    for flags, expected in cases:
+        result = subprocess.run(base + flags, capture_output=True, text=True)
+        check(result.returncode != 0 and expected in result.stderr
+              and not os.path.exists(out),
+              f"refused: {' '.join(flags)} (exit {result.returncode}): "
+              f"{result.stderr.strip().splitlines()[-1:] or ['no message']}")
+
+
 def manifest(art):
     with open(os.path.join(art, "manifest.json")) as f:
         return json.load(f)
@@ -776,12 +787,7 @@ def refusal_checks(bin_dir, model, work):
         (["--mesh", "dp=2", "--precision=fp16", "--grad-compression=topk:0.01"],
          "dynamic loss scaling"),
     ]
-    for flags, expected in cases:
-        result = subprocess.run(base + flags, capture_output=True, text=True)
-        check(result.returncode != 0 and expected in result.stderr
-              and not os.path.exists(os.path.join(work, "refused")),
-              f"refused: {' '.join(flags)} (exit {result.returncode}): "
-              f"{result.stderr.strip().splitlines()[-1:] or ['no message']}")
+    expect_refused(base, cases, os.path.join(work, "refused"))
 
 
 def main():

@@ -56,7 +56,7 @@ from onnx import TensorProto, helper, numpy_helper
 from checks import check, finish
 from data_parallel_test import (check_same_state, checkpoint_tensors, losses,
                                 mpirun)
-from grad_compression_test import manifest, run
+from grad_compression_test import expect_refused, manifest, run
 
 RTOL = 1e-5
 IN, OUT, SAMPLES, GLOBAL, STEPS = 8, 4, 48, 8, 7
@@ -334,19 +334,11 @@ def refusal_checks(bin_dir, model, data, art, work):
         (["--mesh", "dp=2", "--target=cuda", "--local-steps=4"],
          "not supported with --target=cuda yet"),
     ]
-    for flags, expected in cases:
-        result = subprocess.run(base + flags, capture_output=True, text=True)
-        check(result.returncode != 0 and expected in result.stderr
-              and not os.path.exists(os.path.join(work, "refused")),
-              f"refused: {' '.join(flags)} (exit {result.returncode}): "
-              f"{result.stderr.strip().splitlines()[-1:] or ['no message']}")
-    grad = [a for a in base if a != "--mode=train"] + [
-        "--mode=grad", "--mesh", "dp=2", "--local-steps=4"]
-    result = subprocess.run(grad, capture_output=True, text=True)
-    check(result.returncode != 0 and "needs --mode=train" in result.stderr
-          and not os.path.exists(os.path.join(work, "refused")),
-          f"refused: --mode=grad --local-steps=4 (exit {result.returncode}): "
-          f"{result.stderr.strip().splitlines()[-1:] or ['no message']}")
+    expect_refused(base, cases, os.path.join(work, "refused"))
+    expect_refused([a for a in base if a != "--mode=train"],
+                   [(["--mode=grad", "--mesh", "dp=2", "--local-steps=4"],
+                     "needs --mode=train")],
+                   os.path.join(work, "refused"))
     for flag in ("--checkpoint-every", "--save-every"):
         out = os.path.join(work, "refused-run")
         extra = (["--checkpoint-dir", out] if flag == "--checkpoint-every"

@@ -516,12 +516,23 @@ static std::string compressionSpec() {
 }
 
 /// The hyperparameters that shape the training step, each as the flag
-/// spells it (only those the chosen optimizer and schedule read).
+/// spells it (only those the chosen optimizer and schedule read; a gradient
+/// program's only those of its loss and exchange).
 static std::vector<std::pair<std::string, std::string>> describeHparams() {
   std::vector<std::pair<std::string, std::string>> hp;
   auto add = [&](StringRef name, const std::string &value) {
     hp.push_back({name.str(), value});
   };
+  if (!lossKind.empty())
+    add("loss", lossKind);
+  add("loss_scale", effectiveLossScale());
+  add("grad_compression", compressionSpec());
+  // A gradient program (--mode=grad) has no optimizer.
+  if (mode != "train") {
+    llvm::sort(hp);
+    return hp;
+  }
+  add("local_steps", std::to_string(localSteps));
   StringRef opt = optimizerName;
   add("optimizer", optimizerName);
   add("lr", shortestDecimal(lr));
@@ -552,12 +563,7 @@ static std::vector<std::pair<std::string, std::string>> describeHparams() {
   if (baseBatchSize > 0)
     add("base_batch_size", std::to_string(baseBatchSize));
   add("clip_grad_norm", shortestDecimal(clipGradNorm));
-  if (!lossKind.empty())
-    add("loss", lossKind);
-  add("loss_scale", effectiveLossScale());
   add("optimizer_state", optimizerState);
-  add("grad_compression", compressionSpec());
-  add("local_steps", std::to_string(localSteps));
   llvm::sort(hp);
   return hp;
 }
@@ -780,7 +786,12 @@ static void printStepSummary(const tessera::ArtifactSignature &sig,
                              const tessera::TrainingManifest &train) {
   llvm::raw_ostream &os = llvm::errs();
   SmallVector<std::string> batch;
+  // Inputs that an earlier call produces (a multi-program step's
+  // activations) are bound by the schedule, not fed from the data.
   std::set<std::string> seen;
+  for (const auto &program : sig.programs)
+    for (const auto &t : program.outputs)
+      seen.insert(t.name);
   int64_t peak = 0;
   for (const auto &program : sig.programs) {
     peak = std::max(peak, program.predictedPeakBytes);

@@ -694,9 +694,9 @@ struct TsrDataParallelPass
       }
       return parts;
     };
-    auto own = [&](OpBuilder &builder, Value v) -> Value {
-      return bufferization::AllocTensorOp::create(
-          builder, loc, cast<RankedTensorType>(v.getType()), ValueRange{}, v);
+    // Both branches yield buffers of their own (ownedCopy says why).
+    auto own = [&](OpBuilder &builder, Value v) {
+      return ownedCopy(builder, loc, v);
     };
     auto note = [&](Operation *op, const Twine &reason, bool compressed) {
       op->setAttr(tsr::attr::kReason,

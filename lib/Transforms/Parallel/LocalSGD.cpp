@@ -118,13 +118,9 @@ struct TsrLocalSGDPass : tessera::impl::TsrLocalSGDBase<TsrLocalSGDPass> {
       local.push_back(ret.getOperand(i));
       types.push_back(local.back().getType());
     }
-    // Both branches yield buffers of their own (the other steps' a copy):
-    // then whoever frees the results knows statically that it owns them.
-    // A branch that yielded the values defined above it would leave the
-    // ownership to a runtime check over every averaged buffer.
-    auto own = [&](OpBuilder &builder, Value v) -> Value {
-      return bufferization::AllocTensorOp::create(
-          builder, loc, cast<RankedTensorType>(v.getType()), ValueRange{}, v);
+    // Both branches yield buffers of their own (the other steps' a copy).
+    auto own = [&](OpBuilder &builder, Value v) {
+      return ownedCopy(builder, loc, v);
     };
     auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElse=*/true);
     OpBuilder otherwise = OpBuilder::atBlockBegin(ifOp.elseBlock());

@@ -3,6 +3,8 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+
 using namespace mlir;
 using namespace mlir::tessera;
 
@@ -75,6 +77,11 @@ DataParallelLayout mlir::tessera::getDataParallelLayout(func::FuncOp f) {
       for (Attribute axis : layout.axes)
         layout.size *= mesh.getAxisSize(cast<StringAttr>(axis)).value_or(1);
   return layout;
+}
+
+Value mlir::tessera::ownedCopy(OpBuilder &b, Location loc, Value v) {
+  return bufferization::AllocTensorOp::create(
+      b, loc, cast<RankedTensorType>(v.getType()), ValueRange{}, v);
 }
 
 Value mlir::tessera::flattenPadded(GradientBuilder &g, Value v,

@@ -56,6 +56,15 @@ DataParallelLayout getDataParallelLayout(func::FuncOp f);
 /// `v` flattened and zero-padded to N·c elements.
 Value flattenPadded(GradientBuilder &g, Value v, int64_t numShards);
 
+/// A copy of `v` in a buffer of its own (`bufferization.alloc_tensor`), to
+/// yield from a branch of an `scf.if` whose results are step values: when
+/// every branch yields buffers of its own, whoever frees the results knows
+/// statically that it owns them. A branch that yielded values defined above
+/// it would leave the ownership to a runtime check over every buffer
+/// (`bufferization.dealloc`'s helper function, which the CPU target's
+/// bare-pointer calling convention cannot call).
+Value ownedCopy(OpBuilder &b, Location loc, Value v);
+
 /// This rank's shard of `v` (a tensor<c>): `tsr.local_shard` of the padded
 /// flat form.
 Value localShard(GradientBuilder &g, Value v, int64_t numShards,
