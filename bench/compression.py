@@ -28,8 +28,8 @@ Usage: bench/compression.py [--build DIR] [--out DIR] [--ranks N]
 """
 
 import argparse
+import itertools
 import json
-import math
 import os
 import pathlib
 import statistics
@@ -38,11 +38,12 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+from tessera.plot import line_chart  # noqa: E402
+
 TORCH_PYTHON = "/usr/bin/python3"
 SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8", "powersgd:4",
             "onebit", "local:4", "local:16")
-COLOURS = ("black", "steelblue", "darkred", "darkgreen", "darkorange",
-           "olive", "purple", "gray")
 LR = {"adam": 3e-3, "sgd": 0.3}
 
 
@@ -116,55 +117,16 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
 def plot(curves, path, title):
     """Loss (moving mean over 20 steps) against cumulative MB sent, the MB
     on a log scale (plain sends orders of magnitude more)."""
-    w, h, pad = 640, 380, 56
-    cumulative = {name: [sum(r["per_step"][:i + 1]) / 1e6
-                         for i in range(len(r["per_step"]))]
-                  for name, r in curves}
-    xmin = min(c[0] for c in cumulative.values())
-    xmax = max(c[-1] for c in cumulative.values())
-    lo, hi = math.floor(math.log10(xmin)), math.ceil(math.log10(xmax))
-    smooth = {}
+    series = []
     for name, r in curves:
+        mb = list(itertools.accumulate(b / 1e6 for b in r["per_step"]))
         ls = r["losses"]
-        smooth[name] = [statistics.mean(ls[max(0, i - 19):i + 1])
-                        for i in range(len(ls))]
-    ymin = min(min(v) for v in smooth.values())
-    ymax = max(max(v) for v in smooth.values())
-
-    def sx(x):
-        return pad + (math.log10(x) - lo) / (hi - lo) * (w - 2 * pad)
-
-    def sy(y):
-        return h - pad - (y - ymin) / (ymax - ymin) * (h - 2 * pad)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" '
-             f'height="{h}" font-family="sans-serif" font-size="11">',
-             f'<rect width="{w}" height="{h}" fill="white"/>',
-             f'<text x="{w / 2}" y="16" text-anchor="middle">{title}</text>',
-             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" '
-             'stroke="black"/>',
-             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" '
-             'stroke="black"/>',
-             f'<text x="{w / 2}" y="{h - 14}" text-anchor="middle">MB sent '
-             'by one rank (cumulative, log scale)</text>',
-             f'<text x="14" y="{h / 2}" transform="rotate(-90 14 {h / 2})" '
-             'text-anchor="middle">loss (mean of the last 20 steps)</text>']
-    for e in range(lo, hi + 1):
-        parts.append(f'<text x="{sx(10.0 ** e)}" y="{h - pad + 14}" '
-                     f'text-anchor="middle">{10.0 ** e:g}</text>')
-    for v in (ymin, (ymin + ymax) / 2, ymax):
-        parts.append(f'<text x="{pad - 6}" y="{sy(v) + 4}" '
-                     f'text-anchor="end">{v:.2f}</text>')
-    for k, (name, r) in enumerate(curves):
-        colour = COLOURS[k % len(COLOURS)]
-        points = " ".join(f"{sx(cumulative[name][i]):.1f},{sy(y):.1f}"
-                          for i, y in enumerate(smooth[name]))
-        parts.append(f'<polyline fill="none" stroke="{colour}" '
-                     f'points="{points}"/>')
-        parts.append(f'<text x="{w - pad - 4}" y="{pad + 14 * (k + 1)}" '
-                     f'text-anchor="end" fill="{colour}">{name}</text>')
-    parts.append("</svg>")
-    pathlib.Path(path).write_text("\n".join(parts) + "\n")
+        smooth = [statistics.mean(ls[max(0, i - 19):i + 1])
+                  for i in range(len(ls))]
+        series.append((name, mb, smooth))
+    line_chart(path, series, title=title,
+               x_label="MB sent by one rank (cumulative, log scale)",
+               y_label="loss (mean of the last 20 steps)", log_x=True)
 
 
 def main():
