@@ -442,6 +442,41 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       }
       f->removeAttr(tsr::attr::kLocalSteps);
     }
+    if (auto plan =
+            f->getAttrOfType<DictionaryAttr>(tsr::attr::kParameterServer)) {
+      if (!sig.parameterServer)
+        sig.parameterServer.emplace();
+      sig.parameterServer->servers =
+          plan.getAs<IntegerAttr>("servers").getInt();
+      sig.parameterServer->staleness =
+          plan.getAs<IntegerAttr>("staleness").getInt();
+      for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+        f.removeResultAttr(i,
+                           StringAttr::get(f.getContext(), tsr::attr::kServer));
+      f->removeAttr(tsr::attr::kParameterServer);
+    }
+    if (auto server = f->getAttrOfType<IntegerAttr>(tsr::attr::kServer)) {
+      if (!sig.parameterServer)
+        sig.parameterServer.emplace();
+      ArtifactParameterServer &ps = *sig.parameterServer;
+      size_t s = server.getInt();
+      if (ps.programs.size() <= s) {
+        ps.programs.resize(s + 1);
+        ps.heldBytes.resize(s + 1);
+      }
+      ps.programs[s] = f.getSymName().str();
+      for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
+        auto role = f.getArgAttrOfType<tsr::RoleAttr>(i, tsr::attr::kRole);
+        int64_t bytes = tsr::getStaticTensorBytes(f.getArgument(i).getType());
+        if (role && role.getValue() == tsr::Role::param) {
+          ps.heldBytes[s] += bytes;
+          ps.pullBytes += bytes;
+        } else if (role && role.getValue() == tsr::Role::grad) {
+          ps.pushBytes += bytes;
+        }
+      }
+      f->removeAttr(tsr::attr::kServer);
+    }
     if (auto zero = f->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero)) {
       sig.zero = zero.getStage();
       f->removeAttr(tsr::attr::kZero);
@@ -655,6 +690,17 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
         {"steps", sig->localSGD->steps},
         {"average_bytes", int64_t(sig->localSGD->averageBytes)},
         {"gradient_bytes", int64_t(sig->localSGD->gradientBytes)}};
+  if (const std::optional<ArtifactParameterServer> &ps = sig->parameterServer) {
+    llvm::json::Object entry{{"servers", ps->servers},
+                             {"mode", ps->staleness < 0 ? "sync" : "async"},
+                             {"programs", llvm::json::Array(ps->programs)},
+                             {"held_bytes", llvm::json::Array(ps->heldBytes)},
+                             {"push_bytes", ps->pushBytes},
+                             {"pull_bytes", ps->pullBytes}};
+    if (ps->staleness >= 0)
+      entry["staleness"] = ps->staleness;
+    manifest["parameter_server"] = std::move(entry);
+  }
   if (!sig->frozen.empty()) {
     llvm::json::Object frozen;
     for (auto &[name, reason] : sig->frozen)

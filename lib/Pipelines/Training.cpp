@@ -66,9 +66,21 @@ void mlir::tessera::buildTrainingPipeline(
     if (options.dataParallel) {
       TsrDataParallelPlanOptions plan = *options.dataParallel;
       plan.function = step;
+      pm.addPass(createTsrDataParallelPlan(plan));
+      if (plan.servers > 0) {
+        // The servers apply the optimizer; the step (the workers') stops
+        // at the gradients.
+        pm.addPass(createTsrParameterServer(TsrParameterServerOptions{step}));
+        if (options.optimizer)
+          for (int64_t s = 0; s < plan.servers; ++s) {
+            TsrOptimizerOptions optimizer = *options.optimizer;
+            optimizer.function = "server" + std::to_string(s);
+            pm.addPass(createTsrOptimizer(optimizer));
+          }
+        continue;
+      }
       TsrDataParallelOptions apply = options.dataParallelApply;
       apply.function = step;
-      pm.addPass(createTsrDataParallelPlan(plan));
       pm.addPass(createTsrDataParallel(apply));
     }
     if (options.optimizer) {

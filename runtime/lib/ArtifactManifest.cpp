@@ -35,12 +35,20 @@ struct RoleName {
 };
 
 constexpr RoleName kRoles[] = {
-    {TSR_ROLE_DATA, "data", true},    {TSR_ROLE_LABEL, "label", true},
-    {TSR_ROLE_PARAM, "param", true},  {TSR_ROLE_STATE, "state", true},
-    {TSR_ROLE_PARAM, "param", false}, {TSR_ROLE_STATE, "state", false},
-    {TSR_ROLE_LOSS, "loss", false},   {TSR_ROLE_METRIC, "metric", false},
-    {TSR_ROLE_GRAD, "grad", false},   {TSR_ROLE_RNG, "rng", true},
+    {TSR_ROLE_DATA, "data", true},
+    {TSR_ROLE_LABEL, "label", true},
+    {TSR_ROLE_PARAM, "param", true},
+    {TSR_ROLE_STATE, "state", true},
+    {TSR_ROLE_PARAM, "param", false},
+    {TSR_ROLE_STATE, "state", false},
+    {TSR_ROLE_LOSS, "loss", false},
+    {TSR_ROLE_METRIC, "metric", false},
+    {TSR_ROLE_GRAD, "grad", false},
+    {TSR_ROLE_RNG, "rng", true},
     {TSR_ROLE_SYNC, "sync", true},
+    // A parameter server's program takes the workers' gradients and loss.
+    {TSR_ROLE_GRAD, "grad", true},
+    {TSR_ROLE_LOSS, "loss", true},
 };
 
 /// The targets this runtime knows, with the one placement their buffers
@@ -188,7 +196,7 @@ tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
   if (hasUpdates && !updating)
     return fail(TSR_ERROR_PARSE,
                 at + ".updates is only for param and state outputs");
-  if (spec.role == TSR_ROLE_GRAD && !hasOf)
+  if (!isInput && spec.role == TSR_ROLE_GRAD && !hasOf)
     return fail(TSR_ERROR_PARSE, at + " has role \"grad\" but no \"of\"");
   if (hasOf && spec.role != TSR_ROLE_GRAD)
     return fail(TSR_ERROR_PARSE, at + ".of is only for grad outputs");
@@ -644,11 +652,88 @@ tsr_status_t parseRanks(const Json &entry, const std::string &at, Manifest &out,
   return TSR_OK;
 }
 
+/// Parses "parameter_server" (optional) and finds whether this process,
+/// by the launcher's world rank, is a worker or which server.
+tsr_status_t parseParameterServer(const Json &root, Manifest &out) {
+  const Json *object = findMember(root, "parameter_server");
+  if (!object)
+    return TSR_OK;
+  const std::string at = "parameter_server";
+  if (!object->is_object())
+    return fail(TSR_ERROR_PARSE, at + " must be an object");
+  ParameterServerSpec &ps = out.parameterServer;
+  bool hasServers = false;
+  if (tsr_status_t s =
+          optionalInteger(*object, "servers", at, 1, ps.servers, &hasServers))
+    return s;
+  if (!hasServers)
+    return fail(TSR_ERROR_PARSE, "missing \"servers\" in " + at);
+  std::string mode;
+  if (tsr_status_t s = requireString(*object, "mode", at, mode))
+    return s;
+  if (mode == "async") {
+    bool hasStaleness = false;
+    if (tsr_status_t s = optionalInteger(*object, "staleness", at, 0,
+                                         ps.staleness, &hasStaleness))
+      return s;
+    if (!hasStaleness)
+      return fail(TSR_ERROR_PARSE,
+                  "missing \"staleness\" in " + at + " (mode \"async\")");
+  } else if (mode != "sync") {
+    return fail(TSR_ERROR_PARSE, at + ".mode is \"" + mode +
+                                     "\", expected \"sync\" or \"async\"");
+  }
+  const Json *programs = findMember(*object, "programs");
+  if (!programs || !programs->is_array() ||
+      static_cast<int64_t>(programs->size()) != ps.servers)
+    return fail(TSR_ERROR_PARSE, at +
+                                     ".programs must list one program per "
+                                     "server (" +
+                                     std::to_string(ps.servers) + ")");
+  for (size_t s = 0; s < programs->size(); ++s) {
+    const Json &name = (*programs)[s];
+    if (!name.is_string() ||
+        std::none_of(out.programs.begin(), out.programs.end(),
+                     [&](const ProgramSpec &p) {
+                       return p.name == name.get<std::string>();
+                     }))
+      return fail(TSR_ERROR_PARSE,
+                  at + "." + where("programs", s) + " must name a program");
+    ps.programs.push_back(name.get<std::string>());
+  }
+  int64_t dp = findMeshAxis(out, "dp");
+  if (dp < 0 || out.mesh.size() != 1)
+    return fail(TSR_ERROR_PARSE, at + " needs the mesh to be one axis \"dp\" "
+                                      "(the workers)");
+  ps.workers = out.mesh[dp].second;
+  if (out.selectedRank < 0)
+    out.selectedRank = launcherRank();
+  if (out.selectedRank >= ps.workers + ps.servers)
+    return fail(TSR_ERROR_MISMATCH,
+                "the launcher says this process is rank " +
+                    std::to_string(out.selectedRank) +
+                    ", but the artifact has " + std::to_string(ps.workers) +
+                    " workers and " + std::to_string(ps.servers) +
+                    " parameter servers (launch " +
+                    std::to_string(ps.workers + ps.servers) + " ranks)");
+  if (out.selectedRank >= ps.workers)
+    ps.server = out.selectedRank - ps.workers;
+  return TSR_OK;
+}
+
 /// Parses "schedule" and derives the step's inputs and outputs: a program
 /// input binds by name to an output of an earlier call of the step, else
-/// to the step input of that name (added on first use).
+/// to the step input of that name (added on first use). A parameter
+/// server's step is its own program alone.
 tsr_status_t parseSchedule(const Json &root, Manifest &out) {
   const Json *list = findMember(root, "schedule");
+  Json serverSchedule;
+  if (out.parameterServer.server >= 0) {
+    serverSchedule = Json::array(
+        {Json{{"program",
+               out.parameterServer.programs[out.parameterServer.server]}}});
+    list = &serverSchedule;
+  }
   if (!list)
     return fail(TSR_ERROR_PARSE, "missing \"schedule\"");
   if (!list->is_array() || list->empty())
@@ -830,7 +915,11 @@ tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
     if (!hasSteps)
       return fail(TSR_ERROR_PARSE, "missing \"steps\" in local_sgd");
   }
-  if (const Json *tokens = findMember(*object, "tokens")) {
+  // A parameter server's program takes no batch.
+  const Json *tokens = manifest.parameterServer.server < 0
+                           ? findMember(*object, "tokens")
+                           : nullptr;
+  if (tokens) {
     if (!tokens->is_object())
       return fail(TSR_ERROR_PARSE, "train.tokens must be an object");
     if (tsr_status_t s = resolveTokenInput(*tokens, "input", TSR_ROLE_DATA,
@@ -953,6 +1042,8 @@ tsr_status_t tsr::parseManifest(const std::string &text, Manifest &out) {
   if (tsr_status_t s = parseParallel(root, out))
     return s;
   if (tsr_status_t s = parsePrograms(root, out))
+    return s;
+  if (tsr_status_t s = parseParameterServer(root, out))
     return s;
   if (tsr_status_t s = parseSchedule(root, out))
     return s;

@@ -165,10 +165,12 @@ tsr_status_t run(tsr_comm_t *comm, const char *what, int peer, Fn &&body) {
   } else if (peer >= 0) {
     label = std::string(what) + " with rank " +
             std::to_string(comm->backend->worldRank(peer));
+  } else if (peer == kAnyPeer) {
+    label = what;
   } else {
     label = std::string(what) + " #" + std::to_string(comm->issued);
   }
-  if (peer < 0)
+  if (peer == -1)
     ++comm->issued;
   noteCollectiveBegins(label);
   comm->backend->begin(label, peer);
@@ -453,6 +455,21 @@ tsr_status_t tsr_comm_recv(tsr_comm_t *comm, void *buffer, size_t count,
     return s;
   return run(comm, what, peer, [&] {
     return comm->backend->recv(buffer, count, dtype, peer, stream);
+  });
+}
+
+tsr_status_t tsr_comm_recv_any(tsr_comm_t *comm, void *buffer, size_t count,
+                               tsr_dtype_t dtype, int *outPeer) {
+  const char *what = "recv from any rank";
+  if (tsr_status_t s = checkComm(what, comm))
+    return s;
+  if (tsr_status_t s = checkBuffers(what, buffer, buffer, count, dtype))
+    return s;
+  if (!outPeer)
+    return fail(TSR_ERROR_INVALID_ARGUMENT,
+                std::string(what) + ": null out_peer");
+  return run(comm, what, kAnyPeer, [&] {
+    return comm->backend->recvAny(buffer, count, dtype, *outPeer);
   });
 }
 

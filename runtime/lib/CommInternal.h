@@ -54,10 +54,17 @@ public:
                             int peer, void *stream) = 0;
   virtual tsr_status_t recv(void *buffer, size_t count, tsr_dtype_t dtype,
                             int peer, void *stream) = 0;
+  /// Receives a message from whichever rank sends one first; `outPeer`
+  /// is its rank.
+  virtual tsr_status_t recvAny(void *buffer, size_t count, tsr_dtype_t dtype,
+                               int &outPeer) = 0;
   virtual tsr_status_t barrier() = 0;
   virtual tsr_status_t split(int color, int key,
                              std::unique_ptr<CommBackend> &out) = 0;
 };
+
+/// The peer that begin() names for a receive from any rank.
+constexpr int kAnyPeer = -2;
 
 /// Creates the MPI world communicator (initializing MPI if needed).
 tsr_status_t createMpiWorld(const tsr_comm_options_t &options,
@@ -137,6 +144,11 @@ const MeshLayout *registeredMeshLayout();
 
 /// The communicator bound to group `mask`, or null.
 tsr_comm_t *boundGroup(int64_t mask);
+
+/// The world communicator of a parameter-server artifact (its workers and
+/// servers), which tsr_mesh_create_for_artifact binds for the trainer's
+/// pushes and pulls; null otherwise.
+tsr_comm_t *parameterServerWorld();
 
 /// Describes the collectives of `manifest` for the runtime's messages
 /// (tsr_comm_describe_collective) and marks its gradient buckets.

@@ -20,11 +20,20 @@
 
 using namespace tsr;
 
+namespace {
+tsr_comm_t *boundParameterServerWorld = nullptr;
+} // namespace
+
+tsr_comm_t *tsr::parameterServerWorld() { return boundParameterServerWorld; }
+
 struct tsr_mesh {
   std::vector<std::string> names;
   MeshLayout layout;
   /// The communicators, by mask, in increasing mask order.
   std::vector<std::pair<int64_t, tsr_comm_t *>> groups;
+  /// With parameter servers: the workers' or the servers' part of the
+  /// world (owned), and the world (the caller's), bound for the trainer.
+  tsr_comm_t *side = nullptr, *parameterServerWorld = nullptr;
 
   tsr_mesh() = default;
   tsr_mesh(const tsr_mesh &) = delete;
@@ -37,6 +46,10 @@ struct tsr_mesh {
     }
     if (registeredMeshLayout() == &layout)
       registerMeshLayout(nullptr);
+    if (boundParameterServerWorld == parameterServerWorld)
+      boundParameterServerWorld = nullptr;
+    if (side)
+      tsr_comm_destroy(side);
   }
 };
 
@@ -225,10 +238,50 @@ tsr_status_t tsr_mesh_create_for_artifact(tsr_comm_t *world,
         mask |= int64_t(1) << findMeshAxis(manifest, axis);
       groups.push_back(mask);
     }
+    // With parameter servers the mesh is the workers': ranks 0 ... N-1
+    // split off to build it, and the servers take none.
+    const ParameterServerSpec &ps = manifest.parameterServer;
+    tsr_comm_t *side = nullptr;
+    if (ps.servers > 0) {
+      if (!world)
+        return fail(TSR_ERROR_INVALID_ARGUMENT,
+                    "tsr_mesh_create: null world communicator");
+      int size = tsr_comm_size(world);
+      if (size != ps.workers + ps.servers)
+        return fail(TSR_ERROR_MISMATCH,
+                    artifact->dir + ": the artifact has " +
+                        std::to_string(ps.workers) + " workers and " +
+                        std::to_string(ps.servers) +
+                        " parameter servers, but the world communicator "
+                        "has " +
+                        std::to_string(size) + " ranks (launch " +
+                        std::to_string(ps.workers + ps.servers) + ")");
+      bool server = tsr_comm_rank(world) >= ps.workers;
+      if (tsr_status_t s = tsr_comm_split(world, server ? 1 : 0,
+                                          tsr_comm_rank(world), &side))
+        return withContext(s, artifact->dir);
+      if (server) {
+        axes.clear();
+        groups.clear();
+      }
+    }
     std::unique_ptr<tsr_mesh> mesh;
-    if (tsr_status_t s = createMesh(world, axes.data(), axes.size(),
-                                    groups.data(), groups.size(), mesh))
-      return withContext(s, artifact->dir);
+    tsr_status_t created = TSR_OK;
+    if (side && axes.empty())
+      mesh = std::make_unique<tsr_mesh>();
+    else
+      created = createMesh(side ? side : world, axes.data(), axes.size(),
+                           groups.data(), groups.size(), mesh);
+    if (created) {
+      if (side)
+        tsr_comm_destroy(side);
+      return withContext(created, artifact->dir);
+    }
+    if (side) {
+      mesh->side = side;
+      mesh->parameterServerWorld = world;
+      boundParameterServerWorld = world;
+    }
     if (tsr_status_t s = describeCollectives(manifest))
       return s;
     *out_mesh = mesh.release();

@@ -249,7 +249,7 @@ public:
       activeLabel = label;
     }
     activePeer.store(peer);
-    if (peer < 0)
+    if (peer == -1)
       entered.fetch_add(1);
     deadline.store(nowNanoseconds() + static_cast<int64_t>(timeout * 1e9));
   }
@@ -331,6 +331,17 @@ public:
     int code = MPI_Recv(buffer, static_cast<int>(count), mpiType(dtype), peer,
                         0, comm, MPI_STATUS_IGNORE);
     return code == MPI_SUCCESS ? TSR_OK : mpiFail(code, "MPI_Recv");
+  }
+
+  tsr_status_t recvAny(void *buffer, size_t count, tsr_dtype_t dtype,
+                       int &outPeer) override {
+    MPI_Status status;
+    int code = MPI_Recv(buffer, static_cast<int>(count), mpiType(dtype),
+                        MPI_ANY_SOURCE, 0, comm, &status);
+    if (code != MPI_SUCCESS)
+      return mpiFail(code, "MPI_Recv");
+    outPeer = status.MPI_SOURCE;
+    return TSR_OK;
   }
 
   tsr_status_t barrier() override {
@@ -485,6 +496,8 @@ void Watchdog::reportTimeout(MpiComm &comm, int64_t now) {
   if (peer >= 0) {
     message +=
         "; rank " + std::to_string(comm.worldRank(peer)) + " never arrived";
+  } else if (peer == kAnyPeer) {
+    message += "; no rank sent anything";
   } else if (threadLevel != MPI_THREAD_MULTIPLE) {
     message += " (MPI runs below MPI_THREAD_MULTIPLE: cannot tell which "
                "ranks are missing)";

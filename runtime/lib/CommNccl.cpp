@@ -154,6 +154,11 @@ public:
     return pluginStatus(
         plugin->recv(handle, buffer, count, dtype, peer, stream), "ncclRecv");
   }
+  tsr_status_t recvAny(void *, size_t, tsr_dtype_t, int &) override {
+    return fail(TSR_ERROR_UNSUPPORTED,
+                "NCCL cannot receive from any rank (ncclRecv names its "
+                "peer): use an MPI communicator");
+  }
   tsr_status_t barrier() override {
     return pluginStatus(plugin->barrier(handle), "barrier");
   }

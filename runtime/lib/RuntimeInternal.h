@@ -111,8 +111,22 @@ struct CallSpec {
   size_t firstOutput = 0;
 };
 
+/// Parameter servers ("parameter_server"): the mesh's dp ranks are the
+/// workers, and `servers` more ranks after them each run one of `programs`.
+struct ParameterServerSpec {
+  int64_t servers = 0, workers = 0;
+  /// How many steps a worker may run ahead of the slowest; -1: "sync"
+  /// (the servers average every worker's gradient of a step).
+  int64_t staleness = -1;
+  std::vector<std::string> programs;
+  /// This process's server number (from the launcher's world rank), or -1
+  /// on a worker.
+  int64_t server = -1;
+};
+
 struct Manifest {
   std::string mode, target, library, onnx;
+  ParameterServerSpec parameterServer;
   std::vector<ProgramSpec> programs;
   std::vector<CallSpec> schedule;
   /// The step's signature, derived from the schedule: its inputs are the

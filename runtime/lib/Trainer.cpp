@@ -28,6 +28,7 @@
 #include "DurableFile.h"
 #include "Float16.h"
 #include "Json.h"
+#include "ParameterServer.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Checkpoint.h"
 #include "tessera-runtime/Comm.h"
@@ -83,6 +84,9 @@ struct tsr_trainer {
   /// Whether a checkpoint written under other hyperparameters may be
   /// resumed (tsr_trainer_allow_changed_hparams).
   bool allowChangedHparams = false;
+  /// With parameter servers: this worker's or server's side of the
+  /// exchange.
+  std::unique_ptr<ParameterServerLink> parameterServer;
 };
 
 namespace {
@@ -360,6 +364,11 @@ std::string meshText(const Manifest &manifest) {
 /// coordinate and whether it saves.
 tsr_status_t joinMesh(tsr_trainer &trainer) {
   const Manifest &manifest = trainer.artifact->manifest;
+  // A parameter server is on no mesh axis and saves nothing itself.
+  if (manifest.parameterServer.server >= 0) {
+    trainer.saves = false;
+    return TSR_OK;
+  }
   if (tsr_status_t s =
           getDataParallelPosition(manifest, trainer.dpRank, trainer.dpSize))
     return s;
@@ -484,6 +493,11 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
   if (!artifact.onnxPath.empty())
     if (tsr_status_t s = loadModel(*trainer))
       return s;
+  if (manifest.parameterServer.servers > 0)
+    if (tsr_status_t s = ParameterServerLink::create(manifest, trainer->inputs,
+                                                     trainer->outputs,
+                                                     trainer->parameterServer))
+      return withContext(s, artifact.dir);
   out = std::move(trainer);
   return TSR_OK;
 }
@@ -491,6 +505,8 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
 /// Where a seed starts the rng input's stream: seed * 2^40 (modulo 2^64),
 /// far beyond step * N + rank of any run.
 int64_t rngOffset(uint64_t seed) { return static_cast<int64_t>(seed << 40); }
+
+tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss);
 
 /// Runs 0-based step `step`; `last` marks the last step of a run, after
 /// which the ranks' parameters must agree (the `sync` input).
@@ -509,6 +525,15 @@ tsr_status_t runStep(tsr_trainer &trainer, const tsr_dataset_t &dataset,
           rngOffset(trainer.seed) + step * trainer.dpSize + trainer.dpRank;
     else if (specs[i].role == TSR_ROLE_SYNC)
       *static_cast<int64_t *>(trainer.inputs[i]->data) = last ? 1 : 0;
+  return invokeStep(trainer, step, outLoss);
+}
+
+/// Runs the step's programs on the inputs as they are (runStep has filled
+/// the batch), reads the loss and swaps the updated inputs in.
+tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
+  std::vector<tsr_tensor_t *> inputs;
+  for (auto &tensor : trainer.inputs)
+    inputs.push_back(tensor.get());
   // Collectives that fail or time out name the step as logs count it.
   tsr_comm_set_step(step + 1);
   std::vector<tsr_tensor_t *> outputs;
@@ -703,6 +728,11 @@ tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
 }
 
 tsr_status_t checkCheckpoints(const tsr_trainer &trainer) {
+  if (trainer.parameterServer)
+    return fail(TSR_ERROR_UNSUPPORTED,
+                trainer.artifact->dir +
+                    ": checkpoints of a parameter-server artifact are not "
+                    "supported yet; --save-onnx saves the trained model");
   if (!trainer.artifact->manifest.otherCalls.empty())
     return fail(TSR_ERROR_UNSUPPORTED,
                 trainer.artifact->dir +
@@ -982,6 +1012,26 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
                       std::to_string(period) +
                       ": the ranks' parameters agree only every " +
                       std::to_string(period) + " steps and at the end");
+  if (trainer.parameterServer) {
+    if (manifest.parameterServer.server >= 0)
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  "this process is parameter server " +
+                      std::to_string(manifest.parameterServer.server) +
+                      ", which serves (tsr_trainer_serve) rather than trains");
+    if (options.checkpoint_dir)
+      if (tsr_status_t s = checkCheckpoints(trainer))
+        return s;
+    if (options.save_every > 0)
+      return fail(TSR_ERROR_UNSUPPORTED,
+                  "training options: save_every with parameter servers is "
+                  "not supported yet (the servers hold the parameters); the "
+                  "model is saved after the last step");
+    if (options.first_step != 0)
+      return fail(TSR_ERROR_UNSUPPORTED,
+                  "training options: parameter servers start at step 0");
+    if (tsr_status_t s = trainer.parameterServer->start(options.steps))
+      return s;
+  }
   // Token artifacts count tokens, B * T per step.
   int64_t tokenInput = manifest.train.tokenInput;
   int64_t window = tokenInput >= 0 ? manifest.inputs[tokenInput].shape[1] : 1;
@@ -1011,6 +1061,9 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
     if (tsr_status_t s =
             runStep(trainer, dataset, step - 1, loss, step == options.steps))
       return withContext(s, where);
+    if (trainer.parameterServer)
+      if (tsr_status_t s = trainer.parameterServer->exchange(step - 1, loss))
+        return withContext(s, where);
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
     if (options.on_step) {
@@ -1037,6 +1090,9 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
       if (tsr_status_t s = checkpoint(step))
         return s;
   }
+  if (trainer.parameterServer)
+    if (tsr_status_t s = trainer.parameterServer->finish())
+      return s;
   if (options.checkpoint_dir && (options.checkpoint_every == 0 ||
                                  options.steps % options.checkpoint_every != 0))
     if (tsr_status_t s = checkpoint(options.steps))
@@ -1146,6 +1202,35 @@ tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
     if (!trainer || !dataset || !options)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
     return runLoop(*trainer, *dataset, *options);
+  });
+}
+
+int64_t tsr_trainer_parameter_server(const tsr_trainer_t *trainer) {
+  return trainer ? trainer->artifact->manifest.parameterServer.server : -1;
+}
+
+tsr_status_t tsr_trainer_serve(tsr_trainer_t *trainer,
+                               tsr_server_stats_t *out_stats) {
+  return guard([&] {
+    if (!trainer || !out_stats)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    const ParameterServerSpec &spec =
+        trainer->artifact->manifest.parameterServer;
+    if (spec.server < 0)
+      return fail(TSR_ERROR_INVALID_ARGUMENT,
+                  trainer->artifact->dir +
+                      ": this process is not a parameter server");
+    ParameterServerStats stats;
+    tsr_status_t status = trainer->parameterServer->serve(
+        [&](int64_t update) {
+          float loss = 0;
+          return invokeStep(*trainer, update, loss);
+        },
+        stats);
+    *out_stats = tsr_server_stats_t{spec.server,  spec.workers,  spec.staleness,
+                                    stats.steps,  stats.updates, stats.waits,
+                                    stats.maxLead};
+    return status;
   });
 }
 

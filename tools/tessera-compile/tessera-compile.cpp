@@ -281,6 +281,29 @@ static cl::opt<int64_t> localSteps(
              "state every H steps instead of all-reducing gradients every "
              "step (0: off)"),
     cl::value_desc("H"), cl::init(0), cl::cat(trainCat));
+static cl::opt<int64_t> parameterServers(
+    "ps",
+    cl::desc("With --mesh dp=N: S parameter servers, ranks N..N+S-1, hold "
+             "the parameters and optimizer state (each parameter whole on "
+             "one server) and apply the updates; the N workers send "
+             "gradients and receive parameters (0: off)"),
+    cl::value_desc("S"), cl::init(0), cl::cat(trainCat));
+static cl::opt<bool> psSync(
+    "ps-sync",
+    cl::desc("With --ps: bulk-synchronous, the servers average every "
+             "worker's gradient of a step into one update (the default)"),
+    cl::cat(trainCat));
+static cl::opt<bool>
+    psAsync("ps-async",
+            cl::desc("With --ps: asynchronous, the servers apply each "
+                     "worker's gradient as it arrives, and a worker runs at "
+                     "most --staleness steps ahead of the slowest"),
+            cl::cat(trainCat));
+static cl::opt<int64_t> staleness(
+    "staleness",
+    cl::desc("With --ps-async: how many steps a worker may run ahead of the "
+             "slowest (0: in lockstep)"),
+    cl::value_desc("K"), cl::init(2), cl::cat(trainCat));
 static cl::opt<std::string>
     optimizerName("optimizer",
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
@@ -533,6 +556,10 @@ static std::vector<std::pair<std::string, std::string>> describeHparams() {
     return hp;
   }
   add("local_steps", std::to_string(localSteps));
+  if (parameterServers > 0) {
+    add("parameter_servers", std::to_string(parameterServers));
+    add("staleness", psAsync ? std::to_string(staleness) : "sync");
+  }
   StringRef opt = optimizerName;
   add("optimizer", optimizerName);
   add("lr", shortestDecimal(lr));
@@ -627,7 +654,9 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
         zeroStage,
         std::max<int64_t>(1, int64_t(bucketMiB * 1024 * 1024)),
         compressionSpec(),
-        localSteps};
+        localSteps,
+        parameterServers,
+        parameterServers > 0 && psAsync ? staleness.getValue() : -1};
   // Gradients are reduced in the step's 16-bit type unless asked otherwise.
   if (precisionPolicy != "fp32" && !reduceInFp32)
     options.dataParallelApply.reduceType =
@@ -688,7 +717,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   train.dataParallel = std::max<int64_t>(dataParallel, 1);
   func::FuncOp step;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f.isPublic())
+    if (f.isPublic() && !f->hasAttr(tsr::attr::kServer))
       step = f;
   SmallVector<unsigned> data, labels;
   collectBatchInputs(step, data, labels, train.batchSize);
@@ -819,6 +848,19 @@ static void printStepSummary(const tessera::ArtifactSignature &sig,
     os << "  mesh: " << llvm::join(axes, ",");
     if (sig.zero)
       os << ", ZeRO-" << *sig.zero;
+    if (const auto &ps = sig.parameterServer) {
+      os << "; " << ps->servers << " parameter server"
+         << (ps->servers == 1 ? "" : "s") << " (ranks after the workers), "
+         << (ps->staleness < 0
+                 ? "bulk-synchronous"
+                 : "asynchronous, staleness " + std::to_string(ps->staleness))
+         << ", holding "
+         << llvm::join(
+                llvm::map_range(ps->heldBytes,
+                                [](int64_t b) { return std::to_string(b); }),
+                " + ")
+         << " bytes";
+    }
     os << "\n";
   }
   os << llvm::formatv("  predicted peak per rank: {0} bytes ({1:f1} MiB); "
@@ -1304,6 +1346,50 @@ int main(int argc, char **argv) {
                   "(--precision=fp16): ranks that skip steps on their own "
                   "would disagree on when to average; use --precision=bf16 "
                   "or --loss-scale=N");
+  }
+  if (psSync && psAsync)
+    return fail("--ps-sync and --ps-async contradict each other: choose one");
+  if ((psSync || psAsync || staleness.getNumOccurrences()) &&
+      parameterServers == 0)
+    return fail(Twine(psAsync  ? "--ps-async"
+                      : psSync ? "--ps-sync"
+                               : "--staleness") +
+                " needs --ps=S (the number of parameter servers)");
+  if (staleness.getNumOccurrences() && !psAsync)
+    return fail("--staleness bounds asynchronous workers: it needs "
+                "--ps-async (--ps-sync keeps them in lockstep)");
+  if (staleness < 0)
+    return fail("--staleness=" + Twine(staleness.getValue()) +
+                " is negative (0 keeps the workers in lockstep)");
+  if (parameterServers < 0)
+    return fail("--ps=" + Twine(parameterServers.getValue()) +
+                " is negative (0 turns parameter servers off)");
+  if (parameterServers > 0) {
+    if (dataParallel == 0)
+      return fail("--ps needs --mesh dp=N (the number of workers)");
+    if (mode != "train")
+      return fail("--ps needs --mode=train: the servers apply the optimizer");
+    if (tensorParallel > 1 || pipelineParallel > 0 || expertParallel > 1)
+      return fail("--ps goes with --mesh dp=N alone so far (not with tp, pp "
+                  "or ep)");
+    if (zeroStage > 0)
+      return fail("--ps holds the optimizer state on the servers: it does "
+                  "not go with --zero");
+    if (gradCompression != "none")
+      return fail("--ps does not go with --grad-compression yet");
+    if (localSteps > 0)
+      return fail("--ps and --local-steps are two ways to train apart: "
+                  "choose one");
+    if (clipGradNorm > 0)
+      return fail("--clip-grad-norm needs the norm over every parameter, "
+                  "which --ps servers hold in parts: not supported with --ps");
+    if (targetName != "cpu")
+      return fail("--ps runs on --target=cpu only so far: its workers and "
+                  "servers talk over MPI");
+    if (effectiveLossScale() == "dynamic")
+      return fail("--ps does not go with dynamic loss scaling "
+                  "(--precision=fp16): a server cannot skip a step that "
+                  "another applies; use --precision=bf16 or --loss-scale=N");
   }
   if (cpuVectorSize < 0)
     return fail("--cpu-vector-size=" + Twine(cpuVectorSize.getValue()) +

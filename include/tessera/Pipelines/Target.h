@@ -89,6 +89,17 @@ struct ArtifactLocalSGD {
   double averageBytes = 0, gradientBytes = 0;
 };
 
+/// Parameter servers (`tsr.parameter_server`): how many, the staleness
+/// bound (-1: bulk-synchronous), each server's program and the parameter
+/// bytes it holds, and the bytes a worker pushes (gradients) and pulls
+/// (parameters) per step.
+struct ArtifactParameterServer {
+  int64_t servers = 0, staleness = -1;
+  SmallVector<std::string> programs;
+  SmallVector<int64_t> heldBytes;
+  int64_t pushBytes = 0, pullBytes = 0;
+};
+
 /// One op's compute type, from tsr-precision-plan (`tsr.precision`).
 struct ArtifactPrecision {
   /// The op's name (tsr.matmul), its model node, the type and the rule.
@@ -190,6 +201,7 @@ struct ArtifactSignature {
   SmallVector<ArtifactCollective> collectives;
   std::optional<ArtifactCompression> compression;
   std::optional<ArtifactLocalSGD> localSGD;
+  std::optional<ArtifactParameterServer> parameterServer;
   /// The precision policy (`tsr.precision`: bf16 or fp16; empty for the
   /// model's own types) and every decision of it, in program order.
   std::string precision;

@@ -156,6 +156,12 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     if (momentum < 0 || weightDecay < 0 || clipNorm < 0 || warmupSteps < 0)
       return func.emitError("momentum, weight decay, clip norm and warm-up "
                             "steps must not be negative");
+    // A parameter server's update (tsr-parameter-server) holds some of the
+    // parameters, and the servers share no collective.
+    if (func->hasAttr(tsr::attr::kServer) && clipNorm > 0)
+      return func.emitError("gradient clipping needs the norm over every "
+                            "parameter, which parameter servers hold in "
+                            "parts: not supported with parameter servers");
     if (nesterov && (optimizer != "sgd" || momentum <= 0))
       return func.emitError("nesterov needs optimizer sgd with momentum > 0");
     if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
@@ -794,14 +800,15 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
 
     // Σ‖g‖² over every parameter, for clipping and the grad_norm metric.
     Value sq;
-    if (clipNorm > 0 || metrics)
+    if (clipNorm > 0 || (metrics && !func->hasAttr(tsr::attr::kServer)))
       sq = globalSum([&](Value grad) {
         return sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
       });
     SmallVector<std::pair<Value, StringRef>> reported;
     if (metrics) {
       reported.push_back({g.castTo(lr64, b.getF32Type()), "lr"});
-      reported.push_back({g.castTo(g.sqrt(sq), b.getF32Type()), "grad_norm"});
+      if (!func->hasAttr(tsr::attr::kServer))
+        reported.push_back({g.castTo(g.sqrt(sq), b.getF32Type()), "grad_norm"});
     }
     if (clipNorm > 0) {
       Type f64 = b.getF64Type();

@@ -108,6 +108,79 @@ struct TsrDataParallelPlanPass
     return success();
   }
 
+  /// A parameter server takes whole parameters from workers that reduce
+  /// nothing among themselves.
+  LogicalResult checkParameterServer(func::FuncOp f,
+                                     const GradientCompression &method) {
+    auto mesh = getOperation()->getAttrOfType<tsr::MeshAttr>(tsr::attr::kMesh);
+    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+      if (name.getValue() != axis && size > 1)
+        return f.emitError("parameter servers go with data parallelism alone "
+                           "so far; the mesh ")
+               << mesh << " also has axis '" << name.getValue() << "'";
+    if (staleness < -1)
+      return f.emitError("staleness must be at least 0 (or -1: "
+                         "bulk-synchronous), got ")
+             << staleness.getValue();
+    if (zero != 0)
+      return f.emitError("parameter servers hold the parameters and the "
+                         "optimizer state themselves: they need ZeRO-0, not "
+                         "ZeRO ")
+             << zero.getValue();
+    if (!method.isNone())
+      return f.emitError("gradient compression does not go with parameter "
+                         "servers yet (compression '")
+             << compression << "')";
+    if (localSteps > 0)
+      return f.emitError("local SGD and parameter servers are two ways to "
+                         "train apart: choose one");
+    for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+      if (getArgString(f, i, tsr::attr::kName) == kLossScaleState)
+        return f.emitError("parameter servers do not go with dynamic loss "
+                           "scaling: a server cannot skip a step that "
+                           "another server applies");
+    FailureOr<Operation *> counted = getCountedLoss(f);
+    if (failed(counted))
+      return failure();
+    if (*counted)
+      return (*counted)->emitError(
+          "the servers average the workers' mean losses, but this loss "
+          "ignores a label and counts a different number of labels on every "
+          "worker: not supported with parameter servers");
+    return success();
+  }
+
+  /// Puts every parameter on a server: largest first, each to the server
+  /// holding the fewest bytes so far.
+  LogicalResult placeOnServers(func::FuncOp f, ArrayRef<GradientResult> grads) {
+    if (int64_t(grads.size()) < servers)
+      return f.emitError("servers=")
+             << servers.getValue() << " but the step trains " << grads.size()
+             << " parameter" << (grads.size() == 1 ? "" : "s")
+             << ": a server would hold none";
+    SmallVector<GradientResult> order(grads);
+    auto bytes = [](const GradientResult &g) {
+      return tsr::getStaticTensorBytes(g.value.getType());
+    };
+    llvm::stable_sort(order,
+                      [&](const GradientResult &a, const GradientResult &b) {
+                        return bytes(a) > bytes(b);
+                      });
+    SmallVector<int64_t> held(servers, 0);
+    Builder b(f.getContext());
+    for (const GradientResult &g : order) {
+      int64_t s = llvm::min_element(held) - held.begin();
+      held[s] += bytes(g);
+      f.setResultAttr(g.result, tsr::attr::kServer, b.getI64IntegerAttr(s));
+    }
+    f->setAttr(
+        tsr::attr::kParameterServer,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("servers", b.getI64IntegerAttr(servers)),
+             b.getNamedAttr("staleness", b.getI64IntegerAttr(staleness))}));
+    return success();
+  }
+
   LogicalResult plan(func::FuncOp f) {
     if (f.getNumResults() == 0)
       return f.emitError("tsr-data-parallel-plan expects the loss as result 0");
@@ -133,6 +206,16 @@ struct TsrDataParallelPlanPass
                          "the gradients), got ")
              << localSteps.getValue();
     if (localSteps > 0 && failed(checkLocalSteps(f, *compress)))
+      return failure();
+    if (servers < 0)
+      return f.emitError("servers must be at least 1 (or 0: no parameter "
+                         "server), got ")
+             << servers.getValue();
+    if (servers == 0 && staleness != -1)
+      return f.emitError("staleness bounds how far workers run ahead of "
+                         "each other around parameter servers: it needs "
+                         "servers=S");
+    if (servers > 0 && failed(checkParameterServer(f, *compress)))
       return failure();
     if (!compress->isNone() && failed(checkCompressible(f, *compress)))
       return failure();
@@ -162,6 +245,8 @@ struct TsrDataParallelPlanPass
       f->setAttr(tsr::attr::kLocalSteps, b.getI64IntegerAttr(localSteps));
       return success();
     }
+    if (servers > 0)
+      return placeOnServers(f, grads);
     // Buckets fill in backward order, the order the gradients are computed
     // in, each holding at most bucket-bytes (a larger gradient alone). The
     // compressed gradients fill their own buckets, numbered after the

@@ -113,6 +113,11 @@ TSR_API tsr_status_t tsr_comm_send(tsr_comm_t *comm, const void *buffer,
                                    void *stream);
 TSR_API tsr_status_t tsr_comm_recv(tsr_comm_t *comm, void *buffer, size_t count,
                                    tsr_dtype_t dtype, int peer, void *stream);
+/* Receives a message from whichever rank sends one first and sets *out_peer
+ * to its rank (MPI only). */
+TSR_API tsr_status_t tsr_comm_recv_any(tsr_comm_t *comm, void *buffer,
+                                       size_t count, tsr_dtype_t dtype,
+                                       int *out_peer);
 TSR_API tsr_status_t tsr_comm_barrier(tsr_comm_t *comm);
 
 /*===----------------------------------------------------------------------===*

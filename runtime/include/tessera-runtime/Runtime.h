@@ -585,6 +585,29 @@ TSR_API tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
                                      const tsr_dataset_t *dataset,
                                      const tsr_train_options_t *options);
 
+/* With a parameter-server artifact (manifest "parameter_server"): the
+ * server this process is (by the launcher's world rank), or -1 on a worker
+ * and for other artifacts. A worker trains with tsr_trainer_run; its
+ * pushes and pulls go over the world communicator that
+ * tsr_mesh_create_for_artifact binds. */
+TSR_API int64_t tsr_trainer_parameter_server(const tsr_trainer_t *trainer);
+
+/* What a parameter server did (tsr_trainer_serve): the steps every worker
+ * ran, the updates it applied (steps in "sync" mode, steps * workers in
+ * "async"), how often a worker that pushed had to wait for the slowest,
+ * and the largest lead over the slowest a worker started a step with
+ * (never above `staleness`; -1 in "sync" mode). */
+typedef struct tsr_server_stats_t {
+  int64_t server, workers, staleness;
+  int64_t steps, updates, waits, max_lead;
+} tsr_server_stats_t;
+
+/* Runs a parameter server until every worker has run its steps (worker 0
+ * says how many), then sends worker 0 the final parameters. Fills
+ * `out_stats` also on failure (what was done so far). */
+TSR_API tsr_status_t tsr_trainer_serve(tsr_trainer_t *trainer,
+                                       tsr_server_stats_t *out_stats);
+
 /*===----------------------------------------------------------------------===*
  * Memory accounting
  *===----------------------------------------------------------------------===*/

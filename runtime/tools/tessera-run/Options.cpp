@@ -23,7 +23,8 @@ const char *const tessera_run::kUsage =
     "                       [--checkpoint-dir DIR [--checkpoint-every K]]\n"
     "                       [--resume PATH] [--log-dir DIR] [--comm-timeout "
     "S]\n"
-    "                       [--memory-report] [--log-every K]\n"
+    "                       [--memory-report] [--log-every K] [--slow-rank "
+    "R:MS]\n"
     "       mpirun -np N tessera-run ART ... (an artifact compiled for a "
     "device\n"
     "                       mesh of N ranks; srun works the same way)\n"
@@ -58,6 +59,8 @@ const char *const tessera_run::kUsage =
     "  --allow-repeats    train on data with fewer samples than the global\n"
     "                     batch (every batch then repeats samples)\n"
     "  --batch-size B     check that the artifact was compiled for batch B\n"
+    "  --slow-rank R:MS   rank R sleeps MS milliseconds after every step (a\n"
+    "                     straggler, to test --ps-async's staleness bound)\n"
     "  --log-json FILE    write one JSON object per step to FILE\n"
     "  --log-every K      print the line of every K-th step, the first and\n"
     "                     the last (default 1: every step; --log-json still\n"
@@ -142,7 +145,8 @@ std::string checkCombination(const Options &options) {
       {"--shuffle", options.shuffle},
       {"--seed", options.seedGiven},
       {"--allow-repeats", options.allowRepeats},
-      {"--allow-changed-hparams", options.allowChangedHparams}};
+      {"--allow-changed-hparams", options.allowChangedHparams},
+      {"--slow-rank", options.slowRank >= 0}};
   if (!options.train) {
     for (const Use &use : trainOnly)
       if (use.given)
@@ -234,6 +238,20 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
       options.allowChangedHparams = true;
     } else if (isFlag("--epochs")) {
       problem = takeCount("--epochs", 1000000, options.epochs, sawEpochs);
+    } else if (isFlag("--slow-rank")) {
+      std::string value;
+      bool given = false;
+      problem = takeValue("--slow-rank", value, given);
+      char *colon = nullptr, *end = nullptr;
+      long rank = std::strtol(value.c_str(), &colon, 10);
+      long ms = *colon == ':' ? std::strtol(colon + 1, &end, 10) : 0;
+      if (problem.empty() &&
+          (colon == value.c_str() || rank < 0 || !end || end == colon + 1 ||
+           *end != '\0' || ms < 1 || ms > 60000))
+        problem = "--slow-rank needs RANK:MS (MS from 1 to 60000), got '" +
+                  value + "'";
+      options.slowRank = rank;
+      options.slowMs = ms;
     } else if (isFlag("--seed")) {
       std::string value;
       problem = takeValue("--seed", value, options.seedGiven);

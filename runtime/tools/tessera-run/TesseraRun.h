@@ -49,6 +49,9 @@ struct Options {
   /// dropout), --epochs instead of --steps, and whether a data set smaller
   /// than the global batch may repeat samples within a batch.
   bool shuffle = false, allowRepeats = false, seedGiven = false;
+  /// --slow-rank R:MS: rank R sleeps MS milliseconds after every step (to
+  /// test parameter servers' staleness bound and timeouts).
+  long slowRank = -1, slowMs = 0;
   /// Resume a checkpoint written under other hyperparameters.
   bool allowChangedHparams = false;
   unsigned long long seed = 0;

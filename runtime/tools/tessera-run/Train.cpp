@@ -17,11 +17,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace tessera_run;
@@ -104,6 +106,30 @@ double shortestDecimal(float value) {
   auto result = std::to_chars(text, text + sizeof(text) - 1, value);
   *result.ptr = '\0';
   return std::strtod(text, nullptr);
+}
+
+/// Runs parameter server `trainer` until the workers finish and prints
+/// what it did.
+int serve(tsr_trainer_t *trainer, Process &process) {
+  if (int status = agreeOn(process, ""))
+    return status;
+  tsr_server_stats_t stats{};
+  if (tsr_trainer_serve(trainer, &stats) != TSR_OK)
+    return process.fail(tsr_last_error());
+  std::string how =
+      stats.staleness < 0
+          ? "bulk-synchronous: one update of the mean gradient per step"
+          : "asynchronous: a worker waited " + std::to_string(stats.waits) +
+                " time" + (stats.waits == 1 ? "" : "s") +
+                " for the slowest, and started a step at most " +
+                std::to_string(stats.max_lead) + " ahead of it (staleness " +
+                std::to_string(stats.staleness) + ")";
+  std::printf("parameter server %" PRId64 " (rank %d): %" PRId64
+              " steps of %" PRId64 " workers, %" PRId64 " updates; %s\n",
+              stats.server, process.rank, stats.steps, stats.workers,
+              stats.updates, how.c_str());
+  std::fflush(stdout);
+  return 0;
 }
 
 /// The checkpoint to resume from: PATH itself when it holds a manifest,
@@ -204,6 +230,8 @@ struct Progress {
   tsr_trainer_t *trainer;
   std::vector<Metric> metrics;
   long logEvery;
+  /// --slow-rank on this rank: milliseconds to sleep after every step.
+  long sleepMs;
   /// The steps run so far: their time, items, and losses.
   int64_t ran = 0, firstStep = 0, lastStep = 0, bestStep = 0;
   double seconds = 0, items = 0;
@@ -226,6 +254,8 @@ std::string formatDuration(double seconds) {
 
 void printStep(void *user, const tsr_step_record_t *record) {
   auto &progress = *static_cast<Progress *>(user);
+  if (progress.sleepMs > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(progress.sleepMs));
   if (progress.ran++ == 0) {
     progress.firstStep = record->step;
     progress.firstLoss = record->loss;
@@ -348,6 +378,9 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     problem = std::string(options.resume.empty() ? "--checkpoint-dir: "
                                                  : "--resume: ") +
               tsr_last_error();
+  // A parameter server takes no data: it serves the workers' pushes.
+  if (problem.empty() && tsr_trainer_parameter_server(trainer.get()) >= 0)
+    return serve(trainer.get(), process);
   DatasetPtr dataset;
   if (problem.empty())
     problem = openDataset(options, artifact, dataset);
@@ -427,14 +460,22 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
   // rank" on one with more axes.
   std::string mesh, axes;
   bool dpOnly = true;
+  int64_t meshRanks = 1;
   for (size_t i = 0; i < tsr_artifact_num_mesh_axes(artifact); ++i) {
     const char *name = nullptr;
     int64_t size = 0;
     tsr_artifact_mesh_axis(artifact, i, &name, &size);
     axes += (i ? "," : "") + std::string(name) + "=" + std::to_string(size);
     dpOnly = dpOnly && std::string(name) == "dp";
+    meshRanks *= size;
   }
-  if (process.size > 1)
+  // Parameter servers are the ranks after the mesh's workers.
+  if (process.size > meshRanks)
+    mesh = ", " + std::to_string(meshRanks) + " workers of " +
+           std::to_string(train.batch_size) + " and " +
+           std::to_string(process.size - meshRanks) + " parameter server" +
+           (process.size - meshRanks == 1 ? "" : "s");
+  else if (process.size > 1)
     mesh = ", " + std::to_string(process.size) + " ranks " +
            (dpOnly ? "of " : "on the mesh " + axes + ", ") +
            std::to_string(train.batch_size) + (dpOnly ? "" : " per dp rank") +
@@ -445,8 +486,10 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 train.micro_batches, options.data.c_str(), source.c_str());
 
   tsr_memory_reset_peak();
-  Progress progress{process, log.get(), trainer.get(), findMetrics(artifact),
-                    options.logEvery};
+  Progress progress{
+      process,          log.get(),
+      trainer.get(),    findMetrics(artifact),
+      options.logEvery, process.rank == options.slowRank ? options.slowMs : 0};
   tsr_train_options_t run{};
   run.steps = steps;
   run.first_step = done;

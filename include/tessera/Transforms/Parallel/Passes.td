@@ -43,6 +43,17 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
       compression, and no dynamic loss scaling (ranks that skip steps on
       their own would disagree on the step count).
 
+    - with `servers=S` (S >= 1, a parameter server), instead of buckets, on
+      the function `tsr.parameter_server = {servers = S, staleness = K}`
+      (`staleness` the option, -1: bulk-synchronous) and on every gradient
+      `tsr.server = s`: the server that holds its parameter and optimizer
+      state. Parameters go whole to servers, largest first, each to the
+      server holding the fewest bytes so far (the lower number on a tie);
+      `tsr-parameter-server` then builds each server's update. It needs the
+      data-parallel axis alone, ZeRO-0, no compression or local SGD, no
+      dynamic loss scaling, no label-ignoring loss (the servers average the
+      workers' mean losses), and at least S trained parameters.
+
     Refused with an error for N > 1: running-statistics updates
     (batch-norm batch statistics would differ per rank), and a
     label-ignoring loss that is not the step's own mean (class weights,
@@ -87,6 +98,13 @@ def TsrDataParallelPlan : Pass<"tsr-data-parallel-plan", "ModuleOp"> {
            "Local SGD: reduce no gradient and average the parameters and "
            "optimizer state every H steps instead (0: all-reduce the "
            "gradients every step)">,
+    Option<"servers", "servers", "int64_t", /*default=*/"0",
+           "Parameter servers: S ranks apart from the N workers hold the "
+           "parameters and apply the updates (0: none)">,
+    Option<"staleness", "staleness", "int64_t", /*default=*/"-1",
+           "With servers: how many steps a worker may run ahead of the "
+           "slowest (asynchronous; -1: bulk-synchronous, the servers "
+           "average every worker's gradient of a step)">,
     Option<"function", "function", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: the module's one public "
            "function)">,
@@ -222,6 +240,60 @@ def TsrDataParallel : Pass<"tsr-data-parallel", "ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def TsrParameterServer : Pass<"tsr-parameter-server", "ModuleOp"> {
+  let summary = "Split a loss-and-gradient step into the workers' program "
+                "and one update function per parameter server";
+  let description = [{
+    The apply half of `tsr-data-parallel-plan servers=S`. Runs where
+    `tsr-data-parallel` would, on a function with `tsr.parameter_server =
+    {servers = S, staleness = K}` whose gradient results carry `tsr.server`.
+
+    The step stays as it is, the workers' program: it returns the loss
+    and every gradient of this worker's batch, reduced nowhere. For every
+    server s the pass adds a public function `@server<s>`
+    (`tsr.server = s`) taking the parameters placed on s (their argument
+    attributes copied), a gradient input `<name>.grad` (role `grad`) for
+    each, and the loss (role `loss`), and returning the loss and the
+    gradients with `tsr.grad_of` naming its own parameters: a
+    loss-and-gradient function, which `tsr-optimizer function=server<s>`
+    turns into the server's update. The module's `tsr.schedule` is the step
+    alone: the runtime runs the servers' functions on ranks N..N+S-1 and
+    moves gradients and parameters between them (docs/parallel.md).
+
+    Errors: a function without `tsr.parameter_server`, a gradient without
+    `tsr.server` or on a server out of range, a server that holds no
+    parameter, a name already taken.
+
+    Before (`servers=2`):
+
+    ```mlir
+    func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                    %b: tensor<2xf32> {tsr.name = "b", tsr.role = #tsr.role<param>}, ...)
+        -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.server = 0 : i64, ...},
+            tensor<2xf32> {tsr.grad_of = 1 : i64, tsr.server = 1 : i64, ...})
+        attributes {tsr.parameter_server = {servers = 2 : i64, staleness = -1 : i64}, ...}
+    ```
+
+    After (the step unchanged):
+
+    ```mlir
+    module attributes {tsr.schedule = [@main], ...} {
+    func.func @server0(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                            %gw: tensor<3x2xf32> {tsr.name = "w.grad", tsr.role = #tsr.role<grad>},
+                            %loss: tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>})
+        -> (tensor<f32>, tensor<3x2xf32> {tsr.grad_of = 0 : i64, tsr.role = #tsr.role<grad>})
+        attributes {tsr.server = 0 : i64} {
+      return %loss, %gw : tensor<f32>, tensor<3x2xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to split (default: the module's one public "
+           "function)">,
+  ];
 }
 
 def TsrLocalSGD : Pass<"tsr-local-sgd", "ModuleOp"> {

@@ -312,6 +312,13 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
              << index << " attribute '" << name << "' belongs on a result";
     return i && i.getInt() >= 0 ? success() : fail("a bucket number >= 0");
   }
+  if (name == attr::kServer) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    if (!isResult)
+      return op->emitOpError("argument ")
+             << index << " attribute '" << name << "' belongs on a result";
+    return i && i.getInt() >= 0 ? success() : fail("a server number >= 0");
+  }
   if (name == attr::kCompression) {
     auto spec = dyn_cast<StringAttr>(value);
     if (!isResult)
@@ -372,18 +379,18 @@ LogicalResult verifyValueAttribute(Operation *op, bool isResult, unsigned index,
     return verifySharding(op, type, sharding,
                           (isResult ? "result " : "argument ") + Twine(index));
   }
-  return op->emitOpError() << (isResult ? "result " : "argument ") << index
-                           << " has unknown attribute '" << name << "' (known: "
-                           << llvm::join(
-                                  ArrayRef<StringRef>{
-                                      attr::kName, attr::kRole, attr::kUpdates,
-                                      attr::kGradOf, attr::kBucket,
-                                      attr::kCompression, attr::kInit,
-                                      attr::kStatistics, attr::kShards,
-                                      attr::kGlobalShape, attr::kSharding,
-                                      attr::kReason, attr::kAuxLoss},
-                                  ", ")
-                           << ")";
+  return op->emitOpError()
+         << (isResult ? "result " : "argument ") << index
+         << " has unknown attribute '" << name << "' (known: "
+         << llvm::join(ArrayRef<StringRef>{attr::kName, attr::kRole,
+                                           attr::kUpdates, attr::kGradOf,
+                                           attr::kBucket, attr::kServer,
+                                           attr::kCompression, attr::kInit,
+                                           attr::kStatistics, attr::kShards,
+                                           attr::kGlobalShape, attr::kSharding,
+                                           attr::kReason, attr::kAuxLoss},
+                       ", ")
+         << ")";
 }
 } // namespace
 
@@ -424,6 +431,27 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
     if (!steps || steps.getInt() < 1)
       return op->emitOpError("attribute '")
              << name << "' must be a period of at least 1 step, got " << value;
+    return success();
+  }
+  if (name == attr::kParameterServer) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    auto servers = dict ? dict.getAs<IntegerAttr>("servers") : IntegerAttr();
+    auto staleness =
+        dict ? dict.getAs<IntegerAttr>("staleness") : IntegerAttr();
+    if (!servers || servers.getInt() < 1 || !staleness ||
+        staleness.getInt() < -1 || dict.size() != 2)
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be {servers = S, staleness = K} with S >= 1 and K >= "
+                "-1 (-1: bulk-synchronous), got "
+             << value;
+    return success();
+  }
+  if (name == attr::kServer) {
+    auto server = dyn_cast<IntegerAttr>(value);
+    if (!server || server.getInt() < 0)
+      return op->emitOpError("attribute '")
+             << name << "' must be a server number >= 0, got " << value;
     return success();
   }
   if (name == attr::kBackward) {
@@ -620,5 +648,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
          << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
          << attr::kCompression << ", " << attr::kDenseBytes << ", "
-         << attr::kLocalSteps << ")";
+         << attr::kLocalSteps << ", " << attr::kParameterServer << ", "
+         << attr::kServer << ")";
 }

@@ -38,6 +38,14 @@ inline constexpr llvm::StringLiteral kDenseBytes = "tsr.dense_bytes";
 /// step (an integer >= 1), from tsr-data-parallel-plan; on the collectives
 /// of that average, from tsr-local-sgd.
 inline constexpr llvm::StringLiteral kLocalSteps = "tsr.local_steps";
+/// On a training step: the parameter-server mode, a dictionary
+/// {servers = S, staleness = K} (K = -1: bulk-synchronous), from
+/// tsr-data-parallel-plan; tsr-parameter-server applies it.
+inline constexpr llvm::StringLiteral kParameterServer = "tsr.parameter_server";
+/// On a gradient result of a training step: the parameter server that
+/// holds its parameter, from tsr-data-parallel-plan. On a function: the
+/// server whose update it is, from tsr-parameter-server.
+inline constexpr llvm::StringLiteral kServer = "tsr.server";
 /// On optimizer state: the value every element starts from (a float).
 inline constexpr llvm::StringLiteral kInit = "tsr.init";
 /// On a parameter: running statistics, updated from the batch, no gradient.
