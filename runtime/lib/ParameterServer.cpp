@@ -200,13 +200,17 @@ tsr_status_t ParameterServerLink::create(
 }
 
 tsr_status_t ParameterServerLink::sendTo(int peer,
-                                         const std::vector<char> &message) {
+                                         const std::vector<char> &message,
+                                         const std::string &label) {
+  tsr_comm_set_label(world, label.c_str());
   return tsr_comm_send(world, message.data(), message.size(), TSR_DTYPE_UINT8,
                        peer, nullptr);
 }
 
 tsr_status_t ParameterServerLink::receiveFrom(int peer,
-                                              std::vector<char> &message) {
+                                              std::vector<char> &message,
+                                              const std::string &label) {
+  tsr_comm_set_label(world, label.c_str());
   return tsr_comm_recv(world, message.data(), message.size(), TSR_DTYPE_UINT8,
                        peer, nullptr);
 }
@@ -215,25 +219,40 @@ tsr_status_t ParameterServerLink::start(int64_t steps) {
   // Worker 0 tells the servers how many steps every worker runs.
   if (rank != 0)
     return TSR_OK;
-  for (int64_t s = 0; s < spec.servers; ++s)
+  for (int64_t s = 0; s < spec.servers; ++s) {
+    tsr_comm_set_label(
+        world,
+        ("the step count for parameter server " + std::to_string(s)).c_str());
     if (tsr_status_t st =
             tsr_comm_send(world, &steps, 1, TSR_DTYPE_INT64,
                           static_cast<int>(spec.workers + s), nullptr))
       return st;
+  }
   return TSR_OK;
 }
 
 tsr_status_t ParameterServerLink::exchange(int64_t step, float &loss) {
   std::vector<char> message;
+  // An asynchronous server holds back the answer to a worker that leads
+  // the slowest by more than the bound.
+  std::string held = spec.staleness < 0
+                         ? ""
+                         : " (held back while this worker leads the slowest "
+                           "by more than " +
+                               std::to_string(spec.staleness) + " steps)";
   for (int64_t s = 0; s < spec.servers; ++s) {
     pack(Header{step, loss}, servers[s].grads, message);
-    if (tsr_status_t st = sendTo(static_cast<int>(spec.workers + s), message))
+    if (tsr_status_t st = sendTo(static_cast<int>(spec.workers + s), message,
+                                 "push of the gradients to parameter server " +
+                                     std::to_string(s)))
       return st;
   }
   for (int64_t s = 0; s < spec.servers; ++s) {
     message.resize(sizeof(Header) + byteSize(servers[s].params));
     if (tsr_status_t st =
-            receiveFrom(static_cast<int>(spec.workers + s), message))
+            receiveFrom(static_cast<int>(spec.workers + s), message,
+                        "pull of the parameters from parameter server " +
+                            std::to_string(s) + held))
       return st;
     Header answer = unpack(message, servers[s].params);
     // Bulk-synchronous servers answer with the mean loss of the step, the
@@ -252,7 +271,10 @@ tsr_status_t ParameterServerLink::finish() {
   for (int64_t s = 0; s < spec.servers; ++s) {
     message.resize(sizeof(Header) + byteSize(servers[s].params));
     if (tsr_status_t st =
-            receiveFrom(static_cast<int>(spec.workers + s), message))
+            receiveFrom(static_cast<int>(spec.workers + s), message,
+                        "pull of the final parameters from parameter "
+                        "server " +
+                            std::to_string(s)))
       return st;
     unpack(message, servers[s].params);
   }
@@ -262,7 +284,9 @@ tsr_status_t ParameterServerLink::finish() {
 tsr_status_t
 ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
                            ParameterServerStats &stats) {
+  std::string me = "parameter server " + std::to_string(spec.server);
   int64_t steps = 0;
+  tsr_comm_set_label(world, (me + ": the step count from worker 0").c_str());
   if (tsr_status_t s =
           tsr_comm_recv(world, &steps, 1, TSR_DTYPE_INT64, 0, nullptr))
     return s;
@@ -292,7 +316,10 @@ ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
       sum.assign(elements, 0.0);
       double loss = 0;
       for (int64_t w = 0; w < workers; ++w) {
-        if (tsr_status_t s = receiveFrom(static_cast<int>(w), message))
+        if (tsr_status_t s =
+                receiveFrom(static_cast<int>(w), message,
+                            me + ": worker " + std::to_string(w) +
+                                "'s push of step " + std::to_string(t + 1)))
           return s;
         Header header;
         std::memcpy(&header, message.data(), sizeof(Header));
@@ -309,7 +336,9 @@ ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
       ++stats.updates;
       pack(Header{t + 1, loss}, mine.params, answer);
       for (int64_t w = 0; w < workers; ++w)
-        if (tsr_status_t s = sendTo(static_cast<int>(w), answer))
+        if (tsr_status_t s =
+                sendTo(static_cast<int>(w), answer,
+                       me + ": the parameters for worker " + std::to_string(w)))
           return s;
     }
   } else {
@@ -319,6 +348,16 @@ ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
     std::vector<bool> waiting(workers, false);
     int64_t total = steps * workers;
     while (stats.updates < total) {
+      // A timeout names the workers the others wait for.
+      int64_t slowest = *std::min_element(pushed.begin(), pushed.end());
+      std::string behind;
+      for (int64_t w = 0; w < workers; ++w)
+        if (pushed[w] == slowest)
+          behind += (behind.empty() ? "" : ", ") + std::to_string(w);
+      tsr_comm_set_label(world, (me + ": the next push (the slowest, worker " +
+                                 behind + ", has pushed " +
+                                 std::to_string(slowest) + " steps)")
+                                    .c_str());
       int peer = -1;
       if (tsr_status_t s = tsr_comm_recv_any(
               world, message.data(), message.size(), TSR_DTYPE_UINT8, &peer))
@@ -338,7 +377,7 @@ ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
       ++pushed[peer];
       waiting[peer] = true;
       // Answer every waiting worker the bound lets start its next step.
-      int64_t slowest = *std::min_element(pushed.begin(), pushed.end());
+      slowest = *std::min_element(pushed.begin(), pushed.end());
       for (int64_t w = 0; w < workers; ++w) {
         if (!waiting[w])
           continue;
@@ -351,7 +390,9 @@ ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
         if (pushed[w] < steps)
           stats.maxLead = std::max(stats.maxLead, lead);
         pack(Header{stats.updates, header.loss}, mine.params, answer);
-        if (tsr_status_t s = sendTo(static_cast<int>(w), answer))
+        if (tsr_status_t s =
+                sendTo(static_cast<int>(w), answer,
+                       me + ": the parameters for worker " + std::to_string(w)))
           return s;
         waiting[w] = false;
       }
@@ -359,5 +400,5 @@ ParameterServerLink::serve(const std::function<tsr_status_t(int64_t)> &update,
   }
   // The final parameters, for worker 0 to save.
   pack(Header{stats.updates, 0.0}, mine.params, answer);
-  return sendTo(0, answer);
+  return sendTo(0, answer, me + ": the final parameters for worker 0");
 }

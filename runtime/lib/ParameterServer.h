@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace tsr {
@@ -54,8 +55,11 @@ public:
 
 private:
   ParameterServerLink() = default;
-  tsr_status_t sendTo(int peer, const std::vector<char> &message);
-  tsr_status_t receiveFrom(int peer, std::vector<char> &message);
+  /// A send or receive of the world, named `label` for the watchdog.
+  tsr_status_t sendTo(int peer, const std::vector<char> &message,
+                      const std::string &label);
+  tsr_status_t receiveFrom(int peer, std::vector<char> &message,
+                           const std::string &label);
 
   /// The parameters and gradients of one server, in its program's order.
   struct Exchange {
