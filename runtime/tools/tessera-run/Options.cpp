@@ -25,6 +25,8 @@ const char *const tessera_run::kUsage =
     "S]\n"
     "                       [--memory-report] [--log-every K] [--slow-rank "
     "R:MS]\n"
+    "       tessera-run ART --sample N --vocab VOCAB.json [--prompt TEXT]\n"
+    "                       [--temperature T] [--seed S]\n"
     "       mpirun -np N tessera-run ART ... (an artifact compiled for a "
     "device\n"
     "                       mesh of N ranks; srun works the same way)\n"
@@ -44,6 +46,15 @@ const char *const tessera_run::kUsage =
     "  --print            print each output's name, shape and first values\n"
     "  --repeat N         invoke the model N more times after the first and\n"
     "                     print the mean and minimum time of one invocation\n"
+    "\n"
+    "  --sample N         generate N tokens from an \"infer\" artifact of a\n"
+    "                     causal language model (input [B, T] token ids,\n"
+    "                     output [B, T, V] logits) and print the text\n"
+    "  --vocab FILE       with --sample: the tokens' strings, a JSON list\n"
+    "  --prompt TEXT      with --sample: the text to continue (default: a\n"
+    "                     line break)\n"
+    "  --temperature T    with --sample: draw from softmax(logits / T)\n"
+    "                     (default 1; 0: always the most likely token)\n"
     "\n"
     "  --train            run training steps on a \"train\" artifact\n"
     "  --data FILE        FILE.npz: one array per data and label input, named\n"
@@ -147,6 +158,27 @@ std::string checkCombination(const Options &options) {
       {"--allow-repeats", options.allowRepeats},
       {"--allow-changed-hparams", options.allowChangedHparams},
       {"--slow-rank", options.slowRank >= 0}};
+  const Use sampleOnly[] = {{"--vocab", !options.vocab.empty()},
+                            {"--prompt", options.promptGiven},
+                            {"--temperature", options.temperatureGiven}};
+  if (options.sample > 0) {
+    if (options.train)
+      return "--sample cannot be combined with --train (sample from an "
+             "\"infer\" artifact of the trained model)";
+    for (const Use &use : inferOnly)
+      if (use.given)
+        return std::string(use.flag) + " cannot be combined with --sample";
+    for (const Use &use : trainOnly)
+      if (use.given && std::string(use.flag) != "--seed")
+        return std::string(use.flag) + " cannot be combined with --sample";
+    if (options.vocab.empty())
+      return "--sample needs --vocab FILE (a JSON list of the tokens' "
+             "strings)";
+    return "";
+  }
+  for (const Use &use : sampleOnly)
+    if (use.given)
+      return std::string(use.flag) + " needs --sample N";
   if (!options.train) {
     for (const Use &use : trainOnly)
       if (use.given)
@@ -189,7 +221,7 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawSave = false, sawEvery = false, sawToken = false;
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
        sawLogDir = false, sawComm = false, sawLogEvery = false,
-       sawEpochs = false;
+       sawEpochs = false, sawSample = false, sawVocab = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -252,6 +284,21 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
                   value + "'";
       options.slowRank = rank;
       options.slowMs = ms;
+    } else if (isFlag("--sample")) {
+      problem = takeCount("--sample", 1000000, options.sample, sawSample);
+    } else if (isFlag("--vocab")) {
+      problem = takeValue("--vocab", options.vocab, sawVocab);
+    } else if (isFlag("--prompt")) {
+      problem = takeValue("--prompt", options.prompt, options.promptGiven);
+    } else if (isFlag("--temperature")) {
+      std::string value;
+      problem = takeValue("--temperature", value, options.temperatureGiven);
+      char *end = nullptr;
+      options.temperature = std::strtod(value.c_str(), &end);
+      if (problem.empty() && (*end != '\0' || !(options.temperature >= 0) ||
+                              options.temperature > 100))
+        problem =
+            "--temperature needs a number in [0, 100], got '" + value + "'";
     } else if (isFlag("--seed")) {
       std::string value;
       problem = takeValue("--seed", value, options.seedGiven);

@@ -49,6 +49,13 @@ struct Options {
   /// dropout), --epochs instead of --steps, and whether a data set smaller
   /// than the global batch may repeat samples within a batch.
   bool shuffle = false, allowRepeats = false, seedGiven = false;
+  /// --sample N: generate N tokens from a language model's "infer"
+  /// artifact after --prompt, decoded with --vocab, drawn at --temperature
+  /// (0: the most likely token) from --seed.
+  long sample = 0;
+  std::string vocab, prompt;
+  bool promptGiven = false, temperatureGiven = false;
+  double temperature = 1.0;
   /// --slow-rank R:MS: rank R sleeps MS milliseconds after every step (to
   /// test parameter servers' staleness bound and timeouts).
   long slowRank = -1, slowMs = 0;
@@ -126,6 +133,11 @@ int agreeOn(Process &process, const std::string &problem);
 /// its outputs (rank 0 of a mesh). Returns the exit status.
 int runInfer(const Options &options, tsr_artifact_t *artifact,
              Process &process);
+
+/// Samples --sample tokens from an "infer" artifact of a causal language
+/// model after --prompt, decoding with --vocab. Returns the exit status.
+int runSample(const Options &options, tsr_artifact_t *artifact,
+              Process &process);
 
 /// Joins the job of an artifact with a mesh, after checking that the --comm
 /// backend can move the artifact's buffers: creates the backend's world

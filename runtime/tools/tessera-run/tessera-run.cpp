@@ -87,6 +87,13 @@ int run(const Options &options, Process &process) {
     }
     return runTrain(options, artifact.get(), process);
   }
+  if (options.sample > 0) {
+    if (mode != "infer")
+      return process.fail(where + ": --sample needs an \"infer\" artifact "
+                                  "(compile the trained model with "
+                                  "--mode=infer)");
+    return runSample(options, artifact.get(), process);
+  }
   if (mode == "train")
     return process.fail(where + " needs --train");
   if (mode == "grad")
