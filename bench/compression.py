@@ -5,14 +5,16 @@ against all-reduce.
 For the bundled character LM (python/tessera_examples/make_charlm.py) and a
 GPT exported by PyTorch (python/tessera_examples/make_torch_gpt.py),
 compiles the Adam training step for `--mesh dp=N`, plain, with each
-`--grad-compression` setting and with `--local-steps=H` (settings
-`local:H`), trains each the same number of steps under `mpirun -np N` on
-the same tokens, and prints per setting:
+`--grad-compression` setting, with `--local-steps=H` (settings `local:H`)
+and with S parameter servers (`ps-sync:S`, `ps-async:S`, the latter with
+`--staleness=2`), trains each the same number of steps under `mpirun` (N
+ranks, N+S with servers) on the same tokens, and prints per setting:
 
 - the bytes one rank sends per step, every collective of the step (the
   manifest's, by the cost model: gradient buckets, compressed gradients,
-  the loss; local SGD's average counts 1/H per step), and the ratio of
-  plain's to it;
+  the loss; local SGD's average counts 1/H per step; a parameter server's
+  worker sends its gradients, the manifest's `push_bytes`), and the ratio
+  of plain's to it;
 - the compressed gradients alone: what they send against what
   all-reducing them would (the manifest's `gradient_compression`);
 - the median step time and its ratio to plain;
@@ -24,7 +26,7 @@ setting as an SVG plot.
 
 Usage: bench/compression.py [--build DIR] [--out DIR] [--ranks N]
                             [--steps N] [--gpt-steps N] [--no-gpt]
-                            [--optimizer adam|sgd]
+                            [--optimizer adam|sgd] [--settings A,B,...]
 """
 
 import argparse
@@ -43,7 +45,7 @@ from tessera.plot import line_chart  # noqa: E402
 
 TORCH_PYTHON = "/usr/bin/python3"
 SETTINGS = ("none", "topk:0.1", "topk:0.01", "qsgd:8", "powersgd:4",
-            "onebit", "local:4", "local:16")
+            "onebit", "local:4", "local:16", "ps-sync:2", "ps-async:2")
 LR = {"adam": 3e-3, "sgd": 0.3}
 
 
@@ -63,14 +65,20 @@ def mpirun(ranks):
     return env + ["mpirun", "-np", str(ranks)]
 
 
-def flag(setting, steps):
-    """The compiler flag of a setting: local:H is --local-steps=H; onebit
-    warms up for a quarter of the run."""
-    if setting.startswith("local:"):
-        return f"--local-steps={setting.split(':')[1]}"
-    if setting == "onebit":
-        return f"--grad-compression=onebit:{max(1, steps // 4)}"
-    return f"--grad-compression={setting}"
+def flags(setting, steps):
+    """The compiler flags of a setting: local:H is --local-steps=H; onebit
+    warms up for a quarter of the run; ps-sync:S and ps-async:S add S
+    parameter servers."""
+    kind, _, arg = setting.partition(":")
+    if kind == "local":
+        return [f"--local-steps={arg}"]
+    if kind == "onebit":
+        return [f"--grad-compression=onebit:{max(1, steps // 4)}"]
+    if kind == "ps-sync":
+        return [f"--ps={arg}", "--ps-sync"]
+    if kind == "ps-async":
+        return [f"--ps={arg}", "--ps-async", "--staleness=2"]
+    return [f"--grad-compression={setting}"]
 
 
 def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
@@ -79,7 +87,7 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
          "--loss=cross_entropy", "--logits=logits", *labels,
          f"--batch-size={batch}", f"--optimizer={optimizer}",
          f"--lr={LR[optimizer]}",
-         "--mesh", f"dp={ranks}", flag(setting, steps), "-o", art])
+         "--mesh", f"dp={ranks}", *flags(setting, steps), "-o", art])
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
     total = sum(c["bytes"] for c in manifest["collectives"])
@@ -96,9 +104,14 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
         warmup = int(stats["method"].split(":")[1])
         per_step = [total - (stats["sent_bytes"] if s < warmup else stats["dense_bytes"])
                     for s in range(steps)]
+    servers = manifest.get("parameter_server")
+    if servers:
+        # A worker pushes its gradients; the servers answer.
+        per_step = [total + servers["push_bytes"]] * steps
     sent = sum(per_step) / steps
     log = f"{art}.json"
-    run(mpirun(ranks) + [bin_dir / "tessera-run", art, "--train", "--data",
+    launched = ranks + (servers["servers"] if servers else 0)
+    run(mpirun(launched) + [bin_dir / "tessera-run", art, "--train", "--data",
                          data, "--steps", steps, "--threads", 1,
                          "--log-json", log])
     with open(log) as f:
@@ -109,6 +122,10 @@ def measure(bin_dir, model, labels, batch, ranks, setting, art, data, steps,
     if local:
         grad = {"sent_bytes": local["average_bytes"] // local["steps"],
                 "dense_bytes": local["gradient_bytes"]}
+    if servers:
+        grad = {"sent_bytes": servers["push_bytes"],
+                "dense_bytes": round(2 * (ranks - 1) / ranks
+                                     * servers["push_bytes"])}
     return {"sent": sent, "per_step": per_step, "grad": grad,
             "seconds": statistics.median(r["seconds"] for r in records[2:]),
             "tail": statistics.mean(tail), "losses": losses}
@@ -139,7 +156,11 @@ def main():
     ap.add_argument("--gpt-steps", type=int, default=60)
     ap.add_argument("--no-gpt", action="store_true")
     ap.add_argument("--optimizer", choices=sorted(LR), default="adam")
+    ap.add_argument("--settings", default=",".join(SETTINGS),
+                    help="comma-separated, the first the baseline (default: "
+                    "all, none first)")
     args = ap.parse_args()
+    settings = args.settings.split(",")
     bin_dir = pathlib.Path(args.build) / "bin"
     work = tempfile.mkdtemp(prefix="tessera-bench-compression.")
     out_dir = args.out or work
@@ -168,12 +189,13 @@ def main():
           f"CPU), {args.optimizer} lr {LR[args.optimizer]}; bytes per rank "
           "and step by the cost model")
     print("| model | setting | bytes/step | plain/this | compressed grads: "
-          "sent / all-reduce (local: average per step / gradients) | "
+          "sent / all-reduce (local: average per step / gradients; ps: "
+          "pushed / all-reduce) | "
           "ms/step | vs plain | final loss | vs plain |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, model, labels, batch, steps, tokens in models:
         curves, base = [], None
-        for k, setting in enumerate(SETTINGS):
+        for k, setting in enumerate(settings):
             art = os.path.join(work, f"{name.split()[0]}-{k}")
             r = measure(bin_dir, model, labels, batch, args.ranks, setting,
                         art, tokens, steps, args.optimizer)
