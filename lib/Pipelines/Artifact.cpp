@@ -716,6 +716,8 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
       info["num_classes"] = *train->numClasses;
     if (train->ignoreIndex)
       info["ignore_index"] = *train->ignoreIndex;
+    if (!train->evalProgram.empty())
+      info["eval"] = train->evalProgram;
     if (!train->tokensInput.empty())
       info["tokens"] = llvm::json::Object{{"input", train->tokensInput},
                                           {"label", train->tokensLabel}};

@@ -126,6 +126,20 @@ _ON_STEP = ctypes.CFUNCTYPE(None, ctypes.c_void_p,
                             ctypes.POINTER(_StepRecordStruct))
 _ON_WRITE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
                              ctypes.c_char_p)
+
+
+class _EvalRecordStruct(ctypes.Structure):
+    _fields_ = [
+        ("step", ctypes.c_int64),
+        ("loss", ctypes.c_double),
+        ("batches", ctypes.c_int64),
+        ("samples", ctypes.c_int64),
+        ("seconds", ctypes.c_double),
+    ]
+
+
+_ON_EVAL = ctypes.CFUNCTYPE(None, ctypes.c_void_p,
+                            ctypes.POINTER(_EvalRecordStruct))
 # tsr_train_write_t.
 _WRITES = {0: "onnx", 1: "checkpoint"}
 
@@ -141,6 +155,12 @@ class _TrainOptionsStruct(ctypes.Structure):
         ("on_step", _ON_STEP),
         ("on_write", _ON_WRITE),
         ("user", ctypes.c_void_p),
+        # Evaluation during the loop (tsr_trainer_run's eval_dataset); the
+        # binding leaves it off.
+        ("eval_dataset", ctypes.c_void_p),
+        ("eval_every", ctypes.c_int64),
+        ("eval_batches", ctypes.c_int64),
+        ("on_eval", _ON_EVAL),
     ]
 
 

@@ -939,6 +939,53 @@ tsr_status_t parseTrain(const Json &root, Manifest &manifest) {
   return TSR_OK;
 }
 
+/// Resolves train.eval: a program outside the schedule whose inputs are
+/// step inputs of the same name, dtype and shape, with a loss output.
+tsr_status_t resolveEval(const Json &train, Manifest &manifest) {
+  const Json *name = findMember(train, "eval");
+  if (!name || manifest.parameterServer.server >= 0)
+    return TSR_OK;
+  const std::string at = "train.eval";
+  if (!name->is_string())
+    return fail(TSR_ERROR_PARSE, at + " must name a program");
+  TrainSpec &spec = manifest.train;
+  for (size_t p = 0; p < manifest.programs.size(); ++p)
+    if (manifest.programs[p].name == name->get<std::string>())
+      spec.evalProgram = static_cast<int64_t>(p);
+  if (spec.evalProgram < 0)
+    return fail(TSR_ERROR_PARSE, at + ": no program is named '" +
+                                     name->get<std::string>() + "'");
+  const ProgramSpec &program = manifest.programs[spec.evalProgram];
+  for (const TensorSpec &input : program.inputs) {
+    size_t k = 0;
+    while (k < manifest.inputs.size() && manifest.inputs[k].name != input.name)
+      ++k;
+    if (k == manifest.inputs.size() ||
+        manifest.inputs[k].dtype != input.dtype ||
+        manifest.inputs[k].shape != input.shape)
+      return fail(TSR_ERROR_PARSE,
+                  at + ": program '" + program.name + "' takes '" + input.name +
+                      "' (" + typeOf(input) +
+                      "), which is not a step input of that type");
+    spec.evalInputs.push_back(k);
+  }
+  bool found = false;
+  for (size_t o = 0; o < program.outputs.size() && !found; ++o) {
+    const TensorSpec &output = program.outputs[o];
+    if (output.role == TSR_ROLE_LOSS && output.shape.empty() &&
+        (output.dtype == TSR_DTYPE_FLOAT32 ||
+         output.dtype == TSR_DTYPE_FLOAT64)) {
+      spec.evalLoss = o;
+      found = true;
+    }
+  }
+  if (!found)
+    return fail(TSR_ERROR_PARSE, at + ": program '" + program.name +
+                                     "' has no float scalar output with "
+                                     "role \"loss\"");
+  return TSR_OK;
+}
+
 /// The checks of mode "train" that span several inputs and outputs.
 tsr_status_t checkTrain(Manifest &manifest) {
   const TrainSpec &train = manifest.train;
@@ -1050,6 +1097,8 @@ tsr_status_t tsr::parseManifest(const std::string &text, Manifest &out) {
   if (out.mode != "train")
     return TSR_OK;
   if (tsr_status_t s = parseTrain(root, out))
+    return s;
+  if (tsr_status_t s = resolveEval(*findMember(root, "train"), out))
     return s;
   return checkTrain(out);
 }

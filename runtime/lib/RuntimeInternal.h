@@ -88,6 +88,11 @@ struct TrainSpec {
   /// The step's hyperparameters ("hparams": name -> value, both strings),
   /// sorted by name; checkpoints record them.
   std::vector<std::pair<std::string, std::string>> hparams;
+  /// The evaluation program ("eval", tessera-compile --eval), or -1: the
+  /// step input each of its inputs binds to (by name), and its loss output.
+  int64_t evalProgram = -1;
+  std::vector<size_t> evalInputs;
+  size_t evalLoss = 0;
 };
 
 /// One program of the artifact: an entry symbol and its calling convention.

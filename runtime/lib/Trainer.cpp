@@ -87,6 +87,8 @@ struct tsr_trainer {
   /// With parameter servers: this worker's or server's side of the
   /// exchange.
   std::unique_ptr<ParameterServerLink> parameterServer;
+  /// The outputs of the evaluation program, made on its first call.
+  std::vector<std::unique_ptr<tsr_tensor>> evalOutputs;
 };
 
 namespace {
@@ -578,6 +580,68 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
   return TSR_OK;
 }
 
+/// tsr_trainer_evaluate: the evaluation program on batches of `dataset`.
+tsr_status_t evaluate(tsr_trainer &trainer, const tsr_dataset_t &dataset,
+                      int64_t batches, tsr_eval_record_t &out) {
+  const tsr_artifact &artifact = *trainer.artifact;
+  const TrainSpec &train = artifact.manifest.train;
+  if (train.evalProgram < 0)
+    return fail(TSR_ERROR_UNSUPPORTED,
+                artifact.dir + " has no evaluation program (compile it with "
+                               "tessera-compile --eval)");
+  if (!trainer.deviceInputs.empty())
+    return fail(TSR_ERROR_UNSUPPORTED,
+                artifact.dir + ": evaluation runs host-memory artifacts "
+                               "(--target=cpu) only so far");
+  const ProgramSpec &program = artifact.manifest.programs[train.evalProgram];
+  if (trainer.evalOutputs.empty())
+    for (const TensorSpec &spec : program.outputs) {
+      tsr_tensor_t *tensor = nullptr;
+      if (tsr_status_t s = createTensor(spec.dtype, spec.shape, &tensor))
+        return s;
+      trainer.evalOutputs.emplace_back(tensor);
+    }
+  int64_t samples = tsr_dataset_num_samples(&dataset);
+  if (batches <= 0)
+    batches = (samples + train.globalBatchSize - 1) / train.globalBatchSize;
+  std::vector<tsr_tensor_t *> inputs;
+  for (auto &tensor : trainer.inputs)
+    inputs.push_back(tensor.get());
+  auto start = std::chrono::steady_clock::now();
+  double sum = 0;
+  std::vector<void *> args;
+  for (int64_t k = 0; k < batches; ++k) {
+    if (tsr_status_t s =
+            tsr_dataset_fill_batch(&dataset, k, inputs.data(), inputs.size()))
+      return s;
+    args.clear();
+    for (size_t input : train.evalInputs)
+      args.push_back(trainer.inputs[input]->data);
+    for (auto &output : trainer.evalOutputs)
+      args.push_back(output->data);
+    args.push_back(nullptr);
+    artifact.entries[train.evalProgram](args.data());
+    std::string kernels = takeKernelError();
+    if (!kernels.empty())
+      return fail(TSR_ERROR_UNSUPPORTED,
+                  "program '" + program.name + "': " + kernels);
+    const tsr_tensor &loss = *trainer.evalOutputs[train.evalLoss];
+    sum += loss.dtype == TSR_DTYPE_FLOAT64
+               ? *static_cast<const double *>(loss.data)
+               : *static_cast<const float *>(loss.data);
+  }
+  double mean = sum / static_cast<double>(batches);
+  // Every dp rank took its part of each batch.
+  if (trainer.dpGroup >= 0 && boundGroup(trainer.dpGroup))
+    tsrt_all_reduce(-1, trainer.dpGroup, &mean, &mean, 1, TSR_DTYPE_FLOAT64,
+                    TSR_REDUCE_MEAN, nullptr);
+  out = tsr_eval_record_t{
+      0, mean, batches, std::min(samples, batches * train.globalBatchSize),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count()};
+  return TSR_OK;
+}
+
 tsr_status_t checkSave(const tsr_trainer &trainer) {
   if (!trainer.model)
     return fail(TSR_ERROR_UNSUPPORTED,
@@ -989,6 +1053,11 @@ tsr_status_t checkRunOptions(const tsr_train_options_t &options) {
     return invalid("save_every needs save_onnx");
   if (options.checkpoint_every > 0 && !options.checkpoint_dir)
     return invalid("checkpoint_every needs checkpoint_dir");
+  if (options.eval_every < 0 || options.eval_batches < 0)
+    return invalid("eval_every and eval_batches must not be negative");
+  if ((options.eval_every > 0 || options.eval_batches > 0) &&
+      !options.eval_dataset)
+    return invalid("eval_every and eval_batches need eval_dataset");
   return TSR_OK;
 }
 
@@ -997,6 +1066,11 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   if (tsr_status_t s = checkRunOptions(options))
     return s;
   const Manifest &manifest = trainer.artifact->manifest;
+  if (options.eval_dataset && manifest.train.evalProgram < 0)
+    return fail(TSR_ERROR_UNSUPPORTED,
+                trainer.artifact->dir +
+                    " has no evaluation program (compile it with "
+                    "tessera-compile --eval)");
   // With local SGD the ranks' parameters agree after every H-th step and
   // the last: only those can be saved.
   int64_t period = manifest.train.localSteps;
@@ -1083,6 +1157,17 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
                   where + ": the loss is " +
                       (std::isnan(loss) ? "nan" : "infinite") +
                       "; training stopped");
+    if (options.eval_dataset &&
+        ((options.eval_every > 0 && step % options.eval_every == 0) ||
+         step == options.steps)) {
+      tsr_eval_record_t record;
+      if (tsr_status_t s = evaluate(trainer, *options.eval_dataset,
+                                    options.eval_batches, record))
+        return withContext(s, "evaluation after " + where);
+      record.step = step;
+      if (options.on_eval)
+        options.on_eval(options.user, &record);
+    }
     if (options.save_every > 0 && step % options.save_every == 0)
       if (tsr_status_t s = saveOnnx(periodicOnnxName(options.save_onnx, step)))
         return s;
@@ -1202,6 +1287,16 @@ tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
     if (!trainer || !dataset || !options)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
     return runLoop(*trainer, *dataset, *options);
+  });
+}
+
+tsr_status_t tsr_trainer_evaluate(tsr_trainer_t *trainer,
+                                  const tsr_dataset_t *dataset, int64_t batches,
+                                  tsr_eval_record_t *out_record) {
+  return guard([&] {
+    if (!trainer || !dataset || !out_record)
+      return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
+    return evaluate(*trainer, *dataset, batches, *out_record);
   });
 }
 

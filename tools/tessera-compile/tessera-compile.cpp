@@ -18,6 +18,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
 #include "tessera/Conversion/GPU/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
@@ -304,6 +305,12 @@ static cl::opt<int64_t> staleness(
     cl::desc("With --ps-async: how many steps a worker may run ahead of the "
              "slowest (0: in lockstep)"),
     cl::value_desc("K"), cl::init(2), cl::cat(trainCat));
+static cl::opt<bool> compileEval(
+    "eval",
+    cl::desc("With --mode=train: also compile the program \"eval\", the "
+             "loss and metrics of the model on one rank's batch without an "
+             "update (dropout off), for tessera-run --eval-data"),
+    cl::cat(trainCat));
 static cl::opt<std::string>
     optimizerName("optimizer",
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
@@ -744,6 +751,67 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     }
   }
   return train;
+}
+
+/// Adds the program "eval" to `module` for --eval: `model` imported again
+/// with this rank's whole batch (`batch`), the loss appended as the step's
+/// was, dropout turned off. Every input it takes is an input of the step
+/// `step` of the same name and type, which the runtime binds it to.
+static LogicalResult addEvalProgram(ModuleOp module, func::FuncOp step,
+                                    const tessera::OnnxImportOptions &import,
+                                    int64_t batch) {
+  MLIRContext *context = module.getContext();
+  tessera::OnnxImportOptions options = import;
+  options.batchSize = batch;
+  options.moeStatistics = false;
+  OwningOpRef<ModuleOp> evalModule =
+      tessera::importOnnxModel(*context, inputFile, options);
+  if (!evalModule)
+    return failure();
+  PassManager pm(context);
+  pm.addPass(tessera::createTsrAppendLoss(tessera::TsrAppendLossOptions{
+      lossKind, logitsName, labelsName, lossOutput, ignoreIndex}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(*evalModule)))
+    return failure();
+  func::FuncOp eval;
+  for (auto f : evalModule->getOps<func::FuncOp>())
+    if (f.isPublic())
+      eval = f;
+  // Evaluation sees every unit: an inference-mode dropout.
+  eval.walk([](tsr::DropoutOp op) {
+    if (op.getMask().use_empty()) {
+      op.getResult().replaceAllUsesWith(op.getX());
+      op.erase();
+    }
+  });
+  if (!eval.getOps<tsr::DropoutOp>().empty())
+    return eval.emitError("--eval: a dropout's mask is used; the evaluation "
+                          "program cannot turn it off");
+  for (unsigned i = 0, e = eval.getNumArguments(); i < e; ++i) {
+    StringRef name = tessera::getArgString(eval, i, tsr::attr::kName);
+    bool found = false;
+    for (unsigned j = 0, n = step.getNumArguments(); j < n && !found; ++j)
+      found = tessera::getArgString(step, j, tsr::attr::kName) == name &&
+              step.getArgument(j).getType() == eval.getArgument(i).getType();
+    if (!found)
+      return eval.emitError("--eval: the evaluation program takes '")
+             << name << "' (" << eval.getArgument(i).getType()
+             << "), which the training step does not take as it is (with "
+                "--mesh tp/pp/ep or --zero=3 the step holds parts of the "
+                "parameters)";
+  }
+  func::FuncOp clone = eval.clone();
+  clone.setSymName("eval");
+  if (SymbolTable(module).lookup("eval"))
+    return step.emitError("--eval: the module already has a function @eval");
+  module.push_back(clone);
+  if (!module->hasAttr(tsr::attr::kSchedule))
+    module->setAttr(tsr::attr::kSchedule,
+                    ArrayAttr::get(context, {FlatSymbolRefAttr::get(
+                                                step.getSymNameAttr())}));
+  return success();
 }
 
 static int64_t tensorBytes(const tessera::ArtifactTensor &t) {
@@ -1347,6 +1415,13 @@ int main(int argc, char **argv) {
                   "would disagree on when to average; use --precision=bf16 "
                   "or --loss-scale=N");
   }
+  if (compileEval && mode != "train")
+    return fail("--eval needs --mode=train (it adds an evaluation program "
+                "beside the training step)");
+  if (compileEval && (tensorParallel > 1 || pipelineParallel > 0 ||
+                      expertParallel > 1 || zeroStage == 3))
+    return fail("--eval takes the whole parameters: it does not go with "
+                "--mesh tp, pp or ep or with --zero=3 yet");
   if (psSync && psAsync)
     return fail("--ps-sync and --ps-async contradict each other: choose one");
   if ((psSync || psAsync || staleness.getNumOccurrences()) &&
@@ -1514,6 +1589,17 @@ int main(int argc, char **argv) {
     if (failed(built))
       return 1;
     train = *built;
+    if (compileEval) {
+      func::FuncOp step;
+      for (auto f : module->getOps<func::FuncOp>())
+        if (f.isPublic() && !f->hasAttr(tsr::attr::kServer))
+          step = f;
+      if (failed(
+              addEvalProgram(*module, step, importOptions,
+                             batchSize / std::max<int64_t>(dataParallel, 1))))
+        return 1;
+      train->evalProgram = "eval";
+    }
   } else if (precisionPolicy != "fp32") {
     if (tsrModule)
       return fail("--precision applies to ONNX models; " + inputFile +

@@ -121,6 +121,9 @@ struct TrainingManifest {
   /// value): a checkpoint records them, and resuming under others is
   /// refused unless asked.
   std::vector<std::pair<std::string, std::string>> hparams;
+  /// The program that evaluates the loss without an update (`--eval`), or
+  /// empty.
+  std::string evalProgram;
 };
 
 /// A pipeline stage's program (`tsr.pipeline_schedule`, tsr-pipeline): its

@@ -546,6 +546,18 @@ typedef enum tsr_train_write_t {
   TSR_TRAIN_WROTE_CHECKPOINT = 1,
 } tsr_train_write_t;
 
+/* One evaluation during tsr_trainer_run (eval_dataset): after step `step`,
+ * the mean loss of the artifact's "eval" program over `batches` global
+ * batches of the evaluation data (`samples` samples, windows for a token
+ * stream, some of the last batch repeated), which took `seconds`. */
+typedef struct tsr_eval_record_t {
+  int64_t step;
+  double loss;
+  int64_t batches;
+  int64_t samples;
+  double seconds;
+} tsr_eval_record_t;
+
 /* The training loop of tsr_trainer_run. Zero-initialize it and set what is
  * needed; only `steps` is required. */
 typedef struct tsr_train_options_t {
@@ -570,6 +582,14 @@ typedef struct tsr_train_options_t {
   void (*on_step)(void *user, const tsr_step_record_t *record);
   void (*on_write)(void *user, tsr_train_write_t what, const char *path);
   void *user;
+  /* Non-null: evaluate (tsr_trainer_evaluate) on it after every step that
+   * is a multiple of eval_every (when > 0) and after the last step, over
+   * eval_batches batches (0: every sample once), and report each to
+   * on_eval. */
+  const tsr_dataset_t *eval_dataset;
+  int64_t eval_every;
+  int64_t eval_batches;
+  void (*on_eval)(void *user, const tsr_eval_record_t *record);
 } tsr_train_options_t;
 
 /* Runs the training loop: for step k = first_step + 1 ... steps, runs
@@ -584,6 +604,18 @@ typedef struct tsr_train_options_t {
 TSR_API tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
                                      const tsr_dataset_t *dataset,
                                      const tsr_train_options_t *options);
+
+/* The mean loss of the artifact's evaluation program ("eval", made by
+ * tessera-compile --eval) with the trainer's parameters over batches 0 ...
+ * batches - 1 of `dataset` in order (batches 0: ceil(samples / global
+ * batch), every sample once), each rank on its part of every batch and the
+ * mean taken over the dp ranks (collective on a mesh). The batch inputs of
+ * the trainer are overwritten; the parameters and state are not touched.
+ * TSR_ERROR_UNSUPPORTED without an evaluation program. */
+TSR_API tsr_status_t tsr_trainer_evaluate(tsr_trainer_t *trainer,
+                                          const tsr_dataset_t *dataset,
+                                          int64_t batches,
+                                          tsr_eval_record_t *out_record);
 
 /* With a parameter-server artifact (manifest "parameter_server"): the
  * server this process is (by the launcher's world rank), or -1 on a worker

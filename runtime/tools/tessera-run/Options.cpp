@@ -25,6 +25,8 @@ const char *const tessera_run::kUsage =
     "S]\n"
     "                       [--memory-report] [--log-every K] [--slow-rank "
     "R:MS]\n"
+    "                       [--eval-data FILE [--eval-every K] "
+    "[--eval-batches N]]\n"
     "       tessera-run ART --sample N --vocab VOCAB.json [--prompt TEXT]\n"
     "                       [--temperature T] [--seed S]\n"
     "       mpirun -np N tessera-run ART ... (an artifact compiled for a "
@@ -70,6 +72,12 @@ const char *const tessera_run::kUsage =
     "  --allow-repeats    train on data with fewer samples than the global\n"
     "                     batch (every batch then repeats samples)\n"
     "  --batch-size B     check that the artifact was compiled for batch B\n"
+    "  --eval-data FILE   the validation loss on FILE (as --data) by the\n"
+    "                     artifact's evaluation program (tessera-compile\n"
+    "                     --eval) after the last step, and with\n"
+    "                     --eval-every K after every K steps; --eval-batches\n"
+    "                     N evaluates N batches (default: every sample "
+    "once)\n"
     "  --slow-rank R:MS   rank R sleeps MS milliseconds after every step (a\n"
     "                     straggler, to test --ps-async's staleness bound)\n"
     "  --log-json FILE    write one JSON object per step to FILE\n"
@@ -157,7 +165,10 @@ std::string checkCombination(const Options &options) {
       {"--seed", options.seedGiven},
       {"--allow-repeats", options.allowRepeats},
       {"--allow-changed-hparams", options.allowChangedHparams},
-      {"--slow-rank", options.slowRank >= 0}};
+      {"--slow-rank", options.slowRank >= 0},
+      {"--eval-data", !options.evalData.empty()},
+      {"--eval-every", options.evalEvery > 0},
+      {"--eval-batches", options.evalBatches > 0}};
   const Use sampleOnly[] = {{"--vocab", !options.vocab.empty()},
                             {"--prompt", options.promptGiven},
                             {"--temperature", options.temperatureGiven}};
@@ -203,6 +214,11 @@ std::string checkCombination(const Options &options) {
     return "--save-every needs --save-onnx";
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return "--checkpoint-every needs --checkpoint-dir";
+  if ((options.evalEvery > 0 || options.evalBatches > 0) &&
+      options.evalData.empty())
+    return std::string(options.evalEvery > 0 ? "--eval-every"
+                                             : "--eval-batches") +
+           " needs --eval-data FILE";
   if (options.allowChangedHparams && options.resume.empty())
     return "--allow-changed-hparams needs --resume";
   if (!options.tokenDtype.empty() && options.tokenDtype != "uint16" &&
@@ -221,7 +237,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawSave = false, sawEvery = false, sawToken = false;
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
        sawLogDir = false, sawComm = false, sawLogEvery = false,
-       sawEpochs = false, sawSample = false, sawVocab = false;
+       sawEpochs = false, sawSample = false, sawVocab = false,
+       sawEvalData = false, sawEvalEvery = false, sawEvalBatches = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -284,6 +301,14 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
                   value + "'";
       options.slowRank = rank;
       options.slowMs = ms;
+    } else if (isFlag("--eval-data")) {
+      problem = takeValue("--eval-data", options.evalData, sawEvalData);
+    } else if (isFlag("--eval-every")) {
+      problem = takeCount("--eval-every", 1000000000, options.evalEvery,
+                          sawEvalEvery);
+    } else if (isFlag("--eval-batches")) {
+      problem = takeCount("--eval-batches", 1000000000, options.evalBatches,
+                          sawEvalBatches);
     } else if (isFlag("--sample")) {
       problem = takeCount("--sample", 1000000, options.sample, sawSample);
     } else if (isFlag("--vocab")) {

@@ -56,6 +56,11 @@ struct Options {
   std::string vocab, prompt;
   bool promptGiven = false, temperatureGiven = false;
   double temperature = 1.0;
+  /// --eval-data FILE: the validation loss by the artifact's evaluation
+  /// program after every --eval-every steps (0: only after the last) over
+  /// --eval-batches batches (0: every sample once).
+  std::string evalData;
+  long evalEvery = 0, evalBatches = 0;
   /// --slow-rank R:MS: rank R sleeps MS milliseconds after every step (to
   /// test parameter servers' staleness bound and timeouts).
   long slowRank = -1, slowMs = 0;

@@ -62,27 +62,30 @@ std::string checkParentDirectory(const std::string &flag,
   return flag + " " + path + ": directory '" + parent + "' does not exist";
 }
 
-/// Opens --data as an .npz file or a token stream, by its extension.
-std::string openDataset(const Options &options, tsr_artifact_t *artifact,
+/// Opens `path` (--data or --eval-data) as an .npz file or a token stream,
+/// by its extension; errors about the evaluation data name `flag`.
+std::string openDataset(const Options &options, const char *flag,
+                        const std::string &path, tsr_artifact_t *artifact,
                         DatasetPtr &out) {
+  std::string prefix =
+      flag == std::string("--data") ? "" : flag + std::string(": ");
   tsr_dataset_t *dataset = nullptr;
   tsr_status_t status;
-  if (endsWith(options.data, ".npz")) {
+  if (endsWith(path, ".npz")) {
     if (!options.tokenDtype.empty())
-      return "--token-dtype applies to token streams (.bin), not to " +
-             options.data;
-    status = tsr_dataset_open_npz(artifact, options.data.c_str(), &dataset);
-  } else if (endsWith(options.data, ".bin")) {
+      return "--token-dtype applies to token streams (.bin), not to " + path;
+    status = tsr_dataset_open_npz(artifact, path.c_str(), &dataset);
+  } else if (endsWith(path, ".bin")) {
     tsr_dtype_t dtype =
         options.tokenDtype == "uint32" ? TSR_DTYPE_UINT32 : TSR_DTYPE_UINT16;
-    status = tsr_dataset_open_tokens(artifact, options.data.c_str(), dtype,
-                                     &dataset);
+    status = tsr_dataset_open_tokens(artifact, path.c_str(), dtype, &dataset);
   } else {
-    return options.data + ": unknown data format (expected FILE.npz or a "
-                          "FILE.bin token stream)";
+    return prefix + path +
+           ": unknown data format (expected FILE.npz or a FILE.bin token "
+           "stream)";
   }
   if (status != TSR_OK)
-    return tsr_last_error();
+    return prefix + tsr_last_error();
   out.reset(dataset);
   return "";
 }
@@ -232,6 +235,11 @@ struct Progress {
   long logEvery;
   /// --slow-rank on this rank: milliseconds to sleep after every step.
   long sleepMs;
+  /// Whether the data is a token stream (its samples are windows).
+  bool tokens;
+  /// The evaluations so far: how many, the best and the last loss.
+  int64_t evals = 0, bestEvalStep = 0;
+  double bestEval = 0, lastEval = 0;
   /// The steps run so far: their time, items, and losses.
   int64_t ran = 0, firstStep = 0, lastStep = 0, bestStep = 0;
   double seconds = 0, items = 0;
@@ -328,6 +336,30 @@ void printStep(void *user, const tsr_step_record_t *record) {
   std::fflush(progress.log);
 }
 
+void printEval(void *user, const tsr_eval_record_t *record) {
+  auto &progress = *static_cast<Progress *>(user);
+  progress.process.print(
+      "eval after step %" PRId64 ": loss %s (%" PRId64 " batches, %" PRId64
+      " %s, %.1f s)\n",
+      record->step, formatLoss(static_cast<float>(record->loss)).c_str(),
+      record->batches, record->samples, progress.tokens ? "windows" : "samples",
+      record->seconds);
+  if (progress.evals++ == 0 || record->loss < progress.bestEval) {
+    progress.bestEval = record->loss;
+    progress.bestEvalStep = record->step;
+  }
+  progress.lastEval = record->loss;
+  if (!progress.log)
+    return;
+  nlohmann::ordered_json line = {
+      {"step", record->step},
+      {"eval_loss", shortestDecimal(static_cast<float>(record->loss))},
+      {"eval_batches", record->batches},
+      {"eval_seconds", record->seconds}};
+  std::fprintf(progress.log, "%s\n", line.dump().c_str());
+  std::fflush(progress.log);
+}
+
 void printWrite(void *user, tsr_train_write_t what, const char *path) {
   auto &progress = *static_cast<Progress *>(user);
   progress.process.print(what == TSR_TRAIN_WROTE_CHECKPOINT
@@ -383,7 +415,11 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     return serve(trainer.get(), process);
   DatasetPtr dataset;
   if (problem.empty())
-    problem = openDataset(options, artifact, dataset);
+    problem = openDataset(options, "--data", options.data, artifact, dataset);
+  DatasetPtr evalDataset;
+  if (problem.empty() && !options.evalData.empty())
+    problem = openDataset(options, "--eval-data", options.evalData, artifact,
+                          evalDataset);
   // A global batch larger than the data repeats samples within every
   // batch, which is rarely meant.
   int64_t steps = options.steps;
@@ -486,10 +522,13 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 train.micro_batches, options.data.c_str(), source.c_str());
 
   tsr_memory_reset_peak();
-  Progress progress{
-      process,          log.get(),
-      trainer.get(),    findMetrics(artifact),
-      options.logEvery, process.rank == options.slowRank ? options.slowMs : 0};
+  Progress progress{process,
+                    log.get(),
+                    trainer.get(),
+                    findMetrics(artifact),
+                    options.logEvery,
+                    process.rank == options.slowRank ? options.slowMs : 0,
+                    train.token_input >= 0};
   tsr_train_options_t run{};
   run.steps = steps;
   run.first_step = done;
@@ -501,6 +540,12 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     run.checkpoint_dir = options.checkpointDir.c_str();
   run.on_step = printStep;
   run.on_write = printWrite;
+  if (evalDataset) {
+    run.eval_dataset = evalDataset.get();
+    run.eval_every = options.evalEvery;
+    run.eval_batches = options.evalBatches;
+    run.on_eval = printEval;
+  }
   run.user = &progress;
   if (tsr_trainer_run(trainer.get(), dataset.get(), &run) != TSR_OK)
     return process.fail(tsr_last_error());
@@ -517,6 +562,11 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                   formatLoss(progress.firstLoss).c_str(),
                   formatLoss(progress.lastLoss).c_str(),
                   formatLoss(progress.bestLoss).c_str(), progress.bestStep);
+  if (progress.evals > 0)
+    process.print("eval loss last %s, lowest %s after step %" PRId64 "\n",
+                  formatLoss(static_cast<float>(progress.lastEval)).c_str(),
+                  formatLoss(static_cast<float>(progress.bestEval)).c_str(),
+                  progress.bestEvalStep);
   size_t peak = 0, held = 0;
   tsr_memory_stats(nullptr, &peak);
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
