@@ -19,6 +19,12 @@ items of one step, ``*_per_second`` times ``seconds``), or the time: the
 step times of the logged steps summed (setup, logging and checkpoints left
 out).
 
+A log of a run with ``--eval-data`` also holds evaluation records,
+``{"step": 200, "eval_loss": 2.31, "eval_batches": 47, ...}``. With the
+metric ``loss`` each such log adds a second curve, its validation loss
+(legend "NAME (validation)"), at the x of its step; ``--metric
+eval_loss`` draws that curve alone. Other metrics skip them.
+
 The output is SVG only (no plotting library is needed); other suffixes are
 refused. Errors are one line on stderr naming the file and, where there is
 one, the line (``run.jsonl:3: not JSON (Expecting value at column 1)``),
@@ -223,33 +229,52 @@ def field(record: dict, name: str, where: str,
     return value
 
 
-def curve(path: str, x_axis: str, metric: str,
-          log_y: bool) -> tuple[list[float], list[float]]:
-    """The points (x, metric) of one log; steps whose metric is null are
-    left out."""
-    xs, ys, elapsed = [], [], 0.0
+def curves(path: str, x_axis: str, metric: str,
+           log_y: bool) -> list[tuple[str, list[float], list[float]]]:
+    """The curves of one log as (kind, xs, ys): its steps' `metric`
+    ("steps"), and with metric loss its evaluations ("validation"), or
+    with metric eval_loss those alone. Null values are left out."""
+    points: dict[str, tuple[list[float], list[float]]] = {
+        "steps": ([], []), "validation": ([], [])}
+    elapsed, items = 0.0, None
     for n, record in read_log(path):
         where = f"{path}:{n}"
-        y = field(record, metric, where, nullable=True)
-        if x_axis == "time":
-            elapsed += field(record, "seconds", where)
-            x = elapsed
-        elif x_axis == "step":
-            x = field(record, "step", where)
+        step = field(record, "step", where)
+        if "eval_loss" in record:
+            if metric not in ("loss", "eval_loss"):
+                continue
+            kind = "validation"
+            y = field(record, "eval_loss", where, nullable=True)
+            # At the x of its step: the time and items trained so far.
+            if x_axis not in ("step", "time") and items is None:
+                raise PlotError(f"{where}: an evaluation before any step "
+                                f"record, so no {x_axis} to draw it at")
+            x = (step if x_axis == "step" else elapsed if x_axis == "time"
+                 else step * items)
         else:
-            rate = field(record, f"{x_axis}_per_second", where)
-            x = field(record, "step", where) * round(
-                rate * field(record, "seconds", where))
+            kind = "steps"
+            if x_axis != "step":
+                seconds = field(record, "seconds", where)
+                elapsed += seconds
+                if x_axis != "time":
+                    items = round(
+                        field(record, f"{x_axis}_per_second", where) * seconds)
+            x = (step if x_axis == "step" else elapsed if x_axis == "time"
+                 else step * items)
+            if metric == "eval_loss":
+                continue
+            y = field(record, metric, where, nullable=True)
         if y is None or not math.isfinite(y):
             continue
         if log_y and y <= 0:
             raise PlotError(f"{where}: {metric} {y:g} cannot be drawn on a "
                             "log scale (--log-y)")
-        xs.append(x)
-        ys.append(y)
-    if not ys:
+        points[kind][0].append(x)
+        points[kind][1].append(y)
+    found = [(kind, xs, ys) for kind, (xs, ys) in points.items() if ys]
+    if not found:
         raise PlotError(f"{path}: no finite value of '{metric}'")
-    return xs, ys
+    return found
 
 
 def plot(args: argparse.Namespace) -> None:
@@ -262,16 +287,20 @@ def plot(args: argparse.Namespace) -> None:
     if len(labels) != len(args.logs):
         raise PlotError(f"--labels names {len(labels)} curves, but "
                         f"{len(args.logs)} logs are given")
-    curves = [(label, *curve(path, args.x, args.metric, args.log_y))
-              for label, path in zip(labels, args.logs)]
+    drawn = []
+    for label, path in zip(labels, args.logs):
+        found = curves(path, args.x, args.metric, args.log_y)
+        for kind, xs, ys in found:
+            drawn.append((label + (" (validation)" if kind == "validation"
+                                   and len(found) > 1 else ""), xs, ys))
     y_label = args.metric + (" (log scale)" if args.log_y else "")
     try:
-        line_chart(args.output, curves, x_label=X_AXES[args.x],
+        line_chart(args.output, drawn, x_label=X_AXES[args.x],
                    y_label=y_label, title=args.title, log_y=args.log_y)
     except OSError as e:
         raise PlotError(f"{args.output}: cannot write: "
                         f"{e.strerror}") from None
-    counts = ", ".join(f"{label} {len(xs)} points" for label, xs, _ in curves)
+    counts = ", ".join(f"{label} {len(xs)} points" for label, xs, _ in drawn)
     print(f"wrote {args.output}: {args.metric} against {args.x}; {counts}")
 
 

@@ -167,6 +167,29 @@ def main() -> int:
         check_chart(work / "diverged.svg", "a null loss",
                     [("diverged", records)], lambda r: r["step"], False)
 
+        # A log with evaluations (--eval-data) adds its validation curve.
+        train = runs[0][1]
+        evals = [{"step": 10, "eval_loss": 3.5, "eval_batches": 4,
+                  "eval_seconds": 0.01},
+                 {"step": STEPS, "eval_loss": 3.25, "eval_batches": 4,
+                  "eval_seconds": 0.01}]
+        evaluated = work / "evaluated.jsonl"
+        evaluated.write_text("".join(
+            json.dumps(r) + "\n"
+            for r in train[:10] + evals[:1] + train[10:] + evals[1:]))
+        done = run(plot + [evaluated, "-o", work / "evaluated.svg", "--x",
+                           "tokens"], env)
+        wrote = (f"wrote {work}/evaluated.svg: loss against tokens; "
+                 f"evaluated {STEPS} points, evaluated (validation) 2 "
+                 "points\n")
+        check(done.stdout == wrote, f"it says {wrote.strip()!r}")
+        check_chart(work / "evaluated.svg", "loss and validation loss",
+                    [("evaluated", train),
+                     ("evaluated (validation)",
+                      [{"step": e["step"], "loss": e["eval_loss"]}
+                       for e in evals])],
+                    lambda r: r["step"] * TOKENS_PER_STEP, False)
+
         lines = a.read_text().splitlines(keepends=True)
         (work / "empty.jsonl").write_text("")
         (work / "cut.jsonl").write_text("".join(lines[:4]) + lines[4][:17])
