@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
-# The README's main job: set up the machine, build Tessera, and train the
-# bundled GPT-style character language model on CPU.
+# The README's main job: set up the machine, build Tessera, then train the
+# bundled GPT-style character language model on CPU, report its validation
+# loss, draw its loss curves and sample text from it.
 #
 #   scripts/setup.sh          Debian packages + the pinned Python venv (.venv)
 #   scripts/build.sh          CMake + Ninja into build/ (tools in build/bin/)
-#   charlm_train_test.sh      in build/examples/charlm:
-#     make_charlm.py          charlm.onnx (1 layer, d_model 64, 4 heads, seq 32,
-#                             batch 16) and tokens.bin from the licence texts
-#                             in /usr/share/common-licenses
-#     tessera-compile         --mode=train --loss=cross_entropy --optimizer=adam
-#     tessera-run --train     760 steps: the loss falls from ln(86) = 4.45 to
-#                             about 1.6 nats; exports trained.onnx
-#     onnxruntime             the exported weights give the loss Tessera
-#                             reported for them
+#   scripts/demo-charlm.sh    in build/examples/demo: 760 Adam steps with the
+#                             validation loss every 190, loss.svg, and 300
+#                             sampled characters (the script says each step)
 #
 # Exits non-zero if any step fails or any check does not hold.
 set -euo pipefail
@@ -27,6 +22,6 @@ bash scripts/setup.sh
 step "build (scripts/build.sh)"
 bash scripts/build.sh
 
-step "train the character language model (test/e2e/charlm_train_test.sh)"
-mkdir -p build/examples
-bash test/e2e/charlm_train_test.sh build . --work build/examples/charlm
+step "train, evaluate and sample the character language model (scripts/demo-charlm.sh)"
+bash scripts/demo-charlm.sh build build/examples/demo
+printf '\nThe loss curves: build/examples/demo/loss.svg; the trained model: build/examples/demo/trained.onnx\n'

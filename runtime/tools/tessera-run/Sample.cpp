@@ -208,6 +208,7 @@ int tessera_run::runSample(const Options &options, tsr_artifact_t *artifact,
   for (int64_t id : tokens)
     text += vocab[id];
   std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
   std::fprintf(stderr,
                "sampled %ld tokens after a prompt of %zu at temperature %g, "
                "seed %llu (%.1f tokens/s)\n",
