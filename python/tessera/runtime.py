@@ -23,8 +23,9 @@ loop (tsr_trainer_run), as ``tessera-run --train`` does::
     records = art.train("data.npz", steps=100, checkpoint_dir="ckpt",
                         on_step=lambda r: print(r.step, r.loss))
 
-The library is ``$TESSERA_RUNTIME_LIB`` if set, else
-``build/lib/libtessera_runtime.so`` under the repository root. It is loaded
+The library is ``$TESSERA_RUNTIME_LIB`` if set, else the one an installed
+package carries (``tessera/_lib``), else ``build/lib/libtessera_runtime.so``
+under the repository root. It is loaded
 with ``RTLD_GLOBAL`` so that compiled code resolves the runtime's
 ``_mlir_memref_to_llvm_*`` allocation functions against it.
 """
@@ -38,7 +39,9 @@ import numpy as np
 
 __all__ = [
     "Artifact",
+    "EvalRecord",
     "StepRecord",
+    "TrainLog",
     "TensorInfo",
     "TesseraError",
     "memory_stats",
@@ -87,6 +90,20 @@ step (counted from 1) of steps, loss (may be nan or inf), seconds (the time
 of the step), items_per_second and unit ("tokens" or "samples"); with
 dynamic loss scaling loss_scale (after the step) and skipped (the step found
 a gradient overflow and kept the parameters), else 0.0 and False."""
+
+EvalRecord = collections.namedtuple(
+    "EvalRecord", ["step", "loss", "batches", "samples", "seconds"])
+EvalRecord.__doc__ = """One evaluation during training (tsr_eval_record_t):
+after `step`, the mean loss of the artifact's evaluation program over
+`batches` batches (`samples` samples or windows), which took `seconds`."""
+
+
+class TrainLog(list):
+    """The StepRecords of a run (a list), and its EvalRecords (`evals`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.evals = []
 
 
 class TesseraError(RuntimeError):
@@ -171,7 +188,11 @@ def _library_path():
     path = os.environ.get("TESSERA_RUNTIME_LIB")
     if path:
         return path
-    root = pathlib.Path(__file__).resolve().parents[2]
+    here = pathlib.Path(__file__).resolve().parent
+    installed = here / "_lib" / "libtessera_runtime.so"
+    if installed.exists():
+        return str(installed)
+    root = here.parents[1]
     return str(root / "build" / "lib" / "libtessera_runtime.so")
 
 
@@ -221,6 +242,8 @@ def _declare(lib):
             (status, [p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
         "tsr_trainer_run":
             (status, [p, p, ctypes.POINTER(_TrainOptionsStruct)]),
+        "tsr_trainer_evaluate":
+            (status, [p, p, ctypes.c_int64, ctypes.POINTER(_EvalRecordStruct)]),
         "tsr_comm_init": (status, [ctypes.c_int, p, ctypes.POINTER(p)]),
         "tsr_comm_destroy": (None, [p]),
         "tsr_comm_rank": (ctypes.c_int, [p]),
@@ -403,9 +426,27 @@ class Artifact:
             for tensor in tensors:
                 lib.tsr_tensor_destroy(tensor)
 
+    def run(self, inputs):
+        """Invokes the artifact once: `inputs` maps each input's name to an
+        array (or is a sequence in manifest order); returns a dict from
+        each output's name to a new array."""
+        if isinstance(inputs, dict):
+            names = [info.name for info in self.inputs]
+            unknown = sorted(set(inputs) - set(names))
+            missing = [name for name in names if name not in inputs]
+            if unknown or missing:
+                raise TypeError(f"{self.path}: inputs are {names}; "
+                                + (f"missing {missing}" if missing else "")
+                                + ("; " if missing and unknown else "")
+                                + (f"unknown {unknown}" if unknown else ""))
+            inputs = [inputs[name] for name in names]
+        outputs = self(*inputs)
+        return {info.name: value for info, value in zip(self.outputs, outputs)}
+
     def train(self, data, steps, *, token_dtype="uint16", resume=None,
               save_onnx=None, save_every=0, checkpoint_dir=None,
-              checkpoint_every=0, on_step=None, on_write=None):
+              checkpoint_every=0, eval_data=None, eval_every=0,
+              eval_batches=0, on_step=None, on_write=None, on_eval=None):
         """Trains a "train" artifact with the runtime's training loop.
 
         data is an .npz file, or else a token stream of token_dtype
@@ -413,17 +454,32 @@ class Artifact:
         or from the checkpoint directory `resume`, and runs until `steps`
         steps have completed. save_onnx, save_every, checkpoint_dir and
         checkpoint_every write as tessera-run's options of the same names.
-        on_step(StepRecord) is called after every step, on_write(kind, path)
-        after every file written (kind "onnx" or "checkpoint"); an exception
-        they raise stops nothing but is re-raised once training returns.
-        Returns the
-        StepRecords of the steps run; a failure (a nan loss, a missing
-        file) raises TesseraError.
+        With eval_data (a file like `data`; the artifact compiled with
+        tessera-compile --eval) the validation loss is computed after every
+        eval_every steps (0: only after the last) over eval_batches batches
+        (0: every sample once), as tessera-run --eval-data does.
+        on_step(StepRecord) is called after every step, on_eval(EvalRecord)
+        after every evaluation, on_write(kind, path) after every file
+        written (kind "onnx" or "checkpoint"); an exception they raise stops
+        nothing but is re-raised once training returns. Returns a TrainLog:
+        the StepRecords of the steps run, and the EvalRecords as its
+        `evals`; a failure (a nan loss, a missing file) raises TesseraError.
         """
         if not self._handle:
             raise TesseraError(f"{self.path}: the artifact is closed")
         lib = _lib()
-        records, raised = [], []
+        records, raised = TrainLog(), []
+
+        def eval_callback(_, raw):
+            r = raw.contents
+            record = EvalRecord(r.step, r.loss, r.batches, r.samples,
+                                r.seconds)
+            records.evals.append(record)
+            if on_eval and not raised:
+                try:
+                    on_eval(record)
+                except BaseException as error:
+                    raised.append(error)
 
         def step_callback(_, raw):
             r = raw.contents
@@ -447,19 +503,24 @@ class Artifact:
         def encode(path):
             return None if path is None else os.fsencode(path)
 
-        dataset, trainer = ctypes.c_void_p(), ctypes.c_void_p()
-        try:
-            if str(data).endswith(".npz"):
+        def open_dataset(path, out):
+            if str(path).endswith(".npz"):
                 _check(lib.tsr_dataset_open_npz(
-                    self._handle, os.fsencode(data), ctypes.byref(dataset)))
-            else:
-                code = {"uint16": 4, "uint32": 12}.get(token_dtype)
-                if code is None:
-                    raise ValueError(f"token_dtype {token_dtype!r}: expected "
-                                     "'uint16' or 'uint32'")
-                _check(lib.tsr_dataset_open_tokens(
-                    self._handle, os.fsencode(data), code,
-                    ctypes.byref(dataset)))
+                    self._handle, os.fsencode(path), ctypes.byref(out)))
+                return
+            code = {"uint16": 4, "uint32": 12}.get(token_dtype)
+            if code is None:
+                raise ValueError(f"token_dtype {token_dtype!r}: expected "
+                                 "'uint16' or 'uint32'")
+            _check(lib.tsr_dataset_open_tokens(
+                self._handle, os.fsencode(path), code, ctypes.byref(out)))
+
+        dataset, trainer = ctypes.c_void_p(), ctypes.c_void_p()
+        evaluation = ctypes.c_void_p()
+        try:
+            open_dataset(data, dataset)
+            if eval_data is not None:
+                open_dataset(eval_data, evaluation)
             _check(lib.tsr_trainer_create(self._handle, ctypes.byref(trainer)))
             done = ctypes.c_int64(0)
             if resume is not None:
@@ -471,7 +532,10 @@ class Artifact:
                 checkpoint_dir=encode(checkpoint_dir),
                 checkpoint_every=checkpoint_every,
                 on_step=_ON_STEP(step_callback),
-                on_write=_ON_WRITE(write_callback))
+                on_write=_ON_WRITE(write_callback),
+                eval_dataset=evaluation if eval_data is not None else None,
+                eval_every=eval_every, eval_batches=eval_batches,
+                on_eval=_ON_EVAL(eval_callback))
             status = lib.tsr_trainer_run(trainer, dataset,
                                          ctypes.byref(options))
             if raised:
@@ -480,6 +544,7 @@ class Artifact:
         finally:
             lib.tsr_trainer_destroy(trainer)
             lib.tsr_dataset_destroy(dataset)
+            lib.tsr_dataset_destroy(evaluation)
         return records
 
 
