@@ -18,3 +18,28 @@ def finish(script):
         return 1
     print(f"{script}: every check passed")
     return 0
+
+
+def run(cmd, **kwargs):
+    """Runs `cmd` and returns its stdout; a non-zero exit prints its output
+    and raises."""
+    import subprocess
+    import sys
+    done = subprocess.run([str(c) for c in cmd], capture_output=True,
+                          text=True, **kwargs)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited "
+                           f"{done.returncode}")
+    return done.stdout
+
+
+def make_charlm(root, out, seq=32, batch=16):
+    """The bundled character LM (1 layer) and its data in `out`:
+    charlm.onnx, tokens.bin, valid.bin, vocab.json."""
+    import os
+    import sys
+    run([sys.executable, os.path.join(root, "python", "tessera_examples",
+                                      "make_charlm.py"),
+         "--out", out, "--seq", seq, "--batch", batch, "--layers", 1,
+         "--no-verify"])

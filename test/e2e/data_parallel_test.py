@@ -195,13 +195,10 @@ def rank_pids(mpirun_pid):
     return pids
 
 
-def failing_run(bin_dir, art, work, sig, *flags):
-    """Starts a long 2-rank run, sends `sig` to rank 1 after step 3, and
-    returns (seconds until every process ended, return code, output)."""
-    logs = os.path.join(work, f"logs-{sig}")
-    cmd = mpirun(2) + [os.path.join(bin_dir, "tessera-run"), art,
-           "--train", "--data", DATA, "--steps", "1000000", "--threads", "1",
-           "--log-dir", logs, *flags]
+def signal_rank(cmd, logs, rank, sig):
+    """Starts `cmd` (a long mpirun of tessera-run with --log-dir `logs`),
+    sends `sig` to `rank` after step 3, and returns (seconds until every
+    process ended or None, return code, output)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     deadline = time.time() + 120
@@ -210,27 +207,35 @@ def failing_run(bin_dir, art, work, sig, *flags):
         if os.path.exists(rank0) and "step 3/" in open(rank0).read():
             break
         time.sleep(0.1)
-    pids = rank_pids(proc.pid)
-    if 1 not in pids:
+    pid = rank_pids(proc.pid).get(rank)
+    if pid is None:
         proc.kill()
-        return None, None, "rank 1 not found among mpirun's children"
-    os.kill(pids[1], sig)
+        return None, None, f"rank {rank} not found among mpirun's children"
+    os.kill(pid, sig)
     start = time.time()
     try:
         output, _ = proc.communicate(timeout=90)
+        elapsed = time.time() - start
     except subprocess.TimeoutExpired:
         proc.kill()
-        if sig == signal.SIGSTOP:
-            os.kill(pids[1], signal.SIGKILL)
         output, _ = proc.communicate()
-        return None, None, output
-    elapsed = time.time() - start
+        elapsed = None
     if sig == signal.SIGSTOP:
         try:
-            os.kill(pids[1], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     return elapsed, proc.returncode, output
+
+
+def failing_run(bin_dir, art, work, sig, *flags):
+    """A long 2-rank run with `sig` sent to rank 1 after step 3
+    (signal_rank)."""
+    logs = os.path.join(work, f"logs-{sig}")
+    cmd = mpirun(2) + [os.path.join(bin_dir, "tessera-run"), art,
+           "--train", "--data", DATA, "--steps", "1000000", "--threads", "1",
+           "--log-dir", logs, *flags]
+    return signal_rank(cmd, logs, 1, sig)
 
 
 def formula_bytes(model_path, ranks, zero):

@@ -34,19 +34,11 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
-from checks import check, finish
+from checks import check, finish, make_charlm, run
 from data_parallel_test import mpirun
 
 RTOL = 1e-5
 BATCH, WINDOW = 16, 32
-
-
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.stderr.write(result.stdout + result.stderr)
-        raise RuntimeError(f"{' '.join(cmd)} exited {result.returncode}")
-    return result.stdout
 
 
 def records(log):
@@ -79,10 +71,7 @@ def main():
     run_tool = os.path.join(bin_dir, "tessera-run")
     with tempfile.TemporaryDirectory() as work:
         lm = os.path.join(work, "lm")
-        run([sys.executable, os.path.join(root, "python", "tessera_examples",
-                                          "make_charlm.py"),
-             "--out", lm, "--seq", str(WINDOW), "--batch", str(BATCH),
-             "--layers", "1", "--no-verify"])
+        make_charlm(root, lm, WINDOW, BATCH)
         model = os.path.join(lm, "charlm.onnx")
         train_data = os.path.join(lm, "tokens.bin")
         valid = os.path.join(lm, "valid.bin")

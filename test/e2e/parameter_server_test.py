@@ -42,51 +42,17 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from checks import check, finish
-from data_parallel_test import mpirun, rank_pids
+from data_parallel_test import mpirun, signal_rank
 from grad_compression_test import expect_refused, manifest, run
 
 RTOL = 1e-5
 BATCH = 16
-
-
-def failing_run(cmd, logs, rank, sig):
-    """Starts `cmd` (a long mpirun of tessera-run with --log-dir `logs`),
-    sends `sig` to `rank` after step 3, and returns (seconds until every
-    process ended or None, return code, output)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    deadline = time.time() + 120
-    rank0 = os.path.join(logs, "rank-0.log")
-    while time.time() < deadline:
-        if os.path.exists(rank0) and "step 3/" in open(rank0).read():
-            break
-        time.sleep(0.1)
-    pid = rank_pids(proc.pid).get(rank)
-    if pid is None:
-        proc.kill()
-        return None, None, f"rank {rank} not found among mpirun's children"
-    os.kill(pid, sig)
-    start = time.time()
-    try:
-        output, _ = proc.communicate(timeout=90)
-        elapsed = time.time() - start
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        output, _ = proc.communicate()
-        elapsed = None
-    if sig == signal.SIGSTOP:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return elapsed, proc.returncode, output
 
 
 def main():
@@ -221,7 +187,7 @@ def main():
             cmd = mpirun(4) + [os.path.join(bin_dir, "tessera-run"), sync, "--train",
                                "--data", data, "--steps", "1000000", "--threads", "1",
                                "--log-dir", logs, *flags]
-            elapsed, code, output = failing_run(cmd, logs, 1, sig)
+            elapsed, code, output = signal_rank(cmd, logs, 1, sig)
             lines = [l for l in output.splitlines() if expected in l]
             check(elapsed is not None and elapsed < 60 and code != 0 and lines,
                   f"{signal.Signals(sig).name} of worker 1: every rank ended in "

@@ -31,17 +31,9 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
-from checks import check, finish
+from checks import check, finish, make_charlm, run
 
 PROMPT, TOKENS = "The ", 40
-
-
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.stderr.write(result.stdout + result.stderr)
-        raise RuntimeError(f"{' '.join(cmd)} exited {result.returncode}")
-    return result.stdout
 
 
 class SplitMix64:
@@ -90,10 +82,7 @@ def main():
     run_tool = os.path.join(bin_dir, "tessera-run")
     with tempfile.TemporaryDirectory() as work:
         lm = os.path.join(work, "lm")
-        run([sys.executable, os.path.join(root, "python", "tessera_examples",
-                                          "make_charlm.py"),
-             "--out", lm, "--seq", "32", "--batch", "16", "--layers", "1",
-             "--no-verify"])
+        make_charlm(root, lm)
         train_art = os.path.join(work, "train")
         run([compile_tool, os.path.join(lm, "charlm.onnx"), "--mode=train",
              "--loss=cross_entropy", "--logits=logits", "--batch-size=16",
