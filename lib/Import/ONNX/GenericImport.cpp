@@ -20,6 +20,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Import/ONNX/Import.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -32,6 +33,7 @@
 #include "onnx/version_converter/convert.h"
 
 #include <exception>
+#include <map>
 #include <unordered_map>
 
 using namespace mlir;
@@ -91,6 +93,7 @@ private:
   LogicalResult setInputShapes();
   LogicalResult inferShapes();
   LogicalResult buildFunction(ModuleOp module);
+  void warnSharedInitializers(ArrayRef<std::string> params);
 
   Type convertType(const onnx::TypeProto &type);
   FailureOr<NamedAttribute> convertAttribute(const onnx::AttributeProto &attr,
@@ -489,6 +492,71 @@ static InitializerKind classifyInitializer(const onnx::GraphProto &graph,
   return statistics ? InitializerKind::Statistics : InitializerKind::Constant;
 }
 
+/// Warns about trained initializers that feed the same input of several
+/// nodes of one op type, directly or through Identity nodes: the layers
+/// those nodes belong to train one shared copy. PyTorch's exporter in eval
+/// mode merges initializers of equal value (a module's freshly copied
+/// layers, every norm's weight of ones) and keeps each dropped name as an
+/// Identity of the kept one, which ties layers the model trains apart.
+void GenericImporter::warnSharedInitializers(ArrayRef<std::string> params) {
+  const auto &graph = model.graph();
+  // Every value that is a param or an Identity of one, to that param.
+  llvm::StringMap<size_t> root;
+  for (auto [i, name] : llvm::enumerate(params))
+    root[name] = i;
+  SmallVector<SmallVector<std::string>> aliases(params.size());
+  for (const auto &node : graph.node()) {
+    if (node.op_type() != "Identity" || node.input_size() != 1 ||
+        node.output_size() != 1)
+      continue;
+    auto it = root.find(node.input(0));
+    if (it == root.end())
+      continue;
+    size_t param = it->second;
+    root[node.output(0)] = param;
+    aliases[param].push_back(node.output(0));
+  }
+  // For every param, the nodes of each (op type, input index) it feeds.
+  SmallVector<std::map<std::pair<std::string, int>, SmallVector<std::string>>>
+      uses(params.size());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto &node = graph.node(i);
+    if (node.op_type() == "Identity")
+      continue;
+    for (int k = 0; k < node.input_size(); ++k) {
+      auto it = root.find(node.input(k));
+      if (it != root.end())
+        uses[it->second][{node.op_type(), k}].push_back(nodeName(node, i));
+    }
+  }
+  SmallVector<std::string> shared;
+  for (auto [i, name] : llvm::enumerate(params))
+    for (const auto &[use, nodes] : uses[i])
+      if (nodes.size() > 1) {
+        std::string also = aliases[i].empty()
+                               ? ""
+                               : ", also named " + llvm::join(aliases[i], ", ");
+        shared.push_back("'" + name + "'" + also + " (input " +
+                         std::to_string(use.second) + " of " +
+                         std::to_string(nodes.size()) + " " + use.first +
+                         " nodes: " + llvm::join(nodes, ", ") + ")");
+        break;
+      }
+  if (shared.empty())
+    return;
+  emitWarning(fileLoc)
+      << shared.size() << " trained initializer"
+      << (shared.size() == 1 ? " feeds" : "s each feed")
+      << " the same input of several nodes, so their layers train one shared "
+         "copy: "
+      << llvm::join(shared, "; ")
+      << ". PyTorch's exporter in eval mode merges initializers of equal "
+         "value (freshly built copies of a layer, norm weights of ones); to "
+         "train the layers apart, export with torch.onnx.export(..., "
+         "training=torch.onnx.TrainingMode.TRAINING), which merges only the "
+         "same tensor (docs/pytorch.md)";
+}
+
 LogicalResult GenericImporter::buildFunction(ModuleOp module) {
   const auto &graph = model.graph();
   OpBuilder b(&ctx);
@@ -562,6 +630,7 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     argIsStatistics.push_back(kind == InitializerKind::Statistics);
   }
 
+  warnSharedInitializers(ArrayRef(argNames).drop_front(numInputs));
   auto func =
       func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();

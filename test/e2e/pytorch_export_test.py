@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""PyTorch exports, handled (docs/pytorch.md).
+
+1. Merged initializers: a 2-layer nn.TransformerEncoder (its layers built as
+   copies of one, so equal-valued) exported in eval mode, PyTorch's default,
+   comes out with 9 initializers: the exporter merged equal values and left
+   Identity nodes for the dropped names. tessera-compile --mode=train
+   still compiles it (exit 0) and warns, naming each merged initializer
+   with its other names and the nodes it feeds, and says how to re-export.
+   The same model exported with training=TrainingMode.TRAINING keeps its 24
+   initializers, trains all 24, and gets no warning.
+2. TrainingMode.TRAINING with BatchNorm and Dropout: a CNN (Conv,
+   BatchNorm2d, ReLU, MaxPool, Dropout, Linear) exported for training
+   compiles and trains: without dropout (p = 0) the first step's loss
+   equals PyTorch's train-mode loss on the same batch (batch statistics;
+   float32, 1e-5 relative); with p = 0.25 the step takes the dropout seed
+   (an rng input) and 30 steps lower the loss.
+
+Torch runs in Debian's /usr/bin/python3 (python3-torch); the checks in the
+project's venv. Usage: pytorch_export_test.py BUILD_DIR REPO_ROOT
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+from checks import check, finish, run
+
+TORCH_PYTHON = "/usr/bin/python3"
+
+EXPORT = r'''
+import sys, torch
+torch.manual_seed(0)
+out, what = sys.argv[1], sys.argv[2]
+if what.startswith("encoder"):
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2,
+        dim_feedforward=32, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=2,
+                                        enable_nested_tensor=False)
+    x = torch.randn(2, 5, 16)
+    names = (["x"], ["y"])
+else:
+    p = float(what.split(":")[1])
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.drop = torch.nn.Dropout(p)
+            self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+        def forward(self, x):
+            h = torch.relu(self.bn(self.conv(x)))
+            h = torch.nn.functional.max_pool2d(h, 2)
+            return self.fc(self.drop(h.flatten(1)))
+    model = Net()
+    import numpy as np
+    arrays = np.load(sys.argv[3])
+    x = torch.from_numpy(arrays["x"][:8])
+    y = torch.from_numpy(arrays["labels"][:8])
+    names = (["x"], ["logits"])
+training = what.endswith("train") or what.startswith("cnn")
+if training:
+    model.train()
+    kw = {"training": torch.onnx.TrainingMode.TRAINING,
+          "do_constant_folding": False}
+else:
+    model.eval()
+    kw = {}
+if what.startswith("cnn"):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    print(f"{loss.item():.9g}")
+torch.onnx.export(model, (x,), out, input_names=names[0],
+                  output_names=names[1], opset_version=17, **kw)
+'''
+
+
+def main():
+    build, _ = sys.argv[1], sys.argv[2]
+    bin_dir = os.path.join(build, "bin")
+    compile_tool = os.path.join(bin_dir, "tessera-compile")
+    run_tool = os.path.join(bin_dir, "tessera-run")
+    with tempfile.TemporaryDirectory() as work:
+        script = os.path.join(work, "export.py")
+        with open(script, "w") as f:
+            f.write(EXPORT)
+
+        # 1. Merged initializers.
+        results = {}
+        for mode in ("eval", "train"):
+            path = os.path.join(work, f"encoder-{mode}.onnx")
+            run([TORCH_PYTHON, script, path, f"encoder-{mode}"])
+            count = len(onnx.load(path).graph.initializer)
+            done = subprocess.run([compile_tool, path, "--mode=train",
+                                   "--loss=mse", "--logits=y", "-o",
+                                   os.path.join(work, f"enc-{mode}")],
+                                  capture_output=True, text=True)
+            results[mode] = (count, done)
+        count, done = results["eval"]
+        warning = [l for l in done.stderr.splitlines() if "warning:" in l]
+        check(done.returncode == 0 and count == 9 and len(warning) == 1
+              and "9 trained initializers each feed the same input of "
+                  "several nodes" in warning[0]
+              and "'layers.0.norm1.weight', also named layers.1.norm2.weight, "
+                  "layers.1.norm1.weight, layers.0.norm2.weight (input 1 of 4 "
+                  "LayerNormalization nodes" in warning[0]
+              and "training=torch.onnx.TrainingMode.TRAINING" in warning[0]
+              and "training 9 parameters" in done.stderr,
+              f"eval-mode export ({count} initializers): compiled, with one "
+              f"warning naming the merged initializers and the re-export "
+              f"({warning[0][:160] if warning else done.stderr[-300:]!r}...)")
+        count, done = results["train"]
+        check(done.returncode == 0 and count == 24
+              and "warning" not in done.stderr
+              and "training 24 parameters" in done.stderr,
+              f"TrainingMode.TRAINING export: {count} initializers, all "
+              f"trained, no warning")
+
+        # 2. BatchNorm and Dropout exported for training.
+        rng = np.random.default_rng(0)
+        data = os.path.join(work, "images.npz")
+        np.savez(data, x=rng.standard_normal((64, 3, 16, 16)).astype(np.float32),
+                 labels=rng.integers(0, 10, 64).astype(np.int64))
+        for p in ("0", "0.25"):
+            path = os.path.join(work, f"cnn-{p}.onnx")
+            reference = float(run([TORCH_PYTHON, script, path, f"cnn:{p}", data]))
+            art = os.path.join(work, f"cnn-{p}")
+            run([compile_tool, path, "--mode=train", "--loss=cross_entropy",
+                 "--logits=logits", "--batch-size=8", "--optimizer=adam",
+                 "--lr=1e-3", "-o", art])
+            log = art + ".json"
+            run([run_tool, art, "--train", "--data", data, "--steps", "30",
+                 "--threads", "1", "--log-json", log])
+            with open(log) as f:
+                losses = [float(json.loads(l)["loss"]) for l in f]
+            with open(os.path.join(art, "manifest.json")) as f:
+                roles = [t.get("role") for t in json.load(f)["programs"][0]["inputs"]]
+            if p == "0":
+                check(abs(losses[0] - reference) <= 1e-5 * reference,
+                      f"CNN, BatchNorm in training mode: step 1's loss "
+                      f"{losses[0]:.7f}, PyTorch's train-mode loss "
+                      f"{reference:.7f}")
+            else:
+                check("rng" in roles and np.mean(losses[-5:]) < np.mean(losses[:5]),
+                      f"CNN with Dropout(0.25): the step takes a dropout seed "
+                      f"(rng input) and 30 steps lower the loss "
+                      f"({np.mean(losses[:5]):.4f} -> {np.mean(losses[-5:]):.4f})")
+    return finish("pytorch_export_test.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
