@@ -46,6 +46,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <set>
 
@@ -1151,6 +1152,40 @@ static void printReport(const tessera::ArtifactSignature &sig) {
     llvm::outs() << "  " << name << ": " << reason << "\n";
 }
 
+/// The descriptions --help shows, with " (default: VALUE)" added where an
+/// option has a non-empty default its description does not state.
+static std::deque<std::string> helpTexts;
+
+static void showDefault(cl::Option &option, const std::string &value) {
+  if (value.empty() || option.HelpStr.contains("default"))
+    return;
+  helpTexts.push_back(option.HelpStr.str() + " (default: " + value + ")");
+  option.setDescription(helpTexts.back());
+}
+static void showDefault(cl::opt<double> &o) {
+  showDefault(o, shortestDecimal(o.getDefault().getValue()));
+}
+static void showDefault(cl::opt<int64_t> &o) {
+  showDefault(o, std::to_string(o.getDefault().getValue()));
+}
+static void showDefault(cl::opt<std::string> &o) {
+  showDefault(o, o.getDefault().hasValue() ? o.getDefault().getValue() : "");
+}
+template <typename... Opts> static void showDefaults(Opts &...opts) {
+  (showDefault(opts), ...);
+}
+
+static cl::extrahelp examples(R"(
+Examples:
+  tessera-compile model.onnx -o art                                 inference on the CPU
+  tessera-compile lm.onnx --mode=train --loss=cross_entropy --logits=logits \
+      --batch-size=16 --optimizer=adam --lr=3e-3 --eval -o step     a training step, with validation
+  tessera-compile lm.onnx --mode=train --loss=cross_entropy --logits=logits \
+      --batch-size=64 --mesh dp=4 --zero=2 -o step4                 one rank of 4, ZeRO-2
+  tessera-compile model.onnx --target=cuda -o gpu_art               GPU kernels (runs where a GPU is)
+docs/cli.md has every option with a real example.
+)");
+
 int main(int argc, char **argv) {
   mlir::tessera::setVersionPrinter("tessera-compile");
   llvm::InitLLVM init(argc, argv);
@@ -1158,6 +1193,18 @@ int main(int argc, char **argv) {
   tessera::registerTesseraCPUPasses();
   tessera::registerTesseraGPUPasses();
   tessera::registerTsrToLinalgPasses();
+  showDefaults(onnxModel, mode, targetName, emit, cpuVectorSize, gpuMapping,
+               gpuArch, lossKind, logitsName, labelsName, batchNormMode,
+               batchNormMomentum, lossOutput, microBatches, remat, memoryBudget,
+               precisionPolicy, lossScaleOpt, lossScaleInit, lossScaleInterval,
+               lossScaleGrowth, lossScaleBackoff, rematSolver, meshSpec,
+               pipelineSchedule, moeCapacityFactor, moeAuxLoss, zeroStage,
+               bucketMiB, gradCompression, localSteps, parameterServers,
+               staleness, optimizerName, optimizerState,
+               optimizerStateMinElements, lr, momentum, weightDecay, beta1,
+               beta2, eps, larsEta, decayRate, clipThreshold, schedule,
+               warmupSteps, totalSteps, minLrRatio, baseBatchSize, clipGradNorm,
+               timeline, memoryTimeline, clusterFile);
   // --help lists Tessera's options only; LLVM's and MLIR's stay settable.
   cl::HideUnrelatedOptions({&compileCat, &trainCat});
   cl::ParseCommandLineOptions(argc, argv, "Tessera compiler driver\n");
