@@ -888,13 +888,16 @@ struct CheckpointCloser {
 /// under others (another learning rate, schedule, ...) is refused, naming
 /// each difference, unless allowed. A checkpoint that recorded none is not
 /// checked.
-tsr_status_t checkHparams(const tsr_trainer &trainer, const std::string &dir,
-                          const tsr_checkpoint_meta_t &meta) {
-  if (!meta.hparams || !*meta.hparams || trainer.allowChangedHparams)
-    return TSR_OK;
+/// The hyperparameters that differ between the checkpoint's run (`meta`)
+/// and the trainer's artifact, "lr 0.1 -> 0.01, ..." (checkpoint -> artifact),
+/// or "" (also when the checkpoint records none).
+std::string hparamDifferences(const tsr_trainer &trainer,
+                              const tsr_checkpoint_meta_t &meta) {
+  if (!meta.hparams || !*meta.hparams)
+    return "";
   Json saved = Json::parse(meta.hparams, nullptr, false);
   if (!saved.is_object() || saved.empty())
-    return TSR_OK;
+    return "";
   std::map<std::string, std::string> now(
       trainer.artifact->manifest.train.hparams.begin(),
       trainer.artifact->manifest.train.hparams.end());
@@ -918,6 +921,14 @@ tsr_status_t checkHparams(const tsr_trainer &trainer, const std::string &dir,
   for (const auto &[name, value] : now)
     if (!then.count(name))
       note(name, "(none)", value);
+  return differences;
+}
+
+tsr_status_t checkHparams(const tsr_trainer &trainer, const std::string &dir,
+                          const tsr_checkpoint_meta_t &meta) {
+  if (trainer.allowChangedHparams)
+    return TSR_OK;
+  std::string differences = hparamDifferences(trainer, meta);
   if (differences.empty())
     return TSR_OK;
   return fail(TSR_ERROR_MISMATCH,
@@ -927,6 +938,69 @@ tsr_status_t checkHparams(const tsr_trainer &trainer, const std::string &dir,
                   "; resume with an artifact compiled as the checkpoint's "
                   "run was, or allow the change (tessera-run "
                   "--allow-changed-hparams)");
+}
+
+/// What differs between a checkpoint whose fingerprint does not match and
+/// the trainer: tensors only one of them has or of another type, the
+/// hyperparameters, or else the ONNX model itself.
+std::string describeMismatch(const tsr_trainer &trainer,
+                             const tsr_checkpoint_t &checkpoint) {
+  const Manifest &manifest = trainer.artifact->manifest;
+  auto typeText = [](tsr_dtype_t dtype, const int64_t *shape, size_t rank) {
+    std::string text = std::string(tsr_dtype_name(dtype)) + "[";
+    for (size_t d = 0; d < rank; ++d)
+      text += (d ? ", " : "") + std::to_string(shape[d]);
+    return text + "]";
+  };
+  std::map<std::string, std::string> saved, now;
+  for (size_t t = 0; t < tsr_checkpoint_num_tensors(&checkpoint); ++t) {
+    tsr_checkpoint_tensor_t info;
+    if (tsr_checkpoint_tensor_info(&checkpoint, t, &info) == TSR_OK)
+      saved[info.name] = typeText(info.dtype, info.shape, info.rank);
+  }
+  for (size_t i : stateInputs(trainer)) {
+    const TensorSpec &spec = manifest.inputs[i];
+    now[spec.name] =
+        typeText(spec.dtype, spec.globalShape.data(), spec.globalShape.size());
+  }
+  std::vector<std::string> parts;
+  auto list = [&](const char *what, const std::vector<std::string> &names) {
+    if (names.empty())
+      return;
+    std::string text = std::to_string(names.size()) + " " + what + ": ";
+    for (size_t k = 0; k < names.size() && k < 4; ++k)
+      text += (k ? ", " : "") + names[k];
+    if (names.size() > 4)
+      text += ", ...";
+    parts.push_back(text);
+  };
+  std::vector<std::string> onlySaved, onlyNow, changed;
+  for (const auto &[name, type] : saved) {
+    auto it = now.find(name);
+    if (it == now.end())
+      onlySaved.push_back(name);
+    else if (it->second != type)
+      changed.push_back(name + " " + type + " -> " + it->second);
+  }
+  for (const auto &[name, type] : now)
+    if (!saved.count(name))
+      onlyNow.push_back(name);
+  list("tensors only in the checkpoint", onlySaved);
+  list("tensors only in the artifact", onlyNow);
+  list("tensors of another type (checkpoint -> artifact)", changed);
+  tsr_checkpoint_meta_t meta;
+  if (tsr_checkpoint_meta(&checkpoint, &meta) == TSR_OK) {
+    std::string hparams = hparamDifferences(trainer, meta);
+    if (!hparams.empty())
+      parts.push_back("hyperparameters (checkpoint -> artifact): " + hparams);
+  }
+  if (parts.empty())
+    return "the same tensors and hyperparameters, so the ONNX model itself "
+           "differs (other initial values, nodes or attributes)";
+  std::string text;
+  for (const std::string &part : parts)
+    text += (text.empty() ? "" : "; ") + part;
+  return text;
 }
 
 tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
@@ -941,8 +1015,11 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
     return s;
   if (tsr_status_t s =
           tsr_checkpoint_check_fingerprint(checkpoint.get(), print.c_str()))
-    return withContext(s, dir + " was written for another model or "
-                                "optimizer");
+    return fail(s, dir + " was written for another model or optimizer than " +
+                       trainer.artifact->dir +
+                       "'s: " + describeMismatch(trainer, *checkpoint) +
+                       "; resume it with the artifact it was written by (" +
+                       tsr_last_error() + ")");
   tsr_checkpoint_meta_t meta;
   if (tsr_status_t s = tsr_checkpoint_meta(checkpoint.get(), &meta))
     return s;

@@ -38,7 +38,8 @@ The oracle is the single-process run of the same global batch.
    tessera-run refuses, with a non-zero exit, its error message and the
    checkpoint's files unchanged, a truncated checkpoint shard (naming the
    file), a checkpoint of another model (a 2-layer LM: the fingerprint
-   differs), and one of another global batch (the same model at global
+   differs, and the message names the second layer's tensors as the
+   artifact's alone), and one of another global batch (the same model at global
    batch 32 on 2 ranks: the data position does not fit).
 
 Usage: data_parallel_test.py BUILD_DIR REPO_ROOT [--work DIR]
@@ -424,7 +425,7 @@ def main():
     check_refused("a checkpoint of another model (2 layers)",
                   resume_cmd(arts["other-model"], 0, step10), step10,
                   ["--resume:", "was written for another model or optimizer",
-                   "fingerprint"])
+                   "tensors only in the artifact: ", "h1.", "fingerprint"])
     check_refused("a checkpoint of global batch 16 on 2 ranks of global batch 32",
                   resume_cmd(arts["dp2batch32"], 2, step10), step10,
                   ["--resume:", "global batch size 32",
