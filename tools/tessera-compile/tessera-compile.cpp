@@ -605,6 +605,16 @@ static std::vector<std::pair<std::string, std::string>> describeHparams() {
 
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
+/// The training step of a module the training pipeline built: its last
+/// public function that is no parameter server's update.
+static func::FuncOp findStep(ModuleOp module) {
+  func::FuncOp step;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic() && !f->hasAttr(tsr::attr::kServer))
+      step = f;
+  return step;
+}
+
 static FailureOr<tessera::TrainingManifest>
 buildTraining(ModuleOp module, tessera::CostParameters costs) {
   tessera::TrainingPipelineOptions options;
@@ -723,10 +733,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
   train.microBatches = microBatches;
   train.hparams = describeHparams();
   train.dataParallel = std::max<int64_t>(dataParallel, 1);
-  func::FuncOp step;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f.isPublic() && !f->hasAttr(tsr::attr::kServer))
-      step = f;
+  func::FuncOp step = findStep(module);
   SmallVector<unsigned> data, labels;
   collectBatchInputs(step, data, labels, train.batchSize);
   if (lossKind == "cross_entropy" && labels.size() == 1) {
@@ -1637,12 +1644,8 @@ int main(int argc, char **argv) {
       return 1;
     train = *built;
     if (compileEval) {
-      func::FuncOp step;
-      for (auto f : module->getOps<func::FuncOp>())
-        if (f.isPublic() && !f->hasAttr(tsr::attr::kServer))
-          step = f;
       if (failed(
-              addEvalProgram(*module, step, importOptions,
+              addEvalProgram(*module, findStep(*module), importOptions,
                              batchSize / std::max<int64_t>(dataParallel, 1))))
         return 1;
       train->evalProgram = "eval";
