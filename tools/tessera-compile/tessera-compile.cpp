@@ -58,12 +58,13 @@ static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("<model.onnx | module.mlir>"),
                                       cl::Required, cl::cat(compileCat));
 static cl::opt<std::string> onnxModel(
-    "onnx",
+    "onnx", cl::init(""),
     cl::desc("With a .mlir module whose programs have param inputs: the ONNX "
              "model their initial values come from (copied into the "
              "artifact)"),
     cl::value_desc("model.onnx"), cl::cat(compileCat));
-static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"),
+static cl::opt<std::string> outputDir("o", cl::init(""),
+                                      cl::desc("Artifact directory"),
                                       cl::value_desc("dir"),
                                       cl::cat(compileCat));
 static cl::opt<std::string>
@@ -92,7 +93,7 @@ static cl::opt<int64_t> cpuVectorSize(
     cl::init(tessera::CpuTargetOptions().vectorSize), cl::cat(compileCat));
 
 static cl::opt<std::string> gpuMapping(
-    "gpu-mapping",
+    "gpu-mapping", cl::init(""),
     cl::desc("--target=cpu: run the CUDA target's kernels on the CPU instead "
              "of the CPU's own code, blocks and threads in this order: "
              "forward, reverse or shuffle (a check of the GPU mapping)"),
@@ -105,10 +106,12 @@ static cl::opt<std::string>
 
 static cl::OptionCategory trainCat("Training (--mode=grad|train)");
 static cl::opt<std::string>
-    lossKind("loss", cl::desc("Append a loss: cross_entropy or mse"),
+    lossKind("loss", cl::init(""),
+             cl::desc("Append a loss: cross_entropy or mse"),
              cl::cat(trainCat));
 static cl::opt<std::string>
-    logitsName("logits", cl::desc("Model output the appended loss reads"),
+    logitsName("logits", cl::init(""),
+               cl::desc("Model output the appended loss reads"),
                cl::cat(trainCat));
 static cl::opt<std::string>
     labelsName("labels", cl::desc("Name of the labels input of the loss"),
@@ -129,7 +132,7 @@ static cl::opt<double> batchNormMomentum(
     cl::desc("--batch-norm=batch: weight of the old running statistic"),
     cl::init(0.9), cl::cat(trainCat));
 static cl::opt<std::string>
-    lossOutput("loss-output",
+    lossOutput("loss-output", cl::init(""),
                cl::desc("Existing scalar model output to use as the loss"),
                cl::cat(trainCat));
 static cl::list<std::string>
@@ -159,7 +162,7 @@ static cl::opt<std::string>
                    "--memory-budget)"),
           cl::init("none"), cl::cat(trainCat));
 static cl::opt<std::string> memoryBudget(
-    "memory-budget",
+    "memory-budget", cl::init(""),
     cl::desc("Bytes one rank may use while the step runs (e.g. 6GiB, 512MiB, "
              "1000000): a solver decides, per saved activation, keep or "
              "recompute, at the least added time that fits"),
@@ -172,7 +175,7 @@ static cl::opt<std::string> precisionPolicy(
              "as f32 master copies (--explain lists every op's choice)"),
     cl::init("fp32"), cl::cat(trainCat));
 static cl::opt<std::string> lossScaleOpt(
-    "loss-scale",
+    "loss-scale", cl::init(""),
     cl::desc("With --mode=train: none, dynamic (start at --loss-scale-init, "
              "halve and skip the step on an overflow, double after "
              "--loss-scale-growth-interval clean steps) or a constant "
@@ -205,7 +208,7 @@ static cl::opt<std::string> rematSolver(
              "beam search), or auto (the MILP for graphs of up to 120 ops)"),
     cl::init("auto"), cl::cat(trainCat));
 static cl::opt<std::string>
-    meshSpec("mesh",
+    meshSpec("mesh", cl::init(""),
              cl::desc("Device mesh of the step, e.g. dp=4, dp=2,tp=2 or "
                       "dp=2,pp=2 (the rank layout: row-major, the last axis "
                       "innermost): one program per rank, the global batch "
@@ -291,12 +294,12 @@ static cl::opt<int64_t> parameterServers(
              "gradients and receive parameters (0: off)"),
     cl::value_desc("S"), cl::init(0), cl::cat(trainCat));
 static cl::opt<bool> psSync(
-    "ps-sync",
+    "ps-sync", cl::init(false),
     cl::desc("With --ps: bulk-synchronous, the servers average every "
              "worker's gradient of a step into one update (the default)"),
     cl::cat(trainCat));
 static cl::opt<bool>
-    psAsync("ps-async",
+    psAsync("ps-async", cl::init(false),
             cl::desc("With --ps: asynchronous, the servers apply each "
                      "worker's gradient as it arrives, and a worker runs at "
                      "most --staleness steps ahead of the slowest"),
@@ -307,7 +310,7 @@ static cl::opt<int64_t> staleness(
              "slowest (0: in lockstep)"),
     cl::value_desc("K"), cl::init(2), cl::cat(trainCat));
 static cl::opt<bool> compileEval(
-    "eval",
+    "eval", cl::init(false),
     cl::desc("With --mode=train: also compile the program \"eval\", the "
              "loss and metrics of the model on one rank's batch without an "
              "update (dropout off), for tessera-run --eval-data"),
@@ -317,7 +320,7 @@ static cl::opt<std::string>
                   cl::desc("sgd, adam, adamw, lamb, lars or adafactor"),
                   cl::init("sgd"), cl::cat(trainCat));
 static cl::opt<bool> reduceInFp32(
-    "reduce-in-fp32",
+    "reduce-in-fp32", cl::init(false),
     cl::desc("With --precision=bf16|fp16 and --mesh dp=N: all-reduce (or "
              "reduce-scatter) the gradients in f32 rather than in the 16-bit "
              "type"),
@@ -336,7 +339,8 @@ static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.01),
                           cl::cat(trainCat));
 static cl::opt<double> momentum("momentum", cl::desc("sgd, lars: momentum"),
                                 cl::init(0.0), cl::cat(trainCat));
-static cl::opt<bool> nesterov("nesterov", cl::desc("sgd: Nesterov momentum"),
+static cl::opt<bool> nesterov("nesterov", cl::init(false),
+                              cl::desc("sgd: Nesterov momentum"),
                               cl::cat(trainCat));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(0.0), cl::cat(trainCat));
@@ -379,20 +383,20 @@ static cl::opt<double>
                  cl::init(0.0), cl::cat(trainCat));
 
 static cl::opt<std::string> timeline(
-    "timeline",
+    "timeline", cl::init(""),
     cl::desc("With --mesh pp=N: draw the pipeline schedule the cost model "
              "predicts (one row per stage) into FILE.svg"),
     cl::value_desc("FILE.svg"), cl::cat(compileCat));
 
 static cl::opt<std::string> memoryTimeline(
-    "memory-timeline",
+    "memory-timeline", cl::init(""),
     cl::desc("Draw each program's predicted live bytes over one call, by "
              "phase (parameter copies, forward, backward, update), into "
              "FILE.svg"),
     cl::value_desc("FILE.svg"), cl::cat(compileCat));
 
 static cl::opt<bool>
-    report("report",
+    report("report", cl::init(false),
            cl::desc("Print the static memory footprint of the compiled "
                     "function: parameters, gradients, optimizer state, batch "
                     "and peak activations, in bytes; and the estimated time "
@@ -400,7 +404,7 @@ static cl::opt<bool>
            cl::cat(compileCat));
 
 static cl::opt<std::string> clusterFile(
-    "cluster",
+    "cluster", cl::init(""),
     cl::desc("Cluster file (JSON): the figures of a device and of the link "
              "of each mesh axis that --report's estimated time uses, in "
              "place of the target's (docs/analysis.md)"),
@@ -416,6 +420,39 @@ static llvm::Expected<tessera::ClusterSpec> readCluster() {
 static int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tessera-compile") << message << "\n";
   return 1;
+}
+
+/// LLVM's --print-options and --print-all-options print nothing unless a tool
+/// asks, and then list LLVM's own --help variants too. Here they print the
+/// driver's options, to stdout before the compile: the ones given on the
+/// command line (--print-options) or every one (--print-all-options), each
+/// with its value and default.
+static void printDriverOptions() {
+  auto &registered = cl::getRegisteredOptions();
+  auto given = [&](StringRef name) {
+    auto it = registered.find(name);
+    return it != registered.end() && it->second->getNumOccurrences() > 0;
+  };
+  bool all = given("print-all-options");
+  if (!all && !given("print-options"))
+    return;
+  SmallVector<cl::Option *> options;
+  for (cl::Option *option : llvm::make_second_range(registered))
+    if (llvm::any_of(option->Categories,
+                     [](cl::OptionCategory *category) {
+                       return category == &compileCat || category == &trainCat;
+                     }) &&
+        (all || option->getNumOccurrences() > 0))
+      options.push_back(option);
+  llvm::sort(options, [](cl::Option *a, cl::Option *b) {
+    return a->ArgStr < b->ArgStr;
+  });
+  size_t width = 0;
+  for (cl::Option *option : options)
+    width = std::max(width, option->getOptionWidth());
+  llvm::outs() << (all ? "options:\n" : "options given:\n");
+  for (cl::Option *option : options)
+    option->printOptionValue(width, /*Force=*/true);
 }
 
 /// The axes of --mesh in the order given (the rank layout: row-major, the
@@ -1215,6 +1252,7 @@ int main(int argc, char **argv) {
   // --help lists Tessera's options only; LLVM's and MLIR's stay settable.
   cl::HideUnrelatedOptions({&compileCat, &trainCat});
   cl::ParseCommandLineOptions(argc, argv, "Tessera compiler driver\n");
+  printDriverOptions();
 
   if (mode != "infer" && mode != "grad" && mode != "train")
     return fail("--mode=" + mode +
