@@ -13,8 +13,10 @@
    BatchNorm2d, ReLU, MaxPool, Dropout, Linear) exported for training
    compiles and trains: without dropout (p = 0) the first step's loss
    equals PyTorch's train-mode loss on the same batch (batch statistics;
-   float32, 1e-5 relative); with p = 0.25 the step takes the dropout seed
-   (an rng input) and 30 steps lower the loss.
+   float32, 1e-5 relative), and after 3 SGD steps the running statistics
+   that --save-onnx writes are ONNX's update (momentum 0.9, population
+   variance) of the batch statistics PyTorch computes; with p = 0.25 the
+   step takes the dropout seed (an rng input) and 30 steps lower the loss.
 
 Torch runs in Debian's /usr/bin/python3 (python3-torch); the checks in the
 project's venv. Usage: pytorch_export_test.py BUILD_DIR REPO_ROOT
@@ -28,6 +30,7 @@ import tempfile
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from checks import check, finish, run
 
@@ -76,6 +79,33 @@ if what.startswith("cnn"):
     print(f"{loss.item():.9g}")
 torch.onnx.export(model, (x,), out, input_names=names[0],
                   output_names=names[1], opset_version=17, **kw)
+if what == "cnn:0":
+    # The running statistics after argv[4] SGD steps on batches 0-7, 8-15,
+    # ... by ONNX's formula (population variance; PyTorch's own running_var
+    # uses the unbiased one), from the convolution's output. They start from
+    # the exported ones, which the export's forward passes have moved. SGD,
+    # not Adam: the convolution's bias gets a gradient of zero (BatchNorm
+    # subtracts the mean) up to roundoff, which Adam would scale to steps
+    # of lr in a direction the roundoff picks.
+    import json
+    mean = model.bn.running_mean.detach().double().clone()
+    var = model.bn.running_var.detach().double().clone()
+    print(json.dumps({"mean": mean.tolist(), "var": var.tolist()}))
+    def hook(module, inputs, output):
+        global mean, var
+        h = output.detach().double()
+        mean = 0.9 * mean + 0.1 * h.mean(dim=(0, 2, 3))
+        var = 0.9 * var + 0.1 * h.var(dim=(0, 2, 3), unbiased=False)
+    model.conv.register_forward_hook(hook)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(int(sys.argv[4])):
+        lo = 8 * step % 64
+        xs = torch.from_numpy(arrays["x"][lo:lo + 8])
+        ys = torch.from_numpy(arrays["labels"][lo:lo + 8])
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(xs), ys).backward()
+        optimizer.step()
+    print(json.dumps({"mean": mean.tolist(), "var": var.tolist()}))
 '''
 
 
@@ -125,9 +155,12 @@ def main():
         data = os.path.join(work, "images.npz")
         np.savez(data, x=rng.standard_normal((64, 3, 16, 16)).astype(np.float32),
                  labels=rng.integers(0, 10, 64).astype(np.int64))
+        stats_steps = 3
         for p in ("0", "0.25"):
             path = os.path.join(work, f"cnn-{p}.onnx")
-            reference = float(run([TORCH_PYTHON, script, path, f"cnn:{p}", data]))
+            lines = run([TORCH_PYTHON, script, path, f"cnn:{p}", data,
+                         str(stats_steps)]).splitlines()
+            reference = float(lines[0])
             art = os.path.join(work, f"cnn-{p}")
             run([compile_tool, path, "--mode=train", "--loss=cross_entropy",
                  "--logits=logits", "--batch-size=8", "--optimizer=adam",
@@ -144,6 +177,34 @@ def main():
                       f"CNN, BatchNorm in training mode: step 1's loss "
                       f"{losses[0]:.7f}, PyTorch's train-mode loss "
                       f"{reference:.7f}")
+                # The running statistics the trained model exports: updated
+                # every step as ONNX's BatchNormalization defines (f32 over
+                # 3 SGD steps against PyTorch's f64 hook; the loss agrees to
+                # 1e-5; measured 1e-7 on statistics of order 0.01-1, bound 1e-6).
+                exported, expected = map(json.loads, lines[1:3])
+                sgd = art + "-sgd"
+                run([compile_tool, path, "--mode=train", "--loss=cross_entropy",
+                     "--logits=logits", "--batch-size=8", "--optimizer=sgd",
+                     "--lr=0.1", "-o", sgd])
+                trained = os.path.join(work, "cnn-trained.onnx")
+                run([run_tool, sgd, "--train", "--data", data, "--steps",
+                     str(stats_steps), "--threads", "1", "--save-onnx",
+                     trained])
+                saved = {t.name: numpy_helper.to_array(t)
+                         for t in onnx.load(trained).graph.initializer}
+                for name, key in (("bn.running_mean", "mean"),
+                                  ("bn.running_var", "var")):
+                    check(np.allclose(numpy_helper.to_array(next(
+                        t for t in onnx.load(path).graph.initializer
+                        if t.name == name)), exported[key], rtol=0,
+                        atol=1e-7), f"CNN: the export holds PyTorch's {name}")
+                    error = np.max(np.abs(saved[name] - expected[key]))
+                    check(error <= 1e-6,
+                          f"CNN: {name} after {stats_steps} steps, saved by "
+                          f"--save-onnx, is ONNX's running update of the "
+                          f"batch statistics PyTorch computes (largest "
+                          f"error {error:.1e}, bound 1e-6; the exported "
+                          f"values would miss by {np.max(np.abs(np.subtract(expected[key], exported[key]))):.1e})")
             else:
                 check("rng" in roles and np.mean(losses[-5:]) < np.mean(losses[:5]),
                       f"CNN with Dropout(0.25): the step takes a dropout seed "

@@ -809,6 +809,7 @@ static LogicalResult addEvalProgram(ModuleOp module, func::FuncOp step,
   tessera::OnnxImportOptions options = import;
   options.batchSize = batch;
   options.moeStatistics = false;
+  options.updateStatistics = false;
   OwningOpRef<ModuleOp> evalModule =
       tessera::importOnnxModel(*context, inputFile, options);
   if (!evalModule)
@@ -1601,6 +1602,7 @@ int main(int argc, char **argv) {
   importOptions.moeCapacityFactor = moeCapacityFactor;
   importOptions.moeAuxLoss = moeAuxLoss;
   importOptions.moeStatistics = mode == "train";
+  importOptions.updateStatistics = mode == "train" && batchNormMode == "batch";
   if (training)
     importOptions.batchSize =
         batchSize / (microBatches * std::max<int64_t>(dataParallel, 1));

@@ -630,7 +630,13 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
     argIsStatistics.push_back(kind == InitializerKind::Statistics);
   }
 
-  warnSharedInitializers(ArrayRef(argNames).drop_front(numInputs));
+  // Running statistics are not trained; a shared pair is refused by the
+  // update that would write it twice.
+  SmallVector<std::string> trained;
+  for (size_t i = numInputs; i < argNames.size(); ++i)
+    if (!argIsStatistics[i - numInputs])
+      trained.push_back(argNames[i]);
+  warnSharedInitializers(trained);
   auto func =
       func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();

@@ -37,6 +37,7 @@ static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
   ctx.moeCapacityFactor = opts.moeCapacityFactor;
   ctx.moeAuxLoss = opts.moeAuxLoss;
   ctx.moeStatistics = opts.moeStatistics;
+  ctx.updateStatistics = opts.updateStatistics;
   // Contrib ops register under "domain.OpType".
   std::string key = node.getOpType().str();
   if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")
@@ -85,6 +86,28 @@ static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
                      b.getNamedAttr(tsr::attr::kRole,
                                     tsr::RoleAttr::get(b.getContext(),
                                                        tsr::Role::metric))})});
+  for (auto [value, arg] : ctx.statisticsUpdates) {
+    auto f = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    auto name =
+        f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tsr::attr::kName);
+    if (llvm::any_of(extras, [&](const ExtraResult &extra) {
+          auto updates = extra.attrs.getAs<IntegerAttr>(tsr::attr::kUpdates);
+          return updates && updates.getInt() == arg.getArgNumber();
+        }))
+      return ctx.error("shares running statistics '" +
+                       (name ? name.getValue() : StringRef("?")) +
+                       "' with another BatchNormalization; each needs its own");
+    extras.push_back(
+        {value,
+         b.getDictionaryAttr(
+             {b.getNamedAttr(tsr::attr::kName,
+                             name ? name : b.getStringAttr("")),
+              b.getNamedAttr(
+                  tsr::attr::kRole,
+                  tsr::RoleAttr::get(b.getContext(), tsr::Role::param)),
+              b.getNamedAttr(tsr::attr::kUpdates,
+                             b.getI64IntegerAttr(arg.getArgNumber()))})});
+  }
   node.erase();
   return success();
 }
@@ -99,7 +122,8 @@ static LogicalResult legalizeFunction(func::FuncOp func,
   for (onnx_generic::NodeOp node : nodes)
     if (failed(legalizeNode(node, b, registry, opts, extras)))
       return failure();
-  // Auxiliary losses and metrics become results after the model's outputs.
+  // Auxiliary losses, metrics and running-statistics updates become results
+  // after the model's outputs.
   if (!extras.empty()) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     for (const ExtraResult &extra : extras) {

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "HandlerUtils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
 using namespace mlir;
 using namespace mlir::tessera::onnx_import;
@@ -159,7 +161,9 @@ static LogicalResult globalPool(NodeContext &n,
 /// training_mode = 1 normalizes with the batch's mean and population variance
 /// over every dimension but 1, so gradients flow through them, and outputs 1
 /// and 2 are the updated running statistics, momentum·running + (1 −
-/// momentum)·batch.
+/// momentum)·batch. When no node reads them (PyTorch's training export),
+/// running statistics that are training state (`tsr.statistics` arguments)
+/// get the same update as a state update under updateStatistics.
 static LogicalResult batchNorm(NodeContext &n,
                                SmallVectorImpl<Value> &results) {
   bool training = n.getInt("training_mode", 0) != 0;
@@ -201,14 +205,31 @@ static LogicalResult batchNorm(NodeContext &n,
   TRY(y, n.create<tsr::BatchNormOp>({x, operands[1], operands[2], mean, var},
                                     {n.f64("epsilon", epsilon)}));
   results.push_back(y);
-  if (!n.outputUsed(1) && !n.outputUsed(2))
-    return success();
   double momentum = n.getFloat("momentum", 0.9);
+  auto update = [&](Value running, Value batch) -> FailureOr<Value> {
+    TRY(old, n.create<tsr::MulOp>({running, scalarLike(n, running, momentum)}));
+    TRY(now,
+        n.create<tsr::MulOp>({batch, scalarLike(n, batch, 1.0 - momentum)}));
+    return n.create<tsr::AddOp>({old, now});
+  };
+  if (!n.outputUsed(1) && !n.outputUsed(2)) {
+    if (!n.updateStatistics)
+      return success();
+    for (auto [i, batch] : {std::pair<unsigned, Value>{3, mean}, {4, var}}) {
+      auto arg = dyn_cast<BlockArgument>(n.input(i));
+      auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                   : func::FuncOp();
+      if (!f || !f.getArgAttr(arg.getArgNumber(), tsr::attr::kStatistics))
+        continue;
+      TRY(cast, n.castTo(batch, tensorType(arg).getElementType()));
+      TRY(next, update(arg, cast));
+      n.statisticsUpdates.push_back({next, arg});
+    }
+    return success();
+  }
   for (auto [running, batch] :
        {std::pair<Value, Value>{operands[3], mean}, {operands[4], var}}) {
-    TRY(old, n.create<tsr::MulOp>({running, scalarLike(n, x, momentum)}));
-    TRY(now, n.create<tsr::MulOp>({batch, scalarLike(n, x, 1.0 - momentum)}));
-    TRY(next, n.create<tsr::AddOp>({old, now}));
+    TRY(next, update(running, batch));
     results.push_back(next);
   }
   return success();

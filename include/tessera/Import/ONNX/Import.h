@@ -50,6 +50,13 @@ struct OnnxImportOptions {
   /// (int64 [experts]), and NODE.dropped, those that found no slot under
   /// the capacity (int64 scalar).
   bool moeStatistics = false;
+  /// BatchNormalization with training_mode = 1 whose running-statistics
+  /// outputs no node reads (PyTorch's TrainingMode.TRAINING export): return
+  /// each running statistic that is an argument marked `tsr.statistics`
+  /// updated by the node's momentum, momentum·running + (1 − momentum)·batch,
+  /// as a result with `tsr.updates`, so training keeps it current as it does
+  /// for tsr-batch-norm-statistics.
+  bool updateStatistics = false;
 };
 
 /// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to

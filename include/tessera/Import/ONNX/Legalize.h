@@ -40,6 +40,11 @@ public:
   /// Values the node reports each step, with a name the node's name
   /// prefixes: they become function results with role `metric`.
   SmallVector<std::pair<Value, std::string>> metrics;
+  /// OnnxImportOptions::updateStatistics, which BatchNormalization reads.
+  bool updateStatistics = false;
+  /// New values of function arguments marked `tsr.statistics` (running
+  /// statistics): they become results naming the argument in `tsr.updates`.
+  SmallVector<std::pair<Value, BlockArgument>> statisticsUpdates;
 
   StringRef opType() { return node.getOpType(); }
   int64_t sinceVersion() { return node.getSinceVersion(); }

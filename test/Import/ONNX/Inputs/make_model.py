@@ -64,6 +64,31 @@ def dropout_train():
     return model(nodes, [vi("x", [4, 8])], [vi("loss", [])], [w, ratio, train])
 
 
+def bn_train(shared=False):
+    # y = BatchNormalization(x, training_mode = 1, momentum 0.75) with x
+    # [2, 2, 1, 2] and its running-statistics outputs unread, as PyTorch's
+    # TrainingMode.TRAINING export leaves them; `shared`: a second such node
+    # on y reads the same running statistics.
+    inits = [numpy_helper.from_array(np.ones(2, dtype=np.float32), "scale"),
+             numpy_helper.from_array(np.zeros(2, dtype=np.float32), "bias"),
+             numpy_helper.from_array(np.array([1, 2], dtype=np.float32), "mean"),
+             numpy_helper.from_array(np.array([4, 8], dtype=np.float32), "var")]
+    nodes = [helper.make_node(
+        "BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+        ["y", "mean_out", "var_out"], name="bn", training_mode=1,
+        momentum=0.75)]
+    if shared:
+        nodes.append(helper.make_node(
+            "BatchNormalization", ["y", "scale", "bias", "mean", "var"],
+            ["z", "mean_out2", "var_out2"], name="bn2", training_mode=1))
+    return model(nodes, [vi("x", [2, 2, 1, 2])],
+                 [vi("z" if shared else "y", [2, 2, 1, 2])], inits, opset=15)
+
+
+def bn_train_shared():
+    return bn_train(shared=True)
+
+
 def moe_train():
     # One com.microsoft MoE layer (4 experts, top-2, relu) on x [2, 4, 8]
     # (two sequences of 4 tokens), its router logits the data input r
