@@ -96,7 +96,7 @@ if what == "cnn:0":
         h = output.detach().double()
         mean = 0.9 * mean + 0.1 * h.mean(dim=(0, 2, 3))
         var = 0.9 * var + 0.1 * h.var(dim=(0, 2, 3), unbiased=False)
-    model.conv.register_forward_hook(hook)
+    handle = model.conv.register_forward_hook(hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(int(sys.argv[4])):
         lo = 8 * step % 64
@@ -105,7 +105,18 @@ if what == "cnn:0":
         optimizer.zero_grad()
         torch.nn.functional.cross_entropy(model(xs), ys).backward()
         optimizer.step()
-    print(json.dumps({"mean": mean.tolist(), "var": var.tolist()}))
+    # Validation as model.eval() computes it, on those statistics: the mean
+    # loss over all 64 samples.
+    handle.remove()
+    model.bn.running_mean.copy_(mean)
+    model.bn.running_var.copy_(var)
+    model.eval()
+    with torch.no_grad():
+        eval_loss = torch.nn.functional.cross_entropy(
+            model(torch.from_numpy(arrays["x"])),
+            torch.from_numpy(arrays["labels"])).item()
+    print(json.dumps({"mean": mean.tolist(), "var": var.tolist(),
+                      "eval_loss": eval_loss}))
 '''
 
 
@@ -185,11 +196,21 @@ def main():
                 sgd = art + "-sgd"
                 run([compile_tool, path, "--mode=train", "--loss=cross_entropy",
                      "--logits=logits", "--batch-size=8", "--optimizer=sgd",
-                     "--lr=0.1", "-o", sgd])
+                     "--lr=0.1", "--eval", "-o", sgd])
                 trained = os.path.join(work, "cnn-trained.onnx")
+                eval_log = os.path.join(work, "cnn-sgd.json")
                 run([run_tool, sgd, "--train", "--data", data, "--steps",
                      str(stats_steps), "--threads", "1", "--save-onnx",
-                     trained])
+                     trained, "--eval-data", data, "--log-json", eval_log])
+                with open(eval_log) as f:
+                    eval_loss = [json.loads(l)["eval_loss"] for l in f
+                                 if "eval_loss" in l][-1]
+                check(abs(eval_loss - expected["eval_loss"])
+                      <= 1e-5 * expected["eval_loss"],
+                      f"CNN: the validation loss after {stats_steps} steps "
+                      f"(--eval, normalizing by the running statistics) "
+                      f"{eval_loss:.7f}, PyTorch's model.eval() loss "
+                      f"{expected['eval_loss']:.7f} (rtol 1e-5)")
                 saved = {t.name: numpy_helper.to_array(t)
                          for t in onnx.load(trained).graph.initializer}
                 for name, key in (("bn.running_mean", "mean"),

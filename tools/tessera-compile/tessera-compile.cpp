@@ -800,7 +800,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
 
 /// Adds the program "eval" to `module` for --eval: `model` imported again
 /// with this rank's whole batch (`batch`), the loss appended as the step's
-/// was, dropout turned off. Every input it takes is an input of the step
+/// was, dropout turned off and BatchNormalization on its running statistics
+/// (PyTorch's model.eval()). Every input it takes is an input of the step
 /// `step` of the same name and type, which the runtime binds it to.
 static LogicalResult addEvalProgram(ModuleOp module, func::FuncOp step,
                                     const tessera::OnnxImportOptions &import,
@@ -810,6 +811,7 @@ static LogicalResult addEvalProgram(ModuleOp module, func::FuncOp step,
   options.batchSize = batch;
   options.moeStatistics = false;
   options.updateStatistics = false;
+  options.runningBatchNorm = true;
   OwningOpRef<ModuleOp> evalModule =
       tessera::importOnnxModel(*context, inputFile, options);
   if (!evalModule)
@@ -1603,6 +1605,8 @@ int main(int argc, char **argv) {
   importOptions.moeAuxLoss = moeAuxLoss;
   importOptions.moeStatistics = mode == "train";
   importOptions.updateStatistics = mode == "train" && batchNormMode == "batch";
+  importOptions.runningBatchNorm =
+      mode == "train" && batchNormMode == "running";
   if (training)
     importOptions.batchSize =
         batchSize / (microBatches * std::max<int64_t>(dataParallel, 1));

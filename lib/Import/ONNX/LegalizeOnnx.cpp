@@ -38,6 +38,7 @@ static LogicalResult legalizeNode(onnx_generic::NodeOp node, OpBuilder &b,
   ctx.moeAuxLoss = opts.moeAuxLoss;
   ctx.moeStatistics = opts.moeStatistics;
   ctx.updateStatistics = opts.updateStatistics;
+  ctx.runningBatchNorm = opts.runningBatchNorm;
   // Contrib ops register under "domain.OpType".
   std::string key = node.getOpType().str();
   if (!node.getDomain().empty() && node.getDomain() != "ai.onnx")

@@ -163,7 +163,8 @@ static LogicalResult globalPool(NodeContext &n,
 /// and 2 are the updated running statistics, momentum·running + (1 −
 /// momentum)·batch. When no node reads them (PyTorch's training export),
 /// running statistics that are training state (`tsr.statistics` arguments)
-/// get the same update as a state update under updateStatistics.
+/// get the same update as a state update under updateStatistics, or the node
+/// normalizes with them as in inference under runningBatchNorm.
 static LogicalResult batchNorm(NodeContext &n,
                                SmallVectorImpl<Value> &results) {
   bool training = n.getInt("training_mode", 0) != 0;
@@ -172,6 +173,8 @@ static LogicalResult batchNorm(NodeContext &n,
       if (n.outputUsed(i))
         return n.unsupported(
             "running statistics outputs need training_mode = 1");
+  if (n.runningBatchNorm && !n.outputUsed(1) && !n.outputUsed(2))
+    training = false;
   TRY(x, n.requireInput(0));
   auto xt = tensorType(x);
   if (xt.getRank() < 2)

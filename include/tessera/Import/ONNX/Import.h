@@ -57,6 +57,11 @@ struct OnnxImportOptions {
   /// as a result with `tsr.updates`, so training keeps it current as it does
   /// for tsr-batch-norm-statistics.
   bool updateStatistics = false;
+  /// BatchNormalization with training_mode = 1 whose running-statistics
+  /// outputs no node reads normalizes with its running statistics, as in
+  /// inference: for evaluation (PyTorch's model.eval()) and for
+  /// --batch-norm=running (statistics frozen).
+  bool runningBatchNorm = false;
 };
 
 /// Adds one `--input-shape` spec, NAME=DxDx... (NAME= for a scalar), to

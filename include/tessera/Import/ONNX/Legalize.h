@@ -40,8 +40,9 @@ public:
   /// Values the node reports each step, with a name the node's name
   /// prefixes: they become function results with role `metric`.
   SmallVector<std::pair<Value, std::string>> metrics;
-  /// OnnxImportOptions::updateStatistics, which BatchNormalization reads.
-  bool updateStatistics = false;
+  /// OnnxImportOptions::updateStatistics and runningBatchNorm, which
+  /// BatchNormalization reads.
+  bool updateStatistics = false, runningBatchNorm = false;
   /// New values of function arguments marked `tsr.statistics` (running
   /// statistics): they become results naming the argument in `tsr.updates`.
   SmallVector<std::pair<Value, BlockArgument>> statisticsUpdates;
