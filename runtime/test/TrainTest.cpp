@@ -1293,9 +1293,11 @@ TEST(TrainerRun, StopsAtErrors) {
   EXPECT_FALSE(fs::exists(model));
   EXPECT_STREQ(tsr_status_name(TSR_ERROR_NOT_FINITE), "TSR_ERROR_NOT_FINITE");
 
+  auto *trainerPtr = trainer.get();
+  auto *datasetPtr = dataset.get();
   auto expectInvalid = [&](const tsr_train_options_t &bad,
                            const std::string &message) {
-    EXPECT_EQ(tsr_trainer_run(trainer.get(), dataset.get(), &bad),
+    EXPECT_EQ(tsr_trainer_run(trainerPtr, datasetPtr, &bad),
               TSR_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(tsr_last_error(), message);
   };

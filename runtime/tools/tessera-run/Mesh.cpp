@@ -79,6 +79,33 @@ bool Process::agree(bool ok) {
   return agreed;
 }
 
+bool Process::gather(const std::vector<int64_t> &mine,
+                     std::vector<int64_t> &all) {
+  if (!world) {
+    all = mine;
+    return true;
+  }
+  all.assign(mine.size() * static_cast<size_t>(size), 0);
+  if (tsr_comm_backend(world) == TSR_COMM_MPI)
+    return tsr_comm_all_gather(world, mine.data(), all.data(), mine.size(),
+                               TSR_DTYPE_INT64, nullptr) == TSR_OK;
+  // NCCL gathers device memory; the barrier waits for the gather.
+  size_t bytes = mine.size() * sizeof(int64_t),
+         total = all.size() * sizeof(int64_t);
+  void *send = nullptr, *recv = nullptr;
+  bool gathered =
+      tsr_device_alloc(bytes, &send) == TSR_OK &&
+      tsr_device_alloc(total, &recv) == TSR_OK &&
+      tsr_device_memcpy(send, mine.data(), bytes, nullptr) == TSR_OK &&
+      tsr_comm_all_gather(world, send, recv, mine.size(), TSR_DTYPE_INT64,
+                          nullptr) == TSR_OK &&
+      tsr_comm_barrier(world) == TSR_OK &&
+      tsr_device_memcpy(all.data(), recv, total, nullptr) == TSR_OK;
+  tsr_device_free(send);
+  tsr_device_free(recv);
+  return gathered;
+}
+
 int tessera_run::joinMesh(const Options &options, tsr_artifact_t *artifact,
                           Process &process) {
   bool nccl = options.comm == "nccl";

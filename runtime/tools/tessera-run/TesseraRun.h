@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tessera_run {
 
@@ -127,6 +128,12 @@ struct Process {
   /// Whether every rank reached this point with `ok`: setup errors stop all
   /// ranks together instead of leaving the others waiting in a collective.
   bool agree(bool ok);
+
+  /// Every rank's `mine` (the same number of values on each), in rank
+  /// order, gathered over the world communicator into `all`; a single
+  /// process gets its own. Lets rank 0 print a report line per rank in a
+  /// fixed order. Returns false when the collective fails.
+  bool gather(const std::vector<int64_t> &mine, std::vector<int64_t> &all);
 };
 
 /// Every rank learns whether all set up without a problem. A failing rank

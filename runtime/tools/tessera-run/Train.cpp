@@ -111,28 +111,104 @@ double shortestDecimal(float value) {
   return std::strtod(text, nullptr);
 }
 
-/// Runs parameter server `trainer` until the workers finish and prints
-/// what it did.
-int serve(tsr_trainer_t *trainer, Process &process) {
-  if (int status = agreeOn(process, ""))
-    return status;
+/// What each rank reports at the end of a run: a worker's bytes
+/// (--memory-report), a parameter server's statistics.
+struct RankReport {
+  bool server = false;
+  size_t params = 0, gradients = 0, state = 0, peak = 0;
   tsr_server_stats_t stats{};
-  if (tsr_trainer_serve(trainer, &stats) != TSR_OK)
-    return process.fail(tsr_last_error());
-  std::string how =
-      stats.staleness < 0
-          ? "bulk-synchronous: one update of the mean gradient per step"
-          : "asynchronous: a worker waited " + std::to_string(stats.waits) +
-                " time" + (stats.waits == 1 ? "" : "s") +
-                " for the slowest, and started a step at most " +
-                std::to_string(stats.max_lead) + " ahead of it (staleness " +
-                std::to_string(stats.staleness) + ")";
-  std::printf("parameter server %" PRId64 " (rank %d): %" PRId64
-              " steps of %" PRId64 " workers, %" PRId64 " updates; %s\n",
-              stats.server, process.rank, stats.steps, stats.workers,
-              stats.updates, how.c_str());
+
+  std::vector<int64_t> pack() const {
+    return {server,
+            static_cast<int64_t>(params),
+            static_cast<int64_t>(gradients),
+            static_cast<int64_t>(state),
+            static_cast<int64_t>(peak),
+            stats.server,
+            stats.workers,
+            stats.staleness,
+            stats.steps,
+            stats.updates,
+            stats.waits,
+            stats.max_lead};
+  }
+  static RankReport unpack(const int64_t *v) {
+    RankReport r;
+    r.server = v[0] != 0;
+    r.params = static_cast<size_t>(v[1]);
+    r.gradients = static_cast<size_t>(v[2]);
+    r.state = static_cast<size_t>(v[3]);
+    r.peak = static_cast<size_t>(v[4]);
+    r.stats = {v[5], v[6], v[7], v[8], v[9], v[10], v[11]};
+    return r;
+  }
+  static constexpr size_t kValues = 12;
+
+  /// The report line of rank `rank` of `size`.
+  std::string line(int rank, int size) const {
+    char text[512];
+    if (!server) {
+      std::snprintf(text, sizeof(text),
+                    "memory rank %d of %d: params %zu bytes, gradients %zu "
+                    "bytes, optimizer state %zu bytes, step peak %zu bytes\n",
+                    rank, size, params, gradients, state, peak);
+      return text;
+    }
+    std::string how =
+        stats.staleness < 0
+            ? "bulk-synchronous: one update of the mean gradient per step"
+            : "asynchronous: a worker waited " + std::to_string(stats.waits) +
+                  " time" + (stats.waits == 1 ? "" : "s") +
+                  " for the slowest, and started a step at most " +
+                  std::to_string(stats.max_lead) + " ahead of it (staleness " +
+                  std::to_string(stats.staleness) + ")";
+    std::snprintf(text, sizeof(text),
+                  "parameter server %" PRId64 " (rank %d): %" PRId64
+                  " steps of %" PRId64 " workers, %" PRId64 " updates; %s\n",
+                  stats.server, rank, stats.steps, stats.workers, stats.updates,
+                  how.c_str());
+    return text;
+  }
+};
+
+/// Gathers every rank's report at the end of a run, and rank 0 prints them
+/// in rank order: the workers' memory lines (with `memory`), then the
+/// parameter servers' lines, so that the output of a run does not depend on
+/// which rank finishes first. Each rank also writes its own line to its
+/// --log-dir log. Collective over the world communicator.
+int reportRanks(Process &process, const RankReport &mine, bool memory) {
+  std::vector<int64_t> all;
+  if (!process.gather(mine.pack(), all))
+    return process.fail(std::string("gathering the ranks' reports: ") +
+                        tsr_last_error());
+  if (process.log && (mine.server || memory)) {
+    std::fputs(mine.line(process.rank, process.size).c_str(),
+               process.log.get());
+    std::fflush(process.log.get());
+  }
+  if (process.rank != 0)
+    return 0;
+  for (bool servers : {false, true})
+    for (int rank = 0; rank < process.size; ++rank) {
+      RankReport report =
+          RankReport::unpack(all.data() + rank * RankReport::kValues);
+      if (report.server == servers && (servers || memory))
+        std::fputs(report.line(rank, process.size).c_str(), stdout);
+    }
   std::fflush(stdout);
   return 0;
+}
+
+/// Runs parameter server `trainer` until the workers finish, then reports
+/// what it did (rank 0 prints it, reportRanks).
+int serve(tsr_trainer_t *trainer, Process &process, bool memoryReport) {
+  if (int status = agreeOn(process, ""))
+    return status;
+  RankReport report;
+  report.server = true;
+  if (tsr_trainer_serve(trainer, &report.stats) != TSR_OK)
+    return process.fail(tsr_last_error());
+  return reportRanks(process, report, memoryReport);
 }
 
 /// The checkpoint to resume from: PATH itself when it holds a manifest,
@@ -412,7 +488,7 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
               tsr_last_error();
   // A parameter server takes no data: it serves the workers' pushes.
   if (problem.empty() && tsr_trainer_parameter_server(trainer.get()) >= 0)
-    return serve(trainer.get(), process);
+    return serve(trainer.get(), process, options.memoryReport);
   DatasetPtr dataset;
   if (problem.empty())
     problem = openDataset(options, "--data", options.data, artifact, dataset);
@@ -574,15 +650,16 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
   process.print("peak step memory: %zu bytes (artifact allocations), "
                 "params+state+batch: %zu bytes\n",
                 peak, held);
-  if (options.memoryReport) {
-    size_t params = 0, state = 0, gradients = 0;
-    tsr_trainer_state_bytes(trainer.get(), &params, &state);
-    tsr_memory_gradient_stats(nullptr, &gradients);
-    // Every rank reports its own line, on stdout.
-    std::printf("memory rank %d of %d: params %zu bytes, gradients %zu "
-                "bytes, optimizer state %zu bytes, step peak %zu bytes\n",
-                process.rank, process.size, params, gradients, state, peak);
-    std::fflush(stdout);
+  // Rank 0 prints every rank's --memory-report line and the parameter
+  // servers' statistics, in rank order.
+  if (options.memoryReport || process.size > meshRanks) {
+    RankReport report;
+    report.peak = peak;
+    if (options.memoryReport) {
+      tsr_trainer_state_bytes(trainer.get(), &report.params, &report.state);
+      tsr_memory_gradient_stats(nullptr, &report.gradients);
+    }
+    return reportRanks(process, report, options.memoryReport);
   }
   return 0;
 }
