@@ -314,7 +314,7 @@ getPipelineStage(DictionaryAttr info,
 
 FailureOr<ArtifactSignature>
 mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
-                          const ClusterSpec &cluster) {
+                          const ClusterSpec &cluster, TimingScope *timing) {
   SmallVector<func::FuncOp> publicFuncs;
   for (auto f : module.getOps<func::FuncOp>())
     if (f.isPublic() && !f.isExternal())
@@ -570,6 +570,10 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     }
 
   PassManager pm(module.getContext());
+  TimingScope noTiming;
+  TimingScope passTiming =
+      (timing ? *timing : noTiming).nest("lower to the target's LLVM dialect");
+  pm.enableTiming(passTiming);
   buildLoweringPipeline(pm, target);
   if (failed(pm.run(module)))
     return failure();
@@ -588,13 +592,12 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
   return sig;
 }
 
-LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
-                                               const TargetBackend &target,
-                                               StringRef dir,
-                                               const TrainingManifest *train,
-                                               ArtifactSignature *outSig,
-                                               const ClusterSpec &cluster) {
-  FailureOr<ArtifactSignature> sig = lowerModel(module, target, cluster);
+LogicalResult mlir::tessera::compileToArtifact(
+    ModuleOp module, const TargetBackend &target, StringRef dir,
+    const TrainingManifest *train, ArtifactSignature *outSig,
+    const ClusterSpec &cluster, TimingScope *timing) {
+  FailureOr<ArtifactSignature> sig =
+      lowerModel(module, target, cluster, timing);
   if (failed(sig))
     return failure();
   if (outSig)
@@ -602,7 +605,8 @@ LogicalResult mlir::tessera::compileToArtifact(ModuleOp module,
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError("cannot create output directory '")
            << dir << "': " << ec.message();
-  if (failed(target.emitLibrary(module, dir)))
+  TimingScope noTiming;
+  if (failed(target.emitLibrary(module, dir, timing ? *timing : noTiming)))
     return failure();
 
   llvm::json::Array programs, schedule;

@@ -138,11 +138,13 @@ public:
     pm.addPass(createTsrCpuEntryPoint());
   }
 
-  LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const override {
-    return emitHostLibrary(lowered, dir,
-                           {"-L/usr/lib/llvm-22/lib", "-lmlir_c_runner_utils",
-                            "-Wl,-rpath,/usr/lib/llvm-22/lib", "-lopenblas",
-                            "-lm"});
+  /// model.so needs OpenBLAS, libm and libc; the allocation functions and
+  /// memrefCopy that MLIR's lowering calls resolve against the Tessera
+  /// runtime, which loads the artifact (so an artifact runs where only the
+  /// runtime is installed, not LLVM).
+  LogicalResult emitLibrary(ModuleOp lowered, StringRef dir,
+                            TimingScope &timing) const override {
+    return emitHostLibrary(lowered, dir, {"-lopenblas", "-lm"}, timing);
   }
 
 private:
@@ -151,7 +153,9 @@ private:
 } // namespace
 
 LogicalResult mlir::tessera::emitHostLibrary(ModuleOp lowered, StringRef dir,
-                                             ArrayRef<StringRef> libraries) {
+                                             ArrayRef<StringRef> libraries,
+                                             TimingScope &timing) {
+  TimingScope translation = timing.nest("translate to LLVM IR");
   registerBuiltinDialectTranslation(*lowered.getContext());
   registerLLVMDialectTranslation(*lowered.getContext());
   llvm::InitializeNativeTarget();
@@ -183,6 +187,8 @@ LogicalResult mlir::tessera::emitHostLibrary(ModuleOp lowered, StringRef dir,
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
 
+  translation.stop();
+  TimingScope optimizing = timing.nest("LLVM -O3");
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get()))
     return lowered.emitError("LLVM optimization failed: ")
@@ -197,6 +203,8 @@ LogicalResult mlir::tessera::emitHostLibrary(ModuleOp lowered, StringRef dir,
     if (ec)
       return lowered.emitError("cannot write '")
              << object << "': " << ec.message();
+    optimizing.stop();
+    TimingScope machineCode = timing.nest("machine code");
     llvm::legacy::PassManager codegen;
     if (machine->addPassesToEmitFile(codegen, os, nullptr,
                                      llvm::CodeGenFileType::ObjectFile))
@@ -204,6 +212,7 @@ LogicalResult mlir::tessera::emitHostLibrary(ModuleOp lowered, StringRef dir,
     codegen.run(*llvmModule);
   }
 
+  TimingScope linking = timing.nest("link model.so");
   std::string clang = findLlvmTool("clang");
   if (clang.empty())
     return lowered.emitError("clang (LLVM 22) not found; it links model.so "

@@ -134,10 +134,11 @@ public:
   /// The kernels' fatbin is data of model.so; the `mgpu*` functions its
   /// host code calls resolve against libtessera_runtime when the runtime
   /// loads it, so model.so itself needs no CUDA library.
-  LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const override {
+  LogicalResult emitLibrary(ModuleOp lowered, StringRef dir,
+                            TimingScope &timing) const override {
     registerGPUDialectTranslation(*lowered.getContext());
     registerNVVMDialectTranslation(*lowered.getContext());
-    return emitHostLibrary(lowered, dir, {});
+    return emitHostLibrary(lowered, dir, {}, timing);
   }
 
 private:

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -184,6 +185,54 @@ void _mlir_memref_to_llvm_free(void *ptr) {
     gradients.subtract(header->gradientBytes);
   header->magic = 0;
   cache().give(header->base, header->total);
+}
+
+namespace {
+/// The fields of a ranked memref descriptor of `rank`.
+struct Strided {
+  char *data;
+  int64_t offset;
+  const int64_t *sizes, *strides;
+
+  explicit Strided(const tsr_unranked_memref_t &m) {
+    char *const *pointers = static_cast<char *const *>(m.descriptor);
+    data = pointers[1];
+    const int64_t *ints = reinterpret_cast<const int64_t *>(pointers + 2);
+    offset = ints[0];
+    sizes = ints + 1;
+    strides = ints + 1 + m.rank;
+  }
+};
+} // namespace
+
+void memrefCopy(int64_t element_size, tsr_unranked_memref_t *srcArg,
+                tsr_unranked_memref_t *dstArg) {
+  int64_t rank = srcArg->rank;
+  Strided src(*srcArg), dst(*dstArg);
+  for (int64_t d = 0; d < rank; ++d)
+    if (src.sizes[d] == 0)
+      return;
+  char *from = src.data + src.offset * element_size;
+  char *to = dst.data + dst.offset * element_size;
+  // Odometer over the indices, the last dimension innermost.
+  std::vector<int64_t> index(rank, 0);
+  int64_t fromOffset = 0, toOffset = 0;
+  while (true) {
+    std::memcpy(to + toOffset * element_size, from + fromOffset * element_size,
+                element_size);
+    int64_t d = rank - 1;
+    for (; d >= 0; --d) {
+      fromOffset += src.strides[d];
+      toOffset += dst.strides[d];
+      if (++index[d] < src.sizes[d])
+        break;
+      fromOffset -= src.strides[d] * src.sizes[d];
+      toOffset -= dst.strides[d] * src.sizes[d];
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
 }
 
 void tsr_memory_stats(size_t *out_current, size_t *out_peak) {

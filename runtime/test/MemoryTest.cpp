@@ -97,3 +97,54 @@ TEST(Memory, CountsTensorsSeparately) {
   EXPECT_EQ(after, before);
   EXPECT_EQ(currentBytes(), compiledBefore);
 }
+
+namespace {
+/// A ranked memref descriptor of rank 2 as MLIR's LLVM lowering lays it out.
+struct Descriptor2D {
+  void *allocated, *aligned;
+  int64_t offset, sizes[2], strides[2];
+};
+} // namespace
+
+// memrefCopy, which compiled code calls for memref.copy between strided
+// layouts: a transposed view of a 3x4 float matrix (strides [1, 4], offset
+// 0) into a contiguous 4x3 buffer, and a 2x2 window at offset 5 of the same
+// matrix (strides [4, 1]); rank 0 copies one element, an empty shape none.
+TEST(Memory, MemrefCopyFollowsStridesAndOffsets) {
+  float source[12], transposed[12] = {}, window[4] = {};
+  for (int i = 0; i < 12; ++i)
+    source[i] = float(i);
+  Descriptor2D srcT{source, source, 0, {4, 3}, {1, 4}};
+  Descriptor2D dstT{transposed, transposed, 0, {4, 3}, {3, 1}};
+  tsr_unranked_memref_t src{2, &srcT}, dst{2, &dstT};
+  memrefCopy(sizeof(float), &src, &dst);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(transposed[r * 3 + c], source[c * 4 + r]) << r << " " << c;
+
+  Descriptor2D srcW{source, source, 5, {2, 2}, {4, 1}};
+  Descriptor2D dstW{window, window, 0, {2, 2}, {2, 1}};
+  src = {2, &srcW};
+  dst = {2, &dstW};
+  memrefCopy(sizeof(float), &src, &dst);
+  EXPECT_EQ(window[0], 5.0f);
+  EXPECT_EQ(window[1], 6.0f);
+  EXPECT_EQ(window[2], 9.0f);
+  EXPECT_EQ(window[3], 10.0f);
+
+  struct {
+    void *allocated, *aligned;
+    int64_t offset;
+  } scalarSrc{source, source, 7}, scalarDst{window, window, 3};
+  src = {0, &scalarSrc};
+  dst = {0, &scalarDst};
+  memrefCopy(sizeof(float), &src, &dst);
+  EXPECT_EQ(window[3], 7.0f);
+
+  Descriptor2D empty{source, source, 0, {0, 3}, {3, 1}};
+  Descriptor2D untouched{window, window, 0, {0, 3}, {3, 1}};
+  src = {2, &empty};
+  dst = {2, &untouched};
+  memrefCopy(sizeof(float), &src, &dst);
+  EXPECT_EQ(window[0], 5.0f);
+}

@@ -395,6 +395,11 @@ static cl::opt<std::string> memoryTimeline(
              "FILE.svg"),
     cl::value_desc("FILE.svg"), cl::cat(compileCat));
 
+static cl::opt<bool> timingReport(
+    "timing", cl::init(false),
+    cl::desc("Print the wall and CPU time of each compile stage and pass to "
+             "stderr, as a tree (MLIR's timing report), after the compile"),
+    cl::cat(compileCat));
 static cl::opt<bool>
     report("report", cl::init(false),
            cl::desc("Print the static memory footprint of the compiled "
@@ -653,7 +658,8 @@ static func::FuncOp findStep(ModuleOp module) {
 }
 
 static FailureOr<tessera::TrainingManifest>
-buildTraining(ModuleOp module, tessera::CostParameters costs) {
+buildTraining(ModuleOp module, tessera::CostParameters costs,
+              TimingScope &timing) {
   tessera::TrainingPipelineOptions options;
   options.loss.loss = lossKind;
   options.loss.logits = logitsName;
@@ -761,6 +767,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
     options.optimizer = opt;
   }
   PassManager pm(module.getContext());
+  TimingScope passTiming = timing.nest("build the training step");
+  pm.enableTiming(passTiming);
   tessera::buildTrainingPipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
@@ -805,7 +813,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs) {
 /// `step` of the same name and type, which the runtime binds it to.
 static LogicalResult addEvalProgram(ModuleOp module, func::FuncOp step,
                                     const tessera::OnnxImportOptions &import,
-                                    int64_t batch) {
+                                    int64_t batch, TimingScope &timing) {
+  TimingScope evalTiming = timing.nest("build the evaluation program");
   MLIRContext *context = module.getContext();
   tessera::OnnxImportOptions options = import;
   options.batchSize = batch;
@@ -817,6 +826,7 @@ static LogicalResult addEvalProgram(ModuleOp module, func::FuncOp step,
   if (!evalModule)
     return failure();
   PassManager pm(context);
+  pm.enableTiming(evalTiming);
   pm.addPass(tessera::createTsrAppendLoss(tessera::TsrAppendLossOptions{
       lossKind, logitsName, labelsName, lossOutput, ignoreIndex}));
   pm.addPass(createCanonicalizerPass());
@@ -1642,11 +1652,19 @@ int main(int argc, char **argv) {
                 " is compiled as it is (its roles decide the mode)");
   if (!tsrModule && !onnxModel.empty())
     return fail("--onnx applies to .mlir modules only");
+  // --timing: wall and CPU time of each stage and pass, printed at exit.
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(timingReport);
+  timingManager.setDisplayMode(DefaultTimingManager::DisplayMode::Tree);
+  TimingScope timing = timingManager.getRootScope();
+  TimingScope importTiming =
+      timing.nest(tsrModule ? "parse the module" : "import ONNX");
   OwningOpRef<ModuleOp> module =
       tsrModule ? parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context)
                 : tessera::importOnnxModel(context, inputFile, importOptions);
   if (!module)
     return 1;
+  importTiming.stop();
   if ((moeCapacityFactor.getNumOccurrences() ||
        moeAuxLoss.getNumOccurrences()) &&
       !tsrModule) {
@@ -1683,14 +1701,15 @@ int main(int argc, char **argv) {
     train = *described;
   } else if (training) {
     FailureOr<tessera::TrainingManifest> built = buildTraining(
-        *module, cluster->getCostParameters(target->getCostParameters()));
+        *module, cluster->getCostParameters(target->getCostParameters()),
+        timing);
     if (failed(built))
       return 1;
     train = *built;
     if (compileEval) {
-      if (failed(
-              addEvalProgram(*module, findStep(*module), importOptions,
-                             batchSize / std::max<int64_t>(dataParallel, 1))))
+      if (failed(addEvalProgram(*module, findStep(*module), importOptions,
+                                batchSize / std::max<int64_t>(dataParallel, 1),
+                                timing)))
         return 1;
       train->evalProgram = "eval";
     }
@@ -1699,6 +1718,8 @@ int main(int argc, char **argv) {
       return fail("--precision applies to ONNX models; " + inputFile +
                   " is compiled as it is");
     PassManager pm(&context);
+    TimingScope passTiming = timing.nest("lower precision");
+    pm.enableTiming(passTiming);
     tessera::TsrPrecisionPlanOptions precision;
     precision.precision = precisionPolicy;
     precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
@@ -1728,7 +1749,7 @@ int main(int argc, char **argv) {
   tessera::ArtifactSignature sig;
   if (failed(tessera::compileToArtifact(*module, *target, outputDir,
                                         train ? &*train : nullptr, &sig,
-                                        *cluster)))
+                                        *cluster, &timing)))
     return 1;
   if (!timeline.empty()) {
     std::error_code ec;

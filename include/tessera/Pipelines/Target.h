@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
+#include "mlir/Support/Timing.h"
 #include <map>
 #include <memory>
 #include <optional>
@@ -252,8 +253,10 @@ public:
   /// Adds the passes from bufferized IR (memrefs with explicit deallocation,
   /// collectives already runtime calls) to the target's lowest dialect.
   virtual void buildCodegenPipeline(OpPassManager &pm) const = 0;
-  /// Emits `dir`/model.so from the fully lowered module.
-  virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir) const = 0;
+  /// Emits `dir`/model.so from the fully lowered module, timing its stages
+  /// under `timing`.
+  virtual LogicalResult emitLibrary(ModuleOp lowered, StringRef dir,
+                                    TimingScope &timing) const = 0;
 };
 
 /// Options of the CPU target.
@@ -292,9 +295,11 @@ bool isKnownGpuArch(StringRef arch);
 
 /// Translates a module of host LLVM dialect (and `gpu.binary` ops, embedded
 /// as data) to an object for this machine at -O3 and links `dir`/model.so
-/// from it with clang and `libraries` (linker arguments).
+/// from it with clang and `libraries` (linker arguments); each of the four
+/// stages (translation, -O3, machine code, link) is a timer under `timing`.
 LogicalResult emitHostLibrary(ModuleOp lowered, StringRef dir,
-                              ArrayRef<StringRef> libraries);
+                              ArrayRef<StringRef> libraries,
+                              TimingScope &timing);
 
 /// The numpy-style name of a tensor element type, or "" if unsupported.
 std::string getDTypeName(Type elementType);
@@ -306,22 +311,25 @@ FailureOr<ArtifactProgram> getArtifactProgram(func::FuncOp function);
 /// pipeline; returns their signatures, with the cost model's estimates from
 /// `target`'s figures and those of `cluster` that it gives, and the schedule
 /// of one step: the module's `tsr.schedule`, or else its one public
-/// function.
+/// function. With `timing`, the lowering's passes are timed under it.
 FailureOr<ArtifactSignature> lowerModel(ModuleOp module,
                                         const TargetBackend &target,
-                                        const ClusterSpec &cluster = {});
+                                        const ClusterSpec &cluster = {},
+                                        TimingScope *timing = nullptr);
 
 /// Lowers `module` (tsr ops in public functions) with `target` and writes
 /// the artifact directory `dir`: the library plus manifest.json (format
 /// version 2: programs and a schedule).
 /// With `train`, the manifest's mode is "train" or "grad" (from the
 /// signature's roles), it gains a "train" object and the source model is
-/// copied to `dir`/model.onnx. `cluster` is lowerModel's.
+/// copied to `dir`/model.onnx. `cluster` and `timing` are lowerModel's;
+/// emitting the library is timed under `timing` too.
 LogicalResult compileToArtifact(ModuleOp module, const TargetBackend &target,
                                 StringRef dir,
                                 const TrainingManifest *train = nullptr,
                                 ArtifactSignature *outSig = nullptr,
-                                const ClusterSpec &cluster = {});
+                                const ClusterSpec &cluster = {},
+                                TimingScope *timing = nullptr);
 
 } // namespace mlir::tessera
 

@@ -654,6 +654,21 @@ TSR_API void *_mlir_memref_to_llvm_alloc(size_t size);
 TSR_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 TSR_API void _mlir_memref_to_llvm_free(void *ptr);
 
+/* An unranked memref as MLIR's LLVM lowering passes it: the rank and a
+ * ranked descriptor {allocated, aligned, offset, sizes[rank],
+ * strides[rank]} (pointers, then int64_t). */
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} tsr_unranked_memref_t;
+
+/* The copy MLIR lowers a memref.copy between non-contiguous layouts to
+ * (element by element of `element_size` bytes, any strides; src and dst of
+ * one shape): the same contract as libmlir_c_runner_utils' memrefCopy, so
+ * compiled code needs only this library, not the LLVM install. */
+TSR_API void memrefCopy(int64_t element_size, tsr_unranked_memref_t *src,
+                        tsr_unranked_memref_t *dst);
+
 /* Bytes requested through the functions above and not yet freed, and the
  * most that ever were at once since the last reset. Either pointer may be
  * null. */
