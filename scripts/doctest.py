@@ -69,7 +69,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-MARK_RE = re.compile(r"^<!--\s*doctest(?::\s*(?P<arg>.*?))?\s*-->\s*$")
+MARK_RE = re.compile(r"^ *<!--\s*doctest(?::\s*(?P<arg>.*?))?\s*-->\s*$")
 SKIP_RE = re.compile(r"^skip\s*\((?P<reason>.+)\)$")
 SETUP_OPEN = "<!-- doctest-setup"
 FENCE_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})")
@@ -166,11 +166,19 @@ def parse_page(path):
         f = FENCE_RE.match(line)
         if f:
             fence = f.group("fence")
+            indent = len(f.group("indent"))
             start = i + 1
             body = []
             i += 1
             while i < len(lines) and not lines[i].lstrip().startswith(fence):
-                body.append(lines[i])
+                # A fence after text on its line does not close the block
+                # (CommonMark), which would hide the blocks after it.
+                if lines[i].rstrip().endswith(fence[:3]):
+                    raise DocError(f"{path}:{i + 1}: a fence after text on its line "
+                                   "does not close the block; put it on a line of its own")
+                # A block in a list item: its lines lose the fence's indentation.
+                strip = len(lines[i]) - len(lines[i].lstrip(" "))
+                body.append(lines[i][min(indent, strip):])
                 i += 1
             i += 1
             if marker and marker[2] == start - 1:
@@ -343,10 +351,25 @@ def self_test():
         with open(page, "w") as f:
             f.write("x\n<!-- doctest-setup\necho hi > f\n-->\n<!-- doctest -->\n```\n$ cat f\n"
                     "hi\n```\n<!-- doctest: skip (slow) -->\n```\n$ sleep 99\n```\n"
-                    "```\n$ unmarked\n```\n```\nno command\n```\n")
+                    "```\n$ unmarked\n```\n```\nno command\n```\n"
+                    "1. item\n   ```\n   $ indented unmarked\n   ```\n")
         blocks = parse_page(page)
         check("parse page", [(b.kind, b.line, b.reason) for b in blocks],
-              [("setup", 2, ""), ("run", 6, ""), ("skip", 11, "slow"), ("unmarked", 14, "")])
+              [("setup", 2, ""), ("run", 6, ""), ("skip", 11, "slow"), ("unmarked", 14, ""),
+               ("unmarked", 21, "")])
+        blocks = blocks[:4]
+        with open(os.path.join(d, "q.md"), "w") as f:
+            f.write("- item\n\n  <!-- doctest -->\n  ```\n  $ echo a\n    a\n  ```\n")
+        check("list item block", [(c.text, c.expected) for c in
+                                  parse_page(os.path.join(d, "q.md"))[0].commands],
+              [("echo a", ["  a"])])
+        with open(os.path.join(d, "r.md"), "w") as f:
+            f.write("```\n$ x\n}```\n<!-- doctest -->\n```\n$ y\n```\n")
+        try:
+            parse_page(os.path.join(d, "r.md"))
+            check("fence after text", "parsed", "error")
+        except DocError as e:
+            check("fence after text", "does not close" in str(e), True)
         env = dict(os.environ)
         check("run page", run_page(page, blocks, env, False), 0)
         blocks[1].commands[0].expected = ["ho"]
