@@ -13,9 +13,31 @@ using namespace mlir;
 
 namespace {
 
+/// The position of each op in its block, numbered once before any dealloc
+/// moves: moving an op makes MLIR renumber the whole block at the next
+/// order query, which made the pass quadratic in the length of a step.
+/// Only deallocs move, and a dealloc is never a use, so the numbers of the
+/// ops compared stay in order.
+class Positions {
+public:
+  unsigned of(Operation *op) {
+    Block *block = op->getBlock();
+    if (numbered.insert(block).second) {
+      unsigned next = 0;
+      for (Operation &each : *block)
+        position[&each] = next++;
+    }
+    return position.lookup(op);
+  }
+
+private:
+  DenseSet<Block *> numbered;
+  DenseMap<Operation *, unsigned> position;
+};
+
 /// The last op of `block` that uses `root` or a value computed from it
 /// (transitively), or null if one of them leaves the block or the function.
-Operation *findLastUse(Value root, Block &block) {
+Operation *findLastUse(Value root, Block &block, Positions &positions) {
   SmallVector<Value> work{root};
   DenseSet<Value> seen{root};
   Operation *last = root.getDefiningOp();
@@ -27,7 +49,7 @@ Operation *findLastUse(Value root, Block &block) {
       Operation *op = block.findAncestorOpInBlock(*user);
       if (!op || isa<func::ReturnOp>(op))
         return nullptr;
-      if (last->isBeforeInBlock(op))
+      if (positions.of(last) < positions.of(op))
         last = op;
       // Anything an op computes from the buffer may stand for it: views,
       // addresses, and the results of ops holding a use in a region.
@@ -48,14 +70,15 @@ struct TsrCpuEarlyDeallocPass
   void runOnOperation() override {
     SmallVector<memref::DeallocOp> deallocs;
     getOperation().walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
+    Positions positions;
     for (memref::DeallocOp dealloc : deallocs) {
       Value buffer = dealloc.getMemref();
       auto alloc = buffer.getDefiningOp<memref::AllocOp>();
       Block *block = dealloc->getBlock();
       if (!alloc || alloc->getBlock() != block)
         continue;
-      Operation *last = findLastUse(buffer, *block);
-      if (last && last->isBeforeInBlock(dealloc))
+      Operation *last = findLastUse(buffer, *block, positions);
+      if (last && positions.of(last) < positions.of(dealloc))
         dealloc->moveAfter(last);
     }
   }
