@@ -83,13 +83,14 @@ None), init (a state input: its initial value, else None)."""
 StepRecord = collections.namedtuple(
     "StepRecord",
     ["step", "steps", "loss", "seconds", "items_per_second", "unit",
-     "loss_scale", "skipped"])
+     "loss_scale", "skipped", "page_faults"])
 StepRecord.__doc__ = """One completed training step (tsr_step_record_t).
 
 step (counted from 1) of steps, loss (may be nan or inf), seconds (the time
 of the step), items_per_second and unit ("tokens" or "samples"); with
 dynamic loss scaling loss_scale (after the step) and skipped (the step found
-a gradient overflow and kept the parameters), else 0.0 and False."""
+a gradient overflow and kept the parameters), else 0.0 and False;
+page_faults (the process's minor page faults during the step)."""
 
 EvalRecord = collections.namedtuple(
     "EvalRecord", ["step", "loss", "batches", "samples", "seconds"])
@@ -136,6 +137,7 @@ class _StepRecordStruct(ctypes.Structure):
         ("unit", ctypes.c_char_p),
         ("loss_scale", ctypes.c_double),
         ("skipped", ctypes.c_int),
+        ("page_faults", ctypes.c_int64),
     ]
 
 
@@ -485,7 +487,7 @@ class Artifact:
             r = raw.contents
             record = StepRecord(r.step, r.steps, r.loss, r.seconds,
                                 r.items_per_second, r.unit.decode(),
-                                r.loss_scale, bool(r.skipped))
+                                r.loss_scale, bool(r.skipped), r.page_faults)
             records.append(record)
             if on_step and not raised:
                 try:

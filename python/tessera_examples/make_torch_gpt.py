@@ -91,6 +91,19 @@ class GPT(nn.Module):
         return self.head(self.ln_f(h))
 
 
+def build_model(vocab: int, seq: int, d_model: int, heads: int, layers: int) -> GPT:
+    """The model main() exports, weights included (seeded): bench/gpt2.py
+    trains this same model in PyTorch beside the exported one in Tessera."""
+    torch.manual_seed(SEED)
+    model = GPT(vocab, seq, d_model, heads, layers).eval()
+    # The exporter merges initializers with equal contents: small noise keeps
+    # every LayerNorm's ones and zeros its own, as after any training.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 1e-3)
+    return model
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, metavar="DIR")
@@ -101,13 +114,7 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", type=int, default=4)
     args = ap.parse_args(argv)
 
-    torch.manual_seed(SEED)
-    model = GPT(args.vocab, args.seq, args.d_model, args.heads, args.layers).eval()
-    # The exporter merges initializers with equal contents: small noise keeps
-    # every LayerNorm's ones and zeros its own, as after any training.
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 1e-3)
+    model = build_model(args.vocab, args.seq, args.d_model, args.heads, args.layers)
 
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "torch_gpt.onnx")

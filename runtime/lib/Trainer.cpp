@@ -43,6 +43,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <sys/resource.h>
 #include <utility>
 
 using namespace tsr;
@@ -1205,9 +1206,14 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
     return TSR_OK;
   };
   using Clock = std::chrono::steady_clock;
+  auto minorFaults = [] {
+    struct rusage usage;
+    return getrusage(RUSAGE_SELF, &usage) == 0 ? int64_t(usage.ru_minflt) : 0;
+  };
   for (int64_t step = options.first_step + 1; step <= options.steps; ++step) {
     std::string where = "step " + std::to_string(step);
     float loss = 0;
+    int64_t faults = minorFaults();
     auto start = Clock::now();
     if (tsr_status_t s =
             runStep(trainer, dataset, step - 1, loss, step == options.steps))
@@ -1217,6 +1223,7 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
         return withContext(s, where);
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
+    faults = minorFaults() - faults;
     if (options.on_step) {
       tsr_step_record_t record{step,
                                options.steps,
@@ -1225,7 +1232,8 @@ tsr_status_t runLoop(tsr_trainer &trainer, const tsr_dataset_t &dataset,
                                seconds > 0 ? perStep / seconds : 0,
                                tokenInput >= 0 ? "tokens" : "samples",
                                trainer.lossScale,
-                               trainer.skipped ? 1 : 0};
+                               trainer.skipped ? 1 : 0,
+                               faults};
       options.on_step(options.user, &record);
     }
     // The loss is the mean over all ranks: they stop together.

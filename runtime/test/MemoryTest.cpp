@@ -61,6 +61,29 @@ TEST(Memory, AlignsAsAsked) {
   EXPECT_EQ(_mlir_memref_to_llvm_alloc(~size_t(0) - 8), nullptr);
 }
 
+/// A step that frees its first buffer before allocating a third of another
+/// size: reuse by size needs all three blocks, more than were ever live at
+/// once, and the runtime keeps them (up to twice that), so the second step
+/// gets the first one's blocks back and faults in no new memory.
+TEST(Memory, ReusesFreedBlocksAcrossSteps) {
+  const size_t sizes[] = {(51u << 20) + 64, (40u << 20) + 64, (10u << 20) + 64};
+  auto step = [&] {
+    std::vector<void *> blocks;
+    void *a = _mlir_memref_to_llvm_alloc(sizes[0]);
+    void *b = _mlir_memref_to_llvm_alloc(sizes[1]);
+    std::memset(a, 1, sizes[0]);
+    std::memset(b, 2, sizes[1]);
+    _mlir_memref_to_llvm_free(a);
+    void *c = _mlir_memref_to_llvm_alloc(sizes[2]);
+    std::memset(c, 3, sizes[2]);
+    _mlir_memref_to_llvm_free(b);
+    _mlir_memref_to_llvm_free(c);
+    return std::vector<void *>{a, b, c};
+  };
+  std::vector<void *> first = step();
+  EXPECT_EQ(step(), first);
+}
+
 TEST(Memory, IsThreadSafe) {
   size_t base = currentBytes();
   tsr_memory_reset_peak();

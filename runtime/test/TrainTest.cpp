@@ -1355,7 +1355,8 @@ void expectStepLine(const std::string &line, int step, int steps, float loss,
 }
 
 /// Checks a --log-json line: step, loss (reading back as the float32 loss,
-/// null when not finite), seconds and UNIT_per_second, in this order, then
+/// null when not finite), seconds, UNIT_per_second and page_faults, in this
+/// order, then
 /// with `prediction` the linear artifact's metric: 4 numbers.
 void expectLogLine(const std::string &line, int step, float loss,
                    const std::string &unit, bool prediction = false) {
@@ -1364,7 +1365,7 @@ void expectLogLine(const std::string &line, int step, float loss,
   for (const auto &member : record.items())
     keys.push_back(member.key());
   std::vector<std::string> expected{"step", "loss", "seconds",
-                                    unit + "_per_second"};
+                                    unit + "_per_second", "page_faults"};
   if (prediction) {
     expected.push_back("metrics");
     const auto &metrics = record["metrics"];
@@ -1381,6 +1382,9 @@ void expectLogLine(const std::string &line, int step, float loss,
     EXPECT_TRUE(record["loss"].is_null()) << line;
   EXPECT_TRUE(record["seconds"].is_number()) << line;
   EXPECT_TRUE(record[unit + "_per_second"].is_number()) << line;
+  EXPECT_TRUE(record["page_faults"].is_number_integer() &&
+              record["page_faults"].get<int64_t>() >= 0)
+      << line;
 }
 
 } // namespace

@@ -148,6 +148,9 @@ class TrainArtifactTest(unittest.TestCase):
         self.assertEqual(steps, records)
         self.assertEqual([(r.step, r.steps, r.unit) for r in records],
                          [(k, 4, "samples") for k in range(1, 5)])
+        # The struct's last field reads back (a layout mismatch would not).
+        self.assertTrue(all(isinstance(r.page_faults, int) and 0 <= r.page_faults < 1 << 40
+                            for r in records), records)
         # The first step matches one call of the artifact.
         loss = art(*linear_inputs())[0]
         self.assertEqual(records[0].loss, float(loss))

@@ -209,10 +209,11 @@ def main() -> int:
                  "18)"),
                 ([a, "--metric", "accuracy"], svg,
                  f"{a}:1: the record has no 'accuracy' (it has step, loss, "
-                 "seconds, tokens_per_second, lr, grad_norm)"),
+                 "seconds, tokens_per_second, page_faults, lr, grad_norm)"),
                 ([a, "--x", "samples"], svg,
                  f"{a}:1: the record has no 'samples_per_second' (it has "
-                 "step, loss, seconds, tokens_per_second, lr, grad_norm)"),
+                 "step, loss, seconds, tokens_per_second, page_faults, lr, "
+                 "grad_norm)"),
                 ([work / "zero.jsonl", "--log-y"], svg,
                  f"{work}/zero.jsonl:3: loss 0 cannot be drawn on a log "
                  "scale (--log-y)"),

@@ -537,6 +537,11 @@ typedef struct tsr_step_record_t {
    * overflow, skipped the update and lowered the scale. 0 and 0 without. */
   double loss_scale;
   int skipped;
+  /* Minor page faults of the process during the step (getrusage): memory
+   * the step touched for the first time. The first step faults its buffers
+   * in; later steps reuse them (the allocator keeps freed blocks), so they
+   * should take few. */
+  int64_t page_faults;
 } tsr_step_record_t;
 
 /* What tsr_trainer_run did besides steps: wrote the ONNX model or a

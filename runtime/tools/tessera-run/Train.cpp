@@ -385,7 +385,8 @@ void printStep(void *user, const tsr_step_record_t *record) {
       {"step", record->step},
       {"loss", shortestDecimal(record->loss)},
       {"seconds", record->seconds},
-      {std::string(record->unit) + "_per_second", record->items_per_second}};
+      {std::string(record->unit) + "_per_second", record->items_per_second},
+      {"page_faults", record->page_faults}};
   if (record->loss_scale > 0) {
     line["loss_scale"] = record->loss_scale;
     line["skipped"] = record->skipped != 0;

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""GPT-2-shaped training step: Tessera beside PyTorch eager, same machine, same run.
+
+Builds the GPT-style model of python/tessera_examples/make_torch_gpt.py at
+GPT-2-small's shape (12 layers, d_model 768, 12 heads, vocabulary 50257,
+untied head; 163M parameters), exports it to ONNX, and trains it for the
+same steps on the same random batches with AdamW at the same learning rate:
+
+- Tessera: `tessera-compile --mode=train --loss=cross_entropy
+  --optimizer=adamw`, then `tessera-run --train --log-json`, whose "seconds"
+  field times each whole step (batch fill, forward, backward, update).
+- PyTorch eager: the very module that was exported (same weights: it is
+  rebuilt from the same seed), torch.optim.AdamW with the same
+  hyperparameters; each step is timed from the batch copy to the end of
+  optimizer.step() (loss.item() included). It runs in a child process, so
+  that its peak RSS is its own.
+
+Each process's peak memory is its maximum resident set size (getrusage of the
+child). The step's FLOPs are counted from the shapes (matmuls only: 2 per
+multiply-add, the backward twice the forward) and divided by the median step
+time, as a fraction of the SGEMM rate measured in the same run (OpenBLAS's
+cblas_sgemm, the library Tessera calls, on 2048^3 with the same threads).
+
+Run with Debian's python (python3-torch, python3-numpy, python3-onnx):
+
+    /usr/bin/python3 bench/gpt2.py [--steps 10] [--layers 12] [--threads 2] ...
+
+Needs a built tree (scripts/build.sh). See bench/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "python", "tessera_examples")
+WARMUP = 2  # steps left out of the median
+COMPARE = 3  # leading losses compared between Tessera and PyTorch
+DATA_SEED = 7
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(
+        description="GPT-2-shaped training step: Tessera vs PyTorch eager.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run with /usr/bin/python3 (Debian's python3-torch). See bench/README.md.")
+    ap.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
+    ap.add_argument("--threads", type=int, default=2, help="threads for both (default 2)")
+    ap.add_argument("--torch-blas-threads", type=int, default=1,
+                    help="OPENBLAS_NUM_THREADS of the PyTorch process (default 1)")
+    ap.add_argument("--lr", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
+    ap.add_argument("--weight-decay", type=float, default=0.01,
+                    help="AdamW weight decay (default 0.01)")
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--d-model", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--tessera-bin", default=os.path.join(ROOT, "build", "bin"),
+                    help="where tessera-compile and tessera-run live (default build/bin)")
+    ap.add_argument("--work", help="work directory (kept); default a temporary one")
+    ap.add_argument("--torch-child", metavar="JSON", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.steps <= WARMUP:
+        ap.error(f"--steps must be more than {WARMUP} (the warm-up steps)")
+    return args
+
+
+def fail(message: str):
+    sys.exit(f"gpt2.py: error: {message}")
+
+
+def run_child(cmd, env=None):
+    """Runs cmd; returns (stdout, wall s, CPU s, peak RSS bytes)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        fail(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{out}")
+    return out, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def batches(args):
+    """Random tokens, labels the next token (the last wraps): batch s is
+    samples s*B .. s*B+B-1, which is what tessera-run feeds."""
+    import numpy as np
+    rng = np.random.default_rng(DATA_SEED)
+    n = args.batch * args.steps
+    tokens = rng.integers(0, args.vocab, size=(n, args.seq), dtype=np.int64)
+    labels = np.roll(tokens, -1, axis=1)
+    return tokens, labels
+
+
+def step_flops(args) -> float:
+    """Matmul FLOPs of one training step: forward per token 2*(12 d^2) per
+    layer for the projections and MLP, 2*2*T*d per layer for attention's two
+    batched matmuls, 2*d*V for the head; backward twice the forward."""
+    d, t, v, layers = args.d_model, args.seq, args.vocab, args.layers
+    forward_per_token = layers * (24 * d * d + 4 * t * d) + 2 * d * v
+    return 3.0 * forward_per_token * args.batch * args.seq
+
+
+def sgemm_rate(threads: int) -> float:
+    """FLOP/s of OpenBLAS's cblas_sgemm on 2048^3 (best of 5) with `threads`."""
+    import numpy as np
+    blas = ctypes.CDLL("libopenblas.so.0")
+    blas.openblas_set_num_threads(ctypes.c_int(threads))
+    n = 2048
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+    c = np.zeros((n, n), dtype=np.float32)
+    p = ctypes.POINTER(ctypes.c_float)
+    args = (ctypes.c_int(101), ctypes.c_int(111), ctypes.c_int(111), ctypes.c_int(n),
+            ctypes.c_int(n), ctypes.c_int(n), ctypes.c_float(1.0), a.ctypes.data_as(p),
+            ctypes.c_int(n), b.ctypes.data_as(p), ctypes.c_int(n), ctypes.c_float(0.0),
+            c.ctypes.data_as(p), ctypes.c_int(n))
+    blas.cblas_sgemm(*args)  # warm-up
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        blas.cblas_sgemm(*args)
+        best = min(best, time.perf_counter() - start)
+    if not np.allclose(c[:4, :4], a[:4] @ b[:, :4], rtol=1e-3, atol=1e-2):
+        fail("cblas_sgemm through ctypes gave a wrong product")
+    return 2.0 * n ** 3 / best
+
+
+# --------------------------------------------------------------------------- #
+# PyTorch (child process)
+# --------------------------------------------------------------------------- #
+def torch_child(args) -> int:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, EXAMPLES)
+    import make_torch_gpt
+
+    torch.set_num_threads(args.threads)
+    model = make_torch_gpt.build_model(args.vocab, args.seq, args.d_model, args.heads,
+                                       args.layers)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=args.weight_decay)
+    tokens, labels = batches(args)
+    losses, seconds = [], []
+    for step in range(args.steps):
+        rows = slice(step * args.batch, (step + 1) * args.batch)
+        x, y = tokens[rows], labels[rows]
+        start = time.perf_counter()
+        logits = model(torch.from_numpy(x))
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               torch.from_numpy(y).reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        value = loss.item()
+        seconds.append(time.perf_counter() - start)
+        losses.append(value)
+        if not np.isfinite(value):
+            fail(f"PyTorch step {step + 1}: the loss is {value}")
+    with open(args.torch_child, "w") as f:
+        json.dump({"losses": losses, "seconds": seconds, "torch": torch.__version__,
+                   "threads": torch.get_num_threads()}, f)
+    return 0
+
+
+def run_torch(args, work: str):
+    out = os.path.join(work, "torch.json")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.torch_blas_threads),
+               OMP_NUM_THREADS=str(args.threads))
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-child", out,
+           "--steps", str(args.steps), "--threads", str(args.threads), "--lr", str(args.lr),
+           "--weight-decay", str(args.weight_decay), "--batch", str(args.batch),
+           "--seq", str(args.seq), "--layers", str(args.layers), "--d-model",
+           str(args.d_model), "--heads", str(args.heads), "--vocab", str(args.vocab)]
+    _, _, _, rss = run_child(cmd, env=env)
+    with open(out) as f:
+        result = json.load(f)
+    result["rss"] = rss
+    return result
+
+
+# --------------------------------------------------------------------------- #
+# Tessera
+# --------------------------------------------------------------------------- #
+def run_tessera(args, work: str, model_path: str, data_path: str):
+    compile_bin = os.path.join(args.tessera_bin, "tessera-compile")
+    run_bin = os.path.join(args.tessera_bin, "tessera-run")
+    for tool in (compile_bin, run_bin):
+        if not os.access(tool, os.X_OK):
+            fail(f"{tool} not found (build Tessera first, or pass --tessera-bin)")
+    art = os.path.join(work, "gpt2.art")
+    log = os.path.join(work, "tessera_log.json")
+    report, compile_wall, compile_cpu, compile_rss = run_child(
+        [compile_bin, model_path, "--mode=train", "--loss=cross_entropy", "--logits=logits",
+         "--labels=labels", "--batch-size", str(args.batch), "--optimizer=adamw",
+         f"--lr={args.lr}", f"--weight-decay={args.weight_decay}", "-o", art])
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads),
+               OMP_NUM_THREADS=str(args.threads))
+    _, _, _, rss = run_child([run_bin, art, "--train", "--data", data_path, "--steps",
+                              str(args.steps), "--log-json", log], env=env)
+    losses, seconds = [], []
+    with open(log) as f:
+        for line in f:
+            if line.strip():
+                rec = json.loads(line)
+                losses.append(float(rec["loss"]))
+                seconds.append(float(rec["seconds"]))
+    if len(losses) != args.steps:
+        fail(f"{log}: {len(losses)} steps logged, expected {args.steps}")
+    return {"losses": losses, "seconds": seconds, "rss": rss, "compile_wall": compile_wall,
+            "compile_cpu": compile_cpu, "compile_rss": compile_rss, "report": report}
+
+
+def median_s(seconds):
+    return statistics.median(seconds[WARMUP:])
+
+
+def main(args) -> int:
+    if args.torch_child:
+        return torch_child(args)
+    import numpy as np
+    import torch
+    sys.path.insert(0, EXAMPLES)
+    import make_torch_gpt
+
+    load = os.getloadavg()[0]
+    if load > 1.0:
+        print(f"gpt2.py: warning: the machine is busy (1-minute load average {load:.2f}); "
+              "timings will be noisy", file=sys.stderr)
+    work = args.work or tempfile.mkdtemp(prefix="tessera-bench-gpt2.")
+    os.makedirs(work, exist_ok=True)
+    model_path = os.path.join(work, "torch_gpt.onnx")
+    if make_torch_gpt.main(["--out", work, "--vocab", str(args.vocab), "--seq",
+                            str(args.seq), "--layers", str(args.layers), "--d-model",
+                            str(args.d_model), "--heads", str(args.heads)]) != 0:
+        fail("make_torch_gpt.py failed")
+    params = sum(p.numel() for p in make_torch_gpt.build_model(
+        args.vocab, args.seq, args.d_model, args.heads, args.layers).parameters())
+    tokens, labels = batches(args)
+    data_path = os.path.join(work, "data.npz")
+    np.savez(data_path, tokens=tokens, labels=labels)
+
+    tessera = run_tessera(args, work, model_path, data_path)
+    pytorch = run_torch(args, work)
+    sgemm = sgemm_rate(args.threads)
+    flops = step_flops(args)
+
+    # The model's state: parameters, gradients and AdamW's two moments.
+    state = 4 * params * 4
+    t_s, p_s = median_s(tessera["seconds"]), median_s(pytorch["seconds"])
+    mib = 1024.0 ** 2
+    print(f"GPT-2-shaped model: {args.layers} layers, d_model {args.d_model}, {args.heads} "
+          f"heads, vocab {args.vocab}, {params} parameters; batch {args.batch} x seq "
+          f"{args.seq}; AdamW lr {args.lr} weight decay {args.weight_decay}; {args.steps} "
+          f"steps, {args.threads} threads")
+    print(f"step time: median of steps {WARMUP + 1}..{args.steps}; PyTorch "
+          f"{pytorch['torch']} eager, {pytorch['threads']} OpenMP threads, "
+          f"OPENBLAS_NUM_THREADS={args.torch_blas_threads}; step FLOPs (matmuls) "
+          f"{flops / 1e9:.1f} G; OpenBLAS SGEMM 2048^3: {sgemm / 1e9:.1f} GFLOP/s")
+    print()
+    print("| | Tessera | PyTorch eager | Tessera/PyTorch |")
+    print("|---|---:|---:|---:|")
+    print(f"| compile s (CPU) | {tessera['compile_cpu']:.1f} | - | |")
+    print(f"| compile s (wall) | {tessera['compile_wall']:.1f} | - | |")
+    print(f"| s/step (median) | {t_s:.3f} | {p_s:.3f} | {t_s / p_s:.2f} |")
+    print(f"| s/step (min) | {min(tessera['seconds'][WARMUP:]):.3f} | "
+          f"{min(pytorch['seconds'][WARMUP:]):.3f} | |")
+    print(f"| FLOP rate / SGEMM rate | {flops / t_s / sgemm:.2f} | {flops / p_s / sgemm:.2f} | |")
+    print(f"| peak RSS MiB | {tessera['rss'] / mib:.0f} | {pytorch['rss'] / mib:.0f} | "
+          f"{tessera['rss'] / pytorch['rss']:.2f} |")
+    print(f"| parameters + gradients + AdamW state MiB | {state / mib:.0f} | {state / mib:.0f} | |")
+    print(f"| first loss | {tessera['losses'][0]:.5f} | {pytorch['losses'][0]:.5f} | |")
+    print(f"| last loss (step {args.steps}) | {tessera['losses'][-1]:.5f} | "
+          f"{pytorch['losses'][-1]:.5f} | |")
+    n = min(COMPARE, args.steps)
+    rel = max(abs(a - b) / abs(b) for a, b in zip(tessera["losses"][:n], pytorch["losses"][:n]))
+    print()
+    print(f"max relative difference of the first {n} losses: {rel:.2e}")
+    if args.work:
+        print(f"work directory: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(parse_args()))
