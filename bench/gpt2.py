@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+import common  # bench/common.py, beside this file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "python", "tessera_examples")
 WARMUP = 2  # steps left out of the median
@@ -67,6 +69,9 @@ def parse_args(argv=None):
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--tessera-bin", default=os.path.join(ROOT, "build", "bin"),
                     help="where tessera-compile and tessera-run live (default build/bin)")
+    ap.add_argument("--compile-also", type=int, metavar="LAYERS",
+                    help="also export and compile (only) the model at this depth, and print "
+                         "its compile time beside the first's (the depth check: 24)")
     ap.add_argument("--work", help="work directory (kept); default a temporary one")
     ap.add_argument("--torch-child", metavar="JSON", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -196,31 +201,41 @@ def run_torch(args, work: str):
 # --------------------------------------------------------------------------- #
 # Tessera
 # --------------------------------------------------------------------------- #
+def compile_step(args, compile_bin: str, model_path: str, art: str):
+    """tessera-compile's training step: (report, wall s, CPU s, peak RSS)."""
+    return run_child([compile_bin, model_path, "--mode=train", "--loss=cross_entropy",
+                      "--logits=logits", "--labels=labels", "--batch-size", str(args.batch),
+                      "--optimizer=adamw", f"--lr={args.lr}",
+                      f"--weight-decay={args.weight_decay}", "-o", art])
+
+
+def export(args, out: str, layers: int) -> str:
+    """make_torch_gpt.py's model at `layers`, exported to out/torch_gpt.onnx."""
+    import make_torch_gpt
+    if make_torch_gpt.main(["--out", out, "--vocab", str(args.vocab), "--seq", str(args.seq),
+                            "--layers", str(layers), "--d-model", str(args.d_model),
+                            "--heads", str(args.heads)]) != 0:
+        fail("make_torch_gpt.py failed")
+    return os.path.join(out, "torch_gpt.onnx")
+
+
 def run_tessera(args, work: str, model_path: str, data_path: str):
-    compile_bin = os.path.join(args.tessera_bin, "tessera-compile")
-    run_bin = os.path.join(args.tessera_bin, "tessera-run")
-    for tool in (compile_bin, run_bin):
-        if not os.access(tool, os.X_OK):
-            fail(f"{tool} not found (build Tessera first, or pass --tessera-bin)")
+    try:
+        compile_bin, run_bin = common.tessera_tools(args.tessera_bin)
+    except common.BenchError as error:
+        fail(str(error))
     art = os.path.join(work, "gpt2.art")
     log = os.path.join(work, "tessera_log.json")
-    report, compile_wall, compile_cpu, compile_rss = run_child(
-        [compile_bin, model_path, "--mode=train", "--loss=cross_entropy", "--logits=logits",
-         "--labels=labels", "--batch-size", str(args.batch), "--optimizer=adamw",
-         f"--lr={args.lr}", f"--weight-decay={args.weight_decay}", "-o", art])
+    report, compile_wall, compile_cpu, compile_rss = compile_step(args, compile_bin,
+                                                                  model_path, art)
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads),
                OMP_NUM_THREADS=str(args.threads))
     _, _, _, rss = run_child([run_bin, art, "--train", "--data", data_path, "--steps",
                               str(args.steps), "--log-json", log], env=env)
-    losses, seconds = [], []
-    with open(log) as f:
-        for line in f:
-            if line.strip():
-                rec = json.loads(line)
-                losses.append(float(rec["loss"]))
-                seconds.append(float(rec["seconds"]))
-    if len(losses) != args.steps:
-        fail(f"{log}: {len(losses)} steps logged, expected {args.steps}")
+    try:
+        losses, seconds = common.read_step_log(log, args.steps)
+    except common.BenchError as error:
+        fail(str(error))
     return {"losses": losses, "seconds": seconds, "rss": rss, "compile_wall": compile_wall,
             "compile_cpu": compile_cpu, "compile_rss": compile_rss, "report": report}
 
@@ -233,7 +248,6 @@ def main(args) -> int:
     if args.torch_child:
         return torch_child(args)
     import numpy as np
-    import torch
     sys.path.insert(0, EXAMPLES)
     import make_torch_gpt
 
@@ -243,11 +257,7 @@ def main(args) -> int:
               "timings will be noisy", file=sys.stderr)
     work = args.work or tempfile.mkdtemp(prefix="tessera-bench-gpt2.")
     os.makedirs(work, exist_ok=True)
-    model_path = os.path.join(work, "torch_gpt.onnx")
-    if make_torch_gpt.main(["--out", work, "--vocab", str(args.vocab), "--seq",
-                            str(args.seq), "--layers", str(args.layers), "--d-model",
-                            str(args.d_model), "--heads", str(args.heads)]) != 0:
-        fail("make_torch_gpt.py failed")
+    model_path = export(args, work, args.layers)
     params = sum(p.numel() for p in make_torch_gpt.build_model(
         args.vocab, args.seq, args.d_model, args.heads, args.layers).parameters())
     tokens, labels = batches(args)
@@ -256,6 +266,14 @@ def main(args) -> int:
 
     tessera = run_tessera(args, work, model_path, data_path)
     pytorch = run_torch(args, work)
+    deeper = None
+    if args.compile_also:
+        deeper_dir = os.path.join(work, f"layers{args.compile_also}")
+        os.makedirs(deeper_dir, exist_ok=True)
+        deeper_model = export(args, deeper_dir, args.compile_also)
+        compile_bin, _ = common.tessera_tools(args.tessera_bin)
+        deeper = compile_step(args, compile_bin, deeper_model,
+                              os.path.join(deeper_dir, "gpt2.art"))[2]
     sgemm = sgemm_rate(args.threads)
     flops = step_flops(args)
 
@@ -276,6 +294,9 @@ def main(args) -> int:
     print("|---|---:|---:|---:|")
     print(f"| compile s (CPU) | {tessera['compile_cpu']:.1f} | - | |")
     print(f"| compile s (wall) | {tessera['compile_wall']:.1f} | - | |")
+    if deeper is not None:
+        print(f"| compile s (CPU), {args.compile_also} layers | {deeper:.1f} | - | "
+              f"{deeper / tessera['compile_cpu']:.2f}x the {args.layers} layers' |")
     print(f"| s/step (median) | {t_s:.3f} | {p_s:.3f} | {t_s / p_s:.2f} |")
     print(f"| s/step (min) | {min(tessera['seconds'][WARMUP:]):.3f} | "
           f"{min(pytorch['seconds'][WARMUP:]):.3f} | |")

@@ -96,6 +96,7 @@ from onnx import numpy_helper  # noqa: E402
 
 sys.path.insert(0, EXAMPLES)
 import charlm_data  # noqa: E402
+import common  # noqa: E402  (bench/common.py, beside this file)
 
 
 def fail(message: str):
@@ -188,11 +189,10 @@ def train_torch(args, model_path: str, tokens: np.ndarray):
 # Tessera
 # --------------------------------------------------------------------------- #
 def train_tessera(args, work: str, model_path: str, tokens_path: str):
-    compile_bin = os.path.join(args.tessera_bin, "tessera-compile")
-    run_bin = os.path.join(args.tessera_bin, "tessera-run")
-    for tool in (compile_bin, run_bin):
-        if not os.access(tool, os.X_OK):
-            fail(f"{tool} not found (build Tessera first, pass --tessera-bin, or --no-tessera)")
+    try:
+        compile_bin, run_bin = common.tessera_tools(args.tessera_bin, ", or --no-tessera")
+    except common.BenchError as error:
+        fail(str(error))
     art = os.path.join(work, "charlm.art")
     log = os.path.join(work, "tessera_log.json")
     start = time.perf_counter()
@@ -204,15 +204,10 @@ def train_tessera(args, work: str, model_path: str, tokens_path: str):
                OMP_NUM_THREADS=str(args.threads))
     run([run_bin, art, "--train", "--data", tokens_path, "--steps", str(args.steps),
          "--batch-size", str(args.batch), "--log-json", log], env=env)
-    losses, seconds = [], []
-    with open(log) as f:
-        for line in f:
-            if line.strip():
-                rec = json.loads(line)
-                losses.append(float(rec["loss"]))
-                seconds.append(float(rec["seconds"]))
-    if len(losses) != args.steps:
-        fail(f"{log}: {len(losses)} steps logged, expected {args.steps}")
+    try:
+        losses, seconds = common.read_step_log(log, args.steps)
+    except common.BenchError as error:
+        fail(str(error))
     return losses, seconds, compile_s
 
 
