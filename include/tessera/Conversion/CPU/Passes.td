@@ -230,8 +230,8 @@ def TsrCpuOutlineKernels : Pass<"tsr-cpu-outline-kernels", "ModuleOp"> {
     Ops that print the same once their values are arguments call the same
     function, so the layers of a model share their kernels: everything
     after this pass (vectorization, the lowering to LLVM, LLVM's -O3 and
-    machine code) compiles each kernel once, however deep the model is. A
-    GPT-2-shaped training step of 12 layers has 2623 linalg ops and 137
+    machine code) compiles each kernel once, however deep the model is: the
+    2623 loop nests of a GPT-2-shaped training step of 12 layers are 137
     distinct kernels. The functions have internal linkage and are never
     inlined (`passthrough = ["noinline"]`). Ops with a value that does not
     lower to a bare pointer (a dynamic shape or stride) stay in place.
