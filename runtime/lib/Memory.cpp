@@ -14,11 +14,11 @@
 // needs, for each size, as many blocks as were ever live at once, which is
 // more than the step's peak when sizes peak at different times (15% more on
 // the GPT-2-shaped step, 60% on e2e-page-faults' one-layer GPT with the same
-// vocabulary), so the cache holds up to twice the most bytes
-// ever in use at once; past that, freed blocks go back to malloc. After the
-// first step a step then allocates nothing new (e2e-page-faults). A memory
-// plan that places every buffer of the step at a fixed offset of one arena
-// would need no more than the peak; that is the next step.
+// vocabulary), so the cache holds up to twice the most bytes ever in use at
+// once; past that, freed blocks go back to malloc. After the first step a
+// step then allocates nothing new (e2e-page-faults). A memory plan that
+// places every buffer of the step at a fixed offset of one arena would need
+// no more than the peak; that is the next step.
 //
 //===----------------------------------------------------------------------===//
 
