@@ -577,6 +577,16 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
   buildLoweringPipeline(pm, target);
   if (failed(pm.run(module)))
     return failure();
+  if (auto regions =
+          module->getAttrOfType<ArrayAttr>(tsr::attr::kProfileRegions)) {
+    for (auto region : regions.getAsRange<DictionaryAttr>())
+      sig.profileRegions.push_back(
+          {region.getAs<StringAttr>("kind").str(),
+           region.getAs<StringAttr>("callee").str(),
+           region.getAs<StringAttr>("node").str(),
+           region.getAs<BoolAttr>("backward").getValue()});
+    module->removeAttr(tsr::attr::kProfileRegions);
+  }
   // tsr-cpu-memory-plan put each function's peak on it; it is kept on the
   // lowered function.
   for (ArtifactProgram &program : sig.programs) {
@@ -704,6 +714,15 @@ LogicalResult mlir::tessera::compileToArtifact(
     if (ps->staleness >= 0)
       entry["staleness"] = ps->staleness;
     manifest["parameter_server"] = std::move(entry);
+  }
+  if (!sig->profileRegions.empty()) {
+    llvm::json::Array regions;
+    for (const ArtifactProfileRegion &region : sig->profileRegions)
+      regions.push_back(llvm::json::Object{{"kind", region.kind},
+                                           {"callee", region.callee},
+                                           {"node", region.node},
+                                           {"backward", region.backward}});
+    manifest["profile_regions"] = std::move(regions);
   }
   if (!sig->frozen.empty()) {
     llvm::json::Object frozen;

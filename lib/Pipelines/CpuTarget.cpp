@@ -115,6 +115,7 @@ public:
     }
     pm.addPass(createTsrLinalgToBlas());
     pm.addPass(createTsrCpuOutlineKernels());
+    pm.addPass(createTsrCpuProfileRegions());
     OpPassManager &funcPm = pm.nest<func::FuncOp>();
     funcPm.addPass(createTsrCpuVectorize({options.vectorSize}));
     funcPm.addPass(createCSEPass());

@@ -307,6 +307,7 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
         args.push_back(outputs[call.firstOutput + k]->data);
       // Keep args.data() non-null even for a program without tensors.
       args.push_back(nullptr);
+      ProfileSpan span(call.program);
       artifact->entries[call.program](args.data());
       std::string kernels = takeKernelError();
       if (!kernels.empty())

@@ -383,6 +383,35 @@ tsr_status_t parseParallel(const Json &root, Manifest &out) {
   return TSR_OK;
 }
 
+/// Parses "profile_regions" (optional): what each region id of the
+/// compiled programs' tsr_profile_begin/end calls times.
+tsr_status_t parseProfileRegions(const Json &root, Manifest &out) {
+  const Json *list = findMember(root, "profile_regions");
+  if (!list)
+    return TSR_OK;
+  if (!list->is_array())
+    return fail(TSR_ERROR_PARSE, "profile_regions must be an array");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json &entry = (*list)[i];
+    std::string at = where("profile_regions", i);
+    if (!entry.is_object())
+      return fail(TSR_ERROR_PARSE, at + " must be an object");
+    Manifest::ProfileRegion region;
+    if (tsr_status_t s = requireString(entry, "kind", at, region.kind))
+      return s;
+    if (tsr_status_t s = requireString(entry, "callee", at, region.callee))
+      return s;
+    if (tsr_status_t s = requireString(entry, "node", at, region.node))
+      return s;
+    const Json *backward = findMember(entry, "backward");
+    if (!backward || !backward->is_boolean())
+      return fail(TSR_ERROR_PARSE, at + ".backward must be true or false");
+    region.backward = backward->get<bool>();
+    out.profileRegions.push_back(std::move(region));
+  }
+  return TSR_OK;
+}
+
 /// Parses "placement": where the buffer lives, which a known target
 /// decides and any other target must state.
 tsr_status_t parsePlacement(const Json &entry, const std::string &at,
@@ -1091,6 +1120,8 @@ tsr_status_t tsr::parseManifest(const std::string &text, Manifest &out) {
   if (tsr_status_t s = parsePrograms(root, out))
     return s;
   if (tsr_status_t s = parseParameterServer(root, out))
+    return s;
+  if (tsr_status_t s = parseProfileRegions(root, out))
     return s;
   if (tsr_status_t s = parseSchedule(root, out))
     return s;

@@ -156,6 +156,12 @@ struct Manifest {
   std::vector<OtherCall> otherCalls;
   int64_t zero = 0;
   std::vector<CollectiveSpec> collectives;
+  /// The regions compiled code times ("profile_regions"), in id order.
+  struct ProfileRegion {
+    std::string kind, callee, node;
+    bool backward = false;
+  };
+  std::vector<ProfileRegion> profileRegions;
 };
 
 /// Parses and checks the text of a manifest.json. Messages do not name the
@@ -218,6 +224,33 @@ TSR_API std::string takeKernelError();
 
 /// Records `message` as that failure unless one is already recorded.
 void noteKernelError(const std::string &message);
+
+/// Leaves what runs in its scope out of a running profile (Profile.cpp):
+/// evaluation during training.
+class ProfilePause {
+public:
+  ProfilePause();
+  ~ProfilePause();
+  ProfilePause(const ProfilePause &) = delete;
+  ProfilePause &operator=(const ProfilePause &) = delete;
+
+private:
+  bool wasRunning;
+};
+
+/// Records one invocation of program `program` in a running trace.
+class ProfileSpan {
+public:
+  explicit ProfileSpan(size_t program);
+  ~ProfileSpan();
+  ProfileSpan(const ProfileSpan &) = delete;
+  ProfileSpan &operator=(const ProfileSpan &) = delete;
+
+private:
+  size_t program;
+  bool active;
+  double start;
+};
 
 /// Prepends `context + ": "` to the last error if `status` is a failure.
 tsr_status_t withContext(tsr_status_t status, const std::string &context);

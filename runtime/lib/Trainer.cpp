@@ -608,6 +608,7 @@ tsr_status_t evaluate(tsr_trainer &trainer, const tsr_dataset_t &dataset,
   std::vector<tsr_tensor_t *> inputs;
   for (auto &tensor : trainer.inputs)
     inputs.push_back(tensor.get());
+  ProfilePause notProfiled;
   auto start = std::chrono::steady_clock::now();
   double sum = 0;
   std::vector<void *> args;

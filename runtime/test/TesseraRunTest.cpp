@@ -302,10 +302,11 @@ TEST(TesseraRun, RepeatTimesInvocations) {
 TEST(TesseraRun, CommandLineErrors) {
   std::string art = quote(TSR_TEST_FAKE_ARTIFACT);
   expectError(runTool(""), {"missing artifact directory"});
-  expectError(runTool(art + " --inputs-dir /tmp"),
-              {"missing --outputs-dir (or --print or --repeat) to run an "
-               "inference artifact; a training artifact needs --train --data "
-               "FILE --steps N"});
+  expectError(
+      runTool(art + " --inputs-dir /tmp"),
+      {"missing --outputs-dir (or --print, --repeat or --profile) to run an "
+       "inference artifact; a training artifact needs --train --data "
+       "FILE --steps N"});
   expectError(runTool(art + " --outputs-dir /tmp/x"), {"missing --inputs-dir"});
   expectError(runTool(art + " --frobnicate"),
               {"unknown option '--frobnicate'"});

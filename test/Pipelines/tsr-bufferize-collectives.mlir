@@ -27,6 +27,9 @@
 
 // LLVM-LABEL: llvm.func internal @grads(
 // LLVM: llvm.call @tsrt_all_reduce_start(%{{.*}}, %{{.*}}, %[[P:[0-9]+]], %[[P]], %{{.*}}, %{{.*}}, %{{.*}}, %[[NULL:[0-9]+]]) : (i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr) -> ()
+// The start and the wait are timed apart (tsr-cpu-profile-regions).
+// LLVM-NEXT: llvm.call @tsr_profile_end(
+// LLVM-NEXT: llvm.call @tsr_profile_begin(
 // LLVM-NEXT: llvm.call @tsrt_wait(%[[P]], %[[NULL]]) : (!llvm.ptr, !llvm.ptr) -> ()
 // LLVM: llvm.call @tsrt_all_reduce(
 module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {

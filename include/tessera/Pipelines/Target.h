@@ -190,6 +190,13 @@ struct ArtifactProgram {
   std::optional<ArtifactPipelineStage> pipeline;
 };
 
+/// A region that tsr-cpu-profile-regions times (`tsr.profile_regions`):
+/// its kind (gemm, call, kernel, copy), callee, model node and direction.
+struct ArtifactProfileRegion {
+  std::string kind, callee, node;
+  bool backward = false;
+};
+
 /// What the manifest records besides the library itself.
 struct ArtifactSignature {
   std::string mode = "infer";
@@ -212,6 +219,9 @@ struct ArtifactSignature {
   SmallVector<ArtifactPrecision> precisionDecisions;
   /// Initializers that training leaves frozen, with the reason (`tsr.frozen`).
   SmallVector<std::pair<std::string, std::string>> frozen;
+  /// The profile's regions, in id order (empty for a target that does not
+  /// time its programs).
+  SmallVector<ArtifactProfileRegion> profileRegions;
 };
 
 /// A memory space of a target: where its buffers can live.

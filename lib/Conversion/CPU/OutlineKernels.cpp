@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -121,6 +122,7 @@ struct TsrCpuOutlineKernelsPass
                                              LLVM::linkage::Linkage::Internal));
       kernel->setAttr("passthrough",
                       builder.getArrayAttr(builder.getStringAttr("noinline")));
+      kernel->setAttr(tsr::attr::kKernel, builder.getUnitAttr());
       kernel.setSymName((program.getSymName() + "_kernel").str());
       symbols.insert(kernel); // renames it if the name is taken
       existing = kernel;

@@ -283,6 +283,45 @@ TSR_API const char *
 tsr_artifact_collective_description(const tsr_artifact_t *artifact,
                                     size_t index);
 
+/* Profiling (tessera-run --profile and --trace). The CPU target's programs
+ * call tsr_profile_begin(id) and tsr_profile_end(id) around every kernel,
+ * library call and copy (tsr-cpu-profile-regions); the manifest's
+ * "profile_regions" says what each id is. The calls return at once unless
+ * tsr_profile_start started a profile, which sums the time and the calls of
+ * each region, and with `trace` also records every call, until
+ * tsr_profile_stop. Programs run on the thread that invokes them; a profile
+ * is the process's, of one thread at a time. Evaluation
+ * (tsr_trainer_evaluate) is left out of a profile. */
+typedef struct tsr_profile_region_t {
+  /* "gemm" (a BLAS matrix product), "call" (another library function: a
+   * collective, ...), "kernel" (generated loops) or "copy". */
+  const char *kind;
+  /* The function called; "" for a copy. */
+  const char *callee;
+  /* The model node the region comes from ("" if none), and 1 when it
+   * computes part of that node's gradient. */
+  const char *node;
+  int backward;
+  /* Since tsr_profile_start: the time spent in the region and its calls. */
+  double seconds;
+  int64_t calls;
+} tsr_profile_region_t;
+
+TSR_API size_t tsr_artifact_num_profile_regions(const tsr_artifact_t *artifact);
+TSR_API tsr_status_t tsr_artifact_profile_region(const tsr_artifact_t *artifact,
+                                                 size_t index,
+                                                 tsr_profile_region_t *out);
+TSR_API void tsr_profile_start(int trace);
+TSR_API void tsr_profile_stop(void);
+/* Writes the recorded calls (tsr_profile_start(1)) of `artifact`'s regions
+ * and its program invocations as a Chrome trace (JSON, for chrome://tracing
+ * or Perfetto), process id `pid`. */
+TSR_API tsr_status_t tsr_profile_write_trace(const tsr_artifact_t *artifact,
+                                             const char *path, int pid);
+/* Called by compiled programs. */
+TSR_API void tsr_profile_begin(int32_t region);
+TSR_API void tsr_profile_end(int32_t region);
+
 /* The programs of the artifact ("programs": one entry symbol each) and the
  * number of calls of one step ("schedule"). The inputs and outputs below
  * are the step's: its inputs are the program inputs that no earlier call of

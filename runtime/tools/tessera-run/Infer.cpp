@@ -174,10 +174,19 @@ int tessera_run::runInfer(const Options &options, tsr_artifact_t *artifact,
     return tsr_artifact_invoke(artifact, inputPtrs.data(), inputPtrs.size(),
                                outputPtrs.data(), outputPtrs.size());
   };
+  // --profile without --repeat profiles the one invocation; with --repeat N
+  // the N after the first.
+  using Clock = std::chrono::steady_clock;
+  if (options.repeat == 0)
+    startProfile(options);
+  auto firstStart = Clock::now();
   if (invoke() != TSR_OK)
     return process.fail(tsr_last_error());
+  double profiled =
+      std::chrono::duration<double>(Clock::now() - firstStart).count();
+  std::string what = "the invocation";
   if (options.repeat > 0) {
-    using Clock = std::chrono::steady_clock;
+    startProfile(options);
     double total = 0, best = 0;
     for (long r = 0; r < options.repeat; ++r) {
       auto start = Clock::now();
@@ -192,7 +201,13 @@ int tessera_run::runInfer(const Options &options, tsr_artifact_t *artifact,
     process.print("time per invocation: mean %.4f ms, min %.4f ms over %ld "
                   "runs\n",
                   total / options.repeat, best, options.repeat);
+    profiled = total / 1e3;
+    what = "invocations 2-" + std::to_string(options.repeat + 1);
   }
+  if (int status =
+          reportProfile(options, artifact, process, what, "invocation",
+                        options.repeat > 0 ? options.repeat : 1, profiled))
+    return status;
   if (process.rank != 0)
     return 0;
 

@@ -32,7 +32,8 @@ const char *const tessera_run::kUsage =
     "       mpirun -np N tessera-run ART ... (an artifact compiled for a "
     "device\n"
     "                       mesh of N ranks; srun works the same way)\n"
-    "       (every form also takes [--threads N] [--comm mpi|nccl])\n"
+    "       (every form also takes [--threads N] [--comm mpi|nccl];\n"
+    "       running and training also take [--profile] [--trace FILE])\n"
     "\n"
     "Runs the artifact directory ART made by `tessera-compile --mode=infer`, "
     "or\n"
@@ -109,6 +110,15 @@ const char *const tessera_run::kUsage =
     "  --comm B           the communicators of a device mesh: mpi (default;\n"
     "                     host memory) or nccl (device memory; loads\n"
     "                     libtessera_comm_nccl.so)\n"
+    "  --profile          print where the time of a step (or invocation)\n"
+    "                     goes: each model node's kernels, library calls\n"
+    "                     and copies, forward and backward apart, with their\n"
+    "                     share of the step; training profiles the steps\n"
+    "                     after the first (which faults its buffers in)\n"
+    "  --trace FILE       write every kernel, library call, copy and program\n"
+    "                     call of the profiled steps to FILE, a Chrome trace\n"
+    "                     (chrome://tracing, Perfetto); with several ranks\n"
+    "                     rank r writes FILE.rank<r>.json\n"
     "  --threads N        threads of the BLAS library the model calls\n"
     "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
     "                     one per core); 1 avoids busy-waiting BLAS threads\n"
@@ -169,6 +179,9 @@ std::string checkCombination(const Options &options) {
       {"--eval-data", !options.evalData.empty()},
       {"--eval-every", options.evalEvery > 0},
       {"--eval-batches", options.evalBatches > 0}};
+  if (options.sample > 0 && (options.profile || !options.trace.empty()))
+    return std::string(options.profile ? "--profile" : "--trace") +
+           " cannot be combined with --sample";
   const Use sampleOnly[] = {{"--vocab", !options.vocab.empty()},
                             {"--prompt", options.promptGiven},
                             {"--temperature", options.temperatureGiven}};
@@ -194,8 +207,10 @@ std::string checkCombination(const Options &options) {
     for (const Use &use : trainOnly)
       if (use.given)
         return std::string(use.flag) + " needs --train";
-    if (options.outputsDir.empty() && !options.print && options.repeat == 0)
-      return "missing --outputs-dir (or --print or --repeat) to run an "
+    if (options.outputsDir.empty() && !options.print && options.repeat == 0 &&
+        !options.profile && options.trace.empty())
+      return "missing --outputs-dir (or --print, --repeat or --profile) to "
+             "run an "
              "inference artifact; a training artifact needs --train --data "
              "FILE --steps N";
     return "";
@@ -234,7 +249,7 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawInputs = false, sawOutputs = false, sawRepeat = false,
        sawThreads = false;
   bool sawData = false, sawSteps = false, sawBatch = false, sawLog = false;
-  bool sawSave = false, sawEvery = false, sawToken = false;
+  bool sawSave = false, sawEvery = false, sawToken = false, sawTrace = false;
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
        sawLogDir = false, sawComm = false, sawLogEvery = false,
        sawEpochs = false, sawSample = false, sawVocab = false,
@@ -279,6 +294,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
       options.train = true;
     } else if (arg == "--memory-report") {
       options.memoryReport = true;
+    } else if (arg == "--profile") {
+      options.profile = true;
     } else if (arg == "--shuffle") {
       options.shuffle = true;
     } else if (arg == "--allow-repeats") {
@@ -372,6 +389,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
     } else if (isFlag("--log-every")) {
       problem =
           takeCount("--log-every", 1000000000, options.logEvery, sawLogEvery);
+    } else if (isFlag("--trace")) {
+      problem = takeValue("--trace", options.trace, sawTrace);
     } else if (isFlag("--log-json")) {
       problem = takeValue("--log-json", options.logJson, sawLog);
     } else if (isFlag("--save-onnx")) {

@@ -44,6 +44,10 @@ struct Options {
   /// The communicator backend: "mpi" or "nccl".
   std::string comm = "mpi";
   bool memoryReport = false;
+  /// --profile: the time per model node of the profiled steps; --trace
+  /// FILE: every region's calls as a Chrome trace.
+  bool profile = false;
+  std::string trace;
   /// Print every K-th step line (and the first and last); 1: every one.
   long logEvery = 1;
   /// The data order: shuffled per epoch from `seed` (which also seeds
@@ -157,6 +161,17 @@ int runSample(const Options &options, tsr_artifact_t *artifact,
 /// an artifact without a mesh alone. Returns the exit status.
 int joinMesh(const Options &options, tsr_artifact_t *artifact,
              Process &process);
+
+/// Starts the profile --profile or --trace asks for (none without them).
+void startProfile(const Options &options);
+
+/// After a profile of `runs` runs (`unit`: "step" or "invocation";
+/// `what` names them, as "steps 2-5") that took `seconds` in all: prints
+/// the table of --profile and writes the --trace file. Returns the exit
+/// status.
+int reportProfile(const Options &options, const tsr_artifact_t *artifact,
+                  Process &process, const std::string &what, const char *unit,
+                  int64_t runs, double seconds);
 
 /// Trains a "train" artifact for --steps steps. Returns the exit status.
 int runTrain(const Options &options, tsr_artifact_t *artifact,

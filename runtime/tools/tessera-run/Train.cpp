@@ -320,6 +320,13 @@ struct Progress {
   int64_t ran = 0, firstStep = 0, lastStep = 0, bestStep = 0;
   double seconds = 0, items = 0;
   float firstLoss = 0, lastLoss = 0, bestLoss = 0;
+  /// --profile or --trace: the options that ask for it, whether the profile
+  /// runs (from the second step on, or from the first of a one-step run),
+  /// and the steps it covers.
+  const Options *profile = nullptr;
+  bool profiling = false;
+  int64_t profiledSteps = 0, firstProfiled = 0;
+  double profiledSeconds = 0;
 };
 
 /// A duration for the progress line: "42.0 s", "3m05s", "2h07m".
@@ -352,6 +359,15 @@ void printStep(void *user, const tsr_step_record_t *record) {
   }
   progress.seconds += record->seconds;
   progress.items += record->items_per_second * record->seconds;
+  if (progress.profiling) {
+    if (progress.profiledSteps++ == 0)
+      progress.firstProfiled = record->step;
+    progress.profiledSeconds += record->seconds;
+  } else if (progress.profile && record->step < record->steps) {
+    // The first step faults its buffers in; the profile starts after it.
+    startProfile(*progress.profile);
+    progress.profiling = true;
+  }
   // The remaining steps at the mean time of those run so far.
   std::string eta;
   if (record->step < record->steps)
@@ -624,6 +640,13 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
     run.on_eval = printEval;
   }
   run.user = &progress;
+  if (options.profile || !options.trace.empty()) {
+    progress.profile = &options;
+    if (steps - done == 1) {
+      startProfile(options);
+      progress.profiling = true;
+    }
+  }
   if (tsr_trainer_run(trainer.get(), dataset.get(), &run) != TSR_OK)
     return process.fail(tsr_last_error());
   if (log && std::ferror(log.get()))
@@ -644,6 +667,17 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                   formatLoss(static_cast<float>(progress.lastEval)).c_str(),
                   formatLoss(static_cast<float>(progress.bestEval)).c_str(),
                   progress.bestEvalStep);
+  if (progress.profiledSteps > 0) {
+    int64_t last = progress.firstProfiled + progress.profiledSteps - 1;
+    std::string what = progress.profiledSteps == 1
+                           ? "step " + std::to_string(last)
+                           : "steps " + std::to_string(progress.firstProfiled) +
+                                 "-" + std::to_string(last);
+    if (int status =
+            reportProfile(options, artifact, process, what, "step",
+                          progress.profiledSteps, progress.profiledSeconds))
+      return status;
+  }
   size_t peak = 0, held = 0;
   tsr_memory_stats(nullptr, &peak);
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)

@@ -10,7 +10,7 @@
 // CHECK-NEXT: call @step_kernel_0(%[[A]], %[[B]]) : (memref<4xf32>, memref<4xf32>) -> ()
 // CHECK-NEXT: return
 // CHECK: func.func private @step_kernel(%[[X:.*]]: memref<4xf32>)
-// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"], tsr.kernel}
 // CHECK-NEXT: linalg.generic
 // CHECK-SAME: ins(%[[X]] : memref<4xf32>) outs(%[[X]] : memref<4xf32>)
 // CHECK: arith.mulf

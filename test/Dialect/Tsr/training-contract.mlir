@@ -81,7 +81,7 @@ func.func @zero_stage() attributes {tsr.zero = #tsr.zero<stage = 4, axes = ["dp"
 
 // -----
 
-// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.remat, tsr.precision, tsr.peak_alloc_bytes, tsr.schedule, tsr.sharding, tsr.operand_shardings, tsr.partitioned, tsr.reason, tsr.stage, tsr.pipeline, tsr.ranks, tsr.pipeline_schedule, tsr.scatter_shape, tsr.compression, tsr.dense_bytes, tsr.local_steps, tsr.parameter_server, tsr.server)}}
+// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.remat, tsr.precision, tsr.peak_alloc_bytes, tsr.schedule, tsr.sharding, tsr.operand_shardings, tsr.partitioned, tsr.reason, tsr.stage, tsr.pipeline, tsr.ranks, tsr.pipeline_schedule, tsr.scatter_shape, tsr.compression, tsr.dense_bytes, tsr.local_steps, tsr.parameter_server, tsr.server, tsr.kernel, tsr.profile_regions)}}
 module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 }
 
@@ -178,4 +178,15 @@ func.func @negative_dense_bytes(%x: tensor<2xf32>) -> tensor<4xf32> attributes {
   // expected-error @+1 {{attribute 'tsr.dense_bytes' must be a byte count, got -1 : i64}}
   %0 = tsr.all_gather %x {mesh_axes = ["dp"], tsr.dense_bytes = -1 : i64} : (tensor<2xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'tsr.kernel' must be a unit attribute on a function, got true}}
+func.func private @k() attributes {tsr.kernel = true}
+
+// -----
+
+// expected-error @+1 {{attribute 'tsr.profile_regions' must be an array of {kind, callee, node, backward} dictionaries on a module, got [{callee = "f", kind = "gemm", node = "n"}]}}
+module attributes {tsr.profile_regions = [{kind = "gemm", callee = "f", node = "n"}]} {
 }

@@ -233,7 +233,8 @@ def TsrCpuOutlineKernels : Pass<"tsr-cpu-outline-kernels", "ModuleOp"> {
     machine code) compiles each kernel once, however deep the model is: the
     2623 loop nests of a GPT-2-shaped training step of 12 layers are 137
     distinct kernels. The functions have internal linkage and are never
-    inlined (`passthrough = ["noinline"]`). Ops with a value that does not
+    inlined (`passthrough = ["noinline"]`) and carry `tsr.kernel` (what
+    `tsr-cpu-profile-regions` times as one kernel). Ops with a value that does not
     lower to a bare pointer (a dynamic shape or stride) stay in place.
 
     Before:
@@ -261,13 +262,68 @@ def TsrCpuOutlineKernels : Pass<"tsr-cpu-outline-kernels", "ModuleOp"> {
       return
     }
     func.func private @step_kernel(%arg0: memref<4xf32>) attributes {
-        llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]} {
+        llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"],
+        tsr.kernel} {
       linalg.generic {...} ins(%arg0 : memref<4xf32>) outs(%arg0 : memref<4xf32>) {...}
       return
     }
     ```
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def TsrCpuProfileRegions : Pass<"tsr-cpu-profile-regions", "ModuleOp"> {
+  let summary = "Time every kernel, library call and copy of a program for tessera-run --profile";
+  let description = [{
+    Runs after `tsr-cpu-outline-kernels`, on the programs (functions that
+    are neither declarations nor `tsr.kernel`s). Every call of a kernel,
+    every call of a library function (`cblas_sgemm`, the collectives'
+    `tsrt_*`, ...), every `memref.copy` and every linalg op left in place
+    gets a call of `tsr_profile_begin(id)` before it and of
+    `tsr_profile_end(id)` after it, two functions of the Tessera runtime
+    that return at once unless `tessera-run --profile` or `--trace` asked
+    for a profile. `id` names the op's region: its kind (`gemm`, `call`,
+    `kernel` or `copy`), its callee and the model node its location names,
+    with `backward` set when the location is autodiff's `tsr.grad` fused
+    location (the op computes part of that node's gradient). The calls of
+    one callee for one node in one direction share a region. The regions
+    go on the module as `tsr.profile_regions`, indexed by id; the artifact's
+    manifest carries them as `profile_regions`. What runs between regions
+    (allocation, views, scalar arithmetic) is the step's remainder.
+
+    Before:
+
+    ```mlir
+    func.func @main(%a: memref<4x4xf32>, %c: memref<4x4xf32>) {
+      call @cblas_sgemm(...) : (...) -> ()  loc("fc/MatMul")
+      call @main_kernel(%c) : (memref<4x4xf32>) -> ()  loc("relu")
+      return
+    }
+    ```
+
+    After:
+
+    ```mlir
+    module attributes {tsr.profile_regions = [
+        {backward = false, callee = "cblas_sgemm", kind = "gemm", node = "fc/MatMul"},
+        {backward = false, callee = "main_kernel", kind = "kernel", node = "relu"} ]} {
+      func.func @main(%a: memref<4x4xf32>, %c: memref<4x4xf32>) {
+        %c0_i32 = arith.constant 0 : i32
+        call @tsr_profile_begin(%c0_i32) : (i32) -> ()
+        call @cblas_sgemm(...) : (...) -> ()
+        call @tsr_profile_end(%c0_i32) : (i32) -> ()
+        %c1_i32 = arith.constant 1 : i32
+        call @tsr_profile_begin(%c1_i32) : (i32) -> ()
+        call @main_kernel(%c) : (memref<4x4xf32>) -> ()
+        call @tsr_profile_end(%c1_i32) : (i32) -> ()
+        return
+      }
+      func.func private @tsr_profile_begin(i32)
+      func.func private @tsr_profile_end(i32)
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
 def TsrCpuEntryPoint : Pass<"tsr-cpu-entry-point", "ModuleOp"> {

@@ -587,6 +587,29 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a byte count, got " << value;
     return success();
   }
+  if (name == attr::kKernel) {
+    if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError("attribute '")
+             << name << "' must be a unit attribute on a function, got "
+             << value;
+    return success();
+  }
+  if (name == attr::kProfileRegions) {
+    auto regions = dyn_cast<ArrayAttr>(value);
+    auto isRegion = [](Attribute a) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      return d && d.getAs<StringAttr>("kind") &&
+             d.getAs<StringAttr>("callee") && d.getAs<StringAttr>("node") &&
+             d.getAs<BoolAttr>("backward") && d.size() == 4;
+    };
+    if (!isa<ModuleOp>(op) || !regions || !llvm::all_of(regions, isRegion))
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be an array of {kind, callee, node, backward} "
+                "dictionaries on a module, got "
+             << value;
+    return success();
+  }
   if (name == attr::kSchedule) {
     auto calls = dyn_cast<ArrayAttr>(value);
     auto module = dyn_cast<ModuleOp>(op);
@@ -649,5 +672,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
          << attr::kCompression << ", " << attr::kDenseBytes << ", "
          << attr::kLocalSteps << ", " << attr::kParameterServer << ", "
-         << attr::kServer << ")";
+         << attr::kServer << ", " << attr::kKernel << ", "
+         << attr::kProfileRegions << ")";
 }

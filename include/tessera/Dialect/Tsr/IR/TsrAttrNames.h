@@ -132,6 +132,17 @@ inline constexpr llvm::StringLiteral kScatterShape = "tsr.scatter_shape";
 /// The peak bytes allocated by one call, from tsr-cpu-memory-plan.
 inline constexpr llvm::StringLiteral kPeakAllocBytes = "tsr.peak_alloc_bytes";
 
+// On a private function of tsr-cpu-outline-kernels.
+/// The function is one kernel (a unit attribute): a loop nest that
+/// tsr-cpu-profile-regions times as one region.
+inline constexpr llvm::StringLiteral kKernel = "tsr.kernel";
+
+// On a module.
+/// The regions tsr-cpu-profile-regions timed, indexed by the id that the
+/// program passes to tsr_profile_begin/tsr_profile_end: dictionaries
+/// {kind, callee, node, backward} (the manifest's "profile_regions").
+inline constexpr llvm::StringLiteral kProfileRegions = "tsr.profile_regions";
+
 } // namespace mlir::tsr::attr
 
 #endif // TESSERA_DIALECT_TSR_IR_TSRATTRNAMES_H
