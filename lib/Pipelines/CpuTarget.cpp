@@ -120,6 +120,7 @@ public:
     funcPm.addPass(createTsrCpuVectorize({options.vectorSize}));
     funcPm.addPass(createCSEPass());
     funcPm.addPass(createConvertLinalgToLoopsPass());
+    funcPm.addPass(createTsrCpuApproximateMath());
     pm.addPass(createConvertVectorToSCFPass(
         VectorTransferToSCFOptions().enableFullUnroll()));
     pm.addPass(memref::createExpandStridedMetadataPass());
