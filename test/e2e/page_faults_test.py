@@ -32,9 +32,8 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+from checks import make_vocab_gpt_step
 
-TORCH_PYTHON = "/usr/bin/python3"
 VOCAB, SEQ, BATCH, STEPS = 50257, 64, 4, 6
 LOGITS_PAGES = BATCH * SEQ * VOCAB * 4 // 4096
 MAX_LATER = 300
@@ -59,18 +58,7 @@ def main() -> None:
     build, root = sys.argv[1], sys.argv[2]
     bindir = os.path.join(build, "bin")
     with tempfile.TemporaryDirectory(prefix="tessera-page-faults.") as work:
-        run([TORCH_PYTHON, os.path.join(root, "python", "tessera_examples",
-                                        "make_torch_gpt.py"),
-             "--out", work, "--vocab", VOCAB, "--seq", SEQ, "--layers", 1,
-             "--d-model", 64, "--heads", 4])
-        art = os.path.join(work, "gpt.art")
-        run([os.path.join(bindir, "tessera-compile"), os.path.join(work, "torch_gpt.onnx"),
-             "--mode=train", "--loss=cross_entropy", "--logits=logits",
-             "--batch-size", BATCH, "--optimizer=adamw", "--lr=3e-4", "-o", art])
-        rng = np.random.default_rng(0)
-        tokens = rng.integers(0, VOCAB, size=(BATCH * STEPS, SEQ), dtype=np.int64)
-        data = os.path.join(work, "data.npz")
-        np.savez(data, tokens=tokens, labels=np.roll(tokens, -1, axis=1))
+        art, data = make_vocab_gpt_step(root, bindir, work, VOCAB, SEQ, BATCH, STEPS)
         log = os.path.join(work, "log.jsonl")
         run([os.path.join(bindir, "tessera-run"), art, "--train", "--data", data,
              "--steps", STEPS, "--threads", 1, "--log-json", log])

@@ -32,9 +32,8 @@ import sys
 import tempfile
 from collections import defaultdict
 
-import numpy as np
+from checks import make_vocab_gpt_step
 
-TORCH_PYTHON = "/usr/bin/python3"
 VOCAB, SEQ, BATCH, STEPS = 50257, 64, 4, 6
 PROFILED = STEPS - 1
 ROW = re.compile(r"^\s+(-?[0-9.]+)\s+(-?[0-9.]+)%\s+(\d*)\s+(.*?)(?:\s{2,}(\S.*))?$")
@@ -94,18 +93,7 @@ def main() -> None:
     build, root = sys.argv[1], sys.argv[2]
     bindir = os.path.join(build, "bin")
     with tempfile.TemporaryDirectory(prefix="tessera-profile.") as work:
-        run([TORCH_PYTHON, os.path.join(root, "python", "tessera_examples",
-                                        "make_torch_gpt.py"),
-             "--out", work, "--vocab", VOCAB, "--seq", SEQ, "--layers", 1,
-             "--d-model", 64, "--heads", 4])
-        art = os.path.join(work, "gpt.art")
-        run([os.path.join(bindir, "tessera-compile"), os.path.join(work, "torch_gpt.onnx"),
-             "--mode=train", "--loss=cross_entropy", "--logits=logits",
-             "--batch-size", BATCH, "--optimizer=adamw", "--lr=3e-4", "-o", art])
-        rng = np.random.default_rng(0)
-        tokens = rng.integers(0, VOCAB, size=(BATCH * STEPS, SEQ), dtype=np.int64)
-        data = os.path.join(work, "data.npz")
-        np.savez(data, tokens=tokens, labels=np.roll(tokens, -1, axis=1))
+        art, data = make_vocab_gpt_step(root, bindir, work, VOCAB, SEQ, BATCH, STEPS)
         log, trace = os.path.join(work, "log.jsonl"), os.path.join(work, "trace.json")
         done = run([os.path.join(bindir, "tessera-run"), art, "--train", "--data", data,
                     "--steps", STEPS, "--threads", 1, "--profile", "--trace", trace,
