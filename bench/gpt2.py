@@ -33,6 +33,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -210,12 +211,13 @@ def compile_step(args, compile_bin: str, model_path: str, art: str):
 
 
 def export(args, out: str, layers: int) -> str:
-    """make_torch_gpt.py's model at `layers`, exported to out/torch_gpt.onnx."""
-    import make_torch_gpt
-    if make_torch_gpt.main(["--out", out, "--vocab", str(args.vocab), "--seq", str(args.seq),
-                            "--layers", str(layers), "--d-model", str(args.d_model),
-                            "--heads", str(args.heads)]) != 0:
-        fail("make_torch_gpt.py failed")
+    """make_torch_gpt.py's model at `layers`, exported to out/torch_gpt.onnx
+    by a child process: a child's peak RSS (ru_maxrss) starts from the
+    parent's, which holding PyTorch's 163M-parameter model would raise to
+    4.6 GB."""
+    run_child([sys.executable, os.path.join(EXAMPLES, "make_torch_gpt.py"), "--out", out,
+               "--vocab", str(args.vocab), "--seq", str(args.seq), "--layers", str(layers),
+               "--d-model", str(args.d_model), "--heads", str(args.heads)])
     return os.path.join(out, "torch_gpt.onnx")
 
 
@@ -248,8 +250,6 @@ def main(args) -> int:
     if args.torch_child:
         return torch_child(args)
     import numpy as np
-    sys.path.insert(0, EXAMPLES)
-    import make_torch_gpt
 
     load = os.getloadavg()[0]
     if load > 1.0:
@@ -258,13 +258,17 @@ def main(args) -> int:
     work = args.work or tempfile.mkdtemp(prefix="tessera-bench-gpt2.")
     os.makedirs(work, exist_ok=True)
     model_path = export(args, work, args.layers)
-    params = sum(p.numel() for p in make_torch_gpt.build_model(
-        args.vocab, args.seq, args.d_model, args.heads, args.layers).parameters())
     tokens, labels = batches(args)
     data_path = os.path.join(work, "data.npz")
     np.savez(data_path, tokens=tokens, labels=labels)
 
     tessera = run_tessera(args, work, model_path, data_path)
+    # The trained values, as tessera-compile counts them: PyTorch's
+    # parameters (the attention masks are buffers, frozen).
+    counted = re.search(r"training \d+ parameters \((\d+) values\)", tessera["report"])
+    if not counted:
+        fail(f"tessera-compile printed no parameter count:\n{tessera['report']}")
+    params = int(counted.group(1))
     pytorch = run_torch(args, work)
     deeper = None
     if args.compile_also:

@@ -1,6 +1,7 @@
 //===- PeakMemory.cpp - Liveness and peak memory of a tsr function --------===//
 #include "tessera/Analysis/PeakMemory.h"
 
+#include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -149,13 +150,20 @@ public:
   }
 
   /// `v` (a result of the current step's op) gets a buffer of its own,
-  /// aligned (`padded`) unless the caller allocates it (a call's results).
+  /// aligned (`padded`) unless the caller allocates it (a call's results),
+  /// or none where it is written into a caller's buffer.
   void define(Value v, bool padded = true) {
+    if (inCallerBuffer.contains(v))
+      return;
     auto type = dyn_cast<ShapedType>(v.getType());
     if (type && type.hasStaticShape())
       bufferOf[v] = allocate({tsr::getStaticTensorBytes(type), 0, 0, v,
                               v.getDefiningOp(), StringRef(), padded});
   }
+
+  /// `v` is written into a buffer the caller passes (an argument's, by
+  /// tsr-donate-updates): the function allocates nothing for it.
+  void writeInCallerBuffer(Value v) { inCallerBuffer.insert(v); }
 
   /// A scratch buffer of the current step's op, holding `what`.
   unsigned scratch(StringRef what, int64_t bytes, bool padded = true) {
@@ -342,6 +350,7 @@ private:
   SmallVector<Operation *> steps;
   SmallVector<Buffer> buffers;
   DenseMap<Value, unsigned> bufferOf;
+  DenseSet<Value> inCallerBuffer;
   DenseMap<Operation *, SmallVector<Value>> deferred;
   SmallVector<std::tuple<Value, std::string, unsigned>> shared;
   DenseMap<int64_t, int64_t> callee;
@@ -558,7 +567,10 @@ void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
   int64_t rows = bytesOf(x, rowsOf(x, {axis}));
   p.step(op);
   p.read(x);
-  unsigned max = p.scratch("row maxima", rows);
+  // CSE merges the row maxima of softmaxes of one input (a loss's and its
+  // gradient's).
+  unsigned max = p.sharedScratch(x, "row maxima " + std::to_string(axis),
+                                 "row maxima", rows);
   p.step(op);
   p.read(x);
   p.read(max);
@@ -697,8 +709,11 @@ void lowerCollective(Program &p, Operation *op, Value x, int64_t dim) {
   else if (!p.hasIdentityLayout(x) && !inPlaceKind)
     in = p.scratch("row-major operand", tsr::getStaticTensorBytes(x.getType()));
   p.step(op);
+  // The runtime reads the operand (or its copy) while it writes the result.
   if (in)
     p.read(*in);
+  else
+    p.read(x);
   if (dim == 0) {
     bool lastUse = !isa<BlockArgument>(x) && x.hasOneUse() && p.ownsBuffer(x) &&
                    p.hasIdentityLayout(x);
@@ -790,6 +805,83 @@ void lower(Program &p, Operation *op) {
       .Default([&](Operation *other) { lowerDefault(p, other); });
 }
 
+/// Ops whose result is a view of their operand's buffer, or may be one
+/// (reshapes and slices), as far as in-place writes are concerned.
+bool mayBeView(Operation *op) {
+  return isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp,
+             tsr::RematBarrierOp, tsr::LocalShardOp, tsr::ReshapeOp,
+             tsr::SliceOp>(op);
+}
+
+/// The argument whose buffer `v` may share: `v` itself or the source of the
+/// views that produce it.
+BlockArgument viewedArgument(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (!mayBeView(op))
+      return nullptr;
+    v = op->getOperand(0);
+  }
+  return dyn_cast<BlockArgument>(v);
+}
+
+/// The results of public function `f` that tsr-donate-updates writes into
+/// the buffer of the argument they update (`tsr.updates`): the argument
+/// itself, or a result of an
+/// elementwise op (one linalg op writing a fresh tensor) when no other
+/// result is (a view of) that argument and every other op that reads the
+/// argument, or a view of it, runs before (where producers fused into it
+/// run), the op itself reading it only directly.
+SmallVector<unsigned>
+donatedResults(func::FuncOp f, DenseMap<Operation *, Operation *> &fused) {
+  SmallVector<unsigned> donated;
+  if (!f.isPublic() || !f.getBody().hasOneBlock())
+    return donated;
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  DenseSet<unsigned> args;
+  for (unsigned k = 0; k < f.getNumResults(); ++k) {
+    auto updates = f.getResultAttrOfType<IntegerAttr>(k, tsr::attr::kUpdates);
+    if (!updates)
+      continue;
+    BlockArgument arg = f.getArgument(updates.getInt());
+    Value v = ret.getOperand(k);
+    bool shared = false;
+    for (auto [i, other] : llvm::enumerate(ret.getOperands()))
+      shared |= i != k && viewedArgument(other) == arg;
+    if (arg.getType() != v.getType() || args.contains(arg.getArgNumber()) ||
+        shared)
+      continue;
+    Operation *writer = v.getDefiningOp();
+    if (v != arg) {
+      if (!writer || writer->getBlock() != ret->getBlock() ||
+          !isElementwise(writer) || writer->getNumResults() != 1)
+        continue;
+      bool overwritable = true;
+      SmallVector<Value> worklist = {arg};
+      while (!worklist.empty() && overwritable) {
+        Value x = worklist.pop_back_val();
+        for (Operation *user : x.getUsers()) {
+          if (user == ret)
+            continue;
+          if (mayBeView(user)) {
+            worklist.push_back(user->getResult(0));
+            continue;
+          }
+          Operation *runs = fusionTarget(user, fused);
+          if (runs->getBlock() != writer->getBlock() || runs == writer
+                  ? x != arg
+                  : !runs->isBeforeInBlock(writer))
+            overwritable = false;
+        }
+      }
+      if (!overwritable)
+        continue;
+    }
+    donated.push_back(k);
+    args.insert(arg.getArgNumber());
+  }
+  return donated;
+}
+
 } // namespace
 
 PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
@@ -798,6 +890,9 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
     return {};
   Program p;
   DenseMap<Operation *, Operation *> fused;
+  SmallVector<unsigned> inPlace = donatedResults(f, fused);
+  for (unsigned k : inPlace)
+    p.writeInCallerBuffer(f.getBody().front().getTerminator()->getOperand(k));
   for (Operation &op : f.getBody().front()) {
     if (isa<tsr::ConstantOp>(op))
       continue;
@@ -852,5 +947,7 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
               call, call.getCalleeAttr()))
         p.holdInCallee(predictPeakMemory(callee, options).peakBytes);
   }
-  return p.peak(options.bufferPadding);
+  PeakMemory result = p.peak(options.bufferPadding);
+  result.inPlaceResults = std::move(inPlace);
+  return result;
 }

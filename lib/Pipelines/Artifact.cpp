@@ -243,6 +243,8 @@ static llvm::json::Array toJson(ArrayRef<ArtifactTensor> tensors) {
       entry["role"] = t.role;
     if (t.updates)
       entry["updates"] = *t.updates;
+    if (t.inPlace)
+      entry["in_place"] = true;
     if (t.gradOf)
       entry["of"] = *t.gradOf;
     if (t.init)
@@ -558,10 +560,9 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
   // for them and would warn about every one.
   for (func::FuncOp f : publicFuncs)
     for (StringRef attr :
-         {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kUpdates,
-          tsr::attr::kGradOf, tsr::attr::kInit, tsr::attr::kStatistics,
-          tsr::attr::kShards, tsr::attr::kGlobalShape, tsr::attr::kSharding,
-          tsr::attr::kReason}) {
+         {tsr::attr::kName, tsr::attr::kRole, tsr::attr::kGradOf,
+          tsr::attr::kInit, tsr::attr::kStatistics, tsr::attr::kShards,
+          tsr::attr::kGlobalShape, tsr::attr::kSharding, tsr::attr::kReason}) {
       StringAttr name = StringAttr::get(module.getContext(), attr);
       for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
         f.removeArgAttr(i, name);
@@ -587,12 +588,20 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
            region.getAs<BoolAttr>("backward").getValue()});
     module->removeAttr(tsr::attr::kProfileRegions);
   }
-  // tsr-cpu-memory-plan put each function's peak on it; it is kept on the
-  // lowered function.
+  // tsr-cpu-memory-plan put each function's peak on it and
+  // tsr-donate-updates its in-place results; both are kept on the lowered
+  // function.
   for (ArtifactProgram &program : sig.programs) {
     Operation *lowered = SymbolTable::lookupSymbolIn(module, program.name);
     if (!lowered)
       continue;
+    if (auto inPlace =
+            lowered->getAttrOfType<DenseI64ArrayAttr>(tsr::attr::kInPlace)) {
+      for (auto [k, j] : llvm::enumerate(inPlace.asArrayRef()))
+        if (j >= 0 && k < program.outputs.size())
+          program.outputs[k].inPlace = true;
+      lowered->removeAttr(tsr::attr::kInPlace);
+    }
     if (auto peak =
             lowered->getAttrOfType<IntegerAttr>(tsr::attr::kPeakAllocBytes)) {
       program.peakAllocBytes = peak.getInt();

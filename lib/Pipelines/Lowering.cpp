@@ -24,6 +24,7 @@ void mlir::tessera::buildTsrToLinalgPipeline(OpPassManager &pm,
   funcPm.addPass(createCSEPass());
   // After CSE, which merged identical inits across the step.
   funcPm.addPass(createTsrUnshareInits());
+  funcPm.addPass(createTsrDonateUpdates());
 }
 
 void mlir::tessera::buildBufferizationPipeline(OpPassManager &pm) {
@@ -32,9 +33,7 @@ void mlir::tessera::buildBufferizationPipeline(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createTsrResultsToOutParams());
   // Upstream's buffer-deallocation-pipeline, with tsr-split-deallocs before
   // the simplification, which is quadratic in a step's buffers otherwise.
   pm.addNestedPass<func::FuncOp>(

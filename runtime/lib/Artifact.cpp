@@ -10,6 +10,7 @@
 
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Comm.h"
+#include "tessera-runtime/Device.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -302,9 +303,23 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
       for (const Binding &binding : call.inputs)
         args.push_back(binding.fromOutput ? outputs[binding.index]->data
                                           : inputs[binding.index]->data);
-      size_t count = manifest.programs[call.program].outputs.size();
-      for (size_t k = 0; k < count; ++k)
-        args.push_back(outputs[call.firstOutput + k]->data);
+      const ProgramSpec &program = manifest.programs[call.program];
+      for (size_t k = 0; k < program.outputs.size(); ++k) {
+        tsr_tensor_t *out = outputs[call.firstOutput + k];
+        const TensorSpec &spec = program.outputs[k];
+        // The program writes an in-place output over the input it updates
+        // (a step input): unless the caller passed one buffer as both, the
+        // output starts as a copy of the input, which stays as it was.
+        if (spec.inPlace && args[spec.updates] != out->data) {
+          const Binding &from = call.inputs[spec.updates];
+          const tsr_tensor_t *in =
+              from.fromOutput ? outputs[from.index] : inputs[from.index];
+          if (tsr_status_t s = tsr_tensor_copy(out, in, nullptr))
+            return s;
+          args[spec.updates] = out->data;
+        }
+        args.push_back(out->data);
+      }
       // Keep args.data() non-null even for a program without tensors.
       args.push_back(nullptr);
       ProfileSpan span(call.program);

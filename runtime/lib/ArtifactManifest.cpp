@@ -200,6 +200,14 @@ tsr_status_t parseRoleMembers(const Json &entry, const std::string &at,
     return fail(TSR_ERROR_PARSE, at + " has role \"grad\" but no \"of\"");
   if (hasOf && spec.role != TSR_ROLE_GRAD)
     return fail(TSR_ERROR_PARSE, at + ".of is only for grad outputs");
+  if (const Json *inPlace = findMember(entry, "in_place")) {
+    if (!inPlace->is_boolean())
+      return fail(TSR_ERROR_PARSE, at + ".in_place must be true or false");
+    if (!hasUpdates)
+      return fail(TSR_ERROR_PARSE,
+                  at + ".in_place is only for outputs that update an input");
+    spec.inPlace = inPlace->get<bool>();
+  }
   const Json *init = findMember(entry, "init");
   if (!init)
     return TSR_OK;

@@ -25,6 +25,9 @@ struct tsr_tensor {
   size_t byteSize = 0;
   void *data = nullptr;
   tsr_placement_t placement = TSR_PLACEMENT_HOST;
+  /// False for a view of another tensor's buffer (a trainer's in-place
+  /// output), which that tensor frees.
+  bool ownsData = true;
 
   tsr_tensor() = default;
   tsr_tensor(const tsr_tensor &) = delete;
@@ -41,6 +44,9 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   tsr_role_t role = TSR_ROLE_NONE;
   int64_t updates = -1;
+  /// An output the program writes in the buffer of the input it updates
+  /// ("in_place"): that buffer is passed as both.
+  bool inPlace = false;
   int64_t of = -1;
   double init = 0;
   /// The whole tensor across every mesh axis (`shape` when it is neither

@@ -43,7 +43,7 @@ constexpr size_t kAlignment = 64;
 } // namespace
 
 tsr_tensor::~tsr_tensor() {
-  if (!data)
+  if (!data || !ownsData)
     return;
   noteTensorFreed(byteSize);
   if (placement == TSR_PLACEMENT_HOST)

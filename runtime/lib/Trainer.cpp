@@ -2,10 +2,12 @@
 //
 // A trainer owns one tensor per input and output of a "train" artifact. Param
 // inputs start from the initializers of the artifact's ONNX model, state
-// inputs from their manifest "init". After each step the data pointers of
-// every param and state output and of the input it updates are swapped, so
-// the next step reads the new values without a copy. The ONNX model is kept
-// (with the params' payloads dropped) to write the trained model back out.
+// inputs from their manifest "init". An output that the program writes in
+// place ("in_place") is a view of the input it updates; after each step the
+// data pointers of every other param and state output and of the input it
+// updates are swapped, so the next step reads the new values without a
+// copy. The ONNX model is kept (with the params' payloads dropped) to write
+// the trained model back out.
 //
 // tsr_trainer_run is the training loop that drivers share (tessera-run
 // --train, the Python binding): steps, progress callbacks, periodic and
@@ -41,6 +43,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <malloc.h>
 #include <map>
 #include <memory>
 #include <sys/resource.h>
@@ -139,14 +142,19 @@ bool isExternal(const TensorProto &proto) {
 }
 
 /// Drops an initializer's payload, keeping its name, dims and data_type.
+/// The storage goes too: clearing keeps a string's or repeated field's
+/// capacity, which for GPT-2's 650 MB of weights stayed resident all run.
 void clearData(TensorProto &proto) {
+  std::string().swap(*proto.mutable_raw_data());
   proto.clear_raw_data();
-  proto.clear_float_data();
-  proto.clear_int32_data();
-  proto.clear_string_data();
-  proto.clear_int64_data();
-  proto.clear_double_data();
-  proto.clear_uint64_data();
+  google::protobuf::RepeatedField<float>().Swap(proto.mutable_float_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(proto.mutable_int32_data());
+  google::protobuf::RepeatedPtrField<std::string>().Swap(
+      proto.mutable_string_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(proto.mutable_int64_data());
+  google::protobuf::RepeatedField<double>().Swap(proto.mutable_double_data());
+  google::protobuf::RepeatedField<uint64_t>().Swap(
+      proto.mutable_uint64_data());
 }
 
 //===----------------------------------------------------------------------===//
@@ -339,7 +347,7 @@ tsr_status_t loadModel(tsr_trainer &trainer) {
   if (!trainer.model->ParseFromString(bytes))
     return fail(TSR_ERROR_PARSE,
                 path + ": not a valid ONNX ModelProto (protobuf parse failed)");
-  bytes.clear();
+  std::string().swap(bytes); // Its storage too, before the params load.
   for (const TensorProto &proto : trainer.model->graph().initializer()) {
     if (isExternal(proto)) {
       trainer.externalInitializer = proto.name();
@@ -351,6 +359,12 @@ tsr_status_t loadModel(tsr_trainer &trainer) {
     if (inputs[i].role == TSR_ROLE_PARAM)
       if (tsr_status_t s = loadParam(trainer, i))
         return withContext(s, path);
+#ifdef __GLIBC__
+  // The payloads were parsed into heap blocks below glibc's (raised) mmap
+  // threshold: hand their pages back rather than hold them all run (350 MB
+  // of a GPT-2-shaped model's 650 MB).
+  malloc_trim(0);
+#endif
   return TSR_OK;
 }
 
@@ -408,6 +422,26 @@ tsr_status_t joinMesh(tsr_trainer &trainer) {
   return TSR_OK;
 }
 
+/// Whether step output `output` can be passed in the buffer of the input it
+/// updates: the program writes it in place ("in_place") and no later call
+/// of the step reads that input (which would see the new value).
+bool sharesInputBuffer(const Manifest &manifest, size_t output) {
+  const TensorSpec &spec = manifest.outputs[output];
+  if (!spec.inPlace || spec.updates < 0)
+    return false;
+  bool after = false;
+  for (const CallSpec &call : manifest.schedule) {
+    if (after)
+      for (const Binding &binding : call.inputs)
+        if (!binding.fromOutput &&
+            binding.index == static_cast<size_t>(spec.updates))
+          return false;
+    size_t count = manifest.programs[call.program].outputs.size();
+    after |= output >= call.firstOutput && output < call.firstOutput + count;
+  }
+  return true;
+}
+
 tsr_status_t createTrainer(const tsr_artifact_t &artifact,
                            std::unique_ptr<tsr_trainer> &out) {
   const Manifest &manifest = artifact.manifest;
@@ -457,11 +491,27 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
       fillConstant(*trainer->inputs.back(), manifest.inputs[i].init);
   }
   for (size_t i = 0; i < manifest.outputs.size(); ++i) {
-    if (tsr_status_t s =
-            create("output", i, manifest.outputs[i], trainer->outputs))
-      return s;
-    if (manifest.outputs[i].updates >= 0)
-      trainer->swaps.emplace_back(i, manifest.outputs[i].updates);
+    int64_t updates = manifest.outputs[i].updates;
+    if (updates >= 0 && placement == TSR_PLACEMENT_HOST &&
+        sharesInputBuffer(manifest, i)) {
+      // The program writes it over the input: a view of that buffer.
+      const tsr_tensor &input = *trainer->inputs[updates];
+      auto view = std::make_unique<tsr_tensor>();
+      view->dtype = input.dtype;
+      view->shape = input.shape;
+      view->name = manifest.outputs[i].name;
+      view->numElements = input.numElements;
+      view->byteSize = input.byteSize;
+      view->data = input.data;
+      view->ownsData = false;
+      trainer->outputs.push_back(std::move(view));
+    } else {
+      if (tsr_status_t s =
+              create("output", i, manifest.outputs[i], trainer->outputs))
+        return s;
+      if (updates >= 0)
+        trainer->swaps.emplace_back(i, updates);
+    }
     if (manifest.outputs[i].updates >= 0 &&
         manifest.outputs[i].role == TSR_ROLE_STATE &&
         manifest.outputs[i].name == "loss_scale" &&
@@ -553,6 +603,11 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
     for (size_t i = 0; i < outputs.size(); ++i)
       outputs[i] = trainer.deviceOutputs[i].get();
   }
+  // The loss scale's output may be its input's buffer.
+  float scaleBefore = trainer.lossScaleOutput >= 0
+                          ? *static_cast<const float *>(
+                                trainer.inputs[trainer.lossScaleInput]->data)
+                          : 0;
   if (tsr_status_t s =
           tsr_artifact_invoke(trainer.artifact, inputs.data(), inputs.size(),
                               outputs.data(), outputs.size()))
@@ -569,8 +624,7 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
           ? static_cast<float>(*static_cast<const double *>(lossTensor.data))
           : *static_cast<const float *>(lossTensor.data);
   if (trainer.lossScaleOutput >= 0) {
-    float before = *static_cast<const float *>(
-        trainer.inputs[trainer.lossScaleInput]->data);
+    float before = scaleBefore;
     float after = *static_cast<const float *>(
         trainer.outputs[trainer.lossScaleOutput]->data);
     trainer.lossScale = after;
@@ -728,13 +782,13 @@ tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
     lent.push_back(k);
   if (!trainer.saves || trainer.dpRank != 0) {
     for (int k : lent)
-      graph->mutable_initializer(k)->clear_raw_data();
+      clearData(*graph->mutable_initializer(k));
     return TSR_OK;
   }
   std::string bytes;
   bool serialized = trainer.model->SerializeToString(&bytes);
   for (int k : lent)
-    graph->mutable_initializer(k)->clear_raw_data();
+    clearData(*graph->mutable_initializer(k));
   if (!serialized)
     return fail(TSR_ERROR_IO, path + ": cannot serialize the ONNX model");
   std::string error;

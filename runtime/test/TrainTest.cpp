@@ -419,6 +419,15 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
       linearWith(R"({"name": "lr")", R"({"name": "w")"),
       "programs[0].inputs[2]: name 'w' is also programs[0].inputs[0]'s");
 
+  // "in_place": a boolean, on an output that updates an input.
+  expectLoadError(
+      linearWith(R"("updates": 0})", R"("updates": 0, "in_place": 1})"),
+      "programs[0].outputs[1].in_place must be true or false");
+  expectLoadError(
+      linearWith(R"("role": "loss"})", R"("role": "loss", "in_place": true})"),
+      "programs[0].outputs[0].in_place is only for outputs that update an "
+      "input");
+
   // Mode "grad" needs neither "train" nor a loss.
   std::string grad = replaced(linearWith(trainObject, R"("other": {})"),
                               R"("mode": "train")", R"("mode": "grad")");
@@ -864,6 +873,101 @@ TEST(Trainer, StepsSwapBuffersAndMatchTheReference) {
   EXPECT_EQ(tsr_trainer_step(t, dataset.get(), -3, &loss),
             TSR_ERROR_INVALID_ARGUMENT);
   expectLastError("step -3 is negative");
+}
+
+/// The linear artifact with w, b and step written over their inputs, as
+/// tsr-donate-updates compiles them (TrainLinearModel.c reads every input
+/// before it writes the output that updates it).
+std::string inPlaceLinear(const std::string &dir) {
+  std::string manifest = readManifest(TSR_TEST_LINEAR_ARTIFACT);
+  for (const char *updates :
+       {R"("updates": 0})", R"("updates": 1})", R"("updates": 3})"})
+    manifest =
+        replaced(manifest, updates,
+                 std::string(updates).insert(std::string(updates).size() - 1,
+                                             R"(, "in_place": true)"));
+  return artifactWithManifest(dir, manifest, TSR_TEST_LINEAR_ARTIFACT);
+}
+
+// A trainer passes an in-place output the buffer of the input it updates:
+// the step writes over it and nothing is swapped or copied.
+TEST(Trainer, InPlaceOutputsWriteOverTheirInputs) {
+  std::string dir = scratchDir();
+  std::string path = dir + "/data.npz";
+  writeBytes(path, linearNpz(false));
+  ArtifactPtr artifact = loadArtifact(inPlaceLinear(dir));
+  DatasetPtr dataset = openNpz(artifact.get(), path);
+  TrainerPtr trainer = createTrainer(artifact.get());
+  ASSERT_TRUE(trainer && dataset);
+  tsr_trainer_t *t = trainer.get();
+  void *weights = tsr_tensor_data(tsr_trainer_input(t, 0));
+  EXPECT_EQ(tsr_tensor_data(tsr_trainer_output(t, 1)), weights);
+  EXPECT_EQ(tsr_tensor_data(tsr_trainer_output(t, 3)),
+            tsr_tensor_data(tsr_trainer_input(t, 3)));
+  EXPECT_STREQ(tsr_tensor_name(tsr_trainer_output(t, 1)), "w");
+  LinearParams reference;
+  for (int step = 0; step < 7; ++step) {
+    float loss = 0;
+    ASSERT_EQ(tsr_trainer_step(t, dataset.get(), step, &loss), TSR_OK)
+        << tsr_last_error();
+    EXPECT_EQ(loss, referenceStep(reference, step)) << "step " << step;
+    EXPECT_EQ(elements<float>(tsr_trainer_input(t, 0)), reference.w);
+    EXPECT_EQ(elements<float>(tsr_trainer_input(t, 1)),
+              (std::vector<float>{reference.b}));
+    EXPECT_EQ(elements<int64_t>(tsr_trainer_output(t, 3)),
+              (std::vector<int64_t>{step + 1}));
+    EXPECT_EQ(tsr_tensor_data(tsr_trainer_input(t, 0)), weights);
+  }
+}
+
+// tsr_artifact_invoke with an output buffer of its own for an in-place
+// output copies the input there first: the caller's inputs stay as they
+// were. Given the input's buffer as the output, it updates it in place.
+TEST(Trainer, InvokeKeepsTheInputsOfInPlaceOutputs) {
+  std::string dir = scratchDir();
+  ArtifactPtr artifact = loadArtifact(inPlaceLinear(dir));
+  std::vector<TensorPtr> inputs;
+  inputs.push_back(makeTensor<float>(TSR_DTYPE_FLOAT32, {2}, {0.5f, -1.0f}));
+  inputs.push_back(makeTensor<float>(TSR_DTYPE_FLOAT32, {}, {0.25f}));
+  inputs.push_back(makeTensor<float>(TSR_DTYPE_FLOAT32, {}, {0.125f}));
+  inputs.push_back(makeTensor<int64_t>(TSR_DTYPE_INT64, {}, {0}));
+  inputs.push_back(makeTensor<float>(
+      TSR_DTYPE_FLOAT32, {4, 2},
+      std::vector<float>(kLinearX.begin(), kLinearX.begin() + 8)));
+  inputs.push_back(makeTensor<float>(
+      TSR_DTYPE_FLOAT32, {4},
+      std::vector<float>(kLinearY.begin(), kLinearY.begin() + 4)));
+  std::vector<TensorPtr> outputs;
+  for (size_t i = 0; i < 5; ++i) {
+    tsr_tensor_t *tensor = nullptr;
+    ASSERT_EQ(tsr_artifact_create_output(artifact.get(), i, &tensor), TSR_OK);
+    outputs.emplace_back(tensor);
+  }
+  auto invoke = [&](tsr_tensor_t *wOut) {
+    std::vector<const tsr_tensor_t *> in;
+    for (const TensorPtr &tensor : inputs)
+      in.push_back(tensor.get());
+    std::vector<tsr_tensor_t *> out;
+    for (const TensorPtr &tensor : outputs)
+      out.push_back(tensor.get());
+    out[1] = wOut;
+    return tsr_artifact_invoke(artifact.get(), in.data(), in.size(), out.data(),
+                               out.size());
+  };
+  LinearParams reference;
+  float loss = referenceStep(reference, 0);
+  ASSERT_EQ(invoke(outputs[1].get()), TSR_OK) << tsr_last_error();
+  EXPECT_EQ(elements<float>(outputs[0].get()), (std::vector<float>{loss}));
+  EXPECT_EQ(elements<float>(outputs[1].get()), reference.w);
+  EXPECT_EQ(elements<float>(outputs[2].get()),
+            (std::vector<float>{reference.b}));
+  EXPECT_EQ(elements<int64_t>(outputs[3].get()), (std::vector<int64_t>{1}));
+  EXPECT_EQ(elements<float>(inputs[0].get()),
+            (std::vector<float>{0.5f, -1.0f}));
+  EXPECT_EQ(elements<float>(inputs[1].get()), (std::vector<float>{0.25f}));
+  EXPECT_EQ(elements<int64_t>(inputs[3].get()), (std::vector<int64_t>{0}));
+  ASSERT_EQ(invoke(inputs[0].get()), TSR_OK) << tsr_last_error();
+  EXPECT_EQ(elements<float>(inputs[0].get()), reference.w);
 }
 
 // The communicators bound to a mesh's groups must have its sizes: here no

@@ -248,3 +248,22 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
     return %r : tensor<8x16xf32>
   }
 }
+
+// -----
+
+// A result that updates an argument (tsr.updates) is written over it by
+// its elementwise op when every other reader of the argument runs before
+// (tsr-donate-updates): %w2 takes no buffer. %v2 takes one: the matmul
+// after it reads %v.
+// expected-remark @+1 {{predicted peak 1664 bytes at 'tsr.matmul' (2 buffers live, 128 bytes of allocator padding)}}
+func.func @donated(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>,
+                   %g: tensor<16x16xf32>, %v: tensor<16x16xf32>)
+    -> (tensor<16x16xf32> {tsr.updates = 1 : i64},
+        tensor<16x16xf32> {tsr.updates = 3 : i64}, tensor<8x16xf32>) {
+  %w2 = tsr.sub %w, %g : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
+  // expected-note @+1 {{1024 bytes: tsr.add}}
+  %v2 = tsr.add %v, %g : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
+  // expected-note @+1 {{512 bytes: tsr.matmul}}
+  %m = tsr.matmul %x, %v : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  return %w2, %v2, %m : tensor<16x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>
+}

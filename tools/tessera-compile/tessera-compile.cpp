@@ -1114,7 +1114,9 @@ static void printReport(const tessera::ArtifactSignature &sig) {
         batch += tensorBytes(t);
     }
     for (const auto &t : program.outputs) {
-      outputs += tensorBytes(t);
+      // An in-place output is its input's buffer.
+      if (!t.inPlace)
+        outputs += tensorBytes(t);
       // Every updated parameter but running statistics had a gradient; grad
       // mode returns them.
       if (isTrained(program, t))
@@ -1134,7 +1136,8 @@ static void printReport(const tessera::ArtifactSignature &sig) {
     row("gradients", grads, "one per trained parameter (inside the step)");
     row("optimizer state", state, "inputs with role state");
     row("batch", batch, "data and label inputs");
-    row("outputs", outputs, "loss, updated parameters and state");
+    row("outputs", outputs,
+        "loss, metrics, updates not written over their input");
     row("peak activations", peak,
         "most bytes the function itself holds at once (gradients included)");
     row("predicted peak", program.predictedPeakBytes,
@@ -1145,7 +1148,8 @@ static void printReport(const tessera::ArtifactSignature &sig) {
     std::map<std::string, int64_t> callers;
     for (const auto *list : {&program.inputs, &program.outputs})
       for (const auto &t : *list)
-        callers[t.dtype] += tensorBytes(t);
+        if (!t.inPlace)
+          callers[t.dtype] += tensorBytes(t);
     auto split = [](const char *what,
                     const std::map<std::string, int64_t> &bytes) {
       if (bytes.empty())

@@ -23,8 +23,11 @@
 // its own peak, its results (allocated by the caller, unaligned) and copies
 // of the arguments that are not row-major from their buffer's first
 // element; an all-reduce or broadcast writes into its operand's buffer when
-// nothing reads the operand afterwards (bufferization in place). Arguments
-// are the caller's and count nothing.
+// nothing reads the operand afterwards (bufferization in place); a result
+// of a public function that updates an argument (`tsr.updates`) is written
+// into that argument's buffer by an elementwise op when every other reader
+// of the argument runs before it (tsr-donate-updates). Arguments are the
+// caller's and count nothing.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSERA_ANALYSIS_PEAKMEMORY_H
@@ -66,6 +69,9 @@ struct PeakMemory {
   SmallVector<PeakBuffer> liveAtPeak;
   /// Of `peakBytes`: what a callee of `peakOp` holds at its own peak.
   int64_t calleeBytes = 0;
+  /// The results written into the buffer of the argument they update
+  /// (tsr-donate-updates): the caller allocates nothing for them.
+  SmallVector<unsigned> inPlaceResults;
 
   /// The whole call, for a timeline of live bytes: the op each step lowers
   /// (an op may take several steps), every buffer with the first and last

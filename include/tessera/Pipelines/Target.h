@@ -36,6 +36,10 @@ struct ArtifactTensor {
   /// Outputs: the input a param/state output replaces after each step
   /// (`tsr.updates`), or the input a gradient is of (`tsr.grad_of`).
   std::optional<int64_t> updates, gradOf;
+  /// An output the program writes in the buffer of the input it updates
+  /// (`tsr.in_place`, from tsr-donate-updates): the caller passes that
+  /// buffer as both.
+  bool inPlace = false;
   /// State inputs: the value they start from (`tsr.init`).
   std::optional<double> init;
   /// Param inputs holding running statistics (`tsr.statistics`), which

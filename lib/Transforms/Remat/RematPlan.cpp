@@ -79,14 +79,17 @@ SmallVector<Operation *> roots(func::FuncOp f, StringRef policy) {
   });
 }
 
-/// The bytes `f` needs while it runs: its arguments, its results and the
-/// peak of its own allocations (the tsr-level prediction, equal to the
-/// runtime allocator's count).
+/// The bytes `f` needs while it runs: its arguments, its results (but those
+/// written into an argument's buffer) and the peak of its own allocations
+/// (the tsr-level prediction, equal to the runtime allocator's count).
 int64_t footprint(func::FuncOp f) {
-  int64_t bytes = predictPeakMemory(f).peakBytes;
-  for (Type t :
-       llvm::concat<const Type>(f.getArgumentTypes(), f.getResultTypes()))
+  PeakMemory peak = predictPeakMemory(f);
+  int64_t bytes = peak.peakBytes;
+  for (Type t : f.getArgumentTypes())
     bytes += tsr::getStaticTensorBytes(t);
+  for (auto [k, t] : llvm::enumerate(f.getResultTypes()))
+    if (!llvm::is_contained(peak.inPlaceResults, k))
+      bytes += tsr::getStaticTensorBytes(t);
   return bytes;
 }
 

@@ -370,7 +370,11 @@ TSR_API tsr_status_t tsr_artifact_create_output(const tsr_artifact_t *artifact,
  * shape and placement), then makes the schedule's calls in order: each
  * program's entry gets args = {its inputs..., its outputs...}, an input
  * being the step input of its name or the output of that name of an earlier
- * call. */
+ * call. A program writes an "in_place" output over the input it updates: a
+ * caller that passes that input's buffer as the output (as the trainer
+ * does) has it updated in place; otherwise the input is first copied into
+ * the output, whose buffer the program then runs on, and the input stays
+ * as it was. */
 TSR_API tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
                                          const tsr_tensor_t *const *inputs,
                                          size_t num_inputs,

@@ -130,4 +130,96 @@ def TsrSplitDeallocs : Pass<"tsr-split-deallocs", "func::FuncOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def TsrDonateUpdates : Pass<"tsr-donate-updates", "func::FuncOp"> {
+  let summary = "Write each updated parameter and state into the buffer of the argument it updates";
+  let description = [{
+    Runs on tensors, after `tsr-unshare-inits` and before one-shot
+    bufferization, on public functions. A training step returns the next
+    value of every parameter and optimizer state (`tsr.updates` on a
+    result names the argument it replaces). Bufferized as written, each
+    next value gets a buffer of its own, live until the step returns,
+    beside the argument's, and the runtime keeps two copies of the whole
+    state (the donation XLA's `donate_argnums` and DeepSpeed's in-place
+    optimizers exist for). This pass makes the op that writes such a
+    result write it into the argument instead: when that op is a linalg op
+    of the function's body whose init is a `tensor.empty` of its own and
+    whose payload never reads the init, the argument becomes its init and
+    writable (`tsr-to-linalg` made every argument read-only). One-shot bufferization then writes the argument's buffer in place, or,
+    where something reads the argument afterwards, a fresh buffer as before
+    (its conflict analysis decides; the semantics never change).
+
+    The function gets `tsr.in_place`: per result, the argument whose buffer
+    it is returned in (-1 for none). The caller passes that argument's
+    buffer as the result's out-parameter (`tsr-results-to-out-params` then
+    copies nothing), and the manifest marks the output `"in_place"`. A
+    result is not donated when the argument is (a view of) another result,
+    or its type differs. The pass consumes `tsr.updates` (the manifest has
+    it already).
+
+    Before:
+
+    ```mlir
+    func.func @step(%w: tensor<4xf32> {bufferization.writable = false},
+                    %g: tensor<4xf32>)
+        -> (tensor<4xf32> {tsr.updates = 0 : i64}) {
+      %e = tensor.empty() : tensor<4xf32>
+      %w2 = linalg.generic {...} ins(%w, %g : tensor<4xf32>, tensor<4xf32>)
+          outs(%e : tensor<4xf32>) {...} -> tensor<4xf32>
+      return %w2 : tensor<4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @step(%w: tensor<4xf32> {bufferization.writable = true},
+                    %g: tensor<4xf32>) -> tensor<4xf32>
+        attributes {tsr.in_place = array<i64: 0>} {
+      %w2 = linalg.generic {...} ins(%w, %g : tensor<4xf32>, tensor<4xf32>)
+          outs(%w : tensor<4xf32>) {...} -> tensor<4xf32>
+      return %w2 : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def TsrResultsToOutParams : Pass<"tsr-results-to-out-params", "ModuleOp"> {
+  let summary = "Return buffers through out-parameters, copying nothing into a result the caller passes in its argument's buffer";
+  let description = [{
+    Runs on buffers, right after one-shot bufferization. It is upstream's
+    `buffer-results-to-out-params` (public functions included: the runtime
+    passes every output's buffer), except for the results that
+    `tsr.in_place` on the function returns in an argument's buffer: the
+    caller passes that buffer as the result's out-parameter too, so where
+    bufferization wrote the result in place the copy into the
+    out-parameter, a copy of the buffer onto itself, is left out. Where
+    bufferization wrote the result elsewhere (something read the argument
+    after it), the copy stays, at the end of the function, after every read
+    of the argument.
+
+    Before:
+
+    ```mlir
+    func.func @step(%w: memref<4xf32>, %g: memref<4xf32>) -> memref<4xf32>
+        attributes {tsr.in_place = array<i64: 0>} {
+      linalg.generic {...} ins(%w, %g : ...) outs(%w : memref<4xf32>) {...}
+      return %w : memref<4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @step(%w: memref<4xf32>, %g: memref<4xf32>, %out: memref<4xf32>)
+        attributes {tsr.in_place = array<i64: 0>} {
+      linalg.generic {...} ins(%w, %g : ...) outs(%w : memref<4xf32>) {...}
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif // TESSERA_CONVERSION_TSRTOLINALG_PASSES_TD

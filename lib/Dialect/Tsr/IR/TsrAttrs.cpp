@@ -587,6 +587,19 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a byte count, got " << value;
     return success();
   }
+  if (name == attr::kInPlace) {
+    auto args = dyn_cast<DenseI64ArrayAttr>(value);
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!args || !function || !llvm::all_of(args.asArrayRef(), [&](int64_t j) {
+          return j >= -1 && j < int64_t(function.getNumArguments());
+        }))
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be an array<i64> on a function: per result, the "
+                "index of an argument or -1, got "
+             << value;
+    return success();
+  }
   if (name == attr::kKernel) {
     if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitOpError("attribute '")
@@ -672,6 +685,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
          << attr::kCompression << ", " << attr::kDenseBytes << ", "
          << attr::kLocalSteps << ", " << attr::kParameterServer << ", "
-         << attr::kServer << ", " << attr::kKernel << ", "
-         << attr::kProfileRegions << ")";
+         << attr::kServer << ", " << attr::kKernel << ", " << attr::kInPlace
+         << ", " << attr::kProfileRegions << ")";
 }

@@ -132,6 +132,11 @@ inline constexpr llvm::StringLiteral kScatterShape = "tsr.scatter_shape";
 /// The peak bytes allocated by one call, from tsr-cpu-memory-plan.
 inline constexpr llvm::StringLiteral kPeakAllocBytes = "tsr.peak_alloc_bytes";
 
+/// Per result, the argument whose buffer it is returned in, or -1: the
+/// caller passes that argument's buffer as the result's (array<i64>, from
+/// tsr-donate-updates).
+inline constexpr llvm::StringLiteral kInPlace = "tsr.in_place";
+
 // On a private function of tsr-cpu-outline-kernels.
 /// The function is one kernel (a unit attribute): a loop nest that
 /// tsr-cpu-profile-regions times as one region.

@@ -1,0 +1,101 @@
+// RUN: tessera-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tsr-donate-updates))' | FileCheck %s
+// RUN: tessera-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tsr-donate-updates),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map})' | FileCheck %s --check-prefix=BUF
+
+#map = affine_map<(d0) -> (d0)>
+
+// An SGD step: w - g is written over w (its init becomes the argument,
+// which becomes writable), and the step counter, returned as it is, is
+// donated as it is. The loss updates nothing. Bufferized, the update
+// writes w's buffer and returns it.
+// CHECK-LABEL: func.func @sgd(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<4xf32> {bufferization.writable = true}
+// CHECK-SAME: %[[G:[^:]*]]: tensor<4xf32> {bufferization.writable = false}
+// CHECK-SAME: %[[S:[^:]*]]: tensor<i64> {bufferization.writable = true}
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32>, tensor<i64>)
+// CHECK-SAME: attributes {tsr.in_place = array<i64: -1, 0, 2>}
+// CHECK-NOT: tensor.empty
+// CHECK: %[[NEW:.*]] = linalg.generic {{.*}} ins(%[[W]], %[[G]] : tensor<4xf32>, tensor<4xf32>) outs(%[[W]] : tensor<4xf32>)
+// CHECK: return %{{.*}}, %[[NEW]], %[[S]]
+// BUF-LABEL: func.func @sgd(
+// BUF-SAME: %[[W:[^:]*]]: memref<4xf32>
+// BUF: linalg.generic {{.*}} outs(%[[W]] : memref<4xf32>)
+// BUF: return %{{.*}}, %[[W]], %{{.*}} :
+func.func @sgd(%w: tensor<4xf32> {bufferization.writable = false},
+               %g: tensor<4xf32> {bufferization.writable = false},
+               %s: tensor<i64> {bufferization.writable = false})
+    -> (tensor<f32>, tensor<4xf32> {tsr.updates = 0 : i64},
+        tensor<i64> {tsr.updates = 2 : i64}) {
+  %loss = arith.constant dense<1.0> : tensor<f32>
+  %e = tensor.empty() : tensor<4xf32>
+  %w2 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%w, %g : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  return %loss, %w2, %s : tensor<f32>, tensor<4xf32>, tensor<i64>
+}
+
+// -----
+
+#map = affine_map<(d0) -> (d0)>
+#rev = affine_map<(d0) -> (3 - d0)>
+
+// Not donated: the argument is read after the update (by %late), read by
+// the update through another indexing map (%flip), or also returned as
+// another result (%kept); a private function keeps its results. Each keeps
+// its own init and tsr.updates is consumed all the same.
+// CHECK-LABEL: func.func @conflicts(
+// CHECK-NOT: bufferization.writable = true
+// CHECK-NOT: tsr.in_place
+// CHECK-NOT: tsr.updates
+// CHECK: tensor.empty
+// CHECK: tensor.empty
+// CHECK: tensor.empty
+// CHECK: tensor.empty
+func.func @conflicts(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>)
+    -> (tensor<4xf32> {tsr.updates = 0 : i64}, tensor<4xf32>,
+        tensor<4xf32> {tsr.updates = 1 : i64},
+        tensor<4xf32> {tsr.updates = 2 : i64}, tensor<4xf32>) {
+  %e0 = tensor.empty() : tensor<4xf32>
+  %a2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%a : tensor<4xf32>) outs(%e0 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %d = arith.addf %x, %x : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  %e1 = tensor.empty() : tensor<4xf32>
+  %late = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%a : tensor<4xf32>) outs(%e1 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %d = arith.mulf %x, %x : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %flip = linalg.generic {indexing_maps = [#rev, #map], iterator_types = ["parallel"]}
+      ins(%b : tensor<4xf32>) outs(%e2 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<4xf32>
+  %e3 = tensor.empty() : tensor<4xf32>
+  %c2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%c : tensor<4xf32>) outs(%e3 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %d = arith.addf %x, %x : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  return %a2, %late, %flip, %c2, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func private @callee(
+// CHECK-SAME: -> (tensor<4xf32> {tsr.updates = 0 : i64})
+// CHECK-NOT: tsr.in_place
+func.func private @callee(%a: tensor<4xf32>) -> (tensor<4xf32> {tsr.updates = 0 : i64}) {
+  %e = tensor.empty() : tensor<4xf32>
+  %a2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<4xf32>
+  return %a2 : tensor<4xf32>
+}
