@@ -58,18 +58,21 @@ bool overwritable(BlockArgument arg, OpOperand *init, func::ReturnOp ret) {
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
+      // A read in a region (a gather's tensor.extract) is its op's.
+      Operation *user =
+          writer->getBlock()->findAncestorOpInBlock(*use.getOwner());
+      if (!user)
+        return false;
       if (user == ret) // tsr-donate-updates rejected other returns of it.
         continue;
-      if (user->getBlock() != writer->getBlock())
-        return false;
       if (isView(user)) {
         worklist.push_back(user->getResult(0));
         continue;
       }
       if (user == writer.getOperation()) {
-        if (v != arg || writer.getMatchingIndexingMap(&use) !=
-                            writer.getMatchingIndexingMap(init))
+        if (use.getOwner() != user || v != arg ||
+            writer.getMatchingIndexingMap(&use) !=
+                writer.getMatchingIndexingMap(init))
           return false;
         continue;
       }

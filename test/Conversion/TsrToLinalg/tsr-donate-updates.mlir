@@ -39,6 +39,37 @@ func.func @sgd(%w: tensor<4xf32> {bufferization.writable = false},
 // -----
 
 #map = affine_map<(d0) -> (d0)>
+
+// An embedding: the gather before the update reads the table inside its
+// body (tensor.extract). The read is the gather's, which runs before: the
+// update is written over the table.
+// CHECK-LABEL: func.func @embedding(
+// CHECK-SAME: %[[T:[^:]*]]: tensor<4xf32> {bufferization.writable = true}
+// CHECK-SAME: attributes {tsr.in_place = array<i64: -1, 0>}
+// CHECK: tensor.extract %[[T]]
+// CHECK: linalg.generic {{.*}} outs(%[[T]] : tensor<4xf32>)
+func.func @embedding(%table: tensor<4xf32>, %ids: tensor<2xindex>, %g: tensor<4xf32>)
+    -> (tensor<2xf32>, tensor<4xf32> {tsr.updates = 0 : i64}) {
+  %e0 = tensor.empty() : tensor<2xf32>
+  %rows = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%ids : tensor<2xindex>) outs(%e0 : tensor<2xf32>) {
+  ^bb0(%i: index, %o: f32):
+    %x = tensor.extract %table[%i] : tensor<4xf32>
+    linalg.yield %x : f32
+  } -> tensor<2xf32>
+  %e1 = tensor.empty() : tensor<4xf32>
+  %next = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%table, %g : tensor<4xf32>, tensor<4xf32>) outs(%e1 : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  return %rows, %next : tensor<2xf32>, tensor<4xf32>
+}
+
+// -----
+
+#map = affine_map<(d0) -> (d0)>
 #rev = affine_map<(d0) -> (3 - d0)>
 
 // Not donated: the argument is read after the update (by %late), read by
