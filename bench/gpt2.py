@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import math
 import os
 import re
 import shutil
@@ -238,7 +239,12 @@ def run_tessera(args, work: str, model_path: str, data_path: str):
         losses, seconds = common.read_step_log(log, args.steps)
     except common.BenchError as error:
         fail(str(error))
+    with open(os.path.join(art, "manifest.json")) as f:
+        program = json.load(f)["programs"][0]
+    itemsize = {"float32": 4, "int64": 8, "int32": 4, "float64": 8}
+    input_bytes = sum(itemsize[t["dtype"]] * math.prod(t["shape"]) for t in program["inputs"])
     return {"losses": losses, "seconds": seconds, "rss": rss, "compile_wall": compile_wall,
+            "input_bytes": input_bytes, "step_peak": program["peak_alloc_bytes"],
             "compile_cpu": compile_cpu, "compile_rss": compile_rss, "report": report}
 
 
@@ -308,6 +314,11 @@ def main(args) -> int:
     print(f"| peak RSS MiB | {tessera['rss'] / mib:.0f} | {pytorch['rss'] / mib:.0f} | "
           f"{tessera['rss'] / pytorch['rss']:.2f} |")
     print(f"| parameters + gradients + AdamW state MiB | {state / mib:.0f} | {state / mib:.0f} | |")
+    # The bound: the state and the activations (the step's own peak,
+    # gradients included, as its manifest records it) plus 10%.
+    bound = 1.1 * (tessera["input_bytes"] + tessera["step_peak"])
+    print(f"| bound: (inputs + step peak) x 1.1, MiB | {bound / mib:.0f} | | "
+          f"peak RSS {tessera['rss'] / bound:.2f}x the bound |")
     print(f"| first loss | {tessera['losses'][0]:.5f} | {pytorch['losses'][0]:.5f} | |")
     print(f"| last loss (step {args.steps}) | {tessera['losses'][-1]:.5f} | "
           f"{pytorch['losses'][-1]:.5f} | |")
