@@ -826,11 +826,10 @@ BlockArgument viewedArgument(Value v) {
 
 /// The results of public function `f` that tsr-donate-updates writes into
 /// the buffer of the argument they update (`tsr.updates`): the argument
-/// itself, or a result of an
-/// elementwise op (one linalg op writing a fresh tensor) when no other
-/// result is (a view of) that argument and every other op that reads the
-/// argument, or a view of it, runs before (where producers fused into it
-/// run), the op itself reading it only directly.
+/// itself, or a result of an elementwise op (one linalg op writing a fresh
+/// tensor) when no other result is (a view of) that argument and every
+/// other op that reads the argument, or a view of it, runs before (where
+/// producers fused into it run), the op itself reading it only directly.
 SmallVector<unsigned>
 donatedResults(func::FuncOp f, DenseMap<Operation *, Operation *> &fused) {
   SmallVector<unsigned> donated;

@@ -6,7 +6,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRDONATEUPDATES
