@@ -233,8 +233,11 @@ def run_tessera(args, work: str, model_path: str, data_path: str):
                                                                   model_path, art)
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads),
                OMP_NUM_THREADS=str(args.threads))
-    _, _, _, rss = run_child([run_bin, art, "--train", "--data", data_path, "--steps",
-                              str(args.steps), "--log-json", log], env=env)
+    out, _, _, rss = run_child([run_bin, art, "--train", "--data", data_path, "--steps",
+                                str(args.steps), "--log-json", log], env=env)
+    arena = re.search(r"arena (\d+) bytes", out)
+    if not arena:
+        fail(f"tessera-run printed no arena size:\n{out}")
     try:
         losses, seconds = common.read_step_log(log, args.steps)
     except common.BenchError as error:
@@ -245,6 +248,7 @@ def run_tessera(args, work: str, model_path: str, data_path: str):
     input_bytes = sum(itemsize[t["dtype"]] * math.prod(t["shape"]) for t in program["inputs"])
     return {"losses": losses, "seconds": seconds, "rss": rss, "compile_wall": compile_wall,
             "input_bytes": input_bytes, "step_peak": program["peak_alloc_bytes"],
+            "arena": int(arena.group(1)),
             "compile_cpu": compile_cpu, "compile_rss": compile_rss, "report": report}
 
 
@@ -317,6 +321,9 @@ def main(args) -> int:
     # The bound: the state and the activations (the step's own peak,
     # gradients included, as its manifest records it) plus 10%.
     bound = 1.1 * (tessera["input_bytes"] + tessera["step_peak"])
+    print(f"| step peak (manifest) MiB | {tessera['step_peak'] / mib:.0f} | | |")
+    print(f"| runtime arena MiB | {tessera['arena'] / mib:.0f} | | "
+          f"{tessera['arena'] / tessera['step_peak']:.3f}x the step peak |")
     print(f"| bound: (inputs + step peak) x 1.1, MiB | {bound / mib:.0f} | | "
           f"peak RSS {tessera['rss'] / bound:.2f}x the bound |")
     print(f"| first loss | {tessera['losses'][0]:.5f} | {pytorch['losses'][0]:.5f} | |")

@@ -44,6 +44,7 @@ __all__ = [
     "TrainLog",
     "TensorInfo",
     "TesseraError",
+    "arena_bytes",
     "memory_stats",
     "reset_memory_peak",
     "tensor_memory_stats",
@@ -233,6 +234,7 @@ def _declare(lib):
         "tsr_tensor_memory_stats":
             (None, [ctypes.POINTER(size), ctypes.POINTER(size)]),
         "tsr_memory_reset_peak": (None, []),
+        "tsr_memory_arena_stats": (None, [ctypes.POINTER(size)]),
         "tsr_dataset_open_npz":
             (status, [p, ctypes.c_char_p, ctypes.POINTER(p)]),
         "tsr_dataset_open_tokens":
@@ -565,6 +567,14 @@ def memory_stats():
 def tensor_memory_stats():
     """(current, peak) bytes of the runtime's own tensors."""
     return _stats(_lib().tsr_tensor_memory_stats)
+
+
+def arena_bytes():
+    """Bytes of the arena the runtime serves compiled code's blocks from
+    after each program's first call (0 before any was planned)."""
+    value = ctypes.c_size_t()
+    _lib().tsr_memory_arena_stats(ctypes.byref(value))
+    return value.value
 
 
 def reset_memory_peak():

@@ -137,6 +137,7 @@ tsr_status_t loadArtifact(const std::string &dir,
                                       program.name + "' not found");
     artifact->entries.push_back(reinterpret_cast<void (*)(void **)>(symbol));
   }
+  artifact->arenaPlans.resize(artifact->entries.size());
   return TSR_OK;
 }
 
@@ -323,7 +324,10 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
       // Keep args.data() non-null even for a program without tensors.
       args.push_back(nullptr);
       ProfileSpan span(call.program);
-      artifact->entries[call.program](args.data());
+      {
+        ArenaCall memory(artifact->arenaPlans[call.program]);
+        artifact->entries[call.program](args.data());
+      }
       std::string kernels = takeKernelError();
       if (!kernels.empty())
         return fail(TSR_ERROR_UNSUPPORTED,

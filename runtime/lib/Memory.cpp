@@ -2,23 +2,30 @@
 //
 // Compiled code allocates its temporaries through the generic functions that
 // MLIR's finalize-memref-to-llvm emits calls to. Each block starts with a
-// header holding malloc's pointer and the requested size, placed right before
-// the returned (aligned) pointer, so that free needs no lookup and the
-// counters see exactly the bytes compiled code asked for.
+// header holding where the block came from and the requested size, placed
+// right before the returned (aligned) pointer, so that free needs no lookup
+// and the counters see exactly the bytes compiled code asked for.
 //
-// A training step allocates the same sizes in the same order every call, and
-// glibc returns large blocks to the kernel on free (mmap), so every step
-// would fault its activations in afresh (a GPT-2-shaped step faulted 880 MB
-// a step and spent a fifth of its time there). Freed blocks are therefore
-// kept in a cache keyed by their malloc size and reused. Reuse by exact size
-// needs, for each size, as many blocks as were ever live at once, which is
-// more than the step's peak when sizes peak at different times (15% more on
-// the GPT-2-shaped step, 60% on e2e-page-faults' one-layer GPT with the same
-// vocabulary), so the cache holds up to twice the most bytes ever in use at
-// once; past that, freed blocks go back to malloc. After the first step a
-// step then allocates nothing new (e2e-page-faults). A memory plan that
-// places every buffer of the step at a fixed offset of one arena would need
-// no more than the peak; that is the next step.
+// A call of a program allocates the same sizes in the same order every time,
+// and glibc returns large blocks to the kernel on free (mmap), so every
+// training step would fault its activations in afresh (a GPT-2-shaped step
+// faulted 880 MB a step and spent a fifth of its time there). The runtime
+// therefore records each program's first call (tsr::ArenaCall around every
+// call of tsr_artifact_invoke's schedule), plans an offset in one arena for
+// every block of it (ArenaPlan.h), and serves the next calls from the arena:
+// after the first call a step allocates nothing and faults in no page
+// (e2e-page-faults). Keeping freed blocks by size instead, which this
+// replaced, held as many blocks of each size as were ever live at once:
+// 15% more than the step's peak on the GPT-2-shaped step, 60% on
+// e2e-page-faults' one-layer GPT with the same vocabulary. The arena is
+// within a few percent of the peak (tessera-run prints both).
+//
+// The plan is made at run time, from the events the call produced, rather
+// than by the compiler: a call's blocks include those of loops, of callees,
+// of collectives and of the GPU target's host code, in an order only
+// bufferization's and lowering's last passes fix. tsr-cpu-memory-plan's
+// static peak (the manifest's `peak_alloc_bytes`) is the same call's peak
+// and bounds the arena from below.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +35,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <malloc.h>
 #include <mutex>
-#include <unordered_map>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace tsr;
@@ -77,69 +86,82 @@ Counter gradients;
 /// never mistaken for one of ours.
 constexpr uint32_t kMagic = 0x74737261; // "tsra"
 
+/// Offsets and sizes in the arena are multiples of this: compiled code's
+/// own alignment (finalize-memref-to-llvm asks for 64 bytes).
+constexpr uint64_t kArenaAlignment = 64;
+
 struct alignas(16) Header {
+  /// What malloc returned, or the block's start in the arena.
   void *base;
   size_t size;
   size_t total;
-  uint32_t magic;
   /// The bytes of gradients the block holds (counted in `gradients` too).
   size_t gradientBytes;
+  uint32_t magic;
+  /// The ArenaCall that allocated the block (0: none) and its number there.
+  uint32_t call;
+  uint32_t block;
+  /// Whether `base` lies in the arena (and must not be passed to free).
+  uint32_t inArena;
 };
 static_assert(sizeof(Header) % 16 == 0, "the header keeps 16-byte alignment");
 
-/// Freed blocks by malloc size, reused before calling malloc again.
-class BlockCache {
-public:
-  /// A cached block of `total` bytes, or null; counts it as in use.
-  void *take(size_t total) {
-    std::lock_guard<std::mutex> lock(mutex);
-    noteInUse(total);
-    auto it = blocks.find(total);
-    if (it == blocks.end() || it->second.empty())
-      return nullptr;
-    void *base = it->second.back();
-    it->second.pop_back();
-    cached -= total;
-    return base;
-  }
-
-  /// A block of `total` bytes that `take` could not serve was not allocated.
-  void untake(size_t total) {
-    std::lock_guard<std::mutex> lock(mutex);
-    inUse -= total;
-  }
-
-  void give(void *base, size_t total) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      inUse -= total;
-      if (cached + total <= 2 * highWater) {
-        blocks[total].push_back(base);
-        cached += total;
-        return;
-      }
-    }
-    std::free(base);
-  }
-
-private:
-  void noteInUse(size_t total) {
-    inUse += total;
-    highWater = std::max(highWater, inUse);
-  }
-
+/// The process's one arena, which a single call uses at a time.
+struct Arena {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void *>> blocks;
-  /// Bytes (malloc sizes) of the blocks cached, handed out, and the most
-  /// ever handed out at once.
-  size_t cached = 0, inUse = 0, highWater = 0;
+  /// Whether an ArenaCall holds the arena.
+  bool busy = false;
+  char *buffer = nullptr;
+  size_t capacity = 0;
+  /// Blocks in the arena not yet freed: while any is, a new call must not
+  /// use the arena (it could overwrite them).
+  std::atomic<size_t> live{0};
+  /// Numbers the calls, for Header::call.
+  uint32_t calls = 0;
 };
 
 /// Never destroyed: compiled code may free during static destruction, and
-/// the blocks stay reachable (not leaked) until exit.
-BlockCache &cache() {
-  static BlockCache *instance = new BlockCache();
+/// the arena stays reachable (not leaked) until exit.
+Arena &arena() {
+  static Arena *instance = new Arena();
   return *instance;
+}
+
+/// The call an ArenaCall on this thread is recording.
+struct CallState {
+  ArenaPlan *plan = nullptr;
+  uint32_t serial = 0;
+  /// While the call repeats the plan's events: the next one to match.
+  bool following = false;
+  size_t position = 0;
+  /// The call's own events, and how many of its blocks are not yet freed.
+  std::vector<ArenaEvent> events;
+  uint32_t allocated = 0;
+  size_t unfreed = 0;
+};
+
+thread_local CallState *currentCall = nullptr;
+
+/// A block of `total` bytes for the current call: from the arena while the
+/// call follows its plan, else null (the caller mallocs). Records the event.
+char *takeFromArena(CallState &call, size_t total, Header &header) {
+  uint32_t block = call.allocated++;
+  call.events.push_back({total, block, false});
+  ++call.unfreed;
+  header.call = call.serial;
+  header.block = block;
+  if (!call.following)
+    return nullptr;
+  const std::vector<ArenaEvent> &expected = call.plan->events;
+  if (call.position == expected.size() ||
+      !(expected[call.position] == call.events.back())) {
+    call.following = false;
+    return nullptr;
+  }
+  ++call.position;
+  header.inArena = 1;
+  arena().live.fetch_add(1, std::memory_order_relaxed);
+  return arena().buffer + call.plan->offsets[block];
 }
 
 void *allocate(size_t alignment, size_t size) {
@@ -150,23 +172,51 @@ void *allocate(size_t alignment, size_t size) {
   size_t total;
   if (__builtin_add_overflow(size, sizeof(Header) + alignment - 1, &total))
     return nullptr;
-  char *base = static_cast<char *>(cache().take(total));
+  Header fields{};
+  char *base = nullptr;
+  if (currentCall)
+    base = takeFromArena(*currentCall, total, fields);
   if (!base)
     base = static_cast<char *>(std::malloc(total));
-  if (!base) {
-    cache().untake(total);
+  // A failed allocation stays recorded, never freed: the call plans nothing.
+  if (!base)
     return nullptr;
-  }
   uintptr_t start = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
   uintptr_t aligned = (start + alignment - 1) & ~uintptr_t(alignment - 1);
   Header *header = reinterpret_cast<Header *>(aligned) - 1;
+  *header = fields;
   header->base = base;
   header->size = size;
   header->total = total;
   header->magic = kMagic;
-  header->gradientBytes = 0;
   compiledCode.add(size);
   return reinterpret_cast<void *>(aligned);
+}
+
+/// Replaces the arena by one of at least `bytes`, its pages touched: none
+/// of its blocks may be live.
+void growArena(Arena &state, size_t bytes) {
+  // A large arena in huge pages where the kernel offers them on request:
+  // fewer faults and TLB misses over a buffer of gigabytes.
+  constexpr size_t kHugePage = size_t(2) << 20;
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  bool huge = bytes >= 16 * kHugePage;
+  size_t unit = huge ? kHugePage : page;
+  bytes = (bytes + unit - 1) & ~(unit - 1);
+  std::free(state.buffer);
+  state.buffer = nullptr;
+  state.capacity = 0;
+  // The blocks the recorded call freed may still sit in malloc's heap.
+  malloc_trim(0);
+  char *buffer = static_cast<char *>(std::aligned_alloc(unit, bytes));
+  if (!buffer)
+    return;
+  if (huge)
+    madvise(buffer, bytes, MADV_HUGEPAGE);
+  for (size_t at = 0; at < bytes; at += page)
+    buffer[at] = 0;
+  state.buffer = buffer;
+  state.capacity = bytes;
 }
 
 } // namespace
@@ -184,6 +234,51 @@ void tsr::tagGradientBuffer(void *ptr, size_t bytes) {
 void tsr::noteTensorFreed(size_t bytes) { tensors.subtract(bytes); }
 
 void tsr::noteCompiledAllocated(size_t bytes) { compiledCode.add(bytes); }
+
+ArenaCall::ArenaCall(ArenaPlan &plan) {
+  if (currentCall)
+    return;
+  Arena &state = arena();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.busy)
+      return;
+    state.busy = true;
+    if (++state.calls == 0)
+      ++state.calls;
+  }
+  active = true;
+  static thread_local CallState call;
+  call.plan = &plan;
+  call.serial = state.calls;
+  call.following = !plan.events.empty() && plan.bytes <= state.capacity &&
+                   state.live.load(std::memory_order_relaxed) == 0;
+  call.position = 0;
+  call.events.clear();
+  call.allocated = 0;
+  call.unfreed = 0;
+  currentCall = &call;
+}
+
+ArenaCall::~ArenaCall() {
+  if (!active)
+    return;
+  CallState &call = *currentCall;
+  currentCall = nullptr;
+  Arena &state = arena();
+  bool repeated = call.following && call.position == call.plan->events.size();
+  if (!repeated) {
+    // A new plan from this call, or none if a block outlives it.
+    if (call.unfreed != 0 ||
+        !planArena(call.events, kArenaAlignment, *call.plan))
+      *call.plan = ArenaPlan();
+    if (call.plan->bytes > state.capacity &&
+        state.live.load(std::memory_order_relaxed) == 0)
+      growArena(state, call.plan->bytes);
+  }
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.busy = false;
+}
 
 void tsr::noteCompiledFreed(size_t bytes) { compiledCode.subtract(bytes); }
 
@@ -210,7 +305,23 @@ void _mlir_memref_to_llvm_free(void *ptr) {
   if (header->gradientBytes)
     gradients.subtract(header->gradientBytes);
   header->magic = 0;
-  cache().give(header->base, header->total);
+  CallState *call = currentCall;
+  if (call && header->call == call->serial) {
+    call->events.push_back({0, header->block, true});
+    --call->unfreed;
+    if (call->following) {
+      const std::vector<ArenaEvent> &expected = call->plan->events;
+      if (call->position < expected.size() &&
+          expected[call->position] == call->events.back())
+        ++call->position;
+      else
+        call->following = false;
+    }
+  }
+  if (header->inArena)
+    arena().live.fetch_sub(1, std::memory_order_relaxed);
+  else
+    std::free(header->base);
 }
 
 namespace {
@@ -267,6 +378,14 @@ void tsr_memory_stats(size_t *out_current, size_t *out_peak) {
 
 void tsr_tensor_memory_stats(size_t *out_current, size_t *out_peak) {
   tensors.read(out_current, out_peak);
+}
+
+void tsr_memory_arena_stats(size_t *out_bytes) {
+  if (out_bytes) {
+    Arena &state = arena();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    *out_bytes = state.capacity;
+  }
 }
 
 void tsr_memory_gradient_stats(size_t *out_current, size_t *out_peak) {

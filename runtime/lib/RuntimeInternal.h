@@ -8,6 +8,7 @@
 #ifndef TESSERA_RUNTIME_LIB_RUNTIMEINTERNAL_H
 #define TESSERA_RUNTIME_LIB_RUNTIMEINTERNAL_H
 
+#include "ArenaPlan.h"
 #include "tessera-runtime/Runtime.h"
 
 #include <cstdint>
@@ -193,6 +194,11 @@ struct tsr_artifact {
   void *handle = nullptr;
   /// The entry of each program, in manifest order.
   std::vector<void (*)(void **)> entries;
+  /// Per program, where its calls place their blocks in the runtime's arena
+  /// (tsr::ArenaCall); empty until a call was recorded. A call (of a const
+  /// artifact) updates its program's plan while it holds the arena, which
+  /// one call at a time does.
+  mutable std::vector<tsr::ArenaPlan> arenaPlans;
 
   tsr_artifact() = default;
   tsr_artifact(const tsr_artifact &) = delete;
@@ -319,6 +325,27 @@ void tagGradientBuffer(void *ptr, size_t bytes);
 
 /// Counts `bytes` of tensor buffers as allocated or freed.
 void noteTensorAllocated(size_t bytes);
+
+/// While alive, the calling thread's allocations through
+/// _mlir_memref_to_llvm_* are one call of a program, served from the
+/// process's arena at the offsets of `plan` for as long as the call repeats
+/// the allocations and frees the plan was made from. A call that departs
+/// from the plan (or has none) allocates with malloc from there on, and at
+/// its end, if it freed every block it allocated, its own events become the
+/// plan and the arena grows to fit it (pages touched then, not in the next
+/// call). The arena serves one call at a time: a call on another thread
+/// meanwhile, or nested in this one, uses malloc and plans nothing. Memory.cpp
+/// explains why.
+class ArenaCall {
+public:
+  explicit ArenaCall(ArenaPlan &plan);
+  ~ArenaCall();
+  ArenaCall(const ArenaCall &) = delete;
+  ArenaCall &operator=(const ArenaCall &) = delete;
+
+private:
+  bool active = false;
+};
 
 /// Counts `bytes` of device memory that compiled code allocated or freed
 /// (Kernels.cpp) in tsr_memory_stats, with its host allocations.

@@ -1,7 +1,9 @@
 //===- MemoryTest.cpp - Allocation functions and memory accounting --------===//
 
+#include "ArenaPlan.h"
 #include "Fixtures.h"
 
+#include <random>
 #include <thread>
 
 using namespace tsr::test;
@@ -61,27 +63,161 @@ TEST(Memory, AlignsAsAsked) {
   EXPECT_EQ(_mlir_memref_to_llvm_alloc(~size_t(0) - 8), nullptr);
 }
 
-/// A step that frees its first buffer before allocating a third of another
-/// size: reuse by size needs all three blocks, more than were ever live at
-/// once, and the runtime keeps them (up to twice that), so the second step
-/// gets the first one's blocks back and faults in no new memory.
-TEST(Memory, ReusesFreedBlocksAcrossSteps) {
-  const size_t sizes[] = {(51u << 20) + 64, (40u << 20) + 64, (10u << 20) + 64};
-  auto step = [&] {
-    std::vector<void *> blocks;
-    void *a = _mlir_memref_to_llvm_alloc(sizes[0]);
-    void *b = _mlir_memref_to_llvm_alloc(sizes[1]);
-    std::memset(a, 1, sizes[0]);
-    std::memset(b, 2, sizes[1]);
-    _mlir_memref_to_llvm_free(a);
-    void *c = _mlir_memref_to_llvm_alloc(sizes[2]);
-    std::memset(c, 3, sizes[2]);
-    _mlir_memref_to_llvm_free(b);
-    _mlir_memref_to_llvm_free(c);
-    return std::vector<void *>{a, b, c};
-  };
-  std::vector<void *> first = step();
-  EXPECT_EQ(step(), first);
+namespace {
+struct ArtifactDeleter {
+  void operator()(tsr_artifact_t *artifact) const {
+    tsr_artifact_destroy(artifact);
+  }
+};
+using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
+
+/// One call of the arena model (ArenaModel.c) on allocation script
+/// `pattern`: whether every block kept its bytes, and the blocks' pointers.
+struct ArenaRun {
+  bool intact = false;
+  std::vector<int64_t> addresses;
+};
+
+ArenaRun runArenaModel(tsr_artifact_t *artifact, int64_t pattern) {
+  TensorPtr input = makeTensor<int64_t>(TSR_DTYPE_INT64, {}, {pattern});
+  tsr_tensor_t *intact = nullptr, *addresses = nullptr;
+  EXPECT_EQ(tsr_artifact_create_output(artifact, 0, &intact), TSR_OK);
+  EXPECT_EQ(tsr_artifact_create_output(artifact, 1, &addresses), TSR_OK);
+  TensorPtr ownIntact(intact), ownAddresses(addresses);
+  const tsr_tensor_t *inputs[] = {input.get()};
+  tsr_tensor_t *outputs[] = {intact, addresses};
+  EXPECT_EQ(tsr_artifact_invoke(artifact, inputs, 1, outputs, 2), TSR_OK)
+      << tsr_last_error();
+  return {elements<int64_t>(intact)[0] == 1, elements<int64_t>(addresses)};
+}
+
+size_t arenaBytes() {
+  size_t bytes = 0;
+  tsr_memory_arena_stats(&bytes);
+  return bytes;
+}
+} // namespace
+
+/// The first call of a program is recorded and planned; the next calls that
+/// repeat it get the same blocks from the arena, and a call that departs
+/// from the plan (another allocation script from its fourth event on) gets
+/// malloc's blocks from there, never memory a live block holds, and becomes
+/// the plan. Every call checks its blocks' bytes before each free.
+TEST(Memory, ServesRepeatedCallsFromAPlannedArena) {
+  tsr_artifact_t *loaded = nullptr;
+  ASSERT_EQ(tsr_artifact_load(TSR_TEST_ARENA_ARTIFACT, &loaded), TSR_OK)
+      << tsr_last_error();
+  ArtifactPtr artifact(loaded);
+  ArenaRun first = runArenaModel(artifact.get(), 0);
+  EXPECT_TRUE(first.intact);
+  // Blocks of 1000, 3000, 500, 2000 and 4000 bytes (each 48 + 63 more for
+  // its header and alignment, rounded to 64): at most 4000 + 2000 + 3000 +
+  // 500 bytes are live at once, the arena is at least one page.
+  EXPECT_GE(arenaBytes(), 4096u);
+  ArenaRun second = runArenaModel(artifact.get(), 0);
+  ArenaRun third = runArenaModel(artifact.get(), 0);
+  EXPECT_TRUE(second.intact);
+  EXPECT_TRUE(third.intact);
+  EXPECT_EQ(second.addresses, third.addresses);
+  // Block 2 (500 bytes) is allocated after block 0 (1000) is freed and fits
+  // where block 0 was; blocks 1 and 3, live together, do not overlap.
+  EXPECT_NE(second.addresses[1], second.addresses[3]);
+
+  ArenaRun departed = runArenaModel(artifact.get(), 1);
+  EXPECT_TRUE(departed.intact);
+  EXPECT_EQ(departed.addresses[0], second.addresses[0]);
+  ArenaRun replanned = runArenaModel(artifact.get(), 1);
+  ArenaRun again = runArenaModel(artifact.get(), 1);
+  EXPECT_TRUE(replanned.intact);
+  EXPECT_TRUE(again.intact);
+  EXPECT_EQ(replanned.addresses, again.addresses);
+  // Back to the first script: departs at once, then repeats.
+  EXPECT_TRUE(runArenaModel(artifact.get(), 0).intact);
+  ArenaRun back = runArenaModel(artifact.get(), 0);
+  EXPECT_TRUE(back.intact);
+  EXPECT_EQ(runArenaModel(artifact.get(), 0).addresses, back.addresses);
+}
+
+/// A freed block leaves a gap the plan reuses: a (128 bytes) and b (64)
+/// live, a freed, c (64) goes where a was; d (192) comes after all are
+/// freed. The arena equals the peak.
+TEST(ArenaPlan, ReusesWhatFreedBlocksLeave) {
+  using E = tsr::ArenaEvent;
+  std::vector<E> events = {{128, 0, false}, {64, 1, false}, {0, 0, true},
+                           {64, 2, false},  {0, 2, true},   {0, 1, true},
+                           {192, 3, false}, {0, 3, true}};
+  tsr::ArenaPlan plan;
+  ASSERT_TRUE(tsr::planArena(events, 64, plan));
+  EXPECT_EQ(plan.peak, 192u);
+  EXPECT_EQ(plan.bytes, 192u);
+  ASSERT_EQ(plan.offsets.size(), 4u);
+  // b and c live together; c goes where a was.
+  EXPECT_EQ(plan.offsets[2], plan.offsets[0]);
+  EXPECT_NE(plan.offsets[1], plan.offsets[2]);
+  EXPECT_EQ(plan.events, events);
+}
+
+TEST(ArenaPlan, RejectsCallsItCannotPlan) {
+  tsr::ArenaPlan plan;
+  // Never freed, freed twice, freeing an unknown block, blocks out of order.
+  EXPECT_FALSE(tsr::planArena({{64, 0, false}}, 64, plan));
+  EXPECT_FALSE(
+      tsr::planArena({{64, 0, false}, {0, 0, true}, {0, 0, true}}, 64, plan));
+  EXPECT_FALSE(tsr::planArena({{0, 0, true}}, 64, plan));
+  EXPECT_FALSE(tsr::planArena({{64, 1, false}, {0, 1, true}}, 64, plan));
+  EXPECT_TRUE(plan.events.empty());
+  EXPECT_EQ(plan.bytes, 0u);
+  EXPECT_TRUE(tsr::planArena({}, 64, plan));
+  EXPECT_EQ(plan.bytes, 0u);
+}
+
+/// Random calls (sizes from 1 byte to 1 MB, up to 40 blocks live): no two
+/// blocks that are live at the same time share a byte, every offset is
+/// aligned, and the arena is at least the peak. (How close it comes to the
+/// peak is a property of real calls, not random ones: bench/gpt2.py prints
+/// it.)
+TEST(ArenaPlan, NeverOverlapsLiveBlocks) {
+  std::mt19937_64 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<tsr::ArenaEvent> events;
+    std::vector<uint32_t> live;
+    uint32_t blocks = 0;
+    int steps = 50 + int(random() % 400);
+    for (int i = 0; i < steps || !live.empty(); ++i) {
+      bool allocate = i < steps &&
+                      (live.empty() || (live.size() < 40 && random() % 2 == 0));
+      if (allocate) {
+        uint64_t bytes = 1 + random() % (uint64_t(1) << (random() % 21));
+        events.push_back({bytes, blocks, false});
+        live.push_back(blocks++);
+        continue;
+      }
+      size_t pick = random() % live.size();
+      events.push_back({0, live[pick], true});
+      live.erase(live.begin() + pick);
+    }
+    tsr::ArenaPlan plan;
+    ASSERT_TRUE(tsr::planArena(events, 64, plan)) << trial;
+    std::vector<uint64_t> size(blocks);
+    std::vector<bool> alive(blocks, false);
+    for (const tsr::ArenaEvent &event : events) {
+      if (event.isFree) {
+        alive[event.block] = false;
+        continue;
+      }
+      uint32_t b = event.block;
+      size[b] = (event.bytes + 63) / 64 * 64;
+      EXPECT_EQ(plan.offsets[b] % 64, 0u);
+      EXPECT_LE(plan.offsets[b] + size[b], plan.bytes);
+      for (uint32_t other = 0; other < b; ++other)
+        if (alive[other])
+          EXPECT_TRUE(plan.offsets[b] + size[b] <= plan.offsets[other] ||
+                      plan.offsets[other] + size[other] <= plan.offsets[b])
+              << "trial " << trial << ": blocks " << other << " and " << b;
+      alive[b] = true;
+    }
+    EXPECT_GE(plan.bytes, plan.peak);
+  }
 }
 
 TEST(Memory, IsThreadSafe) {

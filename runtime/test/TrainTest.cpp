@@ -1536,8 +1536,8 @@ TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
                      format("%.6f", *lowest) + " at step " +
                      std::to_string(lowest - losses.begin() + 1));
   EXPECT_TRUE(std::regex_match(out[6], summary)) << out[6];
-  EXPECT_EQ(out[7], "peak step memory: 28 bytes (artifact allocations), "
-                    "params+state+batch: 72 bytes");
+  EXPECT_EQ(out[7], "peak step memory: 28 bytes (artifact allocations; arena "
+                    "4096 bytes), params+state+batch: 72 bytes");
 }
 
 TEST(TesseraRunTrain, LogsEveryKthStep) {
@@ -1717,8 +1717,8 @@ TEST(TesseraRunTrain, TrainsOnTokenStreams) {
       expectLogLine(logged[s], s + 1, loss, "tokens");
     }
     EXPECT_EQ(out[5].rfind("trained steps 1-4 in ", 0), 0u) << out[5];
-    EXPECT_EQ(out[6], "peak step memory: 0 bytes (artifact allocations), "
-                      "params+state+batch: 76 bytes");
+    EXPECT_EQ(out[6], "peak step memory: 0 bytes (artifact allocations; arena "
+                      "0 bytes), params+state+batch: 76 bytes");
   }
 }
 

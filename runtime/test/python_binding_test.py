@@ -103,6 +103,9 @@ class TrainArtifactTest(unittest.TestCase):
         runtime.reset_memory_peak()
         loss, w, b, step, prediction = art(*linear_inputs())
         self.assertEqual(runtime.memory_stats(), (current, current + 28))
+        # The call's block (28 bytes, header and alignment padding) was
+        # planned into the arena, a page at least.
+        self.assertGreaterEqual(runtime.arena_bytes(), 4096)
         expected = X[:4] @ np.array([0.5, -1.0], np.float32) + 0.25
         np.testing.assert_allclose(prediction, expected, rtol=1e-6)
         np.testing.assert_allclose(loss, np.mean((expected - Y[:4]) ** 2),

@@ -3,9 +3,11 @@
 
 A step allocates the same buffers in the same order every time. glibc hands
 blocks above its mmap threshold (32 MiB at most) back to the kernel on free,
-so without the runtime's block cache (runtime/lib/Memory.cpp) every step
-would fault its large buffers in again, and the kernel zero-fills each page:
-the issue that started this measured 31% of a GPT-2-shaped step there.
+so without the runtime's arena (runtime/lib/Memory.cpp: the first call of a
+program is recorded, every block gets an offset in one arena, and later
+calls are served from it) every step would fault its large buffers in
+again, and the kernel zero-fills each page: the issue that started this
+measured 31% of a GPT-2-shaped step there.
 
 The model is the GPT of make_torch_gpt.py with GPT-2's vocabulary (50257)
 and one small layer, batch 4 x 64: its logits and their gradient are
@@ -17,7 +19,12 @@ OpenBLAS thread stacks):
 - step 1 faults at least the logits' pages (the counter counts);
 - every later step faults at most MAX_LATER (the "few hundred" bound of the
   performance issue): what remains is the runtime's and the data loader's
-  own bookkeeping.
+  own bookkeeping;
+- the arena (tessera-run's "arena N bytes") holds the step's peak of live
+  bytes ("peak step memory") and at most ARENA_SLACK more, plus the 2 MiB
+  the runtime rounds a large arena up to (today the arena is within that
+  rounding of the peak; the per-size block cache the arena replaced held
+  60% more).
 
 Usage: page_faults_test.py BUILD_DIR REPO_ROOT
 Exits 1 on a failed check, 2 on a setup error. Needs Debian's python3-torch
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,6 +45,7 @@ from checks import make_vocab_gpt_step
 VOCAB, SEQ, BATCH, STEPS = 50257, 64, 4, 6
 LOGITS_PAGES = BATCH * SEQ * VOCAB * 4 // 4096
 MAX_LATER = 300
+ARENA_SLACK = 0.05
 
 
 def fail(msg: str, code: int = 1) -> None:
@@ -60,8 +69,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tessera-page-faults.") as work:
         art, data = make_vocab_gpt_step(root, bindir, work, VOCAB, SEQ, BATCH, STEPS)
         log = os.path.join(work, "log.jsonl")
-        run([os.path.join(bindir, "tessera-run"), art, "--train", "--data", data,
-             "--steps", STEPS, "--threads", 1, "--log-json", log])
+        out = run([os.path.join(bindir, "tessera-run"), art, "--train", "--data",
+                   data, "--steps", STEPS, "--threads", 1, "--log-json", log]).stdout
         with open(log) as f:
             faults = [json.loads(line)["page_faults"] for line in f if line.strip()]
     if len(faults) != STEPS:
@@ -75,6 +84,17 @@ def main() -> None:
         if count > MAX_LATER:
             fail(f"step {step} faulted {count} pages (at most {MAX_LATER}): the step's "
                  "buffers are not reused")
+    found = re.search(r"peak step memory: (\d+) bytes \(artifact allocations; "
+                      r"arena (\d+) bytes\)", out)
+    if not found:
+        fail(f"tessera-run printed no peak step memory and arena line:\n{out}")
+    peak, arena = int(found.group(1)), int(found.group(2))
+    print(f"arena {arena} bytes for a peak of {peak} bytes ({arena / peak:.4f}x)")
+    if arena < peak:
+        fail(f"the arena ({arena} bytes) is smaller than the peak ({peak} bytes)")
+    if arena > peak * (1 + ARENA_SLACK) + (2 << 20):
+        fail(f"the arena ({arena} bytes) exceeds the peak ({peak} bytes) by more "
+             f"than {ARENA_SLACK:.0%} and 2 MiB")
     print("ok")
 
 

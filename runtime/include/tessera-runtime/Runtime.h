@@ -582,8 +582,8 @@ typedef struct tsr_step_record_t {
   int skipped;
   /* Minor page faults of the process during the step (getrusage): memory
    * the step touched for the first time. The first step faults its buffers
-   * in; later steps reuse them (the allocator keeps freed blocks), so they
-   * should take few. */
+   * in; later steps take them from the arena planned after the first
+   * (tsr_memory_arena_stats), so they should take few. */
   int64_t page_faults;
 } tsr_step_record_t;
 
@@ -696,8 +696,10 @@ TSR_API tsr_status_t tsr_trainer_serve(tsr_trainer_t *trainer,
  * finalize-memref-to-llvm{use-generic-functions=true} calls, for compiled
  * code to resolve against this library (which must be loaded with global
  * symbol visibility: a dependency of the executable, or ctypes.RTLD_GLOBAL).
- * The memory comes from malloc with a header holding the requested size;
- * `alignment` must be a power of two. Thread-safe. */
+ * Each block has a header holding the requested size, and comes from
+ * malloc, or, inside tsr_artifact_invoke after a program's first call, from
+ * the arena planned from that call; `alignment` must be a power of two.
+ * Thread-safe. */
 TSR_API void *_mlir_memref_to_llvm_alloc(size_t size);
 TSR_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 TSR_API void _mlir_memref_to_llvm_free(void *ptr);
@@ -721,6 +723,12 @@ TSR_API void memrefCopy(int64_t element_size, tsr_unranked_memref_t *src,
  * most that ever were at once since the last reset. Either pointer may be
  * null. */
 TSR_API void tsr_memory_stats(size_t *out_current, size_t *out_peak);
+
+/* The bytes of the arena that serves compiled code's blocks in every call
+ * after a program's first (planned from that call's allocations; 0 until a
+ * call was planned). Its pages are resident for the process's life; the
+ * bytes the arena serves are counted in tsr_memory_stats as requested. */
+TSR_API void tsr_memory_arena_stats(size_t *out_bytes);
 
 /* The same for the buffers of the runtime's own tensors (tsr_tensor_t,
  * counted by byte size). */

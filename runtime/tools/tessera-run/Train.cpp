@@ -678,13 +678,14 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                           progress.profiledSteps, progress.profiledSeconds))
       return status;
   }
-  size_t peak = 0, held = 0;
+  size_t peak = 0, held = 0, arena = 0;
   tsr_memory_stats(nullptr, &peak);
+  tsr_memory_arena_stats(&arena);
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
     held += tsr_tensor_byte_size(tsr_trainer_input(trainer.get(), i));
-  process.print("peak step memory: %zu bytes (artifact allocations), "
-                "params+state+batch: %zu bytes\n",
-                peak, held);
+  process.print("peak step memory: %zu bytes (artifact allocations; arena "
+                "%zu bytes), params+state+batch: %zu bytes\n",
+                peak, arena, held);
   // Rank 0 prints every rank's --memory-report line and the parameter
   // servers' statistics, in rank order.
   if (options.memoryReport || process.size > meshRanks) {
