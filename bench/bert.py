@@ -10,7 +10,7 @@ x sequence 128 on the same random tokens:
 
 - Tessera: `tessera-compile --mode=infer --target=cpu`, then `tessera-run
   --repeat N`, which times the model function alone (no process start, no
-  file I/O; OPENBLAS_NUM_THREADS = --threads);
+  file I/O; `tessera-run --threads` = --threads: oneDNN's GEMM threads);
 - onnxruntime: N `InferenceSession.run` calls on the same input with the
   same thread count (CPUExecutionProvider, all graph optimizations on).
 
@@ -137,8 +137,8 @@ def main() -> None:
         diff = float(np.max(np.abs(ours - theirs)))
 
         out = run([os.path.join(BIN, "tessera-run"), art, "--inputs-dir", inputs,
-                   "--repeat", args.repeat] + (["--profile"] if args.profile else []),
-                  env=env)
+                   "--repeat", args.repeat, "--threads", args.threads]
+                  + (["--profile"] if args.profile else []), env=env)
         m = re.search(r"mean ([0-9.]+) ms, min ([0-9.]+) ms", out)
         if not m:
             sys.exit(f"bert.py: error: unexpected tessera-run output: {out}")

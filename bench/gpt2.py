@@ -19,7 +19,8 @@ Each process's peak memory is its maximum resident set size (getrusage of the
 child). The step's FLOPs are counted from the shapes (matmuls only: 2 per
 multiply-add, the backward twice the forward) and divided by the median step
 time, as a fraction of the SGEMM rate measured in the same run (OpenBLAS's
-cblas_sgemm, the library Tessera calls, on 2048^3 with the same threads).
+cblas_sgemm on 2048^3 with the same threads, the machine's reference rate;
+Tessera's GEMMs are oneDNN's unless compiled with --cpu-gemm=openblas).
 
 Run with Debian's python (python3-torch, python3-numpy, python3-onnx):
 

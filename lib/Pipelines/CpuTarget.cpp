@@ -113,7 +113,7 @@ public:
       pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
       pm.addNestedPass<func::FuncOp>(createTsrGpuEmulate({options.gpuMapping}));
     }
-    pm.addPass(createTsrLinalgToBlas());
+    pm.addPass(createTsrLinalgToBlas({options.gemmLibrary}));
     pm.addPass(createTsrCpuOutlineKernels());
     pm.addPass(createTsrCpuProfileRegions());
     OpPassManager &funcPm = pm.nest<func::FuncOp>();
@@ -146,13 +146,16 @@ public:
     pm.addPass(createTsrCpuEntryPoint());
   }
 
-  /// model.so needs OpenBLAS, libm and libc; the allocation functions and
-  /// memrefCopy that MLIR's lowering calls resolve against the Tessera
-  /// runtime, which loads the artifact (so an artifact runs where only the
-  /// runtime is installed, not LLVM).
+  /// model.so needs libm and libc, and OpenBLAS when its f32 GEMMs call
+  /// it; the GEMMs through oneDNN, the allocation functions and memrefCopy
+  /// that MLIR's lowering calls resolve against the Tessera runtime, which
+  /// loads the artifact (so an artifact runs where only the runtime is
+  /// installed, not LLVM).
   LogicalResult emitLibrary(ModuleOp lowered, StringRef dir,
                             TimingScope &timing) const override {
-    return emitHostLibrary(lowered, dir, {"-lopenblas", "-lm"}, timing);
+    if (options.gemmLibrary == "openblas")
+      return emitHostLibrary(lowered, dir, {"-lopenblas", "-lm"}, timing);
+    return emitHostLibrary(lowered, dir, {"-lm"}, timing);
   }
 
 private:

@@ -1,4 +1,4 @@
-//===- Gemm.cpp - bf16 matrix products for compiled CPU code --------------===//
+//===- Gemm.cpp - Matrix products for compiled CPU code -------------------===//
 //
 // tsr-linalg-to-blas turns a bf16 x bf16 -> f32 matmul into a call of
 // tsr_gemm_bf16. Debian's OpenBLAS is built without bf16 (cblas_sbgemm is
@@ -6,6 +6,11 @@
 // AVX512-BF16 brgemm kernels where the CPU has them (docs/precision.md has
 // the figures). A primitive is made once per shape and kept: oneDNN's own
 // cache would hash the descriptor on every call.
+//
+// An f32 matmul calls tsr_gemm_f32 (unless compiled for OpenBLAS): oneDNN's
+// AVX-512 sgemm took 0.5-0.9x OpenBLAS's time on every shape of the BERT-
+// and GPT-2-shaped models here (docs/pipeline.md). A failure is reported
+// like the others, not ignored.
 //
 // An f16 x f16 -> f32 matmul calls tsr_gemm_f16: no x86 CPU library here
 // multiplies f16 without AVX512-FP16, so the operands are widened to f32
@@ -19,6 +24,8 @@
 #include "tessera-runtime/Runtime.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <dlfcn.h>
 
 #include <map>
 #include <mutex>
@@ -105,6 +112,30 @@ extern "C" TSR_API void tsr_gemm_bf16(int64_t m, int64_t n, int64_t k,
   } catch (const std::bad_alloc &) {
     fail("bf16", m, n, k, "out of memory");
   }
+}
+
+extern "C" TSR_API void tsr_gemm_f32(int64_t m, int64_t n, int64_t k,
+                                     const float *a, int64_t lda,
+                                     const float *b, int64_t ldb, float *c,
+                                     int64_t ldc, float beta) {
+  if (m == 0 || n == 0)
+    return;
+  if (dnnl_status_t status =
+          dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+      status != dnnl_success)
+    fail("f32", m, n, k,
+         "oneDNN sgemm: status " + std::to_string(static_cast<int>(status)));
+}
+
+extern "C" TSR_API void tsr_set_num_threads(int threads) {
+  if (threads <= 0)
+    return;
+  // oneDNN runs on OpenMP (libgomp, its dependency and so loaded with this
+  // library): its sgemm uses as many threads as OpenMP gives the caller.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(
+          dlsym(RTLD_DEFAULT, "omp_set_num_threads")))
+    set(threads);
 }
 
 extern "C" TSR_API void tsr_gemm_f16(int64_t m, int64_t n, int64_t k,

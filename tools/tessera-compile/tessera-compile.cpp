@@ -92,6 +92,12 @@ static cl::opt<int64_t> cpuVectorSize(
              "(0: no vectorization, scalar loops)"),
     cl::init(tessera::CpuTargetOptions().vectorSize), cl::cat(compileCat));
 
+static cl::opt<std::string>
+    cpuGemm("cpu-gemm", cl::init(tessera::CpuTargetOptions().gemmLibrary),
+            cl::desc("--target=cpu: the library of f32 matrix products: onednn "
+                     "(through the runtime) or openblas (cblas_sgemm)"),
+            cl::cat(compileCat));
+
 static cl::opt<std::string> gpuMapping(
     "gpu-mapping", cl::init(""),
     cl::desc("--target=cpu: run the CUDA target's kernels on the CPU instead "
@@ -1254,18 +1260,18 @@ int main(int argc, char **argv) {
   tessera::registerTesseraCPUPasses();
   tessera::registerTesseraGPUPasses();
   tessera::registerTsrToLinalgPasses();
-  showDefaults(onnxModel, mode, targetName, emit, cpuVectorSize, gpuMapping,
-               gpuArch, lossKind, logitsName, labelsName, batchNormMode,
-               batchNormMomentum, lossOutput, microBatches, remat, memoryBudget,
-               precisionPolicy, lossScaleOpt, lossScaleInit, lossScaleInterval,
-               lossScaleGrowth, lossScaleBackoff, rematSolver, meshSpec,
-               pipelineSchedule, moeCapacityFactor, moeAuxLoss, zeroStage,
-               bucketMiB, gradCompression, localSteps, parameterServers,
-               staleness, optimizerName, optimizerState,
-               optimizerStateMinElements, lr, momentum, weightDecay, beta1,
-               beta2, eps, larsEta, decayRate, clipThreshold, schedule,
-               warmupSteps, totalSteps, minLrRatio, baseBatchSize, clipGradNorm,
-               timeline, memoryTimeline, clusterFile);
+  showDefaults(
+      onnxModel, mode, targetName, emit, cpuVectorSize, cpuGemm, gpuMapping,
+      gpuArch, lossKind, logitsName, labelsName, batchNormMode,
+      batchNormMomentum, lossOutput, microBatches, remat, memoryBudget,
+      precisionPolicy, lossScaleOpt, lossScaleInit, lossScaleInterval,
+      lossScaleGrowth, lossScaleBackoff, rematSolver, meshSpec,
+      pipelineSchedule, moeCapacityFactor, moeAuxLoss, zeroStage, bucketMiB,
+      gradCompression, localSteps, parameterServers, staleness, optimizerName,
+      optimizerState, optimizerStateMinElements, lr, momentum, weightDecay,
+      beta1, beta2, eps, larsEta, decayRate, clipThreshold, schedule,
+      warmupSteps, totalSteps, minLrRatio, baseBatchSize, clipGradNorm,
+      timeline, memoryTimeline, clusterFile);
   // --help lists Tessera's options only; LLVM's and MLIR's stay settable.
   cl::HideUnrelatedOptions({&compileCat, &trainCat});
   cl::ParseCommandLineOptions(argc, argv, "Tessera compiler driver\n");
@@ -1587,8 +1593,13 @@ int main(int argc, char **argv) {
       gpuMapping != "reverse" && gpuMapping != "shuffle")
     return fail("--gpu-mapping=" + gpuMapping +
                 " is not an order (forward, reverse or shuffle)");
+  if (cpuGemm.getNumOccurrences() && targetName != "cpu")
+    return fail("--cpu-gemm needs --target=cpu");
+  if (cpuGemm != "onednn" && cpuGemm != "openblas")
+    return fail("--cpu-gemm=" + cpuGemm +
+                " is not a GEMM library (onednn or openblas)");
   if (targetName == "cpu") {
-    target = tessera::createCpuTarget({cpuVectorSize, gpuMapping});
+    target = tessera::createCpuTarget({cpuVectorSize, gpuMapping, cpuGemm});
   } else if (targetName == "cuda") {
     if (!tessera::isKnownGpuArch(gpuArch))
       return fail("--gpu-arch=" + gpuArch +

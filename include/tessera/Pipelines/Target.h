@@ -283,6 +283,10 @@ struct CpuTargetOptions {
   /// (tsr-gpu-emulate: forward, reverse or shuffle). A check of the GPU
   /// mapping without a GPU.
   std::string gpuMapping;
+  /// The library of f32 matrix products (tsr-linalg-to-blas): "onednn"
+  /// (the runtime's tsr_gemm_f32) or "openblas" (cblas_sgemm, which model.so
+  /// then links).
+  std::string gemmLibrary = "onednn";
 };
 
 std::unique_ptr<TargetBackend>

@@ -1,5 +1,4 @@
-//===- LinalgToBlas.cpp - Matmuls as library calls
-//-------------------------===//
+//===- LinalgToBlas.cpp - Matmuls as library calls -----------------------===//
 #include "tessera/Conversion/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,10 +20,11 @@ using namespace mlir;
 namespace {
 // CBLAS enumerators (cblas.h).
 constexpr int32_t kRowMajor = 101, kNoTrans = 111;
-constexpr StringLiteral kSgemm = "cblas_sgemm";
-/// The runtime's bf16 x bf16 -> f32 and f16 x f16 -> f32 GEMMs (oneDNN;
-/// runtime/lib/Gemm.cpp).
-constexpr StringLiteral kGemmBf16 = "tsr_gemm_bf16", kGemmF16 = "tsr_gemm_f16";
+constexpr StringLiteral kCblasSgemm = "cblas_sgemm";
+/// The runtime's f32, bf16 x bf16 -> f32 and f16 x f16 -> f32 GEMMs (oneDNN;
+/// runtime/lib/Gemm.cpp), which share one signature.
+constexpr StringLiteral kGemmF32 = "tsr_gemm_f32", kGemmBf16 = "tsr_gemm_bf16",
+                        kGemmF16 = "tsr_gemm_f16";
 
 bool isContiguous(Value v, Type element) {
   auto type = dyn_cast<MemRefType>(v.getType());
@@ -55,8 +55,10 @@ Value pointerTo(OpBuilder &b, Location loc, Value v, Value byteOffset) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
 }
 
-/// Rewrites C[b] += A[b] * B[b] (b optional) into sgemm or 16-bit GEMM calls.
-LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
+/// Rewrites C[b] += A[b] * B[b] (b optional) into calls of the runtime's
+/// oneDNN GEMMs, or of OpenBLAS's sgemm for f32 unless `onednn`.
+LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
+                            bool onednn) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !op.hasPureBufferSemantics())
     return failure();
@@ -85,13 +87,15 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
   auto module = op->getParentOfType<ModuleOp>();
   Type i32t = rewriter.getI32Type(), i64t = rewriter.getI64Type(),
        ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+  bool cblas = single && !onednn;
   func::FuncOp gemm =
-      single ? getOrInsertCall(module, rewriter, kSgemm,
-                               {i32t, i32t, i32t, i32t, i32t, i32t, f32, ptr,
-                                i32t, ptr, i32t, f32, ptr, i32t})
-             : getOrInsertCall(
-                   module, rewriter, brain ? kGemmBf16 : kGemmF16,
-                   {i64t, i64t, i64t, ptr, i64t, ptr, i64t, ptr, i64t, f32});
+      cblas ? getOrInsertCall(module, rewriter, kCblasSgemm,
+                              {i32t, i32t, i32t, i32t, i32t, i32t, f32, ptr,
+                               i32t, ptr, i32t, f32, ptr, i32t})
+            : getOrInsertCall(
+                  module, rewriter,
+                  single ? kGemmF32 : (brain ? kGemmBf16 : kGemmF16),
+                  {i64t, i64t, i64t, ptr, i64t, ptr, i64t, ptr, i64t, f32});
   int64_t inBytes = single ? 4 : 2;
   rewriter.setInsertionPoint(op);
   auto i32 = [&](int64_t v) -> Value {
@@ -111,7 +115,7 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
     Value pa = pointerTo(bld, loc, a, offset(m * k * inBytes));
     Value pb = pointerTo(bld, loc, b, offset(k * n * inBytes));
     Value pc = pointerTo(bld, loc, c, offset(m * n * 4));
-    if (single)
+    if (cblas)
       func::CallOp::create(bld, loc, gemm,
                            ValueRange{i32(kRowMajor), i32(kNoTrans),
                                       i32(kNoTrans), i32(m), i32(n), i32(k),
@@ -140,31 +144,32 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op) {
   return success();
 }
 
-struct MatmulToBlas : OpRewritePattern<linalg::MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(linalg::MatmulOp op,
+/// linalg.matmul or linalg.batch_matmul (`Op`) as library calls.
+template <typename Op> struct MatmulToBlas : OpRewritePattern<Op> {
+  MatmulToBlas(MLIRContext *context, bool onednn)
+      : OpRewritePattern<Op>(context), onednn(onednn) {}
+  LogicalResult matchAndRewrite(Op op,
                                 PatternRewriter &rewriter) const override {
     if (op.hasUserDefinedMaps())
       return failure();
-    return rewriteMatmul(rewriter, op);
+    return rewriteMatmul(rewriter, op, onednn);
   }
-};
-
-struct BatchMatmulToBlas : OpRewritePattern<linalg::BatchMatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(linalg::BatchMatmulOp op,
-                                PatternRewriter &rewriter) const override {
-    if (op.hasUserDefinedMaps())
-      return failure();
-    return rewriteMatmul(rewriter, op);
-  }
+  bool onednn;
 };
 
 struct TsrLinalgToBlasPass
     : tessera::impl::TsrLinalgToBlasBase<TsrLinalgToBlasPass> {
+  using Base::Base;
   void runOnOperation() override {
+    if (library != "onednn" && library != "openblas") {
+      getOperation().emitError("tsr-linalg-to-blas: unknown library '")
+          << library << "' (expected onednn or openblas)";
+      return signalPassFailure();
+    }
+    bool onednn = library == "onednn";
     RewritePatternSet patterns(&getContext());
-    patterns.add<MatmulToBlas, BatchMatmulToBlas>(&getContext());
+    patterns.add<MatmulToBlas<linalg::MatmulOp>,
+                 MatmulToBlas<linalg::BatchMatmulOp>>(&getContext(), onednn);
     GreedyRewriteConfig config;
     config.enableFolding(false);
     if (failed(

@@ -747,6 +747,21 @@ TSR_API void tsr_memory_reset_peak(void);
  * Library calls from compiled code
  *===----------------------------------------------------------------------===*/
 
+/* C (f32, row-major, M x N, row stride ldc) = A (f32, M x K, lda) times
+ * B (f32, K x N, ldb), plus beta times C, through oneDNN's sgemm (what
+ * tsr-linalg-to-blas calls by default; OpenBLAS's cblas_sgemm with
+ * --cpu-gemm=openblas). A failure makes the tsr_artifact_invoke that ran the
+ * code fail with oneDNN's status. */
+TSR_API void tsr_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a,
+                          int64_t lda, const float *b, int64_t ldb, float *c,
+                          int64_t ldc, float beta);
+
+/* The threads oneDNN's GEMMs (f32, bf16, f16) use in this thread's later
+ * calls (OpenMP's omp_set_num_threads); 0 or less changes nothing. OpenBLAS,
+ * for artifacts compiled with --cpu-gemm=openblas, reads
+ * OPENBLAS_NUM_THREADS when the artifact's library loads it. */
+TSR_API void tsr_set_num_threads(int threads);
+
 /* C (f32, row-major, M x N, row stride ldc) = A (bf16, M x K, lda) times
  * B (bf16, K x N, ldb), plus beta times C, through oneDNN's matmul (Debian's
  * OpenBLAS has no bf16 GEMM). Products accumulate in f32. A failure makes

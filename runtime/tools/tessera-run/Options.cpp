@@ -119,10 +119,11 @@ const char *const tessera_run::kUsage =
     "                     call of the profiled steps to FILE, a Chrome trace\n"
     "                     (chrome://tracing, Perfetto); with several ranks\n"
     "                     rank r writes FILE.rank<r>.json\n"
-    "  --threads N        threads of the BLAS library the model calls\n"
-    "                     (OPENBLAS_NUM_THREADS; default: its own default,\n"
-    "                     one per core); 1 avoids busy-waiting BLAS threads\n"
-    "                     on a machine shared with other work\n"
+    "  --threads N        threads of the GEMM library the model calls\n"
+    "                     (oneDNN's OpenMP threads, or OPENBLAS_NUM_THREADS;\n"
+    "                     default: the library's own, one per core); 1\n"
+    "                     avoids busy-waiting threads on a machine shared\n"
+    "                     with other work\n"
     "  --version          print the version and exit\n"
     "  -h, --help         show this help\n";
 

@@ -57,9 +57,12 @@ struct ArtifactDeleter {
 using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
 
 int run(const Options &options, Process &process) {
-  // OpenBLAS reads its thread count when the artifact's library loads it.
-  if (options.threads > 0)
+  // OpenBLAS reads its thread count when the artifact's library loads it;
+  // oneDNN's OpenMP pool is already loaded.
+  if (options.threads > 0) {
     setenv("OPENBLAS_NUM_THREADS", std::to_string(options.threads).c_str(), 1);
+    tsr_set_num_threads(options.threads);
+  }
   tsr_artifact_t *rawArtifact = nullptr;
   if (tsr_artifact_load(options.artifact.c_str(), &rawArtifact) != TSR_OK)
     return process.fail(tsr_last_error());

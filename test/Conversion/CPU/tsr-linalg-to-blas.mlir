@@ -1,16 +1,31 @@
 // RUN: tessera-opt %s -split-input-file -tsr-linalg-to-blas | FileCheck %s
+// RUN: tessera-opt %s -split-input-file -tsr-linalg-to-blas=library=openblas | FileCheck %s --check-prefix=BLAS
+// RUN: not tessera-opt %s -split-input-file -tsr-linalg-to-blas=library=mkl 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: tsr-linalg-to-blas: unknown library 'mkl' (expected onednn or openblas)
 
+// f32: the runtime's oneDNN sgemm by default (i64 sizes and leading
+// dimensions, beta = 1), OpenBLAS's cblas_sgemm with library=openblas (row
+// major, no transposes: i32 enumerators and sizes, alpha = beta = 1).
 // CHECK-LABEL: func @matmul
 // CHECK-SAME: (%[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8x16xf32>, %[[C:.*]]: memref<4x16xf32>)
+// BLAS-LABEL: func @matmul
 func.func @matmul(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
-  // CHECK-DAG: %[[M:.*]] = arith.constant 4 : i32
-  // CHECK-DAG: %[[N:.*]] = arith.constant 16 : i32
-  // CHECK-DAG: %[[K:.*]] = arith.constant 8 : i32
+  // CHECK-DAG: %[[M:.*]] = arith.constant 4 : i64
+  // CHECK-DAG: %[[N:.*]] = arith.constant 16 : i64
+  // CHECK-DAG: %[[K:.*]] = arith.constant 8 : i64
+  // CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
   // CHECK-DAG: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
   // CHECK-DAG: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
   // CHECK-DAG: %[[PC:.*]] = memref.extract_aligned_pointer_as_index %[[C]]
-  // CHECK: call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %[[N]], %{{.*}}, %{{.*}}, %[[N]])
+  // CHECK: call @tsr_gemm_f32(%[[M]], %[[N]], %[[K]], %{{.*}}, %[[K]], %{{.*}}, %[[N]], %{{.*}}, %[[N]], %[[ONE]])
   // CHECK-NOT: linalg.matmul
+  // BLAS-DAG: %[[M:.*]] = arith.constant 4 : i32
+  // BLAS-DAG: %[[N:.*]] = arith.constant 16 : i32
+  // BLAS-DAG: %[[K:.*]] = arith.constant 8 : i32
+  // BLAS-DAG: %[[ROW:.*]] = arith.constant 101 : i32
+  // BLAS-DAG: %[[NOTRANS:.*]] = arith.constant 111 : i32
+  // BLAS: call @cblas_sgemm(%[[ROW]], %[[NOTRANS]], %[[NOTRANS]], %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %[[N]], %{{.*}}, %{{.*}}, %[[N]])
+  // BLAS-NOT: tsr_gemm_f32
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
   return
 }
@@ -21,8 +36,10 @@ func.func @matmul(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32
 func.func @batch_matmul(%a: memref<3x4x8xf32>, %b: memref<3x8x16xf32>, %c: memref<3x4x16xf32>) {
   // CHECK: scf.for
   // CHECK: arith.muli %{{.*}}, %{{.*}} : i64
-  // CHECK: call @cblas_sgemm
+  // CHECK: call @tsr_gemm_f32
   // CHECK-NOT: linalg.batch_matmul
+  // BLAS-LABEL: func @batch_matmul
+  // BLAS: call @cblas_sgemm
   linalg.batch_matmul ins(%a, %b : memref<3x4x8xf32>, memref<3x8x16xf32>) outs(%c : memref<3x4x16xf32>)
   return
 }
@@ -33,7 +50,7 @@ func.func @batch_matmul(%a: memref<3x4x8xf32>, %b: memref<3x8x16xf32>, %c: memre
 // CHECK-LABEL: func @not_blas
 func.func @not_blas(%a: memref<4x8xi32>, %b: memref<8x16xi32>, %c: memref<4x16xi32>,
                     %s: memref<4x8xf32, strided<[16, 1]>>, %d: memref<8x16xf32>, %e: memref<4x16xf32>) {
-  // CHECK-NOT: cblas_sgemm
+  // CHECK-NOT: tsr_gemm_f32
   // CHECK: linalg.matmul
   // CHECK: linalg.matmul
   linalg.matmul ins(%a, %b : memref<4x8xi32>, memref<8x16xi32>) outs(%c : memref<4x16xi32>)

@@ -5,20 +5,27 @@
 include "mlir/Pass/PassBase.td"
 
 def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
-  let summary = "Replace matmuls on contiguous buffers by OpenBLAS sgemm and oneDNN bf16 calls";
+  let summary = "Replace matmuls on contiguous buffers by oneDNN or OpenBLAS GEMM calls";
   let description = [{
     After bufferization, every `linalg.matmul` and `linalg.batch_matmul` on
     f32 memrefs with the identity layout (contiguous, row-major) becomes one
-    `cblas_sgemm` call per batch (beta = 1: linalg accumulates into its
-    output, whose fill stays in place). One with bf16 operands and an f32
-    output (what tsr-to-linalg makes of a bf16 `tsr.matmul`: f32
+    GEMM call per batch (beta = 1: linalg accumulates into its output,
+    whose fill stays in place): of the runtime's `tsr_gemm_f32` (oneDNN's
+    sgemm, whose failure fails the call with its status) by default
+    (`library=onednn`), of OpenBLAS's `cblas_sgemm` with
+    `library=openblas`. oneDNN's AVX-512 sgemm took 0.5-0.9x OpenBLAS's time
+    on every shape of the BERT- and GPT-2-shaped models measured on this
+    machine (128 x 768 x 768 to 128 x 50257 x 768, the attention's 128 x 128
+    x 64; 2 threads; docs/pipeline.md has the table). One with bf16 operands
+    and an f32 output (what tsr-to-linalg makes of a bf16 `tsr.matmul`: f32
     accumulation) becomes a call of the runtime's `tsr_gemm_bf16` (oneDNN's
     matmul; Debian's OpenBLAS has no bf16 GEMM), one with f16 operands a
     call of `tsr_gemm_f16` (widened to f32 for oneDNN's sgemm: no CPU
-    library here multiplies f16 without AVX512-FP16). Matmuls on other element
-    types or on strided views keep their loops. The libraries run at the
-    machine's peak on every shape the models use, which generated loops do
-    not; that is why GEMM is a library call (see docs/pipeline.md).
+    library here multiplies f16 without AVX512-FP16). Matmuls on other
+    element types or on strided views keep their loops. The libraries run at
+    the machine's peak on every shape the models use, which generated loops
+    do not; that is why GEMM is a library call (see docs/pipeline.md). Any
+    other `library` is an error.
 
     Before:
 
@@ -27,15 +34,25 @@ def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
                   outs(%c : memref<4x16xf32>)
     ```
 
-    After:
+    After (`library=onednn`; M, N, K, A and its row stride, B and its row
+    stride, C and its row stride, beta):
 
     ```mlir
     %pa = memref.extract_aligned_pointer_as_index %a : memref<4x8xf32> -> index
     ...
-    func.call @cblas_sgemm(%row_major, %no_trans, %no_trans, %c4, %c16, %c8,
-        %one, %a_ptr, %c8, %b_ptr, %c16, %one, %c_ptr, %c16) : (...) -> ()
+    func.call @tsr_gemm_f32(%c4, %c16, %c8, %a_ptr, %c8, %b_ptr, %c16,
+        %c_ptr, %c16, %one) : (...) -> ()
     ```
+
+    With `library=openblas`: `func.call @cblas_sgemm(%row_major, %no_trans,
+    %no_trans, %c4, %c16, %c8, %one, %a_ptr, %c8, %b_ptr, %c16, %one,
+    %c_ptr, %c16) : (...) -> ()`.
   }];
+  let options = [
+    Option<"library", "library", "std::string", /*default=*/"\"onednn\"",
+           "The f32 GEMM's library: onednn (the runtime's tsr_gemm_f32) or "
+           "openblas (cblas_sgemm)">
+  ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect"];
