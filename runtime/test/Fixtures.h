@@ -26,6 +26,21 @@ struct TensorDeleter {
 };
 using TensorPtr = std::unique_ptr<tsr_tensor_t, TensorDeleter>;
 
+struct ArtifactDeleter {
+  void operator()(tsr_artifact_t *artifact) const {
+    tsr_artifact_destroy(artifact);
+  }
+};
+using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
+
+/// Loads the artifact in `dir`, expecting success.
+inline ArtifactPtr loadArtifact(const std::string &dir) {
+  tsr_artifact_t *artifact = nullptr;
+  EXPECT_EQ(tsr_artifact_load(dir.c_str(), &artifact), TSR_OK)
+      << tsr_last_error();
+  return ArtifactPtr(artifact);
+}
+
 /// Returns a fresh, empty directory named after the running test.
 inline std::string scratchDir() {
   const testing::TestInfo *info =

@@ -64,13 +64,6 @@ TEST(Memory, AlignsAsAsked) {
 }
 
 namespace {
-struct ArtifactDeleter {
-  void operator()(tsr_artifact_t *artifact) const {
-    tsr_artifact_destroy(artifact);
-  }
-};
-using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
-
 /// One call of the arena model (ArenaModel.c) on allocation script
 /// `pattern`: whether every block kept its bytes, and the blocks' pointers.
 struct ArenaRun {
@@ -104,10 +97,8 @@ size_t arenaBytes() {
 /// malloc's blocks from there, never memory a live block holds, and becomes
 /// the plan. Every call checks its blocks' bytes before each free.
 TEST(Memory, ServesRepeatedCallsFromAPlannedArena) {
-  tsr_artifact_t *loaded = nullptr;
-  ASSERT_EQ(tsr_artifact_load(TSR_TEST_ARENA_ARTIFACT, &loaded), TSR_OK)
-      << tsr_last_error();
-  ArtifactPtr artifact(loaded);
+  ArtifactPtr artifact = loadArtifact(TSR_TEST_ARENA_ARTIFACT);
+  ASSERT_TRUE(artifact);
   ArenaRun first = runArenaModel(artifact.get(), 0);
   EXPECT_TRUE(first.intact);
   // Blocks of 1000, 3000, 500, 2000 and 4000 bytes (each 48 + 63 more for

@@ -32,20 +32,6 @@ int64_t liveBuffers(const char *counter) {
   return count ? count() : -1;
 }
 
-struct ArtifactDeleter {
-  void operator()(tsr_artifact_t *artifact) const {
-    tsr_artifact_destroy(artifact);
-  }
-};
-using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
-
-ArtifactPtr loadArtifact(const std::string &dir) {
-  tsr_artifact_t *artifact = nullptr;
-  EXPECT_EQ(tsr_artifact_load(dir.c_str(), &artifact), TSR_OK)
-      << tsr_last_error();
-  return ArtifactPtr(artifact);
-}
-
 TensorPtr makePlaced(tsr_placement_t placement, tsr_dtype_t dtype,
                      std::vector<int64_t> shape) {
   tsr_tensor_t *tensor = nullptr;

@@ -23,13 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct ArtifactDeleter {
-  void operator()(tsr_artifact_t *artifact) const {
-    tsr_artifact_destroy(artifact);
-  }
-};
-using ArtifactPtr = std::unique_ptr<tsr_artifact_t, ArtifactDeleter>;
-
 struct DatasetDeleter {
   void operator()(tsr_dataset_t *dataset) const {
     tsr_dataset_destroy(dataset);
@@ -43,13 +36,6 @@ struct TrainerDeleter {
   }
 };
 using TrainerPtr = std::unique_ptr<tsr_trainer_t, TrainerDeleter>;
-
-ArtifactPtr loadArtifact(const std::string &dir) {
-  tsr_artifact_t *artifact = nullptr;
-  EXPECT_EQ(tsr_artifact_load(dir.c_str(), &artifact), TSR_OK)
-      << tsr_last_error();
-  return ArtifactPtr(artifact);
-}
 
 TrainerPtr createTrainer(tsr_artifact_t *artifact) {
   tsr_trainer_t *trainer = nullptr;
