@@ -47,42 +47,93 @@ bool callBetween(Operation *producer, Operation *consumer) {
   return false;
 }
 
-/// The op whose loop nest `op` ends up in after elementwise fusion: `op`
-/// itself, or, for an elementwise op every user of which ends up in one op
-/// (in the same block, no call between them) that accepts fusion, that op.
-/// Fusion takes a producer with one user; once the users that are themselves
-/// fused have joined their consumer, the producer's uses are that consumer's,
-/// deduplicated into one.
-Operation *fusionTarget(Operation *op,
-                        DenseMap<Operation *, Operation *> &memo) {
-  if (auto it = memo.find(op); it != memo.end())
-    return it->second;
-  Operation *target = nullptr;
-  if (isElementwise(op) && op->getNumResults() == 1) {
-    for (Operation *user : op->getResult(0).getUsers()) {
-      Operation *t =
-          user->getBlock() == op->getBlock() && !callBetween(op, user)
-              ? fusionTarget(user, memo)
-              : nullptr;
-      if (!t || !acceptsFusion(t) || (target && t != target)) {
-        target = nullptr;
-        break;
-      }
-      target = t;
-    }
-  }
-  return memo[op] = target ? target : op;
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
 }
+
+/// Where each op's loop nest ends up after tsr-cpu-fuse-elementwise's two
+/// rounds.
+class Fusion {
+public:
+  /// The op whose loop nest `op` joins: `op` itself, or the op that runs
+  /// it.
+  Operation *target(Operation *op) {
+    if (auto it = final.find(op); it != final.end())
+      return it->second;
+    Operation *t = firstRound(op);
+    if (t == op)
+      if (Operation *reader = returnedAndReadBy(op))
+        t = reader;
+    return final[op] = t == op ? op : target(t);
+  }
+
+  /// Whether `op` joins another op's loop nest that also yields `op`'s
+  /// result (the second round's returned producers).
+  bool keepsResult(Operation *op) {
+    return target(op) != op && firstRound(op) == op;
+  }
+
+private:
+  /// The first round (upstream's patterns): an elementwise op every user of
+  /// which ends up in one op (in the same block, no call between them) that
+  /// accepts fusion joins that op. Fusion takes a producer with one user;
+  /// once the users that are themselves fused have joined their consumer,
+  /// the producer's uses are that consumer's, deduplicated into one.
+  Operation *firstRound(Operation *op) {
+    if (auto it = first.find(op); it != first.end())
+      return it->second;
+    Operation *target = nullptr;
+    if (isElementwise(op) && op->getNumResults() == 1) {
+      for (Operation *user : op->getResult(0).getUsers()) {
+        Operation *t =
+            user->getBlock() == op->getBlock() && !callBetween(op, user)
+                ? firstRound(user)
+                : nullptr;
+        if (!t || !acceptsFusion(t) || (target && t != target)) {
+          target = nullptr;
+          break;
+        }
+        target = t;
+      }
+    }
+    return first[op] = target ? target : op;
+  }
+
+  /// The second round: the elementwise op whose loop nest reads the result
+  /// of elementwise op `op` (a first-round root), element for element (of
+  /// the same shape), where every other use of it is a return.
+  Operation *returnedAndReadBy(Operation *op) {
+    if (!isElementwise(op) || op->getNumResults() != 1)
+      return nullptr;
+    Value v = op->getResult(0);
+    Operation *reader = nullptr;
+    bool returned = false;
+    for (Operation *user : v.getUsers()) {
+      if (isa<func::ReturnOp>(user)) {
+        returned = true;
+        continue;
+      }
+      Operation *t =
+          user->getBlock() == op->getBlock() ? firstRound(user) : nullptr;
+      if (!t || (reader && t != reader))
+        return nullptr;
+      reader = t;
+    }
+    if (!returned || !reader || !isElementwise(reader) ||
+        reader->getNumResults() != 1 || callBetween(op, reader) ||
+        shapeOf(reader->getResult(0)) != shapeOf(v))
+      return nullptr;
+    return reader;
+  }
+
+  DenseMap<Operation *, Operation *> first, final;
+};
 
 int64_t product(ArrayRef<int64_t> v) {
   int64_t p = 1;
   for (int64_t d : v)
     p *= d;
   return p;
-}
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<ShapedType>(v.getType()).getShape();
 }
 
 /// Bytes of `count` elements of the element type of `v` (a tensor), as
@@ -133,9 +184,12 @@ public:
   void step(Operation *op) {
     bool first = steps.empty() || steps.back() != op;
     steps.push_back(op);
-    if (first)
-      for (Value v : deferred.lookup(op))
-        read(v);
+    if (!first)
+      return;
+    for (Value v : deferred.lookup(op))
+      read(v);
+    for (Value v : keptResults.lookup(op))
+      define(v);
   }
 
   /// The buffer of `v`, if it has one, is read at the current step.
@@ -297,6 +351,12 @@ public:
     llvm::append_range(deferred[target], reads);
   }
 
+  /// `target` also writes `result`, of a producer fused into it that keeps
+  /// its result.
+  void keepResult(Operation *target, Value result) {
+    keptResults[target].push_back(result);
+  }
+
   /// The current step also holds `bytes` in a callee.
   void holdInCallee(int64_t bytes) { callee[now()] += bytes; }
 
@@ -351,7 +411,7 @@ private:
   SmallVector<Buffer> buffers;
   DenseMap<Value, unsigned> bufferOf;
   DenseSet<Value> inCallerBuffer;
-  DenseMap<Operation *, SmallVector<Value>> deferred;
+  DenseMap<Operation *, SmallVector<Value>> deferred, keptResults;
   SmallVector<std::tuple<Value, std::string, unsigned>> shared;
   DenseMap<int64_t, int64_t> callee;
   /// The strides of the values that are views of a buffer in another layout
@@ -830,8 +890,7 @@ BlockArgument viewedArgument(Value v) {
 /// tensor) when no other result is (a view of) that argument and every
 /// other op that reads the argument, or a view of it, runs before (where
 /// producers fused into it run), the op itself reading it only directly.
-SmallVector<unsigned>
-donatedResults(func::FuncOp f, DenseMap<Operation *, Operation *> &fused) {
+SmallVector<unsigned> donatedResults(func::FuncOp f, Fusion &fusion) {
   SmallVector<unsigned> donated;
   if (!f.isPublic() || !f.getBody().hasOneBlock())
     return donated;
@@ -865,10 +924,11 @@ donatedResults(func::FuncOp f, DenseMap<Operation *, Operation *> &fused) {
             worklist.push_back(user->getResult(0));
             continue;
           }
-          Operation *runs = fusionTarget(user, fused);
-          if (runs->getBlock() != writer->getBlock() || runs == writer
+          Operation *runs = fusion.target(user);
+          Operation *writes = fusion.target(writer);
+          if (runs->getBlock() != writes->getBlock() || runs == writes
                   ? x != arg
-                  : !runs->isBeforeInBlock(writer))
+                  : !runs->isBeforeInBlock(writes))
             overwritable = false;
         }
       }
@@ -888,8 +948,8 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
   if (f.getBody().empty())
     return {};
   Program p;
-  DenseMap<Operation *, Operation *> fused;
-  SmallVector<unsigned> inPlace = donatedResults(f, fused);
+  Fusion fusion;
+  SmallVector<unsigned> inPlace = donatedResults(f, fusion);
   for (unsigned k : inPlace)
     p.writeInCallerBuffer(f.getBody().front().getTerminator()->getOperand(k));
   for (Operation &op : f.getBody().front()) {
@@ -936,8 +996,10 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
         continue;
       }
     }
-    if (Operation *target = fusionTarget(&op, fused); target != &op) {
+    if (Operation *target = fusion.target(&op); target != &op) {
       p.defer(target, &op);
+      if (fusion.keepsResult(&op))
+        p.keepResult(target, op.getResult(0));
       continue;
     }
     lower(p, &op);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 using namespace tsr;
@@ -40,16 +41,33 @@ const DTypeEntry *lookup(tsr_dtype_t dtype) {
 
 constexpr size_t kAlignment = 64;
 
+/// Host tensors of at least this many bytes get pages of their own
+/// (mmap): zero without a memset, so a buffer becomes resident only where
+/// it is written. A model's optimizer state is not until the first step,
+/// and the parameters are written while the ONNX model's copy of them is
+/// freed one by one: loading a GPT-2-shaped model no longer holds every
+/// input and the parsed model at once.
+constexpr size_t kMappedBytes = size_t(1) << 20;
+
+/// The bytes a host tensor of `bytes` allocates: whole alignment units,
+/// at least one.
+size_t hostBytes(size_t bytes) {
+  size_t allocated = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return allocated == 0 ? kAlignment : allocated;
+}
+
 } // namespace
 
 tsr_tensor::~tsr_tensor() {
   if (!data || !ownsData)
     return;
   noteTensorFreed(byteSize);
-  if (placement == TSR_PLACEMENT_HOST)
-    std::free(data);
-  else
+  if (placement != TSR_PLACEMENT_HOST)
     freePlaced(placement, data);
+  else if (hostBytes(byteSize) >= kMappedBytes)
+    ::munmap(data, hostBytes(byteSize));
+  else
+    std::free(data);
 }
 
 tsr_status_t tsr::fail(tsr_status_t status, std::string message) {
@@ -117,9 +135,7 @@ tsr_status_t tsr::createTensor(tsr_dtype_t dtype,
   if (tsr_status_t s =
           computeSizes(dtype, shape.data(), shape.size(), count, bytes))
     return s;
-  size_t allocated = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (allocated == 0)
-    allocated = kAlignment;
+  size_t allocated = hostBytes(bytes);
   auto tensor = std::make_unique<tsr_tensor>();
   tensor->shape = shape;
   tensor->placement = placement;
@@ -131,6 +147,13 @@ tsr_status_t tsr::createTensor(tsr_dtype_t dtype,
       return withContext(s, std::string("cannot allocate ") +
                                 tsr_placement_name(placement) +
                                 " memory: " + what);
+  } else if (allocated >= kMappedBytes) {
+    void *pages = ::mmap(nullptr, allocated, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED)
+      return fail(TSR_ERROR_OUT_OF_MEMORY,
+                  "cannot allocate " + what + ": " + std::strerror(errno));
+    tensor->data = pages;
   } else {
     tensor->data = std::aligned_alloc(kAlignment, allocated);
     if (!tensor->data)

@@ -7,6 +7,12 @@
 // into a rank-3 or rank-4 linalg.generic that tsr-linalg-to-blas cannot hand
 // to cblas_sgemm; the GEMMs of every transformer block were lost that way.
 //
+// Then a second round fuses a loop nest whose results are used by one
+// other elementwise loop nest and otherwise only returned, keeping the
+// returned results as results of the fused op: an optimizer's new moments
+// are returned and read by the parameter update, and become one loop
+// nest with it (one pass over each parameter's state instead of three).
+//
 //===----------------------------------------------------------------------===//
 #include "tessera/Conversion/CPU/Passes.h"
 
@@ -46,6 +52,56 @@ bool callBetween(Operation *producer, Operation *consumer) {
   return false;
 }
 
+/// Fuses a producer generic into the one elementwise generic that reads it
+/// (at one operand, element for element), when its other uses are only
+/// returns: the fused op yields the returned results too, so the producer's
+/// loop nest and its separate pass over memory go. Upstream's fusion of a
+/// producer with other uses keeps the producer and recomputes it in the
+/// consumer; nothing is recomputed here. lib/Analysis/PeakMemory.cpp
+/// models the same rule.
+struct FuseKeepingReturnedResults : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!consumer.hasPureTensorSemantics() ||
+        consumer.getNumReductionLoops() != 0)
+      return failure();
+    for (OpOperand *operand : consumer.getDpsInputOperands()) {
+      auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || !returnedOrReadAt(producer, operand) ||
+          !consumer.getMatchingIndexingMap(operand).isPermutation() ||
+          callBetween(producer, consumer) ||
+          !linalg::areElementwiseOpsFusable(operand))
+        continue;
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, operand);
+      if (failed(fused))
+        continue;
+      for (auto [from, to] : fused->replacements)
+        rewriter.replaceAllUsesWith(from, to);
+      rewriter.eraseOp(consumer);
+      rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+
+  /// Whether every use of `producer` is `operand` or a return, with at
+  /// least one return (with none, it has one user: upstream's case).
+  static bool returnedOrReadAt(Operation *producer, OpOperand *operand) {
+    bool returned = false;
+    for (OpOperand &use : producer->getUses()) {
+      if (&use == operand)
+        continue;
+      if (!isa<func::ReturnOp>(use.getOwner()))
+        return false;
+      returned = true;
+    }
+    return returned;
+  }
+};
+
 struct TsrCpuFuseElementwisePass
     : tessera::impl::TsrCpuFuseElementwiseBase<TsrCpuFuseElementwisePass> {
   void runOnOperation() override {
@@ -76,6 +132,14 @@ struct TsrCpuFuseElementwisePass
     config.setUseTopDownTraversal(true);
     if (failed(
             applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
+    // After the first round, so that its loop nests are final: a returned
+    // producer joins the loop nest that reads it whole.
+    RewritePatternSet keeping(ctx);
+    keeping.add<FuseKeepingReturnedResults>(ctx);
+    linalg::GenericOp::getCanonicalizationPatterns(keeping, ctx);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(keeping), config)))
       return signalPassFailure();
   }
 };

@@ -798,11 +798,14 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       }
     }
 
-    // Σ‖g‖² over every parameter, for clipping and the grad_norm metric.
+    // Σ‖g‖² over every parameter, for clipping and the grad_norm metric,
+    // squared in f64: exact for f32 elements, and not shared (by CSE) with
+    // an optimizer's own g², which fuses into its update instead.
     Value sq;
     if (clipNorm > 0 || (metrics && !func->hasAttr(tsr::attr::kServer)))
       sq = globalSum([&](Value grad) {
-        return sumAll(g, g.castTo(g.mul(grad, grad), b.getF64Type()));
+        Value wide = g.castTo(grad, b.getF64Type());
+        return sumAll(g, g.mul(wide, wide));
       });
     SmallVector<std::pair<Value, StringRef>> reported;
     if (metrics) {

@@ -81,6 +81,26 @@ def TsrCpuFuseElementwise : Pass<"tsr-cpu-fuse-elementwise", "func::FuncOp"> {
     After: unchanged (`linalg-fuse-elementwise-ops` would make `%m` a 4-loop
     `linalg.generic` on `tensor<2x16x64xf32>`). Elementwise producers and
     consumers of other ops still fuse as upstream does.
+
+    A second round, after the first has settled, fuses a producer whose
+    results are read by one all-parallel `linalg.generic` (element for
+    element) and otherwise only returned, the fused op yielding the returned
+    results too (upstream fuses a producer with other uses by recomputing it
+    in the consumer and keeping it). An optimizer's new moments are returned
+    and read by the parameter update:
+
+    ```mlir
+    %m2 = linalg.generic ... ins(%m, %g : ...) outs(%e0 : tensor<768xf32>)
+    %p2 = linalg.generic ... ins(%p, %m2, ... : ...) outs(%e1 : tensor<768xf32>)
+    return %p2, %m2 : ...
+    ```
+
+    After: one loop nest reads `%p`, `%m` and `%g` and writes both.
+
+    ```mlir
+    %f:2 = linalg.generic ... ins(%p, %m, %g, ... : ...) outs(%e0, %e1 : ...)
+    return %f#1, %f#0 : ...
+    ```
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect",
