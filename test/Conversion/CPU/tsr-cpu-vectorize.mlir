@@ -162,3 +162,39 @@ func.func @left_alone(%table: memref<16x8xf32>, %ids: memref<4xi64>, %y: memref<
   }
   return
 }
+
+// -----
+
+// A transpose: an 8x8 square of the input's and the output's innermost
+// loops, read by rows, transposed in registers, written by rows (the
+// ordinary tile would read the input one element per row).
+// CHECK-LABEL: func @transpose_by_squares
+// CHECK-SAME: (%[[X:.*]]: memref<32x16xf32>, %[[Y:.*]]: memref<16x32xf32>)
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %[[C8:.*]] {
+// CHECK:   scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %[[C8]] {
+// CHECK:     %[[IN:.*]] = memref.subview %[[X]][%[[J]], %[[I]]] [8, 8] [1, 1]
+// CHECK:     %[[OUT:.*]] = memref.subview %[[Y]][%[[I]], %[[J]]] [8, 8] [1, 1]
+// CHECK:     %[[V:.*]] = vector.transfer_read %[[IN]]{{.*}} : {{.*}}, vector<8x8xf32>
+// CHECK:     %[[T:.*]] = vector.transpose %[[V]], [1, 0] : vector<8x8xf32> to vector<8x8xf32>
+// CHECK:     vector.transfer_write %[[T]], %[[OUT]]
+// CHECK-NOT: linalg.transpose
+func.func @transpose_by_squares(%x: memref<32x16xf32>, %y: memref<16x32xf32>) {
+  linalg.transpose ins(%x : memref<32x16xf32>) outs(%y : memref<16x32xf32>) permutation = [1, 0]
+  return
+}
+
+// -----
+
+// A range the square does not divide (a vocabulary): the first 16 columns
+// go by squares, the last one by the ordinary tile.
+// CHECK-LABEL: func @transpose_splits_a_remainder
+// CHECK-SAME: (%[[X:.*]]: memref<8x17xf32>, %[[Y:.*]]: memref<17x8xf32>)
+// CHECK: %[[MAIN:.*]] = memref.subview %[[X]][0, 0] [8, 16] [1, 1]
+// CHECK: vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
+// CHECK: %[[REST:.*]] = memref.subview %[[X]][0, 16] [8, 1] [1, 1]
+// CHECK: vector.transfer_read %{{.*}} vector<8x1xf32>
+// CHECK-NOT: linalg.transpose
+func.func @transpose_splits_a_remainder(%x: memref<8x17xf32>, %y: memref<17x8xf32>) {
+  linalg.transpose ins(%x : memref<8x17xf32>) outs(%y : memref<17x8xf32>) permutation = [1, 0]
+  return
+}
