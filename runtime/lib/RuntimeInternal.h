@@ -353,6 +353,10 @@ void noteCompiledAllocated(size_t bytes);
 void noteCompiledFreed(size_t bytes);
 void noteTensorFreed(size_t bytes);
 
+/// Opens a regular file for reading (`fd`, close-on-exec; the caller closes
+/// it). Messages start with `path`.
+tsr_status_t openRegularFile(const std::string &path, int &fd);
+
 /// Reads a whole regular file. Messages start with `path`.
 tsr_status_t readFile(const std::string &path, std::string &outBytes);
 

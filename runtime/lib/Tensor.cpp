@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace tsr;
 
@@ -182,15 +184,27 @@ tsr_status_t tsr::requireHostReadable(const tsr_tensor &tensor,
                      "host tensor first (tsr_tensor_copy)");
 }
 
-tsr_status_t tsr::readFile(const std::string &path, std::string &outBytes) {
+tsr_status_t tsr::openRegularFile(const std::string &path, int &fd) {
   struct stat info;
   if (::stat(path.c_str(), &info) != 0)
     return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
   if (!S_ISREG(info.st_mode))
     return fail(TSR_ERROR_IO, path + ": not a regular file");
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+  return TSR_OK;
+}
+
+tsr_status_t tsr::readFile(const std::string &path, std::string &outBytes) {
+  int fd = -1;
+  if (tsr_status_t s = openRegularFile(path, fd))
+    return s;
+  std::FILE *file = ::fdopen(fd, "rb");
+  if (!file) {
+    ::close(fd);
+    return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+  }
   std::string bytes;
   char buffer[1 << 16];
   size_t n;

@@ -45,12 +45,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <malloc.h>
 #include <map>
 #include <memory>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <utility>
 
 using namespace tsr;
@@ -345,14 +343,9 @@ tsr_status_t loadModel(tsr_trainer &trainer) {
   const std::string &path = trainer.artifact->onnxPath;
   // Parsed from the file as it is read: the model's bytes are never held
   // beside the parsed model (650 MB of a GPT-2-shaped model's weights).
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0)
-    return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    return fail(TSR_ERROR_IO, path + ": not a regular file");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(TSR_ERROR_IO, path + ": cannot open: " + std::strerror(errno));
+  int fd = -1;
+  if (tsr_status_t s = openRegularFile(path, fd))
+    return s;
   google::protobuf::io::FileInputStream stream(fd);
   stream.SetCloseOnDelete(true);
   trainer.model = std::make_unique<onnx::ModelProto>();

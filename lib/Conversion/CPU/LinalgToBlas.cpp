@@ -1,5 +1,6 @@
 //===- LinalgToBlas.cpp - Matmuls as library calls -----------------------===//
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/ZeroFill.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -7,9 +8,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tessera {
@@ -57,38 +56,9 @@ Value pointerTo(OpBuilder &b, Location loc, Value v, Value byteOffset) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), addr);
 }
 
-/// The buffer a memref value is a view of.
-Value rootBuffer(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
-}
-
-/// The linalg.fill of `c` with zeros before `op` (in its block) when nothing
-/// between them touches `c`'s buffer: `op` may write C = A * B (beta 0)
-/// instead of adding the product to zeros, and the fill, a pass over C,
-/// goes (72 ms of a GPT-2-shaped training step).
-linalg::FillOp zeroFillBefore(Operation *op, Value c) {
-  Value root = rootBuffer(c);
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (auto fill = dyn_cast<linalg::FillOp>(prev);
-        fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == c)
-      return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ? fill
-                                                                 : nullptr;
-    bool touches = false;
-    prev->walk([&](Operation *nested) {
-      for (Value v : nested->getOperands())
-        touches |= isa<MemRefType>(v.getType()) && rootBuffer(v) == root;
-    });
-    if (touches)
-      return nullptr;
-  }
-  return nullptr;
-}
-
 /// Rewrites C[b] += A[b] * B[b] (b optional) into calls of the runtime's
 /// oneDNN GEMMs, or of OpenBLAS's sgemm for f32 unless `onednn`; into
-/// C[b] = A[b] * B[b] where C was just filled with zeros.
+/// C[b] = A[b] * B[b] where C was just filled with zeros (getZeroFill).
 LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
                             bool onednn) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
@@ -139,7 +109,7 @@ LogicalResult rewriteMatmul(RewriterBase &rewriter, linalg::LinalgOp op,
   Value one = arith::ConstantFloatOp::create(
       rewriter, loc, rewriter.getF32Type(), APFloat(1.0f));
   Value beta = one;
-  if (linalg::FillOp fill = zeroFillBefore(op, c)) {
+  if (linalg::FillOp fill = tessera::getZeroFill(op, c)) {
     rewriter.eraseOp(fill);
     beta = arith::ConstantFloatOp::create(rewriter, loc, rewriter.getF32Type(),
                                           APFloat(0.0f));

@@ -1,5 +1,6 @@
 //===- Gemm.cpp - Matrix products as cuBLASLt calls on the GPU ------------===//
 #include "tessera/Conversion/GPU/Passes.h"
+#include "tessera/Conversion/ZeroFill.h"
 #include "tessera/Dialect/Tsrt/IR/TsrtOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -41,37 +42,6 @@ bool isLibraryGemm(linalg::LinalgOp op) {
   return types[1].getElementType() == in && types[2].getElementType().isF32() &&
          (in.isF32() || in.isBF16() || in.isF16()) &&
          types[0].getShape().back() != 0;
-}
-
-/// The `linalg.fill` of zero that makes `c` (a fresh allocation) the
-/// product's first write, with nothing reading `c` between the two: the
-/// product can then overwrite `c` instead of accumulating into it.
-linalg::FillOp getZeroFill(Operation *gemm, Value c) {
-  if (!c.getDefiningOp<memref::AllocOp>())
-    return {};
-  linalg::FillOp fill;
-  for (Operation *user : c.getUsers()) {
-    if (user == gemm)
-      continue;
-    Operation *ancestor = gemm->getBlock()->findAncestorOpInBlock(*user);
-    if (!ancestor)
-      return {};
-    if (ancestor->isBeforeInBlock(gemm)) {
-      auto f = dyn_cast<linalg::FillOp>(user);
-      if (!f || fill || f.getOutputs()[0] != c)
-        return {};
-      fill = f;
-    }
-  }
-  if (!fill)
-    return {};
-  // Nothing between the fill and the product may touch c through a view:
-  // c's only users before the product are the fill itself (checked above).
-  FloatAttr value;
-  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)) ||
-      !value.getValue().isZero())
-    return {};
-  return fill;
 }
 
 /// The buffer `v` is a view of (or `v` itself when it is none).
@@ -186,7 +156,7 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
       Value a = op.getDpsInputOperand(0)->get(),
             b = op.getDpsInputOperand(1)->get(),
             c = op.getDpsInitOperand(0)->get();
-      linalg::FillOp fill = getZeroFill(op, c);
+      linalg::FillOp fill = tessera::getZeroFill(op, c);
       Value sourceA = foldTranspose(rewriter, op, a);
       Value sourceB = b == a ? Value() : foldTranspose(rewriter, op, b);
       rewriter.setInsertionPoint(op);

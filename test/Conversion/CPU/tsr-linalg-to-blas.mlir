@@ -96,8 +96,9 @@ func.func @f16(%a: memref<4x8xf16>, %b: memref<8x16xf16>, %c: memref<4x16xf32>) 
 
 // -----
 
-// A zero fill of the output just before the GEMM: beta = 0 and the fill
-// goes. A read of the output in between keeps both (beta = 1).
+// A zero fill of a fresh output before the GEMM: beta = 0 and the fill
+// goes. A read of the output in between keeps both (beta = 1), and so does
+// an output that is an argument (which may share its buffer with another).
 // CHECK-LABEL: func @zero_fill_becomes_beta_zero
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NOT: linalg.fill
@@ -107,11 +108,13 @@ func.func @f16(%a: memref<4x8xf16>, %b: memref<8x16xf16>, %c: memref<4x16xf32>) 
 // BLAS-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // BLAS-NOT: linalg.fill
 // BLAS: call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]], %{{.*}}, %{{.*}})
-func.func @zero_fill_becomes_beta_zero(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
+func.func @zero_fill_becomes_beta_zero(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %d: memref<4x16xf32>) {
   %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x16xf32>
   linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
   linalg.copy ins(%d : memref<4x16xf32>) outs(%d : memref<4x16xf32>)
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  memref.copy %c, %d : memref<4x16xf32> to memref<4x16xf32>
   return
 }
 
@@ -122,8 +125,9 @@ func.func @zero_fill_becomes_beta_zero(%a: memref<4x8xf32>, %b: memref<8x16xf32>
 // CHECK: linalg.fill
 // CHECK: memref.copy
 // CHECK: call @tsr_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]])
-func.func @read_between_keeps_the_fill(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
+func.func @read_between_keeps_the_fill(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %d: memref<4x16xf32>) {
   %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x16xf32>
   linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
   memref.copy %c, %d : memref<4x16xf32> to memref<4x16xf32>
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
@@ -139,6 +143,19 @@ func.func @read_between_keeps_the_fill(%a: memref<4x8xf32>, %b: memref<8x16xf32>
 func.func @nonzero_fill_stays(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
   %two = arith.constant 2.0 : f32
   linalg.fill ins(%two : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func @argument_output_keeps_the_fill
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: linalg.fill
+// CHECK: call @tsr_gemm_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]])
+func.func @argument_output_keeps_the_fill(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
   return
 }

@@ -10,8 +10,9 @@ def TsrLinalgToBlas : Pass<"tsr-linalg-to-blas", "ModuleOp"> {
     After bufferization, every `linalg.matmul` and `linalg.batch_matmul` on
     f32 memrefs with the identity layout (contiguous, row-major) becomes one
     GEMM call per batch (beta = 1: linalg accumulates into its output;
-    beta = 0 where a `linalg.fill` of zeros wrote that output before it
-    with nothing in between touching its buffer, and the fill goes: it was
+    beta = 0 where the output is a fresh allocation whose only earlier
+    user is a `linalg.fill` of zeros, and the fill goes (the rule of the
+    CUDA target's GEMMs, `tessera/Conversion/ZeroFill.h`): it was
     a pass over every GEMM's output, 72 ms of a GPT-2-shaped training
     step): of the runtime's `tsr_gemm_f32` (oneDNN's
     sgemm, whose failure fails the call with its status) by default
