@@ -869,8 +869,8 @@ void lower(Program &p, Operation *op) {
 /// (reshapes and slices), as far as in-place writes are concerned.
 bool mayBeView(Operation *op) {
   return isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp,
-             tsr::RematBarrierOp, tsr::LocalShardOp, tsr::ReshapeOp,
-             tsr::SliceOp>(op);
+             tsr::PrefetchWaitOp, tsr::RematBarrierOp, tsr::LocalShardOp,
+             tsr::ReshapeOp, tsr::SliceOp>(op);
 }
 
 /// The argument whose buffer `v` may share: `v` itself or the source of the
@@ -959,7 +959,7 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
     // slices with positive steps (and a rank's block of a tensor), and ops
     // that forward their operand.
     if (isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp,
-            tsr::RematBarrierOp>(op)) {
+            tsr::PrefetchWaitOp, tsr::RematBarrierOp>(op)) {
       Value of = op.getOperand(0);
       p.view(op.getResult(0), of, p.stridesOf(of), p.offsetOf(of));
       continue;

@@ -363,6 +363,15 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       return failure();
     program->computeSeconds = cost->compute.seconds;
     program->communicationSeconds = cost->communication.seconds;
+    module.walk([&](tsr::OffloadStartOp start) {
+      ++program->offloadedValues;
+      program->offloadedBytes +=
+          tsr::getStaticTensorBytes(start.getX().getType());
+      if (FloatAttr copy = start.getCopySecondsAttr())
+        program->transferSeconds += 2 * copy.getValueAsDouble();
+      if (FloatAttr exposed = start.getExposedSecondsAttr())
+        program->exposedTransferSeconds += exposed.getValueAsDouble();
+    });
     module.walk([&](Operation *op) {
       auto remat = op->getAttrOfType<StringAttr>(tsr::attr::kRemat);
       if (!remat || remat.getValue() != "recomputed")
@@ -655,6 +664,10 @@ LogicalResult mlir::tessera::compileToArtifact(
       entry["recomputed_ops"] = program.recomputedOps;
       entry["recompute_flops"] = program.recomputeFlops;
       entry["recompute_seconds"] = program.recomputeSeconds;
+      entry["offloaded_values"] = program.offloadedValues;
+      entry["offloaded_bytes"] = program.offloadedBytes;
+      entry["transfer_seconds"] = program.transferSeconds;
+      entry["exposed_transfer_seconds"] = program.exposedTransferSeconds;
     }
     programs.push_back(std::move(entry));
   }

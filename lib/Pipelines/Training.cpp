@@ -108,5 +108,10 @@ void mlir::tessera::buildTrainingPipeline(
   if (options.remat.policy != "none") {
     pm.addPass(createTsrRematPlan(options.remat));
     pm.addPass(createTsrRemat());
+    TsrOffloadOptions offload;
+    offload.hostBandwidth = options.remat.hostBandwidth;
+    offload.peakFlops = options.remat.peakFlops;
+    offload.bandwidth = options.remat.bandwidth;
+    pm.addPass(createTsrOffload(offload));
   }
 }

@@ -29,10 +29,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommInternal.h"
 #include "RuntimeInternal.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <malloc.h>
@@ -79,6 +81,8 @@ private:
 
 Counter compiledCode;
 Counter tensors;
+/// tsr_memory_set_device_capacity's limit on the two (0: none).
+std::atomic<size_t> deviceCapacity{0};
 
 Counter gradients;
 
@@ -172,6 +176,21 @@ void *allocate(size_t alignment, size_t size) {
   size_t total;
   if (__builtin_add_overflow(size, sizeof(Header) + alignment - 1, &total))
     return nullptr;
+  if (size_t capacity = deviceCapacity.load(std::memory_order_relaxed)) {
+    size_t code = 0, held = 0;
+    compiledCode.read(&code, nullptr);
+    tensors.read(&held, nullptr);
+    if (code + held + size > capacity) {
+      std::fprintf(stderr,
+                   "tessera-run: rank %d: the device pool of %zu bytes "
+                   "(--device-memory) cannot hold %zu bytes more: compiled "
+                   "code holds %zu, tensors %zu\n",
+                   processRank(), capacity, size, code, held);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
   Header fields{};
   char *base = nullptr;
   if (currentCall)
@@ -390,6 +409,11 @@ void tsr_memory_arena_stats(size_t *out_bytes) {
 
 void tsr_memory_gradient_stats(size_t *out_current, size_t *out_peak) {
   gradients.read(out_current, out_peak);
+}
+
+tsr_status_t tsr_memory_set_device_capacity(size_t bytes) {
+  deviceCapacity.store(bytes, std::memory_order_relaxed);
+  return TSR_OK;
 }
 
 void tsr_memory_reset_peak(void) {

@@ -325,6 +325,16 @@ TEST(TesseraRun, CommandLineErrors) {
               {"--comm given more than once"});
   expectError(runTool(art + " --print --comm="),
               {"--comm needs a non-empty value"});
+  expectError(
+      runTool(art + " --train --data d --steps 1 --host-bandwidth=fast"),
+      {"--host-bandwidth needs a positive rate in bytes/s, optionally "
+       "with a unit (KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s; e.g. "
+       "25GB/s), got 'fast'"});
+  expectError(runTool(art + " --train --data d --steps 1 --device-memory 0"),
+              {"--device-memory needs a positive number of bytes, optionally "
+               "with a unit (KiB, MiB, GiB, KB, MB, GB; e.g. 6GiB), got '0'"});
+  expectError(runTool(art + " --print --device-memory=1GiB"),
+              {"--device-memory"});
   // NCCL moves device memory; this cpu artifact's buffers are host memory.
   expectError(runTool(art + " --print --comm=nccl"),
               {"--comm=nccl: the buffers of " TSR_TEST_FAKE_ARTIFACT

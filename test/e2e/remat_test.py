@@ -26,7 +26,12 @@ With --memory-budget at 60% of what each model's step needs without
 rematerialization (its arguments, results and peak), the solver picks what
 to recompute so that the predicted footprint fits; the prediction equals
 the allocator's peak, which confirms the fit, and the 20 losses are those
-of --remat=none. A budget of 1 MB is refused with one error line naming the
+of --remat=none. At 45%, which no recomputation meets (the budget is
+refused with --offload=none), saved activations are offloaded to host
+memory instead: the run fits a device pool of that size (tessera-run
+--device-memory), the prediction equals the allocator's peak, the runtime
+copies what the compiler reports, and the losses are bitwise those of
+--remat=none. A budget of 1 MB is refused with one error line naming the
 smallest footprint.
 
 And the character LM at tp=2 (mpirun -np 2) with --remat=full gives the
@@ -214,6 +219,60 @@ def main():
               f"arguments, results and the allocator's peak {measured} (as "
               f"predicted: {predicted}) take {used} bytes, 20 losses "
               f"bitwise equal")
+    # Offload: at 45% of that, no recomputation fits (each forward op is
+    # recomputed at most once); the plan copies saved activations to host
+    # memory and back instead. The run holds the device pool to the budget
+    # (tessera-run --device-memory ends the run at an allocation past it),
+    # the prediction equals the allocator's peak, the losses are those of
+    # --remat=none (the copies are exact), and tessera-run reports the
+    # transfers.
+    for model, path in models.items():
+        needs = reports[model]["none"]
+        budget = int(0.45 * needs["total"])
+        alone = subprocess.run(
+            [os.path.join(bin_dir, "tessera-compile"), path, "--mode=train",
+             "--loss=cross_entropy", "--logits=logits",
+             f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
+             f"--memory-budget={budget}", "--offload=none", "-o",
+             os.path.join(work, f"{model}-alone")],
+            capture_output=True, text=True)
+        check(alone.returncode == 1 and
+              "(recomputing all it can), over the memory budget" in
+              alone.stderr,
+              f"{model} --memory-budget={budget} (0.45 of {needs['total']}) "
+              f"--offload=none is refused: recomputation alone cannot meet it")
+        art = os.path.join(work, f"{model}-offload")
+        report = run([os.path.join(bin_dir, "tessera-compile"), path,
+                      "--mode=train", "--loss=cross_entropy",
+                      "--logits=logits", f"--batch-size={BATCH}",
+                      "--optimizer=adam", "--lr=3e-3",
+                      f"--memory-budget={budget}", "--report", "-o", art])
+        offload = re.search(r"offload: (\d+) saved activations, (\d+) bytes",
+                            report)
+        predicted = int(re.search(r"predicted peak\s+(\d+)", report).group(1))
+        log = art + ".json"
+        out = run([os.path.join(bin_dir, "tessera-run"), art, "--train",
+                   "--data", data, "--steps", str(STEPS), "--threads", "1",
+                   "--log-json", log, f"--device-memory={budget}"])
+        measured = int(re.search(r"peak step memory: (\d+) bytes",
+                                 out).group(1))
+        moved = re.search(r"offload: (\d+) values a step, (\d+) bytes", out)
+        with open(log) as f:
+            losses = [json.loads(line)["loss"] for line in f]
+        used = needs["total"] - needs["peak"] + measured
+        print(f"{model} --memory-budget={budget}: {offload and offload.group(1)}"
+              f" activations offloaded ({offload and offload.group(2)} bytes),"
+              f" peak {measured}, footprint {used}; {out.splitlines()[-1]}")
+        check(offload is not None and moved is not None and
+              moved.group(1) == offload.group(1) and
+              moved.group(2) == offload.group(2) and predicted == measured
+              and used <= budget and losses == train_losses[model],
+              f"{model} --memory-budget={budget}: the offloaded values "
+              f"({offload and offload.group(1)}) are the ones the runtime "
+              f"copies, the allocator's peak {measured} is the predicted "
+              f"{predicted}, the footprint {used} fits, 20 losses bitwise "
+              f"equal to --remat=none's")
+
     lm = models["charlm"]
     refused = subprocess.run(
         [os.path.join(bin_dir, "tessera-compile"), lm, "--mode=train",

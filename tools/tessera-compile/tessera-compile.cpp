@@ -173,6 +173,17 @@ static cl::opt<std::string> memoryBudget(
              "1000000): a solver decides, per saved activation, keep or "
              "recompute, at the least added time that fits"),
     cl::cat(trainCat));
+static cl::opt<std::string> offloadPolicy(
+    "offload", cl::init("auto"),
+    cl::desc("Under --memory-budget: auto (copy saved activations to host "
+             "memory and back when recomputation alone cannot meet the "
+             "budget; the CPU target only) or none"),
+    cl::cat(trainCat));
+static cl::opt<std::string> hostBandwidth(
+    "host-bandwidth", cl::init("50GB/s"),
+    cl::desc("The host link's bandwidth that offload plans its copies by "
+             "(bytes/s, e.g. 50GB/s for PCIe 5 x16, 25GB/s, 16GiB/s)"),
+    cl::cat(trainCat));
 static cl::opt<std::string> precisionPolicy(
     "precision",
     cl::desc("fp32 (the model's types), bf16 or fp16: matmuls and "
@@ -567,6 +578,15 @@ static std::optional<int64_t> parseBytes(StringRef text) {
   return static_cast<int64_t>(value * scale);
 }
 
+/// "50GB/s", "16GiB/s", "25e9": a positive number of bytes per second.
+static std::optional<double> parseRate(StringRef text) {
+  text.consume_back("/s");
+  std::optional<int64_t> bytes = parseBytes(text);
+  if (!bytes)
+    return std::nullopt;
+  return static_cast<double>(*bytes);
+}
+
 /// --loss-scale, or its default: dynamic for fp16 training, else none.
 static std::string effectiveLossScale() {
   if (lossScaleOpt.getNumOccurrences())
@@ -687,6 +707,10 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
     options.remat.solver = rematSolver;
     options.remat.peakFlops = costs.peakFlops;
     options.remat.bandwidth = costs.memoryBandwidth;
+    // The runtime's transfers copy host memory; the CUDA target has no
+    // device-to-host path for them yet.
+    options.remat.offload = offloadPolicy == "auto" && targetName == "cpu";
+    options.remat.hostBandwidth = *parseRate(hostBandwidth);
   }
   // Experts first: tensor parallelism then splits inside each expert block.
   if (expertParallel > 1) {
@@ -1193,6 +1217,15 @@ static void printReport(const tessera::ArtifactSignature &sig) {
                    << " GFLOP, "
                    << llvm::format("%.3f", program.recomputeSeconds * 1e3)
                    << " ms by the cost model\n";
+    if (program.offloadedValues)
+      llvm::outs() << "  offload: " << program.offloadedValues
+                   << " saved activations, " << program.offloadedBytes
+                   << " bytes to host memory and back at " << hostBandwidth
+                   << ": copies "
+                   << llvm::format("%.3f", program.transferSeconds * 1e3)
+                   << " ms, "
+                   << llvm::format("%.3f", program.exposedTransferSeconds * 1e3)
+                   << " ms of them not overlapped by compute (cost model)\n";
   }
   // One step calls the programs of the schedule in order.
   double compute = 0, communication = 0;
@@ -1264,14 +1297,14 @@ int main(int argc, char **argv) {
       onnxModel, mode, targetName, emit, cpuVectorSize, cpuGemm, gpuMapping,
       gpuArch, lossKind, logitsName, labelsName, batchNormMode,
       batchNormMomentum, lossOutput, microBatches, remat, memoryBudget,
-      precisionPolicy, lossScaleOpt, lossScaleInit, lossScaleInterval,
-      lossScaleGrowth, lossScaleBackoff, rematSolver, meshSpec,
-      pipelineSchedule, moeCapacityFactor, moeAuxLoss, zeroStage, bucketMiB,
-      gradCompression, localSteps, parameterServers, staleness, optimizerName,
-      optimizerState, optimizerStateMinElements, lr, momentum, weightDecay,
-      beta1, beta2, eps, larsEta, decayRate, clipThreshold, schedule,
-      warmupSteps, totalSteps, minLrRatio, baseBatchSize, clipGradNorm,
-      timeline, memoryTimeline, clusterFile);
+      offloadPolicy, hostBandwidth, precisionPolicy, lossScaleOpt,
+      lossScaleInit, lossScaleInterval, lossScaleGrowth, lossScaleBackoff,
+      rematSolver, meshSpec, pipelineSchedule, moeCapacityFactor, moeAuxLoss,
+      zeroStage, bucketMiB, gradCompression, localSteps, parameterServers,
+      staleness, optimizerName, optimizerState, optimizerStateMinElements, lr,
+      momentum, weightDecay, beta1, beta2, eps, larsEta, decayRate,
+      clipThreshold, schedule, warmupSteps, totalSteps, minLrRatio,
+      baseBatchSize, clipGradNorm, timeline, memoryTimeline, clusterFile);
   // --help lists Tessera's options only; LLVM's and MLIR's stay settable.
   cl::HideUnrelatedOptions({&compileCat, &trainCat});
   cl::ParseCommandLineOptions(argc, argv, "Tessera compiler driver\n");
@@ -1357,6 +1390,22 @@ int main(int argc, char **argv) {
       remat != "auto")
     return fail("--remat=" + remat +
                 " is not a policy (none, selective, full or auto)");
+  if (offloadPolicy != "auto" && offloadPolicy != "none")
+    return fail("--offload=" + offloadPolicy +
+                " is not an offload policy (auto or none)");
+  if (!parseRate(hostBandwidth))
+    return fail("malformed --host-bandwidth '" + hostBandwidth +
+                "' (expected a positive number of bytes per second, "
+                "optionally with a unit: KB/s, MB/s, GB/s, KiB/s, MiB/s or "
+                "GiB/s; e.g. 50GB/s)");
+  if ((offloadPolicy.getNumOccurrences() ||
+       hostBandwidth.getNumOccurrences()) &&
+      memoryBudget.empty())
+    return fail("--offload and --host-bandwidth need --memory-budget");
+  if (offloadPolicy.getNumOccurrences() && offloadPolicy == "auto" &&
+      targetName != "cpu")
+    return fail("--offload=auto needs --target=cpu (the CUDA target cannot "
+                "offload yet)");
   if (remat == "auto" && memoryBudget.empty())
     return fail("--remat=auto needs --memory-budget");
   if (rematSolver != "auto" && rematSolver != "milp" && rematSolver != "beam")

@@ -11,7 +11,8 @@
 // peak is the largest sum over steps, each buffer with the bytes the
 // allocator adds to it.
 //
-// The model of the lowering: reshapes, waits, stop_gradient, local_shard
+// The model of the lowering: reshapes, waits (of collectives and of
+// copies back from host memory), stop_gradient, local_shard
 // and slices with positive steps are views of their operand's buffer (a
 // reshape that bufferization cannot express as a view of a strided slice
 // is a copy); constants are globals; an elementwise producer all of whose

@@ -184,6 +184,11 @@ struct ArtifactProgram {
   /// the module), and their FLOPs and time by the cost model.
   int64_t recomputedOps = 0;
   double recomputeFlops = 0, recomputeSeconds = 0;
+  /// The saved values copied to host memory and back (tsr.offload_start),
+  /// their bytes, the time of their copies at the host link's bandwidth
+  /// and how much of it the cost model leaves exposed (tsr-offload).
+  int64_t offloadedValues = 0, offloadedBytes = 0;
+  double transferSeconds = 0, exposedTransferSeconds = 0;
   /// Estimated seconds of one call by the cost model (lib/Analysis) with
   /// the target's figures: compute ops and collectives.
   double computeSeconds = 0, communicationSeconds = 0;

@@ -17,8 +17,13 @@
 // after the call, or, for an async collective, after its wait (which then
 // waits on the temporary).
 //
+// The transfer ops to host memory and back (tsr.offload_start and the rest,
+// TsrTransferOps.td) become tsrt_<op>(transfer, address[, bytes]), declared
+// in runtime/include/tessera-runtime/Runtime.h.
+//
 //===----------------------------------------------------------------------===//
 #include "tessera/Conversion/CollectivesToRuntime/CollectivesToRuntime.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Dialect/Tsrt/IR/TsrtOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -286,6 +291,48 @@ struct AxisRankToCall : OpConversionPattern<tsrt::AxisRankOp> {
   }
 };
 
+/// The transfer ops to host memory and back: the runtime's calls of the
+/// same names, with the transfer's number, the buffer's address and, to
+/// start one, its bytes.
+template <typename OpT> struct TransferToCall : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpT::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // The waits pass the address too: the runtime checks it, and the
+    // buffer's deallocation, placed after its last use, stays after them.
+    Value buffer;
+    if constexpr (std::is_same_v<OpT, tsr::OffloadStartOp> ||
+                  std::is_same_v<OpT, tsr::OffloadWaitOp>)
+      buffer = op.getX();
+    else if constexpr (std::is_same_v<OpT, tsr::PrefetchStartOp>)
+      buffer = op.getBuffer();
+    else
+      buffer = op.getPending();
+    bool start = std::is_same_v<OpT, tsr::OffloadStartOp> ||
+                 std::is_same_v<OpT, tsr::PrefetchStartOp>;
+    if (!isa<MemRefType>(buffer.getType()))
+      return rewriter.notifyMatchFailure(op, "not bufferized");
+    if (!isContiguous(buffer))
+      return rewriter.notifyMatchFailure(op, "strided buffer");
+    Location loc = op.getLoc();
+    SmallVector<Value> args{
+        i64Constant(rewriter, loc, static_cast<int64_t>(op.getTransfer()))};
+    args.push_back(addressOf(rewriter, loc, buffer));
+    if (start) {
+      auto type = cast<MemRefType>(buffer.getType());
+      int64_t width = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      args.push_back(i64Constant(rewriter, loc, type.getNumElements() * width));
+    }
+    std::string callee = ("tsrt_" + op->getName().stripDialect()).str();
+    if (failed(callRuntime(op, rewriter, callee, args)))
+      return failure();
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tessera::populateCollectivesToRuntimePatterns(
@@ -297,5 +344,8 @@ void mlir::tessera::populateCollectivesToRuntimePatterns(
                CollectiveToCall<tsrt::AllToAllOp>,
                CollectiveToCall<tsrt::BroadcastOp>,
                CollectiveToCall<tsrt::PermuteOp>, WaitToCall>(ctx, stream);
-  patterns.add<AxisRankToCall>(ctx);
+  patterns.add<AxisRankToCall, TransferToCall<tsr::OffloadStartOp>,
+               TransferToCall<tsr::OffloadWaitOp>,
+               TransferToCall<tsr::PrefetchStartOp>,
+               TransferToCall<tsr::PrefetchWaitOp>>(ctx);
 }

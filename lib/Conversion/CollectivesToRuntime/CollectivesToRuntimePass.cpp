@@ -1,5 +1,6 @@
 //===- CollectivesToRuntimePass.cpp - The tsr-collectives-to-runtime pass -===//
 #include "tessera/Conversion/CollectivesToRuntime/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Dialect/Tsrt/IR/TsrtOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,11 +40,30 @@ bool hasUser(Operation *op, Value buffer, bool after,
   });
 }
 
-/// The errors the patterns cannot report (a tsrt op still on tensors, an
+/// The errors the patterns cannot report (a tsrt or transfer op still on
+/// tensors, a transfer of a strided view, an
 /// async collective on a strided destination that no wait completes, a
 /// wait on a strided buffer that no async collective writes), each on its op.
 LogicalResult checkLowerable(ModuleOp module) {
   WalkResult walk = module.walk([](Operation *op) {
+    if (isa<tsr::OffloadStartOp, tsr::OffloadWaitOp, tsr::PrefetchStartOp,
+            tsr::PrefetchWaitOp>(op)) {
+      for (Value operand : op->getOperands()) {
+        if (!isa<MemRefType>(operand.getType())) {
+          op->emitOpError("is on tensors: tsr-collectives-to-runtime lowers "
+                          "the bufferized form (run one-shot-bufferize "
+                          "first)");
+          return WalkResult::interrupt();
+        }
+        if (isStrided(operand)) {
+          op->emitOpError("names a strided view (")
+              << operand.getType()
+              << "): the runtime transfers contiguous buffers";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    }
     if (!isTsrt(op))
       return WalkResult::advance();
     auto dps = dyn_cast<DestinationStyleOpInterface>(op);
@@ -97,6 +117,8 @@ struct TsrCollectivesToRuntimePass
         patterns, stream ? stream : CollectiveStreamBuilder(buildNullStream));
     ConversionTarget target(*ctx);
     target.addIllegalDialect<tsrt::TsrtDialect>();
+    target.addIllegalOp<tsr::OffloadStartOp, tsr::OffloadWaitOp,
+                        tsr::PrefetchStartOp, tsr::PrefetchWaitOp>();
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            LLVM::LLVMDialect, memref::MemRefDialect>();
     if (failed(applyPartialConversion(getOperation(), target,

@@ -44,6 +44,10 @@ struct TsrToLinalgPass : mlir::tessera::impl::TsrToLinalgBase<TsrToLinalgPass> {
     // Recomputations start at barriers, which only bufferization removes
     // (RematBarrier.cpp): CSE runs in between.
     target.addLegalOp<tsr::RematBarrierOp>();
+    // Transfers to host memory and back keep their form through
+    // bufferization; tsr-collectives-to-runtime makes them calls.
+    target.addLegalOp<tsr::OffloadStartOp, tsr::OffloadWaitOp,
+                      tsr::PrefetchStartOp, tsr::PrefetchWaitOp>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
       return converter.isSignatureLegal(op.getFunctionType()) &&
              converter.isLegal(&op.getBody());

@@ -40,7 +40,8 @@ void mlir::tessera::applyRemat(func::FuncOp f) {
   Block &body = f.getBody().front();
   SmallVector<Operation *> marked;
   for (Operation &op : body)
-    if (op.hasAttr(tsr::attr::kRemat))
+    if (auto mark = op.getAttrOfType<StringAttr>(tsr::attr::kRemat);
+        mark && mark.getValue() == "recompute")
       marked.push_back(&op);
   if (marked.empty())
     return;

@@ -122,14 +122,17 @@ SmallVector<func::FuncOp> differentiated(ModuleOp module) {
 }
 
 /// The largest footprint of the module's public functions once `mark` has
-/// marked the differentiated functions of a copy and tsr-remat has applied
-/// the marks.
+/// marked the differentiated functions of a copy and tsr-remat and
+/// tsr-offload have applied the marks.
 int64_t footprintAfter(ModuleOp module,
-                       function_ref<void(unsigned, func::FuncOp)> mark) {
+                       function_ref<void(unsigned, func::FuncOp)> mark,
+                       const CostModel &costs, const OffloadOptions &offload) {
   OwningOpRef<ModuleOp> copy(module.clone());
+  int64_t transfer = 0;
   for (auto [i, f] : llvm::enumerate(differentiated(*copy))) {
     mark(i, f);
     applyRemat(f);
+    transfer = applyOffload(f, costs, offload, transfer);
   }
   int64_t bytes = 0;
   for (auto f : copy->getOps<func::FuncOp>())
@@ -237,10 +240,35 @@ struct TsrRematPlanPass : tessera::impl::TsrRematPlanBase<TsrRematPlanPass> {
     SmallVector<std::vector<std::vector<bool>>> seeds;
     for (auto [f, graph] : llvm::zip(functions, graphs))
       seeds.push_back(getPolicySeeds(f, graph));
-    auto measure = [&](const Decision &d) {
-      return footprintAfter(module, [&](unsigned i, func::FuncOp f) {
-        markRemat(f, d.stages[i]);
+    OffloadOptions offloadOptions{hostBandwidth, bandwidth};
+    // Offloaded values: (function, position in its body), largest first.
+    SmallVector<std::pair<unsigned, unsigned>> offloadable;
+    if (offload) {
+      SmallVector<std::tuple<int64_t, unsigned, unsigned>> sized;
+      for (auto [i, f] : llvm::enumerate(functions)) {
+        DenseMap<Operation *, unsigned> position;
+        for (auto [k, op] : llvm::enumerate(f.getBody().front()))
+          position[&op] = k;
+        for (Operation *op : getOffloadCandidates(f))
+          sized.emplace_back(
+              tsr::getStaticTensorBytes(op->getResult(0).getType()), i,
+              position[op]);
+      }
+      llvm::stable_sort(sized, [](const auto &a, const auto &b) {
+        return std::get<0>(a) > std::get<0>(b);
       });
+      for (auto [bytes, i, k] : sized)
+        offloadable.emplace_back(i, k);
+    }
+    // Marks the first `offloaded` of `offloadable` that `d` keeps.
+    auto measure = [&](const Decision &d, size_t offloaded = 0) {
+      return footprintAfter(
+          module,
+          [&](unsigned i, func::FuncOp f) {
+            markRemat(f, d.stages[i]);
+            markOffload(f, i, offloadable, offloaded);
+          },
+          costs, offloadOptions);
     };
     Decision keepAll;
     int64_t high = 0;
@@ -313,13 +341,55 @@ struct TsrRematPlanPass : tessera::impl::TsrRematPlanBase<TsrRematPlanPass> {
           d.stages.push_back(remat::firstNeedStages(graph, graphSeeds[policy]));
         smallest = std::min(smallest, measure(d));
       }
+      // Recomputation alone cannot meet the budget: offload the fewest
+      // saved values (largest first) that make it fit, first instead of
+      // recomputing, then on top of the schedule that recomputes most.
+      if (!offloadable.empty()) {
+        SmallVector<Decision *> bases = {&keepAll};
+        if (tightest)
+          bases.push_back(&*tightest);
+        for (Decision *base : bases) {
+          int64_t all = measure(*base, offloadable.size());
+          smallest = std::min(smallest, all);
+          if (all > budget)
+            continue;
+          size_t fits = offloadable.size(), fails = 0;
+          while (fits - fails > 1) {
+            size_t mid = fails + (fits - fails) / 2;
+            if (measure(*base, mid) <= budget)
+              fits = mid;
+            else
+              fails = mid;
+          }
+          for (auto [i, f] : llvm::enumerate(functions)) {
+            markRemat(f, base->stages[i]);
+            markOffload(f, i, offloadable, fits);
+          }
+          return success();
+        }
+      }
       return module.emitError("the step needs at least ")
-             << smallest << " bytes per rank (recomputing all it can), "
-             << "over the memory budget of " << budget.getValue() << " bytes";
+             << smallest << " bytes per rank (recomputing "
+             << (offloadable.empty() ? "" : "and offloading ")
+             << "all it can), over the memory budget of " << budget.getValue()
+             << " bytes";
     }
     for (auto [f, stages] : llvm::zip(functions, chosen->stages))
       markRemat(f, stages);
     return success();
+  }
+
+  /// Marks with tsr.remat = "offload" the ops of function `i`, `f`, among
+  /// the first `count` of `offloadable` that are not recomputed.
+  static void markOffload(func::FuncOp f, unsigned i,
+                          ArrayRef<std::pair<unsigned, unsigned>> offloadable,
+                          size_t count) {
+    SmallVector<Operation *> ops = llvm::map_to_vector(
+        f.getBody().front(), [](Operation &op) { return &op; });
+    Builder b(f.getContext());
+    for (auto [function, position] : offloadable.take_front(count))
+      if (function == i && !ops[position]->hasAttr(tsr::attr::kRemat))
+        ops[position]->setAttr(tsr::attr::kRemat, b.getStringAttr("offload"));
   }
 };
 

@@ -743,6 +743,64 @@ TSR_API void tsr_memory_gradient_stats(size_t *out_current, size_t *out_peak);
  * values. */
 TSR_API void tsr_memory_reset_peak(void);
 
+/* Makes compiled code's blocks and the runtime's tensors together a
+ * capacity-limited "device pool" of `bytes` (0, the default: unlimited): an
+ * allocation of compiled code that would take them over it ends the process
+ * with one line naming the capacity, the bytes in use and the request
+ * (compiled code cannot take a failed allocation). */
+TSR_API tsr_status_t tsr_memory_set_device_capacity(size_t bytes);
+
+/*===----------------------------------------------------------------------===*
+ * Activation offload: the host pool and the transfer thread (Offload.cpp)
+ *===----------------------------------------------------------------------===*/
+
+/* Called from compiled code (tsr-offload's transfers, numbered by the
+ * compiler). tsrt_offload_start starts copying `bytes` bytes at `device`
+ * into a new block of the host pool held under `transfer` and returns at
+ * once; tsrt_offload_wait blocks until that copy has completed (the device
+ * buffer may then be freed); tsrt_prefetch_start starts copying the block
+ * back into `device` (the same byte count); tsrt_prefetch_wait blocks until
+ * that copy has completed (the block is kept for the next step's copy of
+ * the same transfer). Each wait names the device
+ * buffer of the copy it waits for (checked). The copies run on one
+ * transfer thread in the order they start. Misuse (a wait with no copy in
+ * flight, a transfer started twice, another byte count) and a failed host
+ * allocation print "tessera-run: rank R: transfer N: ..." and exit 1. */
+TSR_API void tsrt_offload_start(int64_t transfer, const void *device,
+                                int64_t bytes);
+TSR_API void tsrt_offload_wait(int64_t transfer, const void *device);
+TSR_API void tsrt_prefetch_start(int64_t transfer, void *device,
+                                 int64_t bytes);
+TSR_API void tsrt_prefetch_wait(int64_t transfer, void *device);
+
+/* Makes each copy last at least bytes / bytes_per_second (the transfer
+ * thread sleeps out the rest after the memcpy): a host link's speed on a
+ * machine whose "device" memory is host memory. 0 (the default): as fast
+ * as memcpy. Fails with TSR_ERROR_INVALID_ARGUMENT for a negative rate. */
+TSR_API tsr_status_t tsr_set_host_bandwidth(double bytes_per_second);
+
+typedef struct tsr_transfer_stats {
+  /* Values offloaded, and the bytes copied each way. */
+  uint64_t transfers;
+  uint64_t bytes_to_host;
+  uint64_t bytes_to_device;
+  /* The transfer thread's time copying (the emulated link's included), and
+   * compiled code's time blocked in the two waits: the difference is the
+   * copy time that compute hid. */
+  double busy_seconds;
+  double waited_seconds;
+} tsr_transfer_stats_t;
+
+/* The transfers since the last reset. */
+TSR_API void tsr_transfer_stats(tsr_transfer_stats_t *out);
+TSR_API void tsr_transfer_reset_stats(void);
+
+/* Bytes of the host pool (the blocks of offloaded values, kept from step
+ * to step) now, and the most at once since the last reset. Either pointer
+ * may be null. */
+TSR_API void tsr_host_pool_stats(size_t *out_current, size_t *out_peak);
+TSR_API void tsr_host_pool_reset_peak(void);
+
 /*===----------------------------------------------------------------------===*
  * Library calls from compiled code
  *===----------------------------------------------------------------------===*/

@@ -8,6 +8,7 @@
 #include "TesseraRun.h"
 
 #include <cstdlib>
+#include <cstring>
 
 using namespace tessera_run;
 
@@ -25,6 +26,7 @@ const char *const tessera_run::kUsage =
     "S]\n"
     "                       [--memory-report] [--log-every K] [--slow-rank "
     "R:MS]\n"
+    "                       [--device-memory SIZE] [--host-bandwidth RATE]\n"
     "                       [--eval-data FILE [--eval-every K] "
     "[--eval-batches N]]\n"
     "       tessera-run ART --sample N --vocab VOCAB.json [--prompt TEXT]\n"
@@ -107,6 +109,12 @@ const char *const tessera_run::kUsage =
     "                     (default 30; 0 disables)\n"
     "  --memory-report    the bytes of params, gradients and optimizer state\n"
     "                     each rank held (rank 0 prints every rank's line)\n"
+    "  --device-memory SIZE  make the step's allocations and the runtime's\n"
+    "                     tensors a device pool of SIZE bytes (units KiB MiB\n"
+    "                     GiB KB MB GB): an allocation past it ends the run\n"
+    "  --host-bandwidth RATE  copies of offloaded activations take at least\n"
+    "                     bytes / RATE (bytes/s, e.g. 25GB/s): a host link's\n"
+    "                     speed, so that their overlap with compute shows\n"
     "  --comm B           the communicators of a device mesh: mpi (default;\n"
     "                     host memory) or nccl (device memory; loads\n"
     "                     libtessera_comm_nccl.so)\n"
@@ -170,6 +178,8 @@ std::string checkCombination(const Options &options) {
       {"--log-dir", !options.logDir.empty()},
       {"--comm-timeout", options.commTimeoutGiven},
       {"--memory-report", options.memoryReport},
+      {"--device-memory", options.deviceMemory > 0},
+      {"--host-bandwidth", options.hostBandwidth > 0},
       {"--log-every", options.logEvery > 1},
       {"--epochs", options.epochs > 0},
       {"--shuffle", options.shuffle},
@@ -244,6 +254,35 @@ std::string checkCombination(const Options &options) {
   return "";
 }
 
+/// "6GiB", "512MiB", "25GB", "1e9" (with `rate`, an optional "/s" after
+/// it): a positive number of bytes (per second), or 0 if malformed.
+double parseAmount(std::string text, bool rate) {
+  static const std::pair<const char *, double> units[] = {
+      {"KiB", 1024.0},
+      {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"B", 1.0}};
+  if (rate && text.size() > 2 && text.compare(text.size() - 2, 2, "/s") == 0)
+    text.resize(text.size() - 2);
+  double scale = 1;
+  for (auto [suffix, factor] : units) {
+    size_t n = std::strlen(suffix);
+    if (text.size() > n && text.compare(text.size() - n, n, suffix) == 0) {
+      text.resize(text.size() - n);
+      scale = factor;
+      break;
+    }
+  }
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(value > 0) || value * scale > 9e18)
+    return 0;
+  return value * scale;
+}
+
 } // namespace
 
 std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
@@ -254,7 +293,8 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
   bool sawCheckpoint = false, sawCheckpointEvery = false, sawResume = false,
        sawLogDir = false, sawComm = false, sawLogEvery = false,
        sawEpochs = false, sawSample = false, sawVocab = false,
-       sawEvalData = false, sawEvalEvery = false, sawEvalBatches = false;
+       sawEvalData = false, sawEvalEvery = false, sawEvalBatches = false,
+       sawDeviceMemory = false, sawHostBandwidth = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto takeValue = [&](const char *flag, std::string &out,
@@ -319,6 +359,25 @@ std::string tessera_run::parseOptions(int argc, char **argv, Options &options) {
                   value + "'";
       options.slowRank = rank;
       options.slowMs = ms;
+    } else if (isFlag("--device-memory") || isFlag("--host-bandwidth")) {
+      bool rate = isFlag("--host-bandwidth");
+      const char *flag = rate ? "--host-bandwidth" : "--device-memory";
+      std::string value;
+      bool &seen = rate ? sawHostBandwidth : sawDeviceMemory;
+      problem = takeValue(flag, value, seen);
+      double amount = parseAmount(value, rate);
+      if (problem.empty() && amount <= 0)
+        problem = std::string(flag) + " needs " +
+                  (rate ? "a positive rate in bytes/s, optionally with a "
+                          "unit (KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s; "
+                          "e.g. 25GB/s)"
+                        : "a positive number of bytes, optionally with a "
+                          "unit (KiB, MiB, GiB, KB, MB, GB; e.g. 6GiB)") +
+                  ", got '" + value + "'";
+      if (rate)
+        options.hostBandwidth = amount;
+      else
+        options.deviceMemory = static_cast<size_t>(amount);
     } else if (isFlag("--eval-data")) {
       problem = takeValue("--eval-data", options.evalData, sawEvalData);
     } else if (isFlag("--eval-every")) {

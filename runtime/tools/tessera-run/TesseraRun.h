@@ -44,6 +44,11 @@ struct Options {
   /// The communicator backend: "mpi" or "nccl".
   std::string comm = "mpi";
   bool memoryReport = false;
+  /// --device-memory: the device pool's capacity in bytes (0: unlimited);
+  /// --host-bandwidth: the emulated host link's bytes/s for offloaded
+  /// activations' copies (0: memcpy speed).
+  size_t deviceMemory = 0;
+  double hostBandwidth = 0;
   /// --profile: the time per model node of the profiled steps; --trace
   /// FILE: every region's calls as a Chrome trace.
   bool profile = false;

@@ -614,7 +614,14 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                 options.artifact.c_str(), train.global_batch_size, mesh.c_str(),
                 train.micro_batches, options.data.c_str(), source.c_str());
 
+  if (options.deviceMemory)
+    tsr_memory_set_device_capacity(options.deviceMemory);
+  if (options.hostBandwidth > 0 &&
+      tsr_set_host_bandwidth(options.hostBandwidth) != TSR_OK)
+    return process.fail(tsr_last_error());
   tsr_memory_reset_peak();
+  tsr_host_pool_reset_peak();
+  tsr_transfer_reset_stats();
   Progress progress{process,
                     log.get(),
                     trainer.get(),
@@ -684,8 +691,30 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
   for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
     held += tsr_tensor_byte_size(tsr_trainer_input(trainer.get(), i));
   process.print("peak step memory: %zu bytes (artifact allocations; arena "
-                "%zu bytes), params+state+batch: %zu bytes\n",
-                peak, arena, held);
+                "%zu bytes), params+state+batch: %zu bytes%s\n",
+                peak, arena, held,
+                options.deviceMemory
+                    ? (", of a device pool of " +
+                       std::to_string(options.deviceMemory) + " bytes")
+                          .c_str()
+                    : "");
+  tsr_transfer_stats_t moved{};
+  tsr_transfer_stats(&moved);
+  if (moved.transfers > 0 && progress.ran > 0) {
+    size_t hostPeak = 0;
+    tsr_host_pool_stats(nullptr, &hostPeak);
+    double steps = static_cast<double>(progress.ran);
+    double hidden =
+        moved.busy_seconds > 0
+            ? std::max(0.0, 1 - moved.waited_seconds / moved.busy_seconds)
+            : 1;
+    process.print("offload: %.0f values a step, %.0f bytes to host memory "
+                  "and back; copies %.3f ms a step, waited %.3f ms (%.0f%% "
+                  "hidden); host pool peak %zu bytes\n",
+                  moved.transfers / steps, moved.bytes_to_host / steps,
+                  1e3 * moved.busy_seconds / steps,
+                  1e3 * moved.waited_seconds / steps, 100 * hidden, hostPeak);
+  }
   // Rank 0 prints every rank's --memory-report line and the parameter
   // servers' statistics, in rank order.
   if (options.memoryReport || process.size > meshRanks) {

@@ -36,3 +36,19 @@ func.func @declared_otherwise(%x: memref<4xf32>) {
   tsrt.wait outs(%x : memref<4xf32>)
   return
 }
+
+// -----
+
+func.func @transfer_on_tensors(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tsr.offload_start' op is on tensors: tsr-collectives-to-runtime lowers the bufferized form (run one-shot-bufferize first)}}
+  tsr.offload_start %x {transfer = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @transfer_strided(%x: memref<4x2xf32, strided<[4, 1]>>) {
+  // expected-error @+1 {{'tsr.offload_start' op names a strided view ('memref<4x2xf32, strided<[4, 1]>>'): the runtime transfers contiguous buffers}}
+  tsr.offload_start %x {transfer = 0 : i64} : memref<4x2xf32, strided<[4, 1]>>
+  return
+}

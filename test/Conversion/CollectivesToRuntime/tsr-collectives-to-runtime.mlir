@@ -170,3 +170,35 @@ func.func @permute(%x: memref<4x8xf32>, %e: memref<0xf32>) {
   tsrt.permute ins(%x : memref<4x8xf32>) outs(%e : memref<0xf32>) {dtype = #tsrt.dtype<float32>, group = 2 : i64, id = 3 : i64, recv_from = -1 : i64, send_to = 1 : i64}
   return
 }
+
+// -----
+
+// The transfers of an offloaded value become the runtime's calls with the
+// transfer's number, the buffer's address (the waits' too: the runtime
+// checks it, and the buffer's deallocation stays after them) and, to start
+// one, its bytes (8x64 f32: 2048 bytes).
+// CHECK-DAG: func.func private @tsrt_offload_start(i64, !llvm.ptr, i64)
+// CHECK-DAG: func.func private @tsrt_offload_wait(i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_prefetch_start(i64, !llvm.ptr, i64)
+// CHECK-DAG: func.func private @tsrt_prefetch_wait(i64, !llvm.ptr)
+// CHECK-LABEL: func.func @transfers(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8x64xf32>, %[[Y:[a-z0-9]+]]: memref<8x64xf32>
+// CHECK: %[[XI:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: %[[XP:.*]] = llvm.inttoptr
+// CHECK: call @tsrt_offload_start(%{{.*}}, %[[XP]], %{{.*}}) : (i64, !llvm.ptr, i64) -> ()
+// CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: call @tsrt_offload_wait(%{{.*}}, %{{.*}}) : (i64, !llvm.ptr) -> ()
+// CHECK: %[[YI:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK: %[[YP:.*]] = llvm.inttoptr
+// CHECK: call @tsrt_prefetch_start(%{{.*}}, %[[YP]], %{{.*}}) : (i64, !llvm.ptr, i64) -> ()
+// CHECK: memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK: call @tsrt_prefetch_wait(%{{.*}}, %{{.*}}) : (i64, !llvm.ptr) -> ()
+// CHECK-NOT: tsr.
+// CHECK: return
+func.func @transfers(%x: memref<8x64xf32>, %y: memref<8x64xf32>) {
+  tsr.offload_start %x {transfer = 5 : i64} : memref<8x64xf32>
+  tsr.offload_wait %x {transfer = 5 : i64} : memref<8x64xf32>
+  tsr.prefetch_start {transfer = 5 : i64} into %y : memref<8x64xf32>
+  tsr.prefetch_wait %y {transfer = 5 : i64} : memref<8x64xf32>
+  return
+}

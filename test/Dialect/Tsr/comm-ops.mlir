@@ -62,3 +62,25 @@ module attributes {tsr.mesh = #tsr.mesh<["dp"=2, "pp"=4]>} {
     return %r : tensor<4x8xbf16>
   }
 }
+
+// The transfers of an offloaded value to host memory and back, on tensors
+// and on memrefs (after bufferization).
+// CHECK-LABEL: func.func @transfers(
+// CHECK: tsr.offload_start %arg0 {copy_seconds = 2.500000e-01 : f64, exposed_seconds = 0.000000e+00 : f64, transfer = 3 : i64} : tensor<8x64xf32>
+// CHECK: tsr.offload_wait %arg0 {transfer = 3 : i64} : tensor<8x64xf32>
+// CHECK: %[[P:.*]] = tsr.prefetch_start {transfer = 3 : i64} -> tensor<8x64xf32>
+// CHECK: %{{.*}} = tsr.prefetch_wait %[[P]] {transfer = 3 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+// CHECK: tsr.offload_start %arg1 {transfer = 4 : i64} : memref<8x64xf32>
+// CHECK: tsr.prefetch_start {transfer = 4 : i64} into %arg1 : memref<8x64xf32>
+// CHECK: tsr.prefetch_wait %arg1 {transfer = 4 : i64} : memref<8x64xf32>
+func.func @transfers(%x: tensor<8x64xf32>, %b: memref<8x64xf32>) -> tensor<8x64xf32> {
+  tsr.offload_start %x {copy_seconds = 2.5e-01 : f64, exposed_seconds = 0.0 : f64, transfer = 3 : i64} : tensor<8x64xf32>
+  tsr.offload_wait %x {transfer = 3 : i64} : tensor<8x64xf32>
+  %p = tsr.prefetch_start {transfer = 3 : i64} -> tensor<8x64xf32>
+  %y = tsr.prefetch_wait %p {transfer = 3 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+  tsr.offload_start %b {transfer = 4 : i64} : memref<8x64xf32>
+  tsr.offload_wait %b {transfer = 4 : i64} : memref<8x64xf32>
+  tsr.prefetch_start {transfer = 4 : i64} into %b : memref<8x64xf32>
+  tsr.prefetch_wait %b {transfer = 4 : i64} : memref<8x64xf32>
+  return %y : tensor<8x64xf32>
+}

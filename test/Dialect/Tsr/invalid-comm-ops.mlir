@@ -189,3 +189,53 @@ module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>} {
     return %r : tensor<4xf32>
   }
 }
+
+// -----
+
+func.func @prefetch_both(%b: memref<4xf32>) {
+  // expected-error @+1 {{'tsr.prefetch_start' op needs a result (on tensors) or an `into` buffer (on memrefs), not both}}
+  %p = tsr.prefetch_start {transfer = 0 : i64} into %b : memref<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @prefetch_neither() {
+  // expected-error @+1 {{'tsr.prefetch_start' op needs a result}}
+  tsr.prefetch_start {transfer = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @wait_other_transfer() -> tensor<4xf32> {
+  %p = tsr.prefetch_start {transfer = 0 : i64} -> tensor<4xf32>
+  // expected-error @+1 {{'tsr.prefetch_wait' op pending operand must be the result of the tsr.prefetch_start of transfer 1, and this op its one use}}
+  %y = tsr.prefetch_wait %p {transfer = 1 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_not_prefetched(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tsr.prefetch_wait' op pending operand must be the result of the tsr.prefetch_start of transfer 0}}
+  %y = tsr.prefetch_wait %x {transfer = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_type(%b: memref<4xf32>) -> tensor<8xf32> {
+  %p = tsr.prefetch_start {transfer = 0 : i64} -> tensor<4xf32>
+  // expected-error @+1 {{'tsr.prefetch_wait' op on a tensor returns it: the result type must equal the pending operand's type}}
+  %y = tsr.prefetch_wait %p {transfer = 0 : i64} : tensor<4xf32> -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @negative_transfer(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tsr.offload_start' op attribute 'transfer' failed to satisfy constraint}}
+  tsr.offload_start %x {transfer = -1 : i64} : tensor<4xf32>
+  return
+}

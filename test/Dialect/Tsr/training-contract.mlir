@@ -95,8 +95,8 @@ func.func @remat_policy() attributes {tsr.remat = "most"} {
 // -----
 
 func.func @remat_choice(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{attribute 'tsr.remat' must be "recompute" or "recomputed", got "offload"}}
-  %y = tsr.exp %x {tsr.remat = "offload"} : tensor<2xf32>
+  // expected-error @+1 {{attribute 'tsr.remat' must be "recompute", "recomputed" or "offload", got "discard"}}
+  %y = tsr.exp %x {tsr.remat = "discard"} : tensor<2xf32>
   return %y : tensor<2xf32>
 }
 

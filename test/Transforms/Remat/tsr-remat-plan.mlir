@@ -7,9 +7,33 @@
 // RUN: tessera-opt %s "--tsr-remat-plan=policy=auto budget=560 solver=milp" | FileCheck %s --check-prefix=AUTO
 // RUN: tessera-opt %s "--tsr-remat-plan=policy=auto budget=560 solver=beam" | FileCheck %s --check-prefix=AUTO
 // RUN: tessera-opt %s "--tsr-remat-plan=policy=auto budget=600" | FileCheck %s --check-prefix=ROOMY
-// RUN: not tessera-opt %s "--tsr-remat-plan=policy=auto budget=400" 2>&1 | FileCheck %s --check-prefix=TIGHT
+// RUN: not tessera-opt %s "--tsr-remat-plan=policy=auto budget=400 offload=false" 2>&1 | FileCheck %s --check-prefix=TIGHT
+// RUN: not tessera-opt %s "--tsr-remat-plan=policy=auto budget=400" 2>&1 | FileCheck %s --check-prefix=TIGHT-OFFLOAD
 // RUN: not tessera-opt %s "--tsr-remat-plan=policy=auto budget=560 solver=ilp" 2>&1 | FileCheck %s --check-prefix=SOLVER
 // SOLVER: error: unknown rematerialization solver 'ilp' (expected auto, milp or beam)
+
+// Offload (Inputs/offload-chain.mlir, six MatMul + Tanh layers whose
+// backward pass reads every tanh): recomputing each forward op at most once
+// cannot bring the step under 934144 bytes (its arguments, result and
+// peak). At 900000 the plan offloads instead: the fewest tanh results,
+// largest first (all equal: program order), that fit. The last layer's
+// is never a candidate (nothing runs between its forward and backward
+// reads, so offloading it frees nothing). Without offload the budget is
+// refused, and so is one that offload cannot meet either.
+// RUN: tessera-opt %S/Inputs/offload-chain.mlir "--tsr-remat-plan=policy=auto budget=900000" | FileCheck %s --check-prefix=OFFLOAD
+// RUN: not tessera-opt %S/Inputs/offload-chain.mlir "--tsr-remat-plan=policy=auto budget=900000 offload=false" 2>&1 | FileCheck %s --check-prefix=NOOFFLOAD
+// RUN: not tessera-opt %S/Inputs/offload-chain.mlir "--tsr-remat-plan=policy=auto budget=800000" 2>&1 | FileCheck %s --check-prefix=NOFIT
+// OFFLOAD-LABEL: func.func @chain(
+// OFFLOAD-SAME: tsr.remat = "auto"
+// OFFLOAD: %[[H1:.*]] = tsr.tanh %{{.*}} {tsr.remat = "offload"}
+// OFFLOAD: %[[H2:.*]] = tsr.tanh %{{.*}} {tsr.remat = "offload"}
+// OFFLOAD: %[[H3:.*]] = tsr.tanh %{{.*}} {tsr.remat = "offload"}
+// OFFLOAD: %[[H4:.*]] = tsr.tanh %{{.*}} {tsr.remat = "offload"}
+// OFFLOAD: tsr.tanh %{{.*}} : tensor<512x64xf32>
+// OFFLOAD: tsr.tanh %{{.*}} : tensor<512x64xf32>
+// OFFLOAD-NOT: "recompute"
+// NOOFFLOAD: error: the step needs at least 934144 bytes per rank (recomputing all it can), over the memory budget of 900000 bytes
+// NOFIT: error: the step needs at least 803008 bytes per rank (recomputing and offloading all it can), over the memory budget of 800000 bytes
 
 // A pre-norm block in miniature: x is normalized, projected to [2, 3]
 // scores, softmaxed; the backward ops (tsr.backward) read the softmax, the
@@ -74,3 +98,4 @@ func.func @block(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>,
 // ROOMY-SAME: attributes {tsr.remat = "auto"}
 // ROOMY-NOT: tsr.remat = "recompute"
 // TIGHT: error: the step needs at least 552 bytes per rank (recomputing all it can), over the memory budget of 400 bytes
+// TIGHT-OFFLOAD: error: the step needs at least 480 bytes per rank (recomputing and offloading all it can), over the memory budget of 400 bytes

@@ -50,9 +50,18 @@ def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
       counts every result as a buffer, the prediction knows fusion and
       scratch: the pass bisects the budget it gives the solver for the
       largest whose schedule, applied to a copy of the module, fits B by
-      the prediction. If none does, the pass fails and names the smallest
-      footprint it met (`the step needs at least N bytes per rank
-      (recomputing all it can), over the memory budget of B bytes`).
+      the prediction. When no schedule does and `offload` is set, saved
+      values are copied to host memory and back instead (`tsr.remat =
+      "offload"`, which `tsr-offload` applies): the fewest, largest first,
+      that fit, first without recomputation, then on top of the schedule
+      that recomputes most. A candidate has one result, is read by the
+      backward pass (directly or through forward reshapes) and has an op
+      that allocates between its last forward read and its first backward
+      read (else offloading it frees nothing). If nothing fits, the pass
+      fails and names the smallest footprint it met (`the step needs at
+      least N bytes per rank (recomputing and offloading all it can), over
+      the memory budget of B bytes`; without offload `(recomputing all it
+      can)`).
 
     The public functions record the policy (`tsr.remat = "selective"`).
 
@@ -86,6 +95,72 @@ def TsrRematPlan : Pass<"tsr-remat-plan", "ModuleOp"> {
            "graphs)">,
     Option<"peakFlops", "peak-flops", "double", "185e9",
            "The cost model's FLOP/s, which times recomputations">,
+    Option<"bandwidth", "bandwidth", "double", "25e9",
+           "The cost model's memory bytes/s">,
+    Option<"offload", "offload", "bool", /*default=*/"true",
+           "With policy auto: offload saved values to host memory when "
+           "recomputation alone cannot meet the budget">,
+    Option<"hostBandwidth", "host-bandwidth", "double", "50e9",
+           "With offload: the host link's bytes/s (PCIe 5 x16)">,
+  ];
+}
+
+def TsrOffload : Pass<"tsr-offload", "ModuleOp"> {
+  let summary = "Copy the saved values marked for offload to host memory "
+                "and back";
+  let description = [{
+    The apply half of activation offload. The result of every forward op
+    marked `tsr.remat = "offload"` (by `tsr-remat-plan` under a memory
+    budget) is copied to host memory while the forward pass goes on and
+    copied back before the backward pass first reads it; its device buffer
+    is free in between. Each transfer is four ops with one number
+    (TsrTransferOps.td): `tsr.offload_start` right after the producer,
+    `tsr.offload_wait` (which reads the value, so its buffer lives until
+    then) at the first op that starts once the copy has completed by the
+    model, but not before the forward pass's last read of the value and at
+    the latest where the backward pass starts, `tsr.prefetch_start` (a new
+    buffer) where the compute until the first backward read covers the
+    copy back, and `tsr.prefetch_wait` right before that read. The backward
+    pass reads the prefetched value, through clones of the forward views
+    (reshapes) it read. The model: a copy takes bytes / `host-bandwidth`
+    seconds on one queue (the runtime's transfer thread; copies out run in
+    the order they start), an op its roofline time (`peak-flops`,
+    `bandwidth`) and at least the time to write its results. Each
+    `tsr.offload_start` records the time of one copy (`copy_seconds`) and
+    how much of its two copies the model leaves exposed
+    (`exposed_seconds`), and says why in `tsr.reason`. The marks are
+    removed. Copies are exact, so the step computes the same values bit for
+    bit.
+
+    Before:
+
+    ```mlir
+    %h = tsr.tanh %a {tsr.remat = "offload"} : tensor<64x256xf32>
+    %y = tsr.matmul %h, %w : ...
+    ...
+    %dh = tsr.matmul %dy, %wt {tsr.backward} : ...
+    %t = tsr.mul %h, %h {tsr.backward} : ...   // tanh's gradient
+    ```
+
+    After:
+
+    ```mlir
+    %h = tsr.tanh %a : tensor<64x256xf32>
+    tsr.offload_start %h {copy_seconds = 1.3e-06 : f64, exposed_seconds = 0.0 : f64, transfer = 0 : i64, tsr.reason = "..."} : tensor<64x256xf32>
+    %y = tsr.matmul %h, %w : ...
+    tsr.offload_wait %h {transfer = 0 : i64} : tensor<64x256xf32>
+    ...
+    %p = tsr.prefetch_start {transfer = 0 : i64, tsr.backward} -> tensor<64x256xf32>
+    %dh = tsr.matmul %dy, %wt {tsr.backward} : ...
+    %h2 = tsr.prefetch_wait %p {transfer = 0 : i64, tsr.backward} : tensor<64x256xf32> -> tensor<64x256xf32>
+    %t = tsr.mul %h2, %h2 {tsr.backward} : ...
+    ```
+  }];
+  let options = [
+    Option<"hostBandwidth", "host-bandwidth", "double", "50e9",
+           "The host link's bytes/s (PCIe 5 x16)">,
+    Option<"peakFlops", "peak-flops", "double", "185e9",
+           "The cost model's FLOP/s, which times the ops copies overlap">,
     Option<"bandwidth", "bandwidth", "double", "25e9",
            "The cost model's memory bytes/s">,
   ];

@@ -21,8 +21,8 @@ class CostModel;
 /// marks nothing).
 void planRemat(func::FuncOp f, StringRef policy);
 
-/// Clones the marked ops of `f` before their first backward use, reading
-/// other forward values through tsr.remat_barrier, and drops the marks.
+/// Clones the ops of `f` marked "recompute" before their first backward use,
+/// reading other forward values through tsr.remat_barrier, and drops the marks.
 void applyRemat(func::FuncOp f);
 
 /// The rematerialization problem of `f` (RematSolver.h): one node per op
@@ -47,6 +47,28 @@ std::vector<std::vector<bool>> getPolicySeeds(func::FuncOp f,
 /// recomputes (`stages` solves buildRematGraph(f)), and the forward views
 /// of them.
 void markRemat(func::FuncOp f, const remat::Stages &stages);
+
+/// What tsr-offload places transfers by: the host link's bytes/s (one copy
+/// queue) and the device memory's, which with the cost model's FLOP/s times
+/// the ops the copies overlap.
+struct OffloadOptions {
+  double hostBandwidth;
+  double bandwidth;
+};
+
+/// The forward ops of `f` whose result tsr-remat-plan may offload: one
+/// result, read (directly or through forward views) by the backward pass,
+/// neither a view nor an async collective; largest result first.
+SmallVector<Operation *> getOffloadCandidates(func::FuncOp f);
+
+/// Copies the result of every op of `f` marked tsr.remat = "offload" to
+/// host memory after it is made and back before the backward pass first
+/// reads it (tsr.offload_start, tsr.offload_wait, tsr.prefetch_start,
+/// tsr.prefetch_wait), the waits placed where the cost model says the
+/// copies have completed, and drops the marks. Transfers are numbered from
+/// `firstTransfer`; returns the next free number.
+int64_t applyOffload(func::FuncOp f, const CostModel &costs,
+                     const OffloadOptions &options, int64_t firstTransfer);
 
 } // namespace mlir::tessera
 

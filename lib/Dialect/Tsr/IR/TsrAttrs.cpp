@@ -655,9 +655,12 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
       return success();
     }
     if (!choice ||
-        (choice.getValue() != "recompute" && choice.getValue() != "recomputed"))
+        !llvm::is_contained(
+            ArrayRef<StringRef>{"recompute", "recomputed", "offload"},
+            choice.getValue()))
       return op->emitOpError("attribute '")
-             << name << "' must be \"recompute\" or \"recomputed\", got "
+             << name
+             << "' must be \"recompute\", \"recomputed\" or \"offload\", got "
              << value;
     return success();
   }

@@ -167,3 +167,33 @@ LogicalResult WaitOp::verify() {
     return emitOpError("result type must equal the pending operand's type");
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Transfers to and from host memory (TsrTransferOps.td)
+//===----------------------------------------------------------------------===//
+
+LogicalResult PrefetchStartOp::verify() {
+  if (bool(getBuffer()) == bool(getResult()))
+    return emitOpError("needs a result (on tensors) or an `into` buffer (on "
+                       "memrefs), not both");
+  return success();
+}
+
+LogicalResult PrefetchWaitOp::verify() {
+  Type pending = getPending().getType();
+  if (isa<MemRefType>(pending)) {
+    if (getResult())
+      return emitOpError("on a memref has no result");
+    return success();
+  }
+  if (!getResult() || getResult().getType() != pending)
+    return emitOpError("on a tensor returns it: the result type must equal "
+                       "the pending operand's type");
+  auto start = getPending().getDefiningOp<PrefetchStartOp>();
+  if (!start || start.getTransfer() != getTransfer() ||
+      !getPending().hasOneUse())
+    return emitOpError("pending operand must be the result of the "
+                       "tsr.prefetch_start of transfer ")
+           << getTransfer() << ", and this op its one use";
+  return success();
+}

@@ -81,8 +81,9 @@ inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 inline constexpr llvm::StringLiteral kStage = "tsr.stage";
 /// On a forward op, from tsr-remat-plan: "recompute" if the backward pass
 /// recomputes the results it reads rather than keeping them (tsr-remat
-/// clones the op there). On a public function: the policy chosen (none,
-/// selective or full).
+/// clones the op there, marking the clone "recomputed"), "offload" if its
+/// result is copied to host memory and back instead (tsr-offload). On a
+/// public function: the policy chosen (none, selective, full or auto).
 inline constexpr llvm::StringLiteral kRemat = "tsr.remat";
 /// On an op, from tsr-precision-plan: the type it computes and stores its
 /// floating-point results in ("f32", "bf16" or "f16"). On a public

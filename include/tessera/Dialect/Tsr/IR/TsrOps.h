@@ -13,6 +13,15 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrInterfaces.h"
 
+namespace mlir::tsr {
+/// The runtime's copy queue and host blocks, which the transfer ops
+/// (tsr.offload_start and the rest) read and write: they keep their order
+/// and are never erased as unused.
+struct TransferResource : public SideEffects::Resource::Base<TransferResource> {
+  StringRef getName() final { return "tsr::Transfer"; }
+};
+} // namespace mlir::tsr
+
 #define GET_OP_CLASSES
 #include "tessera/Dialect/Tsr/IR/TsrOps.h.inc"
 

@@ -782,4 +782,5 @@ def Tsr_RematBarrierOp : Tsr_Op<"remat_barrier", [Pure,
 
 include "tessera/Dialect/Tsr/IR/TsrGradOps.td"
 include "tessera/Dialect/Tsr/IR/TsrCommOps.td"
+include "tessera/Dialect/Tsr/IR/TsrTransferOps.td"
 #endif // TESSERA_DIALECT_TSR_TSROPS_TD
