@@ -4,24 +4,29 @@
 For a GPT exported by PyTorch (python/tessera_examples/make_torch_gpt.py),
 compiles the training step (Adam) without rematerialization, with
 --remat=selective and --remat=full, and under --memory-budget at several
-fractions of what the step needs without rematerialization; trains each for
-a few steps with tessera-run and prints, per setting: the footprint
---report predicts (arguments, results and the predicted peak), the one the
-allocator measures, what was recomputed (ops, and their time by the cost
-model), and the median step time as a ratio to no rematerialization and to
---remat=full, all in the same run. It also writes the Pareto plot (step time
+fractions of what the step needs without rematerialization (the smallest
+below what recomputation alone meets, so that saved activations are
+offloaded to host memory); trains each for a few steps with tessera-run
+and prints, per setting: the footprint --report predicts (arguments,
+results and the predicted peak), the one the allocator measures, what was
+recomputed (ops, and their time by the cost model), what was offloaded, the
+copies' time per step over an emulated host link (--host-bandwidth, for
+the compiler's plan and tessera-run alike), the time the step waited for
+them and so the share compute hid, and the median step time as a ratio to
+no rematerialization and to --remat=full, all in the same run. It also writes the Pareto plot (step time
 against footprint, both as ratios to no rematerialization) as an SVG file.
 
 Then the solver's own time on a GPT-2-small-shaped step (12 layers, d_model
 768, 12 heads, sequence 1024, vocabulary 50257, batch 8; 4400 ops): the
-tsr-remat-plan pass under budgets of 0.9, 0.7 and 0.55 of the step's
+tsr-remat-plan pass under budgets of 0.9, 0.7, 0.55 and 0.33 (below
+recomputation's floor: offload) of the step's
 footprint, timed by tessera-opt -mlir-timing on the step tessera-compile
 --emit=tsr writes (the rest of the compile is the same with or without a
 budget).
 
 Usage: bench/remat.py [--build DIR] [--out DIR] [--steps N] [--layers N]
                       [--d-model N] [--heads N] [--seq N] [--batch N]
-                      [--no-solver]
+                      [--host-bandwidth RATE] [--no-solver]
 """
 
 import argparse
@@ -36,7 +41,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
-FRACTIONS = (0.9, 0.75, 0.6, 0.5)
+FRACTIONS = (0.9, 0.75, 0.6, 0.5, 0.4, 0.35)
 
 
 def run(cmd, **kw):
@@ -65,19 +70,29 @@ def compile_step(bin_dir, model, batch, art, flags):
     peak = int(re.search(r"peak activations\s+(\d+)", report).group(1))
     recomputed = re.search(r"(\d+) ops recomputed, [0-9.]+ GFLOP, "
                            r"([0-9.]+) ms", report)
+    offload = re.search(r"offload: (\d+) saved activations, (\d+) bytes.*"
+                        r"copies ([0-9.]+) ms, ([0-9.]+) ms of them", report)
     return {"total": total, "caller": total - peak,
             "ops": int(recomputed.group(1)) if recomputed else 0,
-            "ms": float(recomputed.group(2)) if recomputed else 0.0}
+            "ms": float(recomputed.group(2)) if recomputed else 0.0,
+            "offloaded": int(offload.group(1)) if offload else 0,
+            "offloaded_bytes": int(offload.group(2)) if offload else 0,
+            "exposed_ms": float(offload.group(4)) if offload else 0.0}
 
 
-def train(bin_dir, art, data, steps, log):
+def train(bin_dir, art, data, steps, log, flags=()):
+    """The allocator's peak, the median step seconds, and the runtime's
+    offload figures per step: copy time, time waited (ms)."""
     out = run([os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
                data, "--steps", str(steps), "--threads", "1", "--log-json",
-               log])
+               log, *flags])
     measured = int(re.search(r"peak step memory: (\d+) bytes", out).group(1))
+    moved = re.search(r"copies ([0-9.]+) ms a step, waited ([0-9.]+) ms", out)
     with open(log) as f:
         records = [json.loads(line) for line in f]
-    return measured, statistics.median(r["seconds"] for r in records[2:])
+    return (measured, statistics.median(r["seconds"] for r in records[2:]),
+            float(moved.group(1)) if moved else 0.0,
+            float(moved.group(2)) if moved else 0.0)
 
 
 def pareto_svg(points, path):
@@ -154,19 +169,23 @@ def solver_time(bin_dir, work):
          "--tsr-print-remat-solvers=fractions= milp=false", "-o",
          os.devnull])).group(1)
     rows = []
-    for fraction in (0.9, 0.7, 0.55):
+    planned = os.path.join(work, "gpt2s-planned.mlir")
+    for fraction in (0.9, 0.7, 0.55, 0.33):
         budget = int(fraction * (caller + peak))
         seconds = []
         for _ in range(3):
             out = subprocess.run(
                 [os.path.join(bin_dir, "tessera-opt"), step,
                  f"--tsr-remat-plan=policy=auto budget={budget}",
-                 "-mlir-timing", "-o", os.devnull],
+                 "-mlir-timing", "-o", planned],
                 capture_output=True, text=True)
             seconds.append(float(re.search(r"([0-9.]+) \(\s*[0-9.]+%\)\s+"
                                            r"TsrRematPlan", out.stderr).group(1)))
             fits = out.returncode == 0
-        rows.append((fraction, budget, fits, statistics.median(seconds)))
+        marks = pathlib.Path(planned).read_text() if fits else ""
+        rows.append((fraction, budget, fits, statistics.median(seconds),
+                     marks.count('tsr.remat = "recompute"'),
+                     marks.count('tsr.remat = "offload"')))
     return int(nodes), caller + peak, rows
 
 
@@ -181,6 +200,11 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--host-bandwidth", default="8GB/s",
+                    help="the host link the budgets' offload plans by and "
+                    "tessera-run emulates (default 8GB/s: slower than this "
+                    "machine's memcpy, so that the copies take the link's "
+                    "time)")
     ap.add_argument("--no-solver", action="store_true",
                     help="skip the GPT-2-small solver timing")
     args = ap.parse_args()
@@ -203,39 +227,52 @@ def main():
     for name, flags in settings:
         art = os.path.join(work, name)
         results[name] = compile_step(bin_dir, model, args.batch, art, flags)
-        results[name].update(zip(("measured", "seconds"), train(
+        results[name].update(zip(("measured", "seconds", "copy_ms",
+                                  "waited_ms"), train(
             bin_dir, art, data, args.steps, art + ".json")))
     needs = results["none"]["total"]
+    link = f"--host-bandwidth={args.host_bandwidth}"
     for fraction in FRACTIONS:
         name = f"budget {fraction:.2f}"
         budget = int(fraction * needs)
         art = os.path.join(work, f"budget{fraction}")
         try:
             results[name] = compile_step(bin_dir, model, args.batch, art,
-                                         [f"--memory-budget={budget}"])
+                                         [f"--memory-budget={budget}", link])
         except SystemExit:
             print(f"{name}: {budget} bytes refused (below the smallest "
                   f"footprint)")
             continue
         results[name]["budget"] = budget
-        results[name].update(zip(("measured", "seconds"), train(
-            bin_dir, art, data, args.steps, art + ".json")))
+        results[name].update(zip(("measured", "seconds", "copy_ms",
+                                  "waited_ms"), train(
+            bin_dir, art, data, args.steps, art + ".json", [link])))
 
     none, full = results["none"], results["full"]
     print(f"GPT exported by PyTorch: {args.layers} layers, d_model "
           f"{args.d_model}, {args.heads} heads, sequence {args.seq}, batch "
-          f"{args.batch}; Adam; {args.steps} steps, median step time")
+          f"{args.batch}; Adam; {args.steps} steps, median step time; "
+          f"offload planned for and run at {args.host_bandwidth}")
     print("| setting | budget | predicted footprint | measured footprint | "
-          "fits | recomputed | cost model ms | step ms | of none | of full |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+          "fits | recomputed | cost model ms | offloaded | copies ms | "
+          "waited ms | hidden | step ms | of none | of full |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+          "---:|")
     points = []
     for name, r in results.items():
         measured = r["caller"] + r["measured"]
         budget = r.get("budget")
         fits = "" if budget is None else ("yes" if measured <= budget else "NO")
+        hidden = (f"{max(0.0, 1 - r['waited_ms'] / r['copy_ms']):.0%}"
+                  if r["copy_ms"] else "")
+        offloaded = (f"{r['offloaded']} ({r['offloaded_bytes'] >> 20} MiB)"
+                     if r["offloaded"] else "")
+        copies = (f"{r['copy_ms']:.1f} | {r['waited_ms']:.1f}"
+                  if r["copy_ms"] else " | ")
         print(f"| {name} | {budget or ''} | {r['total']} | {measured} | "
-              f"{fits} | {r['ops']} | {r['ms']:.3f} | "
-              f"{1e3 * r['seconds']:.1f} | {r['seconds'] / none['seconds']:.2f} "
+              f"{fits} | {r['ops']} | {r['ms']:.3f} | {offloaded} | {copies} "
+              f"| {hidden} | {1e3 * r['seconds']:.1f} | "
+              f"{r['seconds'] / none['seconds']:.2f} "
               f"| {r['seconds'] / full['seconds']:.2f} |")
         points.append((name, r["seconds"] / none["seconds"],
                        measured / (none["caller"] + none["measured"])))
@@ -248,11 +285,12 @@ def main():
         print(f"\ntsr-remat-plan on a GPT-2-small-shaped step ({nodes} ops, "
               f"footprint {footprint} bytes without rematerialization), "
               f"median of 3")
-        print("| budget | bytes | fits | pass seconds |")
-        print("|---:|---:|---|---:|")
-        for fraction, budget, fits, seconds in rows:
+        print("| budget | bytes | fits | recomputed ops | offloaded values | "
+              "pass seconds |")
+        print("|---:|---:|---|---:|---:|---:|")
+        for fraction, budget, fits, seconds, recomputed, offloaded in rows:
             print(f"| {fraction:.2f} | {budget} | {'yes' if fits else 'refused'} "
-                  f"| {seconds:.3f} |")
+                  f"| {recomputed} | {offloaded} | {seconds:.3f} |")
 
 
 if __name__ == "__main__":

@@ -105,11 +105,14 @@ def train(bin_dir, model, data, work, name, policy, ranks=1, mesh=(),
 
 
 def figures(report):
-    """--report's total and peak bytes, the policy, and what it
-    recomputes (ops, milliseconds by the cost model)."""
+    """--report's total and peak bytes, the policy, what it recomputes
+    (ops, milliseconds by the cost model) and how many values it
+    offloads."""
     policy = re.search(r"rematerialization: (\w+).*: (\d+) ops recomputed, "
                        r"[0-9.]+ GFLOP, ([0-9.]+) ms", report)
+    offload = re.search(r"offload: (\d+) saved activations", report)
     return {"total": int(re.search(r"total\s+(\d+)", report).group(1)),
+            "offloaded": int(offload.group(1)) if offload else 0,
             "peak": int(re.search(r"peak activations\s+(\d+)", report).group(1)),
             "policy": policy.group(1) if policy else "none",
             "ops": int(policy.group(2)) if policy else 0,
@@ -199,6 +202,16 @@ def main():
     check(full[0] == kept[0] and full[1] < kept[1],
           f"charlm tp=2 --remat=full: 20 losses bitwise equal to tp=2 without "
           f"remat, peak {full[1]} < {kept[1]} bytes per rank")
+    # Offload on every rank of a tp=2 step (each rank its own transfers).
+    budget = int(0.42 * kept[4]["total"])
+    shared = train(bin_dir, models["charlm"], data, work, "tp2-offload", None,
+                   2, mesh, budget=budget)
+    check(shared[0] == kept[0] and shared[1] == shared[2] and
+          shared[4]["total"] <= budget and shared[4]["offloaded"] > 0,
+          f"charlm tp=2 --memory-budget={budget} (0.42 of "
+          f"{kept[4]['total']}): offloaded, the allocator's peak {shared[1]} "
+          f"is the predicted {shared[2]}, 20 losses bitwise equal to tp=2 "
+          f"without remat")
 
     # A budget of 60% of what the step needs without rematerialization: the
     # solver picks what to recompute, the allocator confirms the fit, and

@@ -20,7 +20,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSROFFLOAD
@@ -168,44 +171,68 @@ int64_t mlir::tessera::applyOffload(func::FuncOp f, const CostModel &costs,
     return limit;
   };
 
-  OpBuilder b(f.getContext());
-  int64_t number = firstTransfer;
-  // The transfer queue: when it is free again, by the model.
+  // Out: each copy starts as its value is made, behind the copies before
+  // it on the queue, and the step waits for it at the first op that starts
+  // once the copy has completed (not before the forward pass's last read of
+  // the value, and at the latest where the backward pass starts).
+  struct Placement {
+    Operation *waitOut, *startIn;
+    double copy, outEnd, exposed;
+  };
+  SmallVector<Placement> placements;
   double queueFree = 0;
   for (Transfer &t : transfers) {
-    Location loc = t.producer->getLoc();
-    Value value = t.producer->getResult(0);
     double copy = double(t.bytes) / options.hostBandwidth;
-
-    // Out: starts as the value is made, completes where the compute since
-    // covers the copy (not before the forward pass's last read of the
-    // value, and at the latest before the backward pass starts).
-    double outStart = std::max(timeline.end[t.producer], queueFree);
-    double outEnd = outStart + copy;
+    double outEnd = std::max(timeline.end[t.producer], queueFree) + copy;
     queueFree = outEnd;
-    Operation *afterLastRead = t.lastForward->getNextNode();
     Operation *waitOut = firstStartingAfter(
-        afterLastRead, firstBackwardOp ? firstBackwardOp : t.firstBackward,
-        outEnd);
+        t.lastForward->getNextNode(),
+        firstBackwardOp ? firstBackwardOp : t.firstBackward, outEnd);
     if (t.firstBackward->isBeforeInBlock(waitOut))
       waitOut = t.firstBackward;
-    double exposed = std::max(0.0, outEnd - timeline.start[waitOut]);
+    placements.push_back({waitOut, nullptr, copy, outEnd,
+                          std::max(0.0, outEnd - timeline.start[waitOut])});
+  }
 
-    // Back: completes right before the backward pass's first read; starts
-    // the copy's time earlier, but after the copy out has completed.
-    double needed = timeline.start[t.firstBackward];
+  // Back: as late as possible on the one queue, the last needed first:
+  // each copy ends when the backward pass first reads its value or when the
+  // next copy starts, whichever is earlier, and starts at the last op
+  // before that by its time, but not before the step waited for the copy
+  // out. A wait that blocked delays every later op by as much (`shift`).
+  SmallVector<unsigned> byNeed =
+      llvm::to_vector(llvm::seq<unsigned>(0, transfers.size()));
+  llvm::stable_sort(byNeed, [&](unsigned a, unsigned b) {
+    return transfers[b].firstBackward->isBeforeInBlock(
+        transfers[a].firstBackward);
+  });
+  double nextStart = std::numeric_limits<double>::infinity();
+  for (unsigned i : byNeed) {
+    Transfer &t = transfers[i];
+    Placement &at = placements[i];
+    double deadline = std::min(timeline.start[t.firstBackward], nextStart);
     Operation *startIn = t.firstBackward;
-    while (startIn != waitOut) {
+    while (startIn != at.waitOut) {
       std::optional<double> start = startOf(startIn);
-      if (start && *start <= needed - copy)
+      if (start && *start <= deadline - at.copy)
         break;
       startIn = startIn->getPrevNode();
     }
-    // A wait that blocks delays every later op by as much.
-    double shift = exposed;
-    double inStart = std::max(
-        startOf(startIn).value_or(timeline.start[waitOut]) + shift, outEnd);
-    exposed += std::max(0.0, inStart + copy - (needed + shift));
+    at.startIn = startIn;
+    double shift = at.exposed;
+    double inStart =
+        std::max(startOf(startIn).value_or(timeline.start[at.waitOut]) + shift,
+                 at.outEnd);
+    at.exposed += std::max(0.0, inStart + at.copy - (deadline + shift));
+    nextStart = inStart - shift;
+  }
+
+  OpBuilder b(f.getContext());
+  int64_t number = firstTransfer;
+  for (auto [t, at] : llvm::zip(transfers, placements)) {
+    Location loc = t.producer->getLoc();
+    Value value = t.producer->getResult(0);
+    double copy = at.copy, exposed = at.exposed;
+    Operation *waitOut = at.waitOut, *startIn = at.startIn;
 
     b.setInsertionPointAfter(t.producer);
     auto start = tsr::OffloadStartOp::create(b, loc, value, number,
