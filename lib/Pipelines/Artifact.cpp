@@ -117,6 +117,30 @@ static ArtifactMemoryTimeline memoryTimeline(func::FuncOp f,
     timeline.stepPhases.push_back(
         phases.of(PeakBuffer{Value(), op, "", 0, 0}).str());
   }
+  // Offloaded values live in host memory from the start of their copy out
+  // to the end of their copy back.
+  DenseMap<Operation *, unsigned> position;
+  for (auto [k, op] : llvm::enumerate(f.getBody().front()))
+    position[&op] = k;
+  SmallVector<std::tuple<unsigned, unsigned, int64_t>> offloaded;
+  DenseMap<int64_t, tsr::OffloadStartOp> starts;
+  f.walk(
+      [&](tsr::OffloadStartOp start) { starts[start.getTransfer()] = start; });
+  f.walk([&](tsr::PrefetchWaitOp wait) {
+    if (auto start = starts.lookup(wait.getTransfer());
+        start && position.count(start) && position.count(wait))
+      offloaded.emplace_back(position[start], position[wait],
+                             tsr::getStaticTensorBytes(start.getX().getType()));
+  });
+  if (!offloaded.empty())
+    for (Operation *op : peak.steps) {
+      unsigned at = position.lookup(op);
+      int64_t bytes = 0;
+      for (auto [first, last, size] : offloaded)
+        if (first <= at && at <= last)
+          bytes += size;
+      timeline.hostBytes.push_back(bytes);
+    }
   // Drop the phases no step holds bytes in.
   for (size_t c = k; c-- > 0;) {
     if (llvm::any_of(timeline.bytes, [&](auto &row) { return row[c] != 0; }))

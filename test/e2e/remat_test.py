@@ -259,7 +259,10 @@ def main():
                       "--mode=train", "--loss=cross_entropy",
                       "--logits=logits", f"--batch-size={BATCH}",
                       "--optimizer=adam", "--lr=3e-3",
-                      f"--memory-budget={budget}", "--report", "-o", art])
+                      f"--memory-budget={budget}", "--report", "-o", art,
+                      "--memory-timeline", art + ".svg"])
+        with open(art + ".svg") as f:
+            host = re.search(r'data-host-peak-bytes="(\d+)"', f.read())
         offload = re.search(r"offload: (\d+) saved activations, (\d+) bytes",
                             report)
         predicted = int(re.search(r"predicted peak\s+(\d+)", report).group(1))
@@ -276,6 +279,11 @@ def main():
         print(f"{model} --memory-budget={budget}: {offload and offload.group(1)}"
               f" activations offloaded ({offload and offload.group(2)} bytes),"
               f" peak {measured}, footprint {used}; {out.splitlines()[-1]}")
+        check(host is not None and offload is not None and
+              host.group(1) == offload.group(2),
+              f"{model}: the memory timeline draws the offloaded bytes in "
+              f"host memory, at most {host and host.group(1)}, all of them "
+              f"at once at the end of the forward pass")
         check(offload is not None and moved is not None and
               moved.group(1) == offload.group(1) and
               moved.group(2) == offload.group(2) and predicted == measured

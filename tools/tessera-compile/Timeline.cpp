@@ -169,7 +169,11 @@ tessera_compile::renderMemoryTimelineSvg(const ArtifactSignature &sig,
         at = s;
       }
     }
-    double scale = std::max<double>({double(peak), double(budget), 1.0});
+    int64_t hostPeak = 0;
+    for (int64_t bytes : t.hostBytes)
+      hostPeak = std::max(hostPeak, bytes);
+    double scale = std::max<double>(
+        {double(peak), double(budget), double(hostPeak), 1.0});
     auto x = [&](double step) {
       return left + width * step / double(std::max<size_t>(n, 1));
     };
@@ -232,6 +236,20 @@ tessera_compile::renderMemoryTimelineSvg(const ArtifactSignature &sig,
           std::min(x(at + 0.5) + 4, left + width - 240), y(double(peak)) + 14,
           escape(t.ops[at]));
     }
+    // Offloaded values: the bytes held in host memory, not in the bands.
+    if (!t.hostBytes.empty()) {
+      std::string points;
+      for (size_t s = 0; s < n; ++s)
+        points += llvm::formatv("{0:f2},{1:f2} {2:f2},{1:f2} ", x(s),
+                                y(double(t.hostBytes[s])), x(s + 1))
+                      .str();
+      os << llvm::formatv("<polyline class=\"host\" data-host-peak-bytes="
+                          "\"{0}\" fill=\"none\" stroke=\"purple\" "
+                          "stroke-width=\"2\" stroke-dasharray=\"4,2\" "
+                          "points=\"{1}\"><title>offloaded to host memory: "
+                          "at most {0} bytes</title></polyline>\n",
+                          hostPeak, points);
+    }
     if (budget > 0)
       os << llvm::formatv(
           "<line x1=\"{0}\" y1=\"{1:f2}\" x2=\"{2}\" y2=\"{1:f2}\" "
@@ -248,6 +266,14 @@ tessera_compile::renderMemoryTimelineSvg(const ArtifactSignature &sig,
           "fill=\"{2}\"/><text x=\"{3}\" y=\"{4}\">{5}</text>\n",
           lx, ly - 11, phaseColor(phase), lx + 20, ly, escape(phase));
       lx += 40 + 8 * double(phase.size());
+    }
+    if (!t.hostBytes.empty()) {
+      os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" "
+                          "y2=\"{1}\" stroke=\"purple\" stroke-width=\"2\" "
+                          "stroke-dasharray=\"4,2\"/><text x=\"{3}\" "
+                          "y=\"{4}\">offloaded (host memory)</text>\n",
+                          lx, ly - 4, lx + 14, lx + 20, ly);
+      lx += 40 + 8 * 23.0;
     }
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#555\">steps of "
                         "the lowering in program order; buffers the "

@@ -155,6 +155,10 @@ struct ArtifactMemoryTimeline {
   /// ONNX node), and that op's own phase.
   std::vector<std::vector<int64_t>> bytes;
   std::vector<std::string> ops, stepPhases;
+  /// Per step: the bytes of offloaded values held in host memory, from
+  /// their tsr.offload_start to their tsr.prefetch_wait (empty when
+  /// nothing is offloaded).
+  std::vector<int64_t> hostBytes;
 };
 
 /// One program of the artifact: a public function of the module, called
