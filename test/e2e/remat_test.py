@@ -34,8 +34,10 @@ copies what the compiler reports, and the losses are bitwise those of
 --remat=none. A budget of 1 MB is refused with one error line naming the
 smallest footprint.
 
-And the character LM at tp=2 (mpirun -np 2) with --remat=full gives the
-losses of tp=2 without remat bit for bit: collectives are never repeated
+The character LM offloads on both ranks of tp=2 and of dp=2 with ZeRO-2
+(mpirun -np 2) under budgets no recomputation meets, with the losses of the
+same mesh without remat bit for bit. And the character LM at tp=2 with
+--remat=full gives the losses of tp=2 without remat bit for bit: collectives are never repeated
 (their results are kept), the rest of each rank's program is. A small MLP
 with a training-mode Dropout (ratio 0.5, a fresh mask every step) gives
 the same 20 losses with --remat=full, which repeats the dropout in the
@@ -212,6 +214,36 @@ def main():
           f"{kept[4]['total']}): offloaded, the allocator's peak {shared[1]} "
           f"is the predicted {shared[2]}, 20 losses bitwise equal to tp=2 "
           f"without remat")
+    # And on both ranks of a dp=2 ZeRO-2 step (its gradient collectives are
+    # asynchronous; the transfers run beside them).
+    dp = ("--mesh", "dp=2", "--zero=2")
+    replicated = train(bin_dir, models["charlm"], data, work, "dp2-none",
+                       "none", 2, dp)
+    # Halfway between the smallest footprints with and without offload, as
+    # a budget of 1 byte makes the compiler name them.
+    floors = []
+    for policy in ("none", "auto"):
+        refused = subprocess.run(
+            [os.path.join(bin_dir, "tessera-compile"), models["charlm"],
+             "--mode=train", "--loss=cross_entropy", "--logits=logits",
+             f"--batch-size={BATCH}", "--optimizer=adam",
+             "--memory-budget=1", f"--offload={policy}", "-o",
+             os.path.join(work, "dp2-floor"), *dp],
+            capture_output=True, text=True)
+        floors.append(int(re.search(r"needs at least (\d+) bytes",
+                                    refused.stderr).group(1)))
+    check(floors[1] < floors[0],
+          f"charlm dp=2 ZeRO-2: offload lowers the smallest footprint from "
+          f"{floors[0]} to {floors[1]} bytes per rank")
+    budget = (floors[0] + floors[1]) // 2
+    offloaded = train(bin_dir, models["charlm"], data, work, "dp2-offload",
+                      None, 2, dp, budget=budget)
+    check(offloaded[0] == replicated[0] and offloaded[1] == offloaded[2] and
+          offloaded[4]["total"] <= budget and offloaded[4]["offloaded"] > 0,
+          f"charlm dp=2 ZeRO-2 --memory-budget={budget} (of "
+          f"{replicated[4]['total']}): offloaded, the allocator's peak "
+          f"{offloaded[1]} is the predicted {offloaded[2]}, 20 losses bitwise "
+          f"equal to dp=2 without remat")
 
     # A budget of 60% of what the step needs without rematerialization: the
     # solver picks what to recompute, the allocator confirms the fit, and
