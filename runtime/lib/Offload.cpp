@@ -99,6 +99,8 @@ public:
     wake.notify_all();
     if (worker.joinable())
       worker.join();
+    for (Transfer &t : table)
+      freeHost(t.host, t.bytes);
   }
 
   void offloadStart(int64_t number, const void *device, int64_t bytes) {
