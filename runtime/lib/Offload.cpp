@@ -42,7 +42,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <sys/mman.h>
 
@@ -295,7 +294,9 @@ private:
   std::thread worker;
   bool stopping = false;
   uint64_t issued = 0, completed = 0;
-  std::vector<Transfer> table;
+  /// A deque: growing it keeps references to its elements, which a wait
+  /// holds while another thread's start of a higher number grows it.
+  std::deque<Transfer> table;
   double bandwidth = 0;
   uint64_t count = 0, toHost = 0, toDevice = 0;
   double busy = 0, waited = 0;

@@ -140,6 +140,13 @@ TEST(Offload, MisuseEndsTheProcessNamingTheTransfer) {
               "transfer 305: tsrt_prefetch_wait with no copy back in flight");
   EXPECT_EXIT(tsrt_offload_start(-1, x, sizeof x), testing::ExitedWithCode(1),
               "tsrt_offload_start: transfer number -1 out of range");
+  EXPECT_EXIT(tsrt_offload_start(306, x, -4), testing::ExitedWithCode(1),
+              "transfer 306: a negative size \\(-4 bytes\\)");
+  // More than any machine maps: the block cannot be allocated (no copy is
+  // queued, so nothing reads past `x`).
+  EXPECT_EXIT(tsrt_offload_start(307, x, INT64_MAX), testing::ExitedWithCode(1),
+              "transfer 307: cannot allocate 9223372036854775807 bytes of "
+              "host memory");
 }
 
 TEST(Offload, DevicePoolCapacityStopsAnAllocationPastIt) {

@@ -333,6 +333,11 @@ TEST(TesseraRun, CommandLineErrors) {
   expectError(runTool(art + " --train --data d --steps 1 --device-memory 0"),
               {"--device-memory needs a positive number of bytes, optionally "
                "with a unit (KiB, MiB, GiB, KB, MB, GB; e.g. 6GiB), got '0'"});
+  // Below a byte: not rounded down to 0, which would mean unlimited.
+  expectError(
+      runTool(art + " --train --data d --steps 1 --device-memory=0.5"),
+      {"--device-memory needs a positive number of bytes, optionally with a "
+       "unit (KiB, MiB, GiB, KB, MB, GB; e.g. 6GiB), got '0.5'"});
   expectError(runTool(art + " --print --device-memory=1GiB"),
               {"--device-memory"});
   // NCCL moves device memory; this cpu artifact's buffers are host memory.

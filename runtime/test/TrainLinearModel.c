@@ -2,13 +2,21 @@
  * rate lr on a linear model, prediction = x . w + b, with the mean squared
  * error as the loss, over a batch of 4 samples of 2 features. Its
  * temporaries come from the runtime's allocation functions, as in compiled
- * code: 16 + 12 bytes live at once. */
+ * code: 16 + 12 bytes live at once. Built with TSR_TEST_OFFLOAD, it also
+ * offloads its residuals between the forward and backward loops, as
+ * tsr-offload's code does (the train-offload artifact). */
 #include <stddef.h>
 #include <stdint.h>
 
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
+#ifdef TSR_TEST_OFFLOAD
+void tsrt_offload_start(int64_t transfer, const void *device, int64_t bytes);
+void tsrt_offload_wait(int64_t transfer, const void *device);
+void tsrt_prefetch_start(int64_t transfer, void *device, int64_t bytes);
+void tsrt_prefetch_wait(int64_t transfer, void *device);
+#endif
 
 enum { kBatch = 4, kFeatures = 2 };
 
@@ -41,6 +49,17 @@ void tessera_entry(void **args) {
     sum += residual[i] * residual[i];
   }
   *loss = sum / kBatch;
+#ifdef TSR_TEST_OFFLOAD
+  /* The residuals go to host memory, their buffer is freed, and they come
+   * back into a new one before the backward loop reads them. */
+  tsrt_offload_start(0, residual, kBatch * sizeof(float));
+  tsrt_offload_wait(0, residual);
+  _mlir_memref_to_llvm_free(residual);
+  residual =
+      (float *)_mlir_memref_to_llvm_aligned_alloc(64, kBatch * sizeof(float));
+  tsrt_prefetch_start(0, residual, kBatch * sizeof(float));
+  tsrt_prefetch_wait(0, residual);
+#endif
   for (int i = 0; i < kBatch; ++i) {
     float scale = 2 * residual[i] / kBatch;
     for (int f = 0; f < kFeatures; ++f)

@@ -1479,18 +1479,19 @@ void expectLogLine(const std::string &line, int step, float loss,
 
 } // namespace
 
-/// tessera-run --train of the linear artifact on its data set, logging JSON
-/// to `log`, with `flags`.
+/// tessera-run --train of the linear artifact (or `artifact`, another
+/// build of its step) on its data set, logging JSON to `log`, with `flags`.
 struct LinearRun {
   std::string dir = scratchDir();
   std::string data = dir + "/data.npz";
   std::string log = dir + "/log.jsonl";
   RunResult result;
 
-  explicit LinearRun(const std::string &flags) {
+  explicit LinearRun(const std::string &flags,
+                     const std::string &artifact = TSR_TEST_LINEAR_ARTIFACT) {
     writeBytes(data, linearNpz(false));
-    result = runTool(quote(TSR_TEST_LINEAR_ARTIFACT) + " --train --data " +
-                     quote(data) + " --log-json=" + quote(log) + " " + flags);
+    result = runTool(quote(artifact) + " --train --data " + quote(data) +
+                     " --log-json=" + quote(log) + " " + flags);
   }
 };
 
@@ -1524,6 +1525,69 @@ TEST(TesseraRunTrain, TrainsOnNpzAndLogsJson) {
   EXPECT_TRUE(std::regex_match(out[6], summary)) << out[6];
   EXPECT_EQ(out[7], "peak step memory: 28 bytes (artifact allocations; arena "
                     "4096 bytes), params+state+batch: 72 bytes");
+}
+
+TEST(TesseraRunTrain, ReportsOffloadOverAnEmulatedHostLink) {
+  // Each step offloads 16 bytes and copies them back: two copies, each at
+  // least 1 ms at 16KB/s.
+  LinearRun run("--steps 3 --host-bandwidth=16KB/s --device-memory=1KiB",
+                TSR_TEST_OFFLOAD_ARTIFACT);
+  ASSERT_EQ(run.result.exitCode, 0) << run.result.err;
+  std::vector<std::string> out = lines(run.result.out);
+  ASSERT_EQ(out.size(), 7u) << run.result.out;
+  // The copies are exact: the losses are those of the step without them.
+  std::vector<float> losses = referenceLosses(3);
+  std::vector<std::string> logged = lines(readBytes(run.log));
+  ASSERT_EQ(logged.size(), 3u);
+  for (int s = 0; s < 3; ++s)
+    expectLogLine(logged[s], s + 1, losses[s], "samples", true);
+  EXPECT_EQ(out[5], "peak step memory: 28 bytes (artifact allocations; arena "
+                    "4096 bytes), params+state+batch: 72 bytes, of a device "
+                    "pool of 1024 bytes");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(
+      out[6], match,
+      std::regex("offload: 1 values a step, 16 bytes to host memory and "
+                 "back; copies ([0-9]+\\.[0-9]{3}) ms a step, waited "
+                 "[0-9]+\\.[0-9]{3} ms \\([0-9]+% hidden\\); host pool "
+                 "peak 16 bytes")))
+      << out[6];
+  EXPECT_GE(std::stod(match[1]), 2.0) << out[6];
+
+  // The other spellings of a rate; without transfers, no offload line.
+  for (const char *rate : {"25e9", "16GiB/s", "25GB/s"}) {
+    LinearRun plain(std::string("--steps 1 --host-bandwidth=") + rate);
+    ASSERT_EQ(plain.result.exitCode, 0) << rate << ": " << plain.result.err;
+    EXPECT_EQ(lines(plain.result.out).back().rfind("peak step memory: ", 0), 0u)
+        << plain.result.out;
+  }
+}
+
+TEST(TesseraRunTrain, DeviceMemoryEndsTheRunAtTheAllocationPastIt) {
+  // The step allocates 16 bytes, then 12 more, beside the runtime's
+  // tensors: a pool of tensors + 16 bytes holds the first, not the second.
+  std::regex died("tessera-run: rank 0: the device pool of ([0-9]+) bytes "
+                  "\\(--device-memory\\) cannot hold ([0-9]+) bytes more: "
+                  "compiled code holds ([0-9]+), tensors ([0-9]+)\n");
+  LinearRun none("--steps 1 --device-memory=1");
+  EXPECT_EQ(none.result.exitCode, 1);
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(none.result.err, match, died))
+      << none.result.err;
+  EXPECT_EQ(match[2], "16");
+  EXPECT_EQ(match[3], "0");
+  size_t tensors = std::stoul(match[4]);
+
+  LinearRun first("--steps 1 --device-memory=" + std::to_string(tensors + 16));
+  EXPECT_EQ(first.result.exitCode, 1);
+  ASSERT_TRUE(std::regex_match(first.result.err, match, died))
+      << first.result.err;
+  EXPECT_EQ(match[2], "12");
+  EXPECT_EQ(match[3], "16");
+  EXPECT_EQ(match[4], std::to_string(tensors));
+
+  LinearRun both("--steps 3 --device-memory=" + std::to_string(tensors + 28));
+  EXPECT_EQ(both.result.exitCode, 0) << both.result.err;
 }
 
 TEST(TesseraRunTrain, LogsEveryKthStep) {

@@ -255,7 +255,8 @@ std::string checkCombination(const Options &options) {
 }
 
 /// "6GiB", "512MiB", "25GB", "1e9" (with `rate`, an optional "/s" after
-/// it): a positive number of bytes (per second), or 0 if malformed.
+/// it): a positive number of bytes (per second), or 0 if malformed. A size
+/// is at least one byte: "0.5" would truncate to 0, which means unlimited.
 double parseAmount(std::string text, bool rate) {
   static const std::pair<const char *, double> units[] = {
       {"KiB", 1024.0},
@@ -278,7 +279,8 @@ double parseAmount(std::string text, bool rate) {
   }
   char *end = nullptr;
   double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(value > 0) || value * scale > 9e18)
+  if (text.empty() || *end != '\0' || !(value > 0) || value * scale > 9e18 ||
+      (!rate && value * scale < 1))
     return 0;
   return value * scale;
 }
