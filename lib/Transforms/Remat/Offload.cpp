@@ -44,10 +44,7 @@ bool isMarked(Operation *op) {
 
 /// Forward views of a value (reshapes and the like, through which the
 /// backward pass may read it): they are cloned onto the prefetched value.
-bool isForwardView(Operation *op) {
-  return !isBackward(op) &&
-         isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::RematBarrierOp>(op);
-}
+bool isForwardView(Operation *op) { return !isBackward(op) && isRematView(op); }
 
 /// One value to offload and what the placement needs to know of it.
 struct Transfer {

@@ -93,18 +93,12 @@ int64_t footprint(func::FuncOp f) {
   return bytes;
 }
 
-/// Ops whose result is a view of their operand's buffer: the graph makes
-/// their readers read the operand.
-bool isView(Operation *op) {
-  return isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::RematBarrierOp>(op);
-}
-
 /// The ops of `f` that are nodes of its rematerialization problem, in
 /// order: every op but views, constants and the terminator.
 SmallVector<Operation *> nodeOps(func::FuncOp f) {
   SmallVector<Operation *> ops;
   for (Operation &op : f.getBody().front())
-    if (!isView(&op) && !op.hasTrait<OpTrait::ConstantLike>() &&
+    if (!isRematView(&op) && !op.hasTrait<OpTrait::ConstantLike>() &&
         !op.hasTrait<OpTrait::IsTerminator>())
       ops.push_back(&op);
   return ops;
@@ -404,7 +398,7 @@ remat::Graph mlir::tessera::buildRematGraph(func::FuncOp f,
   auto lookup = [&](Value v) {
     // Through views to the node that holds the buffer.
     while (Operation *def = v.getDefiningOp()) {
-      if (!isView(def))
+      if (!isRematView(def))
         break;
       v = def->getOperand(0);
     }
@@ -469,6 +463,10 @@ mlir::tessera::getPolicySeeds(func::FuncOp f, const remat::Graph &graph) {
   return seeds;
 }
 
+bool mlir::tessera::isRematView(Operation *op) {
+  return isa<tsr::ReshapeOp, tsr::StopGradientOp, tsr::RematBarrierOp>(op);
+}
+
 void mlir::tessera::markRemat(func::FuncOp f, const remat::Stages &stages) {
   Builder b(f.getContext());
   DenseSet<Operation *> marked;
@@ -480,7 +478,7 @@ void mlir::tessera::markRemat(func::FuncOp f, const remat::Stages &stages) {
   // Views of recomputed values are recomputed with them (free), or the
   // backward pass would keep the buffer alive through them.
   for (Operation &op : f.getBody().front())
-    if (isView(&op) && !isBackward(&op) && isRecomputable(&op))
+    if (isRematView(&op) && !isBackward(&op) && isRecomputable(&op))
       if (Operation *source = op.getOperand(0).getDefiningOp();
           source && marked.contains(source)) {
         op.setAttr(tsr::attr::kRemat, b.getStringAttr("recompute"));

@@ -25,6 +25,11 @@ void planRemat(func::FuncOp f, StringRef policy);
 /// reading other forward values through tsr.remat_barrier, and drops the marks.
 void applyRemat(func::FuncOp f);
 
+/// Whether `op`'s result is a view of its operand's buffer (a reshape,
+/// stop_gradient or remat_barrier): the remat graph reads through it to
+/// the operand, and tsr-offload clones it onto a prefetched value.
+bool isRematView(Operation *op);
+
 /// The rematerialization problem of `f` (RematSolver.h): one node per op
 /// but views (their readers read what they view), constants and the
 /// terminator; forward nodes up to the first backward op; bytes of the
