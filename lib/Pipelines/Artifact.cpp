@@ -362,6 +362,8 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
     FailureOr<ArtifactProgram> program = getArtifactProgram(f);
     if (failed(program) || failed(verifyElementTypes(f, target)))
       return failure();
+    program->onHost = f->hasAttr(tsr::attr::kOnHost);
+    f->removeAttr(tsr::attr::kOnHost);
     PeakMemory peak = predictPeakMemory(f);
     program->predictedPeakBytes = peak.peakBytes;
     for (const PeakBuffer &buffer : peak.liveAtPeak)
@@ -670,6 +672,8 @@ LogicalResult mlir::tessera::compileToArtifact(
     if (program.peakAllocBytes)
       entry["peak_alloc_bytes"] = *program.peakAllocBytes;
     entry["predicted_peak_alloc_bytes"] = program.predictedPeakBytes;
+    if (program.onHost)
+      entry["on_host"] = true;
     if (const auto &stage = program.pipeline) {
       llvm::json::Array actions;
       for (const std::string &a : stage->actions)

@@ -86,6 +86,13 @@ void mlir::tessera::buildTrainingPipeline(
     if (options.optimizer) {
       TsrOptimizerOptions optimizer = *options.optimizer;
       optimizer.function = step;
+      if (options.offloadOptimizer) {
+        // The step stops at the gradients; the host program updates.
+        TsrOffloadOptimizerOptions offload;
+        offload.function = step;
+        pm.addPass(createTsrOffloadOptimizer(offload));
+        optimizer.function = offload.update;
+      }
       pm.addPass(createTsrOptimizer(optimizer));
       // Local SGD averages what the optimizer updated.
       if (options.dataParallel && options.dataParallel->localSteps > 0) {

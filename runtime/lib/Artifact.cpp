@@ -299,12 +299,41 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
     // The schedule's calls in order, each on the buffers its inputs bind
     // to and on its own outputs.
     std::vector<void *> args;
+    std::vector<LinkCopy> copies;
     for (const CallSpec &call : manifest.schedule) {
-      args.clear();
-      for (const Binding &binding : call.inputs)
-        args.push_back(binding.fromOutput ? outputs[binding.index]->data
-                                          : inputs[binding.index]->data);
       const ProgramSpec &program = manifest.programs[call.program];
+      args.clear();
+      copies.clear();
+      for (const Binding &binding : call.inputs) {
+        const tsr_tensor_t *source =
+            binding.fromOutput ? outputs[binding.index] : inputs[binding.index];
+        const TensorSpec &spec = binding.fromOutput
+                                     ? manifest.outputs[binding.index]
+                                     : manifest.inputs[binding.index];
+        if (spec.onHost == program.onHost) {
+          args.push_back(source->data);
+          continue;
+        }
+        // It lives on the other side of the host link: the program reads
+        // a copy on its own side.
+        std::unique_ptr<tsr_tensor> &mirror =
+            artifact->mirrors[{binding.fromOutput, binding.index}];
+        if (!mirror) {
+          tsr_tensor_t *made = nullptr;
+          if (tsr_status_t s = createTensor(spec.dtype, spec.shape, &made))
+            return withContext(s, "the copy of '" + spec.name +
+                                      "' that program '" + program.name +
+                                      "' reads");
+          mirror.reset(made);
+          if (program.onHost)
+            moveToHostPool(*mirror);
+        }
+        copies.push_back(
+            {source->data, mirror->data, source->byteSize, program.onHost});
+        args.push_back(mirror->data);
+      }
+      if (!copies.empty())
+        copyOverHostLink(copies);
       for (size_t k = 0; k < program.outputs.size(); ++k) {
         tsr_tensor_t *out = outputs[call.firstOutput + k];
         const TensorSpec &spec = program.outputs[k];
@@ -324,7 +353,11 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
       // Keep args.data() non-null even for a program without tensors.
       args.push_back(nullptr);
       ProfileSpan span(call.program);
-      {
+      if (program.onHost) {
+        // Its blocks are host memory: outside the arena (the device's).
+        HostProgramScope host;
+        artifact->entries[call.program](args.data());
+      } else {
         ArenaCall memory(artifact->arenaPlans[call.program]);
         artifact->entries[call.program](args.data());
       }

@@ -607,6 +607,19 @@ tsr_status_t parsePrograms(const Json &root, Manifest &out) {
       return s;
     if (tsr_status_t s = checkOutputLinks(program, at))
       return s;
+    if (const Json *onHost = findMember(entry, "on_host")) {
+      if (!onHost->is_boolean())
+        return fail(TSR_ERROR_PARSE, at + ".on_host must be true or false");
+      program.onHost = onHost->get<bool>();
+      // The CUDA target's programs run on the device; a host program
+      // beside them is the CPU target's alone so far.
+      if (program.onHost && out.target != "cpu")
+        return fail(TSR_ERROR_PARSE,
+                    at +
+                        " runs on the host, which only target \"cpu\" "
+                        "artifacts support (target \"" +
+                        out.target + "\")");
+    }
     for (size_t i = 0; i < program.inputs.size(); ++i)
       for (size_t j = 0; j < i; ++j)
         if (program.inputs[j].name == program.inputs[i].name)
@@ -827,12 +840,15 @@ tsr_status_t parseSchedule(const Json &root, Manifest &out) {
                      binding.fromOutput)) {
         return s;
       }
+      if (program.onHost && !binding.fromOutput)
+        out.inputs[binding.index].onHost = true;
       call.inputs.push_back(binding);
     }
     call.firstOutput = out.outputs.size();
     out.schedule.push_back(call);
     for (size_t k = 0; k < program.outputs.size(); ++k) {
       TensorSpec spec = program.outputs[k];
+      spec.onHost = program.onHost;
       size_t index = out.outputs.size();
       for (int64_t *link : {&spec.updates, &spec.of}) {
         if (*link < 0)

@@ -105,8 +105,11 @@ struct alignas(16) Header {
   /// The ArenaCall that allocated the block (0: none) and its number there.
   uint32_t call;
   uint32_t block;
-  /// Whether `base` lies in the arena (and must not be passed to free).
-  uint32_t inArena;
+  /// Whether `base` lies in the arena (and must not be passed to free), and
+  /// whether a host program allocated the block (HostProgramScope: counted
+  /// in the host pool).
+  uint16_t inArena;
+  uint16_t onHost;
 };
 static_assert(sizeof(Header) % 16 == 0, "the header keeps 16-byte alignment");
 
@@ -146,6 +149,9 @@ struct CallState {
 
 thread_local CallState *currentCall = nullptr;
 
+/// Whether this thread runs a host program (HostProgramScope).
+thread_local bool inHostProgram = false;
+
 /// A block of `total` bytes for the current call: from the arena while the
 /// call follows its plan, else null (the caller mallocs). Records the event.
 char *takeFromArena(CallState &call, size_t total, Header &header) {
@@ -176,7 +182,8 @@ void *allocate(size_t alignment, size_t size) {
   size_t total;
   if (__builtin_add_overflow(size, sizeof(Header) + alignment - 1, &total))
     return nullptr;
-  if (size_t capacity = deviceCapacity.load(std::memory_order_relaxed)) {
+  size_t capacity = deviceCapacity.load(std::memory_order_relaxed);
+  if (capacity && !inHostProgram) {
     size_t code = 0, held = 0;
     compiledCode.read(&code, nullptr);
     tensors.read(&held, nullptr);
@@ -208,7 +215,11 @@ void *allocate(size_t alignment, size_t size) {
   header->size = size;
   header->total = total;
   header->magic = kMagic;
-  compiledCode.add(size);
+  header->onHost = inHostProgram;
+  if (inHostProgram)
+    noteHostPoolBytes(size, true);
+  else
+    compiledCode.add(size);
   return reinterpret_cast<void *>(aligned);
 }
 
@@ -301,6 +312,12 @@ ArenaCall::~ArenaCall() {
 
 void tsr::noteCompiledFreed(size_t bytes) { compiledCode.subtract(bytes); }
 
+HostProgramScope::HostProgramScope() : previous(inHostProgram) {
+  inHostProgram = true;
+}
+
+HostProgramScope::~HostProgramScope() { inHostProgram = previous; }
+
 //===----------------------------------------------------------------------===//
 // C API
 //===----------------------------------------------------------------------===//
@@ -320,7 +337,10 @@ void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr)
     return;
   Header *header = static_cast<Header *>(ptr) - 1;
-  compiledCode.subtract(header->size);
+  if (header->onHost)
+    noteHostPoolBytes(header->size, false);
+  else
+    compiledCode.subtract(header->size);
   if (header->gradientBytes)
     gradients.subtract(header->gradientBytes);
   header->magic = 0;

@@ -22,6 +22,13 @@
 // statistics separate the transfer thread's busy time from the time
 // compiled code spent blocked in the waits; the difference was hidden.
 //
+// The same thread makes the copies around a host program (a step whose
+// optimizer update runs on the host, tsr-offload-optimizer): the gradients
+// down before it, the parameters up before the next device program
+// (Artifact.cpp). Their statistics are kept apart (tsr_host_program_stats),
+// and the buffers a host program reads and writes are counted in the host
+// pool too (tsr::noteHostPoolBytes).
+//
 // Compiled code cannot take a status: misuse of a transfer (a wait with no
 // copy in flight, a number started twice, a size that changed) and a host
 // allocation that fails print one line and end the process, as the
@@ -86,6 +93,22 @@ struct Job {
   void *to;
   size_t bytes;
   uint64_t ticket;
+  /// A copy around a host program (else an offloaded value's).
+  bool program;
+};
+
+/// Copies of one kind since the last reset.
+struct Counts {
+  uint64_t count = 0, toHost = 0, toDevice = 0;
+  double busy = 0, waited = 0;
+
+  void read(tsr_transfer_stats_t *out) const {
+    out->transfers = count;
+    out->bytes_to_host = toHost;
+    out->bytes_to_device = toDevice;
+    out->busy_seconds = busy;
+    out->waited_seconds = waited;
+  }
 };
 
 class Transfers {
@@ -124,9 +147,9 @@ public:
           " bytes of host memory");
     t.phase = Phase::CopyingOut;
     t.device = device;
-    t.ticket = enqueue(device, t.host, t.bytes);
-    toHost += t.bytes;
-    ++count;
+    t.ticket = enqueue(device, t.host, t.bytes, false);
+    values.toHost += t.bytes;
+    ++values.count;
   }
 
   void offloadWait(int64_t number, const void *device) {
@@ -138,7 +161,7 @@ public:
     if (device != t.device)
       die(label(number) + ": tsrt_offload_wait on another buffer than the "
                           "one its copy reads");
-    waitFor(lock, t.ticket);
+    waitFor(lock, t.ticket, values);
     t.phase = Phase::OnHost;
   }
 
@@ -153,8 +176,8 @@ public:
           " bytes, offloaded as " + std::to_string(t.bytes));
     t.phase = Phase::CopyingIn;
     t.device = device;
-    t.ticket = enqueue(t.host, device, t.bytes);
-    toDevice += t.bytes;
+    t.ticket = enqueue(t.host, device, t.bytes, false);
+    values.toDevice += t.bytes;
   }
 
   void prefetchWait(int64_t number, const void *device) {
@@ -165,7 +188,7 @@ public:
     if (device != t.device)
       die(label(number) + ": tsrt_prefetch_wait on another buffer than the "
                           "one its copy writes");
-    waitFor(lock, t.ticket);
+    waitFor(lock, t.ticket, values);
     t.phase = Phase::Idle;
     t.device = nullptr;
   }
@@ -175,19 +198,37 @@ public:
     bandwidth = bytesPerSecond;
   }
 
-  void stats(tsr_transfer_stats_t *out) {
+  /// Makes `copies` in order on the transfer thread and waits for them.
+  void copyAll(const std::vector<LinkCopy> &copies) {
+    std::unique_lock<std::mutex> lock(mutex);
+    uint64_t last = 0;
+    for (const LinkCopy &c : copies) {
+      last = enqueue(c.from, c.to, c.bytes, true);
+      (c.toHost ? programs.toHost : programs.toDevice) += c.bytes;
+      ++programs.count;
+    }
+    if (last)
+      waitFor(lock, last, programs);
+  }
+
+  void addHostBytes(size_t bytes, bool allocated) {
     std::lock_guard<std::mutex> lock(mutex);
-    out->transfers = count;
-    out->bytes_to_host = toHost;
-    out->bytes_to_device = toDevice;
-    out->busy_seconds = busy;
-    out->waited_seconds = waited;
+    if (allocated) {
+      hostCurrent += bytes;
+      hostPeak = std::max(hostPeak, hostCurrent);
+    } else {
+      hostCurrent -= bytes;
+    }
+  }
+
+  void stats(tsr_transfer_stats_t *out, bool program) {
+    std::lock_guard<std::mutex> lock(mutex);
+    (program ? programs : values).read(out);
   }
 
   void resetStats() {
     std::lock_guard<std::mutex> lock(mutex);
-    count = toHost = toDevice = 0;
-    busy = waited = 0;
+    values = programs = Counts();
   }
 
   void hostStats(size_t *current, size_t *peak) {
@@ -245,21 +286,23 @@ private:
   }
 
   /// Queues a copy; returns its ticket. Called with the lock held.
-  uint64_t enqueue(const void *from, void *to, size_t bytes) {
+  uint64_t enqueue(const void *from, void *to, size_t bytes, bool program) {
     if (!worker.joinable())
       worker = std::thread([this] { run(); });
     uint64_t ticket = ++issued;
-    jobs.push_back({from, to, bytes, ticket});
+    jobs.push_back({from, to, bytes, ticket, program});
     wake.notify_all();
     return ticket;
   }
 
-  void waitFor(std::unique_lock<std::mutex> &lock, uint64_t ticket) {
+  void waitFor(std::unique_lock<std::mutex> &lock, uint64_t ticket,
+               Counts &counts) {
     if (completed >= ticket)
       return;
     Clock::time_point start = Clock::now();
     done.wait(lock, [&] { return completed >= ticket; });
-    waited += std::chrono::duration<double>(Clock::now() - start).count();
+    counts.waited +=
+        std::chrono::duration<double>(Clock::now() - start).count();
   }
 
   void run() {
@@ -282,7 +325,7 @@ private:
       double seconds =
           std::chrono::duration<double>(Clock::now() - start).count();
       lock.lock();
-      busy += seconds;
+      (job.program ? programs : values).busy += seconds;
       completed = job.ticket;
       done.notify_all();
     }
@@ -298,8 +341,7 @@ private:
   /// holds while another thread's start of a higher number grows it.
   std::deque<Transfer> table;
   double bandwidth = 0;
-  uint64_t count = 0, toHost = 0, toDevice = 0;
-  double busy = 0, waited = 0;
+  Counts values, programs;
   size_t hostCurrent = 0, hostPeak = 0;
 };
 
@@ -338,7 +380,20 @@ tsr_status_t tsr_set_host_bandwidth(double bytes_per_second) {
 
 void tsr_transfer_stats(tsr_transfer_stats_t *out) {
   if (out)
-    transfers().stats(out);
+    transfers().stats(out, false);
+}
+
+void tsr_host_program_stats(tsr_transfer_stats_t *out) {
+  if (out)
+    transfers().stats(out, true);
+}
+
+void tsr::copyOverHostLink(const std::vector<LinkCopy> &copies) {
+  transfers().copyAll(copies);
+}
+
+void tsr::noteHostPoolBytes(size_t bytes, bool allocated) {
+  transfers().addHostBytes(bytes, allocated);
 }
 
 void tsr_transfer_reset_stats(void) { transfers().resetStats(); }

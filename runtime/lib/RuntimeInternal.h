@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <dlfcn.h>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -29,6 +31,9 @@ struct tsr_tensor {
   /// False for a view of another tensor's buffer (a trainer's in-place
   /// output), which that tensor frees.
   bool ownsData = true;
+  /// Whether its bytes count in the host pool (a host program's input or
+  /// output, tsr::moveToHostPool) rather than the device pool.
+  bool inHostPool = false;
 
   tsr_tensor() = default;
   tsr_tensor(const tsr_tensor &) = delete;
@@ -65,6 +70,10 @@ struct TensorSpec {
   int64_t shards = 1;
   /// Where its buffer must live ("placement", else the target's default).
   tsr_placement_t placement = TSR_PLACEMENT_HOST;
+  /// A step input that a host program reads, or a host program's output:
+  /// it lives in the host pool, and a program on the other side reads a
+  /// copy (derived from "schedule", not in the JSON).
+  bool onHost = false;
 };
 
 /// One collective of a per-rank program ("collectives" of the manifest).
@@ -106,6 +115,9 @@ struct TrainSpec {
 struct ProgramSpec {
   std::string name, entry;
   std::vector<TensorSpec> inputs, outputs;
+  /// It runs on the host beside the device programs ("on_host": an
+  /// optimizer update that tsr-offload-optimizer moved there).
+  bool onHost = false;
 };
 
 /// Where a program's input comes from in a step: a step input (persistent
@@ -199,6 +211,11 @@ struct tsr_artifact {
   /// artifact) updates its program's plan while it holds the arena, which
   /// one call at a time does.
   mutable std::vector<tsr::ArenaPlan> arenaPlans;
+  /// With host programs: the copy on the other side of a step input or
+  /// output that a program reads across the host link, keyed by (whether
+  /// it is an output, its index); made on first use, refreshed every call.
+  mutable std::map<std::pair<bool, size_t>, std::unique_ptr<tsr_tensor>>
+      mirrors;
 
   tsr_artifact() = default;
   tsr_artifact(const tsr_artifact &) = delete;
@@ -352,6 +369,40 @@ private:
 void noteCompiledAllocated(size_t bytes);
 void noteCompiledFreed(size_t bytes);
 void noteTensorFreed(size_t bytes);
+
+/// A copy between the device pool and the host pool.
+struct LinkCopy {
+  const void *from;
+  void *to;
+  size_t bytes;
+  bool toHost;
+};
+
+/// Makes `copies` in order on the transfer thread (at the emulated host
+/// link's speed, tsr_set_host_bandwidth) and waits for the last; counted
+/// in tsr_host_program_stats (Offload.cpp).
+void copyOverHostLink(const std::vector<LinkCopy> &copies);
+
+/// Counts `bytes` of the host pool as allocated or freed.
+void noteHostPoolBytes(size_t bytes, bool allocated);
+
+/// Counts a tensor's bytes in the host pool from now on, not the device
+/// pool (the tensor keeps its buffer; a no-op for a view).
+void moveToHostPool(tsr_tensor &tensor);
+
+/// While one lives, compiled code's allocations on this thread are a host
+/// program's: counted in the host pool, not the device pool, and outside
+/// its capacity (Memory.cpp).
+class HostProgramScope {
+public:
+  HostProgramScope();
+  ~HostProgramScope();
+  HostProgramScope(const HostProgramScope &) = delete;
+  HostProgramScope &operator=(const HostProgramScope &) = delete;
+
+private:
+  bool previous;
+};
 
 /// Opens a regular file for reading (`fd`, close-on-exec; the caller closes
 /// it). Messages start with `path`.

@@ -63,13 +63,24 @@ size_t hostBytes(size_t bytes) {
 tsr_tensor::~tsr_tensor() {
   if (!data || !ownsData)
     return;
-  noteTensorFreed(byteSize);
+  if (inHostPool)
+    noteHostPoolBytes(byteSize, false);
+  else
+    noteTensorFreed(byteSize);
   if (placement != TSR_PLACEMENT_HOST)
     freePlaced(placement, data);
   else if (hostBytes(byteSize) >= kMappedBytes)
     ::munmap(data, hostBytes(byteSize));
   else
     std::free(data);
+}
+
+void tsr::moveToHostPool(tsr_tensor &tensor) {
+  if (tensor.inHostPool || !tensor.ownsData)
+    return;
+  noteTensorFreed(tensor.byteSize);
+  noteHostPoolBytes(tensor.byteSize, true);
+  tensor.inHostPool = true;
 }
 
 tsr_status_t tsr::fail(tsr_status_t status, std::string message) {

@@ -497,6 +497,10 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
       return s;
     if (manifest.inputs[i].role == TSR_ROLE_STATE)
       fillConstant(*trainer->inputs.back(), manifest.inputs[i].init);
+    // What a host program reads (parameters, optimizer state) lives in
+    // host memory.
+    if (manifest.inputs[i].onHost)
+      moveToHostPool(*trainer->inputs.back());
   }
   for (size_t i = 0; i < manifest.outputs.size(); ++i) {
     int64_t updates = manifest.outputs[i].updates;
@@ -517,6 +521,8 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
       if (tsr_status_t s =
               create("output", i, manifest.outputs[i], trainer->outputs))
         return s;
+      if (manifest.outputs[i].onHost)
+        moveToHostPool(*trainer->outputs.back());
       if (updates >= 0)
         trainer->swaps.emplace_back(i, updates);
     }

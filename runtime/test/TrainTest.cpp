@@ -414,6 +414,18 @@ TEST(TrainManifest, RejectsBadTrainManifests) {
       "programs[0].outputs[0].in_place is only for outputs that update an "
       "input");
 
+  // "on_host": a boolean, and a host program beside a device's programs is
+  // the CPU target's alone.
+  expectLoadError(linearWith(R"("entry": "tessera_entry",)",
+                             R"("entry": "tessera_entry", "on_host": 1,)"),
+                  "programs[0].on_host must be true or false");
+  expectLoadError(
+      replaced(linearWith(R"("entry": "tessera_entry",)",
+                          R"("entry": "tessera_entry", "on_host": true,)"),
+               R"("target": "cpu")", R"("target": "cuda")"),
+      "programs[0] runs on the host, which only target \"cpu\" artifacts "
+      "support (target \"cuda\")");
+
   // Mode "grad" needs neither "train" nor a loss.
   std::string grad = replaced(linearWith(trainObject, R"("other": {})"),
                               R"("mode": "train")", R"("mode": "grad")");

@@ -179,6 +179,14 @@ static cl::opt<std::string> offloadPolicy(
              "memory and back when recomputation alone cannot meet the "
              "budget; the CPU target only) or none"),
     cl::cat(trainCat));
+static cl::opt<bool> offloadOptimizer(
+    "offload-optimizer", cl::init(false),
+    cl::desc("With --mode=train: keep the optimizer state and a master copy "
+             "of the parameters in host memory and run the update there "
+             "(ZeRO-Offload): the device holds parameters, gradients and "
+             "activations; a step copies the gradients to the host and the "
+             "parameters back (the CPU target only)"),
+    cl::cat(trainCat));
 static cl::opt<std::string> hostBandwidth(
     "host-bandwidth", cl::init("50GB/s"),
     cl::desc("The host link's bandwidth that offload plans its copies by "
@@ -678,7 +686,8 @@ static std::vector<std::pair<std::string, std::string>> describeHparams() {
 static func::FuncOp findStep(ModuleOp module) {
   func::FuncOp step;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f.isPublic() && !f->hasAttr(tsr::attr::kServer))
+    if (f.isPublic() && !f->hasAttr(tsr::attr::kServer) &&
+        !f->hasAttr(tsr::attr::kOnHost))
       step = f;
   return step;
 }
@@ -701,6 +710,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
   options.lossScale.scale = effectiveLossScale();
   options.lossScale.init = lossScaleInit;
   options.remat.policy = remat;
+  options.offloadOptimizer = offloadOptimizer;
   if (!memoryBudget.empty()) {
     options.remat.policy = "auto";
     options.remat.budget = *parseBytes(memoryBudget);
@@ -927,9 +937,13 @@ static bool isTrained(const tessera::ArtifactProgram &program,
 static std::pair<int64_t, int64_t>
 countTrained(const tessera::ArtifactSignature &sig) {
   int64_t count = 0, values = 0;
+  // With the update on the host, the step's gradients are that update's
+  // inputs: its parameter outputs count each parameter once.
+  bool hostUpdate = llvm::any_of(
+      sig.programs, [](const tessera::ArtifactProgram &p) { return p.onHost; });
   for (const auto &program : sig.programs) {
     for (const auto &t : program.outputs) {
-      if (!isTrained(program, t))
+      if (!isTrained(program, t) || (hostUpdate && t.role == "grad"))
         continue;
       ++count;
       int64_t n = 1;
@@ -979,7 +993,9 @@ static void printStepSummary(const tessera::ArtifactSignature &sig,
       seen.insert(t.name);
   int64_t peak = 0;
   for (const auto &program : sig.programs) {
-    peak = std::max(peak, program.predictedPeakBytes);
+    // A host program's allocations are in host memory.
+    if (!program.onHost)
+      peak = std::max(peak, program.predictedPeakBytes);
     for (const auto &t : program.inputs) {
       bool fed = t.role.empty() || t.role == "data" || t.role == "label";
       if (!fed || !seen.insert(t.name).second)
@@ -1018,6 +1034,21 @@ static void printStepSummary(const tessera::ArtifactSignature &sig,
          << " bytes";
     }
     os << "\n";
+  }
+  for (const auto &program : sig.programs) {
+    if (!program.onHost)
+      continue;
+    int64_t state = 0, grads = 0, params = 0;
+    for (const auto &t : program.inputs)
+      (t.role == "state"  ? state
+       : t.role == "grad" ? grads
+                          : params) += tensorBytes(t);
+    os << llvm::formatv(
+        "  optimizer on the host (ZeRO-Offload): @{0} keeps {1} bytes of "
+        "parameters and {2} bytes of optimizer state in host memory, and "
+        "peaks at {3} bytes there; a step copies {4} bytes of gradients to "
+        "it and {1} bytes of parameters back\n",
+        program.name, params, state, program.predictedPeakBytes, grads);
   }
   os << llvm::formatv("  predicted peak per rank: {0} bytes ({1:f1} MiB); "
                       "--explain has the collectives, --report every "
@@ -1135,11 +1166,15 @@ static void printExplanation(const tessera::ArtifactSignature &sig) {
 static void printReport(const tessera::ArtifactSignature &sig) {
   for (const auto &program : sig.programs) {
     int64_t params = 0, state = 0, batch = 0, grads = 0, outputs = 0;
+    // A parameter server's or a host program's update takes gradients.
+    int64_t gradInputs = 0;
     for (const auto &t : program.inputs) {
       if (t.role == "param")
         params += tensorBytes(t);
       else if (t.role == "state")
         state += tensorBytes(t);
+      else if (t.role == "grad")
+        gradInputs += tensorBytes(t);
       else
         batch += tensorBytes(t);
     }
@@ -1161,9 +1196,13 @@ static void printReport(const tessera::ArtifactSignature &sig) {
                  << " function";
     if (sig.programs.size() > 1)
       llvm::outs() << " " << program.name;
-    llvm::outs() << " (bytes):\n";
+    llvm::outs() << (program.onHost ? " (bytes, in host memory):\n"
+                                    : " (bytes):\n");
     row("parameters", params, "inputs with role param");
-    row("gradients", grads, "one per trained parameter (inside the step)");
+    if (gradInputs)
+      row("gradients", gradInputs, "inputs with role grad (the step's)");
+    else
+      row("gradients", grads, "one per trained parameter (inside the step)");
     row("optimizer state", state, "inputs with role state");
     row("batch", batch, "data and label inputs");
     row("outputs", outputs,
@@ -1172,7 +1211,7 @@ static void printReport(const tessera::ArtifactSignature &sig) {
         "most bytes the function itself holds at once (gradients included)");
     row("predicted peak", program.predictedPeakBytes,
         "the same, predicted on tsr before lowering (lib/Analysis)");
-    int64_t total = params + state + batch + outputs + peak;
+    int64_t total = params + state + gradInputs + batch + outputs + peak;
     row("total", total, "caller's buffers plus the peak");
     // The same bytes by element type and, for the peak, by phase.
     std::map<std::string, int64_t> callers;
@@ -1406,6 +1445,28 @@ int main(int argc, char **argv) {
       targetName != "cpu")
     return fail("--offload=auto needs --target=cpu (the CUDA target cannot "
                 "offload yet)");
+  if (offloadOptimizer) {
+    if (mode != "train")
+      return fail("--offload-optimizer needs --mode=train: it moves the "
+                  "optimizer's update to the host");
+    if (targetName != "cpu")
+      return fail("--offload-optimizer needs --target=cpu (the CUDA target "
+                  "cannot run a host program beside its kernels yet)");
+    if (parameterServers > 0 || localSteps > 0 || pipelineParallel > 0 ||
+        tensorParallel > 1 || expertParallel > 1)
+      return fail("--offload-optimizer goes with one rank or --mesh dp=N "
+                  "alone so far (not with --ps, --local-steps, tp, pp or ep)");
+    if (zeroStage > 0)
+      return fail(
+          "--offload-optimizer with --zero=" + Twine(zeroStage.getValue()) +
+          " is not supported yet: the shards' update would need the "
+          "parameters all-gathered on the device after the host "
+          "update (use --zero=0; the state is in host memory anyway)");
+    if (effectiveLossScale() != "none")
+      return fail("--offload-optimizer does not go with loss scaling yet "
+                  "(--precision=fp16 or --loss-scale): the update unscales "
+                  "the loss on the device's side");
+  }
   if (remat == "auto" && memoryBudget.empty())
     return fail("--remat=auto needs --memory-budget");
   if (rematSolver != "auto" && rematSolver != "milp" && rematSolver != "beam")

@@ -167,6 +167,9 @@ struct ArtifactProgram {
   /// The function's name, and the entry symbol `tessera_entry_<name>`.
   std::string name, entry;
   std::vector<ArtifactTensor> inputs, outputs;
+  /// Whether it runs on the host beside the device programs (`tsr.on_host`:
+  /// tsr-offload-optimizer's update).
+  bool onHost = false;
   /// Peak bytes the function allocates itself (tsr-cpu-memory-plan).
   std::optional<int64_t> peakAllocBytes;
   /// The same peak as predicted on tsr before lowering (lib/Analysis).

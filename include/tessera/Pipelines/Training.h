@@ -36,6 +36,9 @@ struct TrainingPipelineOptions {
   std::optional<TsrBatchNormStatisticsOptions> batchNorm;
   /// Absent: stop after the gradients (`--mode=grad`).
   std::optional<TsrOptimizerOptions> optimizer;
+  /// Run the optimizer's update on the host, its state in host memory
+  /// (tsr-offload-optimizer: ZeRO-Offload).
+  bool offloadOptimizer = false;
   /// The compute type of each op (fp32: the model's own types).
   TsrPrecisionPlanOptions precision;
   /// Loss scaling before autodiff (the optimizer's `loss-scale` options

@@ -624,7 +624,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     SmallVector<std::pair<BlockArgument, Value>> params;
     SmallVector<unsigned> carried;
-    for (unsigned i = 1, e = func.getNumResults(); i < e; ++i) {
+    // A host program's update (tsr-offload-optimizer) takes gradients
+    // alone: the loss stays with the step on the device.
+    bool onHost = func->hasAttr(tsr::attr::kOnHost);
+    for (unsigned i = onHost ? 0 : 1, e = func.getNumResults(); i < e; ++i) {
       auto of = func.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf);
       if (!of && (func.getResultAttr(i, tsr::attr::kUpdates) ||
                   isMetricResult(func, i))) {
@@ -634,9 +637,13 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
         continue;
       }
       if (!of)
-        return func.emitError("tsr-optimizer expects the loss followed by "
-                              "gradients (tsr.grad_of), as tsr-autodiff "
-                              "returns them; result ")
+        return func.emitError(onHost
+                                  ? "tsr-optimizer expects a host "
+                                    "program's results to be gradients "
+                                    "(tsr.grad_of); result "
+                                  : "tsr-optimizer expects the loss followed "
+                                    "by gradients (tsr.grad_of), as "
+                                    "tsr-autodiff returns them; result ")
                << i << " is not a gradient";
       params.push_back({func.getArgument(of.getInt()), ret.getOperand(i)});
     }
@@ -737,7 +744,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       return total;
     };
 
-    Value loss = ret.getOperand(0);
+    Value loss = onHost ? Value() : ret.getOperand(0);
+    if (onHost && lossScale != "none")
+      return func.emitError("loss scaling unscales the loss, which a host "
+                            "program's update does not take");
     // With dynamic loss scaling: whether every gradient is finite (an i1
     // scalar), and the scale's states, which are updated even when the
     // step is skipped.
@@ -825,10 +835,13 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
             g.castTo(scale, getElementTypeOrSelf(entry.second.getType())));
     }
 
-    SmallVector<Value> results{loss};
-    SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)
-                                          ? func.getResultAttrDict(0)
-                                          : b.getDictionaryAttr({})};
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> attrs;
+    if (!onHost) {
+      results.push_back(loss);
+      attrs.push_back(func.getResultAttrDict(0) ? func.getResultAttrDict(0)
+                                                : b.getDictionaryAttr({}));
+    }
     // A new value is laid out as the argument it updates.
     auto updated = [&](Value v, BlockArgument arg, tsr::Role role) {
       results.push_back(v);

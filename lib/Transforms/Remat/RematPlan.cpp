@@ -115,7 +115,7 @@ SmallVector<func::FuncOp> differentiated(ModuleOp module) {
   return functions;
 }
 
-/// The largest footprint of the module's public functions once `mark` has
+/// The largest footprint of the module's device programs once `mark` has
 /// marked the differentiated functions of a copy and tsr-remat and
 /// tsr-offload have applied the marks.
 int64_t footprintAfter(ModuleOp module,
@@ -128,9 +128,11 @@ int64_t footprintAfter(ModuleOp module,
     applyRemat(f);
     transfer = applyOffload(f, costs, offload, transfer);
   }
+  // A host program's buffers (tsr-offload-optimizer's update) are in host
+  // memory, outside the budget.
   int64_t bytes = 0;
   for (auto f : copy->getOps<func::FuncOp>())
-    if (f.isPublic() && !f.isExternal())
+    if (f.isPublic() && !f.isExternal() && !f->hasAttr(tsr::attr::kOnHost))
       bytes = std::max(bytes, footprint(f));
   return bytes;
 }

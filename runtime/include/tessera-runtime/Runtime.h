@@ -793,10 +793,16 @@ typedef struct tsr_transfer_stats {
 
 /* The transfers since the last reset. */
 TSR_API void tsr_transfer_stats(tsr_transfer_stats_t *out);
+/* The copies around host programs since the last reset (an artifact whose
+ * optimizer update runs on the host): `transfers` counts tensors, the bytes
+ * are the gradients copied to the host and the parameters copied back, and
+ * every second of them is waited for (nothing overlaps them yet). */
+TSR_API void tsr_host_program_stats(tsr_transfer_stats_t *out);
+/* Resets both. */
 TSR_API void tsr_transfer_reset_stats(void);
 
 /* Bytes of the host pool (the blocks of offloaded values, kept from step
- * to step) now, and the most at once since the last reset. Either pointer
+ * to step, and what host programs hold and allocate) now, and the most at once since the last reset. Either pointer
  * may be null. */
 TSR_API void tsr_host_pool_stats(size_t *out_current, size_t *out_peak);
 TSR_API void tsr_host_pool_reset_peak(void);

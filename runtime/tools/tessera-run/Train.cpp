@@ -715,6 +715,18 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                   1e3 * moved.busy_seconds / steps,
                   1e3 * moved.waited_seconds / steps, 100 * hidden, hostPeak);
   }
+  tsr_transfer_stats_t update{};
+  tsr_host_program_stats(&update);
+  if (update.transfers > 0 && progress.ran > 0) {
+    size_t hostNow = 0, hostPeak = 0;
+    tsr_host_pool_stats(&hostNow, &hostPeak);
+    double steps = static_cast<double>(progress.ran);
+    process.print("optimizer on the host: %.0f bytes of gradients to host "
+                  "memory and %.0f bytes of parameters back a step, %.3f ms "
+                  "(not overlapped); host pool holds %zu bytes, peak %zu\n",
+                  update.bytes_to_host / steps, update.bytes_to_device / steps,
+                  1e3 * update.busy_seconds / steps, hostNow, hostPeak);
+  }
   // Rank 0 prints every rank's --memory-report line and the parameter
   // servers' statistics, in rank order.
   if (options.memoryReport || process.size > meshRanks) {

@@ -216,4 +216,59 @@ def TsrOptimizer : Pass<"tsr-optimizer", "ModuleOp"> {
   ];
 }
 
+def TsrOffloadOptimizer : Pass<"tsr-offload-optimizer", "ModuleOp"> {
+  let summary = "Move the optimizer update into a host program (ZeRO-Offload)";
+  let description = [{
+    The apply half of optimizer-state offload (ZeRO-Offload, Ren et al.
+    2021). The step, a loss-and-gradient function as `tsr-autodiff` (and
+    `tsr-data-parallel`, which reduces the gradients) leaves it, stays the
+    device program. The pass adds a public function `@<update>` marked
+    `tsr.on_host`: it takes the step's parameters and, for each gradient
+    result, an input of the same name and role `grad`, and returns those
+    gradients as a gradient function does (`tsr.grad_of`, no loss).
+    `tsr-optimizer function=<update>` then turns it into the update, with
+    the optimizer state among its inputs. The module's `tsr.schedule`
+    becomes [@step, @<update>]: the runtime runs the step on the device,
+    copies the gradients to host memory, runs the update there on the
+    parameters and optimizer state it keeps in host memory, and copies the
+    parameters back before the next step. The device never holds the
+    optimizer state or the update's temporaries.
+
+    Before:
+
+    ```mlir
+    func.func @main(%w: tensor<4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+                    %x: tensor<4xf32>)
+        -> (tensor<f32> {tsr.role = #tsr.role<loss>},
+            tensor<4xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>})
+    ```
+
+    After:
+
+    ```mlir
+    module attributes {tsr.schedule = [@main, @host_update]} {
+      func.func @main(...)  // unchanged
+      func.func @host_update(
+          %w: tensor<4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},
+          %g: tensor<4xf32> {tsr.name = "grad.w", tsr.role = #tsr.role<grad>})
+          -> (tensor<4xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>})
+          attributes {tsr.on_host} {
+        return %g : tensor<4xf32>
+      }
+    }
+    ```
+
+    It refuses a step whose update cannot run apart from it: ZeRO stages 1-3
+    (the shards' all-gathers), loss scaling (the update unscales the loss),
+    running statistics (`tsr.updates` results) and a module that already
+    has a schedule (pipelines, parameter servers).
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The step (default: the module's one public function)">,
+    Option<"update", "update", "std::string", /*default=*/"\"host_update\"",
+           "The name of the host program it adds">,
+  ];
+}
+
 #endif // TESSERA_TRANSFORMS_OPTIMIZER_PASSES_TD

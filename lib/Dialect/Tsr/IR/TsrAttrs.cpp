@@ -600,7 +600,7 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
-  if (name == attr::kKernel) {
+  if (name == attr::kKernel || name == attr::kOnHost) {
     if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitOpError("attribute '")
              << name << "' must be a unit attribute on a function, got "
@@ -688,6 +688,6 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
          << attr::kCompression << ", " << attr::kDenseBytes << ", "
          << attr::kLocalSteps << ", " << attr::kParameterServer << ", "
-         << attr::kServer << ", " << attr::kKernel << ", " << attr::kInPlace
-         << ", " << attr::kProfileRegions << ")";
+         << attr::kServer << ", " << attr::kKernel << ", " << attr::kOnHost
+         << ", " << attr::kInPlace << ", " << attr::kProfileRegions << ")";
 }

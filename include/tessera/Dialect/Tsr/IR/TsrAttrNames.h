@@ -46,6 +46,11 @@ inline constexpr llvm::StringLiteral kParameterServer = "tsr.parameter_server";
 /// holds its parameter, from tsr-data-parallel-plan. On a function: the
 /// server whose update it is, from tsr-parameter-server.
 inline constexpr llvm::StringLiteral kServer = "tsr.server";
+/// On a function: it runs on the host, beside the device programs of the
+/// step (tsr-offload-optimizer's update: ZeRO-Offload). The runtime keeps
+/// the step inputs it reads in host memory and copies what crosses between
+/// the two.
+inline constexpr llvm::StringLiteral kOnHost = "tsr.on_host";
 /// On optimizer state: the value every element starts from (a float).
 inline constexpr llvm::StringLiteral kInit = "tsr.init";
 /// On a parameter: running statistics, updated from the batch, no gradient.

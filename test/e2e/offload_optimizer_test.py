@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Optimizer-state offload (--offload-optimizer, ZeRO-Offload) against the
+step that updates on the device.
+
+Two language models trained 20 Adam steps on the charlm corpus, compiled
+with and without ``tessera-compile --offload-optimizer``:
+
+* the bundled character LM (make_charlm.py: 2 layers, d_model 64, 4 heads,
+  sequence 128, batch 8; vocabulary padded to 128 rows);
+* the 2-layer GPT exported by PyTorch (make_torch_gpt.py: d_model 64, 4
+  heads, sequence 64, vocabulary 96; batch 8).
+
+Checked, per model:
+
+1. The artifact runs two programs, the step (@main) and the update on the
+   host (@host_update, "on_host" in the manifest).
+2. The 20 losses (the %.9g strings of --log-json) and the trained
+   parameters (--save-onnx, byte for byte) equal those of the artifact
+   that updates on the device: the update is the same arithmetic on the
+   same values, only where its buffers live changes.
+3. The device pool: the run fits --device-memory set to the device
+   footprint --report gives for @main (its arguments, outputs and peak),
+   and the artifact without offload does not fit that pool (it ends with
+   the device pool's message): the optimizer state no longer counts there.
+4. The host pool: the runtime's host-pool peak equals the footprint
+   --report gives for @host_update (parameters, optimizer state, the
+   gradients' copies, outputs and the update's peak), and the bytes copied
+   a step are the gradients down and the parameters up, as the compile
+   summary says.
+
+And the character LM on dp=2 (mpirun -np 2, ZeRO-0): the losses equal
+those of dp=2 without offload bit for bit.
+
+Usage: offload_optimizer_test.py BUILD_DIR REPO_ROOT [--work DIR]
+Exits 1 on a failed check, 2 on a setup error.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from checks import check, finish
+
+for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+                   ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+                   ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
+    os.environ.setdefault(key, value)
+
+STEPS, BATCH = 20, 8
+TORCH_PYTHON = "/usr/bin/python3"
+
+
+def run(cmd, expect_ok=True):
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if expect_ok and done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}")
+    return done
+
+
+def totals(report):
+    """--report's total of each program, by name."""
+    found = re.findall(r"memory footprint of one call of the train function"
+                       r"(?: (\w+))?.*?\n(?:.*\n)*?  total\s+(\d+)", report)
+    return {name or "main": int(total) for name, total in found}
+
+
+def compile_model(bin_dir, model, art, offload, mesh=()):
+    extra = ["--offload-optimizer"] if offload else []
+    done = run([os.path.join(bin_dir, "tessera-compile"), model,
+                "--mode=train", "--loss=cross_entropy", "--logits=logits",
+                f"--batch-size={BATCH}", "--optimizer=adam", "--lr=3e-3",
+                "--report", "-o", art, *mesh, *extra])
+    return done.stdout + done.stderr
+
+
+def train(bin_dir, art, data, work, ranks=1, device_memory=None):
+    """Trains; returns (losses as logged, tessera-run's output, the saved
+    model's path)."""
+    name = os.path.basename(art)
+    log = os.path.join(work, name + ".json")
+    saved = os.path.join(work, name + "-trained.onnx")
+    cmd = [os.path.join(bin_dir, "tessera-run"), art, "--train", "--data",
+           data, "--steps", str(STEPS), "--threads", "1", "--log-json", log,
+           "--save-onnx", saved]
+    if device_memory:
+        cmd += ["--device-memory", str(device_memory)]
+    if ranks > 1:
+        asan = ":".join(filter(None, (os.environ.get("ASAN_OPTIONS"),
+                                      "detect_leaks=0")))
+        cmd = ["env", f"ASAN_OPTIONS={asan}", "mpirun", "-np", str(ranks)] + cmd
+    out = run(cmd).stdout
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    return losses, out, saved
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("root")
+    ap.add_argument("--work")
+    args = ap.parse_args()
+    bin_dir = os.path.join(args.build, "bin")
+    work = args.work or tempfile.mkdtemp(prefix="tessera-offload-optimizer-")
+    os.makedirs(work, exist_ok=True)
+    examples = os.path.join(args.root, "python", "tessera_examples")
+    try:
+        subprocess.run([sys.executable, os.path.join(examples, "make_charlm.py"),
+                        "--out", os.path.join(work, "lm"), "--seq", "128",
+                        "--batch", str(BATCH), "--layers", "2", "--d-model",
+                        "64", "--heads", "4", "--pad-vocab", "128",
+                        "--no-verify"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([TORCH_PYTHON, os.path.join(examples, "make_torch_gpt.py"),
+                        "--out", os.path.join(work, "gpt"), "--seq", "64"],
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"error: cannot make the models: {e}", file=sys.stderr)
+        return 2
+    data = os.path.join(work, "lm", "tokens.bin")
+    models = {"charlm": os.path.join(work, "lm", "charlm.onnx"),
+              "gpt": os.path.join(work, "gpt", "torch_gpt.onnx")}
+    run_bin = os.path.join(bin_dir, "tessera-run")
+
+    for model, path in models.items():
+        plain_art = os.path.join(work, f"{model}-device")
+        off_art = os.path.join(work, f"{model}-host")
+        plain_report = compile_model(bin_dir, path, plain_art, False)
+        off_report = compile_model(bin_dir, path, off_art, True)
+        with open(os.path.join(off_art, "manifest.json")) as f:
+            manifest = json.load(f)
+        programs = {p["name"]: p.get("on_host", False)
+                    for p in manifest["programs"]}
+        check(programs == {"main": False, "host_update": True} and
+              [c["program"] for c in manifest["schedule"]] ==
+              ["main", "host_update"],
+              f"{model}: the artifact runs @main on the device, then "
+              f"@host_update on the host ({programs})")
+
+        plain_losses, _, plain_saved = train(bin_dir, plain_art, data, work)
+        off_losses, out, off_saved = train(bin_dir, off_art, data, work)
+        with open(plain_saved, "rb") as a, open(off_saved, "rb") as b:
+            same_model = a.read() == b.read()
+        check(off_losses == plain_losses and len(off_losses) == STEPS and
+              same_model,
+              f"{model}: 20 losses bitwise equal to the device update's "
+              f"({off_losses[-1]}), and the trained model byte for byte")
+
+        # The device pool: @main's footprint holds the run; without offload
+        # the same pool is too small.
+        device = totals(off_report)["main"]
+        plain_total = totals(plain_report)["main"]
+        _, fits, _ = train(bin_dir, off_art, data, work, device_memory=device)
+        refused = run([run_bin, plain_art, "--train", "--data", data,
+                       "--steps", "2", "--threads", "1", "--device-memory",
+                       str(device)], expect_ok=False)
+        print(f"{model}: device footprint {device} bytes with the update on "
+              f"the host, {plain_total} on the device "
+              f"({device / plain_total:.3f})")
+        check(device < plain_total and "peak step memory" in fits and
+              refused.returncode == 1 and
+              "the device pool of %d bytes" % device in refused.stderr,
+              f"{model}: the run fits a device pool of {device} bytes "
+              f"(@main's footprint), which the device update "
+              f"({plain_total} bytes) does not fit")
+
+        # The host pool and the copies.
+        host = totals(off_report)["host_update"]
+        pool = re.search(r"optimizer on the host: (\d+) bytes of gradients to "
+                         r"host memory and (\d+) bytes of parameters back a "
+                         r"step, [0-9.]+ ms \(not overlapped\); host pool "
+                         r"holds (\d+) bytes, peak (\d+)", out)
+        summary = re.search(r"keeps (\d+) bytes of parameters and (\d+) bytes "
+                            r"of optimizer state in host memory, and peaks at "
+                            r"\d+ bytes there; a step copies (\d+) bytes of "
+                            r"gradients to it", off_report)
+        check(pool is not None and summary is not None and
+              int(pool.group(4)) == host and
+              int(pool.group(1)) == int(summary.group(3)) and
+              int(pool.group(2)) == int(summary.group(1)),
+              f"{model}: the host pool peaks at @host_update's footprint "
+              f"({host} bytes; runtime: {pool and pool.group(4)}), and a step "
+              f"copies the gradients down and the parameters up "
+              f"({pool and pool.group(1)} and {pool and pool.group(2)} bytes)")
+
+    # Data parallelism: each rank all-reduces on the device, then updates
+    # its replica on the host.
+    mesh = ("--mesh", "dp=2")
+    compile_model(bin_dir, models["charlm"], os.path.join(work, "dp2-device"),
+                  False, mesh)
+    compile_model(bin_dir, models["charlm"], os.path.join(work, "dp2-host"),
+                  True, mesh)
+    dp_plain, _, _ = train(bin_dir, os.path.join(work, "dp2-device"), data,
+                           work, ranks=2)
+    dp_host, _, _ = train(bin_dir, os.path.join(work, "dp2-host"), data, work,
+                          ranks=2)
+    check(dp_host == dp_plain and len(dp_host) == STEPS,
+          f"charlm dp=2: 20 losses bitwise equal to the device update's "
+          f"({dp_host[-1] if dp_host else None})")
+    return finish("offload_optimizer_test.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
