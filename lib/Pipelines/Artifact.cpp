@@ -389,7 +389,10 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       return failure();
     program->computeSeconds = cost->compute.seconds;
     program->communicationSeconds = cost->communication.seconds;
-    module.walk([&](tsr::OffloadStartOp start) {
+    // The device programs' offloads and recomputations (in the module: a
+    // step's callees have them too); a host program has neither.
+    Operation *scope = program->onHost ? f.getOperation() : module;
+    scope->walk([&](tsr::OffloadStartOp start) {
       ++program->offloadedValues;
       program->offloadedBytes +=
           tsr::getStaticTensorBytes(start.getX().getType());
@@ -398,7 +401,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       if (FloatAttr exposed = start.getExposedSecondsAttr())
         program->exposedTransferSeconds += exposed.getValueAsDouble();
     });
-    module.walk([&](Operation *op) {
+    scope->walk([&](Operation *op) {
       auto remat = op->getAttrOfType<StringAttr>(tsr::attr::kRemat);
       if (!remat || remat.getValue() != "recomputed")
         return;

@@ -28,6 +28,12 @@ Checked, per model:
    a step are the gradients down and the parameters up, as the compile
    summary says.
 
+Under --memory-budget (the character LM): a budget of one byte is refused
+naming the smallest footprint, with the update on the host, and the one
+without; a budget halfway between the two moves the update to the host by
+itself (--offload=auto), fits a device pool of that size, and gives the
+losses of the device update.
+
 And the character LM on dp=2 (mpirun -np 2, ZeRO-0): the losses equal
 those of dp=2 without offload bit for bit.
 
@@ -126,6 +132,7 @@ def main():
     models = {"charlm": os.path.join(work, "lm", "charlm.onnx"),
               "gpt": os.path.join(work, "gpt", "torch_gpt.onnx")}
     run_bin = os.path.join(bin_dir, "tessera-run")
+    base_losses = {}
 
     for model, path in models.items():
         plain_art = os.path.join(work, f"{model}-device")
@@ -143,6 +150,7 @@ def main():
               f"@host_update on the host ({programs})")
 
         plain_losses, _, plain_saved = train(bin_dir, plain_art, data, work)
+        base_losses[model] = plain_losses
         off_losses, out, off_saved = train(bin_dir, off_art, data, work)
         with open(plain_saved, "rb") as a, open(off_saved, "rb") as b:
             same_model = a.read() == b.read()
@@ -187,6 +195,46 @@ def main():
               f"({host} bytes; runtime: {pool and pool.group(4)}), and a step "
               f"copies the gradients down and the parameters up "
               f"({pool and pool.group(1)} and {pool and pool.group(2)} bytes)")
+
+    # Under --memory-budget, --offload=auto moves the update to the host
+    # when recomputing and offloading activations cannot meet the budget:
+    # halfway between the smallest footprints without and with it.
+    compile_bin = os.path.join(bin_dir, "tessera-compile")
+    base = [compile_bin, models["charlm"], "--mode=train",
+            "--loss=cross_entropy", "--logits=logits", f"--batch-size={BATCH}",
+            "--optimizer=adam", "--lr=3e-3", "-o", os.path.join(work, "x")]
+    refused = run(base + ["--memory-budget=1"], expect_ok=False)
+    hosted_error = re.search(r"error: the step needs at least (\d+) bytes",
+                             refused.stderr)
+    without = re.search(r"note: with the optimizer's update and state on the "
+                        r"host \(ZeRO-Offload; (\d+) bytes without\)",
+                        refused.stderr)
+    explicit = run(base + ["--memory-budget=1", "--offload-optimizer"],
+                   expect_ok=False)
+    smallest = {"host": int(hosted_error.group(1)) if hosted_error else None,
+                "device": int(without.group(1)) if without else None}
+    check(None not in smallest.values() and
+          smallest["host"] < smallest["device"] and
+          refused.returncode == 1 and
+          f"at least {smallest['host']} bytes" in explicit.stderr,
+          f"charlm: an infeasible budget names the smallest footprint, "
+          f"{smallest['host']} bytes with the update on the host (as "
+          f"--offload-optimizer says), {smallest['device']} without")
+    if None in smallest.values():
+        return finish("offload_optimizer_test.py")
+    budget = (smallest["host"] + smallest["device"]) // 2
+    auto_art = os.path.join(work, "charlm-auto")
+    report = run(base[:-2] + [f"--memory-budget={budget}", "--report", "-o",
+                              auto_art]).stderr
+    with open(os.path.join(auto_art, "manifest.json")) as f:
+        hosted = any(p.get("on_host") for p in json.load(f)["programs"])
+    auto_losses, _, _ = train(bin_dir, auto_art, data, work,
+                              device_memory=budget)
+    check("the optimizer's update and state move to the host" in report and
+          hosted and auto_losses == base_losses["charlm"],
+          f"charlm --memory-budget={budget}: the update moves to the host, the "
+          f"run fits a device pool of that size, and its 20 losses are the "
+          f"device update's")
 
     # Data parallelism: each rank all-reduces on the device, then updates
     # its replica on the host.

@@ -679,6 +679,29 @@ static std::vector<std::pair<std::string, std::string>> describeHparams() {
   return hp;
 }
 
+/// Why the options do not let the optimizer's update run on the host
+/// (tsr-offload-optimizer), completing "--offload-optimizer ...", or "".
+static std::string offloadOptimizerRefusal() {
+  if (mode != "train")
+    return "needs --mode=train: it moves the optimizer's update to the host";
+  if (targetName != "cpu")
+    return "needs --target=cpu (the CUDA target cannot run a host program "
+           "beside its kernels yet)";
+  if (parameterServers > 0 || localSteps > 0 || pipelineParallel > 0 ||
+      tensorParallel > 1 || expertParallel > 1)
+    return "goes with one rank or --mesh dp=N alone so far (not with --ps, "
+           "--local-steps, tp, pp or ep)";
+  if (zeroStage > 0)
+    return "with --zero=" + std::to_string(zeroStage.getValue()) +
+           " is not supported yet: the shards' update would need the "
+           "parameters all-gathered on the device after the host update (use "
+           "--zero=0; the state is in host memory anyway)";
+  if (effectiveLossScale() != "none")
+    return "does not go with loss scaling yet (--precision=fp16 or "
+           "--loss-scale): the update unscales the loss on the device's side";
+  return "";
+}
+
 /// Runs the training pipeline on the imported module and describes the
 /// step for the manifest.
 /// The training step of a module the training pipeline built: its last
@@ -806,12 +829,84 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
       return module.emitError("--base-batch-size needs --batch-size");
     options.optimizer = opt;
   }
-  PassManager pm(module.getContext());
   TimingScope passTiming = timing.nest("build the training step");
-  pm.enableTiming(passTiming);
-  tessera::buildTrainingPipeline(pm, options);
-  if (failed(pm.run(module)))
-    return failure();
+  auto runPipeline = [&](ModuleOp m) {
+    PassManager pm(m.getContext());
+    pm.enableTiming(passTiming);
+    tessera::buildTrainingPipeline(pm, options);
+    return pm.run(m);
+  };
+  // Under a budget that recomputing and offloading activations cannot
+  // meet, --offload=auto also moves the optimizer's update and state to
+  // the host, and plans the activations again on top of that.
+  bool mayOffloadOptimizer = !memoryBudget.empty() && offloadPolicy == "auto" &&
+                             !offloadOptimizer &&
+                             offloadOptimizerRefusal().empty();
+  if (!mayOffloadOptimizer) {
+    if (failed(runPipeline(module)))
+      return failure();
+  } else {
+    OwningOpRef<ModuleOp> copy(module.clone());
+    // Each attempt's diagnostics, held back, and the smallest budget its
+    // error names (none: it failed otherwise, or not at all).
+    struct Attempt {
+      std::vector<Diagnostic> held;
+      std::optional<int64_t> smallest;
+      LogicalResult result = failure();
+    };
+    auto attempt = [&](Attempt &a) {
+      ScopedDiagnosticHandler hold(module.getContext(), [&](Diagnostic &d) {
+        std::string message = d.str();
+        StringRef text = message;
+        int64_t bytes;
+        if (d.getSeverity() == DiagnosticSeverity::Error &&
+            text.consume_front("the step needs at least ") &&
+            !text.consumeInteger(10, bytes))
+          a.smallest = bytes;
+        a.held.push_back(std::move(d));
+        return success();
+      });
+      a.result = runPipeline(module);
+    };
+    auto release = [&](Attempt &a) {
+      for (Diagnostic &d : a.held)
+        module.getContext()->getDiagEngine().emit(std::move(d));
+      return a.result;
+    };
+    Attempt devices;
+    attempt(devices);
+    if (succeeded(devices.result) || !devices.smallest) {
+      if (failed(release(devices)))
+        return failure();
+    } else {
+      Attempt host;
+      options.offloadOptimizer = true;
+      module.getBody()->getOperations().clear();
+      module.getBody()->getOperations().splice(
+          module.getBody()->end(), copy->getBody()->getOperations());
+      module->setAttrs((*copy)->getAttrDictionary());
+      attempt(host);
+      if (failed(host.result)) {
+        // The error that names the smaller budget.
+        if (!host.smallest || *host.smallest >= *devices.smallest) {
+          (void)release(devices);
+          return failure();
+        }
+        for (Diagnostic &d : host.held)
+          if (d.getSeverity() == DiagnosticSeverity::Error)
+            d.attachNote() << "with the optimizer's update and state on the "
+                              "host (ZeRO-Offload; "
+                           << *devices.smallest << " bytes without)";
+        (void)release(host);
+        return failure();
+      }
+      (void)release(host);
+      llvm::errs() << "tessera-compile: --memory-budget: recomputing and "
+                      "offloading activations cannot meet it; the "
+                      "optimizer's update and state move to the host "
+                      "(ZeRO-Offload)\n";
+    }
+  }
 
   tessera::TrainingManifest train;
   train.onnxPath = inputFile;
@@ -1231,7 +1326,8 @@ static void printReport(const tessera::ArtifactSignature &sig) {
     split("caller's buffers by type", callers);
     split("predicted peak by type", program.predictedPeakByType);
     split("predicted peak by phase", program.predictedPeakByPhase);
-    if (!memoryBudget.empty()) {
+    // The budget is the device's; a host program's memory is the host's.
+    if (!memoryBudget.empty() && !program.onHost) {
       int64_t budget = *parseBytes(memoryBudget);
       std::string note = total <= budget
                              ? llvm::formatv("--memory-budget, {0} bytes "
@@ -1445,28 +1541,9 @@ int main(int argc, char **argv) {
       targetName != "cpu")
     return fail("--offload=auto needs --target=cpu (the CUDA target cannot "
                 "offload yet)");
-  if (offloadOptimizer) {
-    if (mode != "train")
-      return fail("--offload-optimizer needs --mode=train: it moves the "
-                  "optimizer's update to the host");
-    if (targetName != "cpu")
-      return fail("--offload-optimizer needs --target=cpu (the CUDA target "
-                  "cannot run a host program beside its kernels yet)");
-    if (parameterServers > 0 || localSteps > 0 || pipelineParallel > 0 ||
-        tensorParallel > 1 || expertParallel > 1)
-      return fail("--offload-optimizer goes with one rank or --mesh dp=N "
-                  "alone so far (not with --ps, --local-steps, tp, pp or ep)");
-    if (zeroStage > 0)
-      return fail(
-          "--offload-optimizer with --zero=" + Twine(zeroStage.getValue()) +
-          " is not supported yet: the shards' update would need the "
-          "parameters all-gathered on the device after the host "
-          "update (use --zero=0; the state is in host memory anyway)");
-    if (effectiveLossScale() != "none")
-      return fail("--offload-optimizer does not go with loss scaling yet "
-                  "(--precision=fp16 or --loss-scale): the update unscales "
-                  "the loss on the device's side");
-  }
+  if (offloadOptimizer)
+    if (std::string why = offloadOptimizerRefusal(); !why.empty())
+      return fail("--offload-optimizer " + why);
   if (remat == "auto" && memoryBudget.empty())
     return fail("--remat=auto needs --memory-budget");
   if (rematSolver != "auto" && rematSolver != "milp" && rematSolver != "beam")

@@ -218,7 +218,7 @@ struct TsrRematPlanPass : tessera::impl::TsrRematPlanBase<TsrRematPlanPass> {
           planRemat(f, policy);
     }
     for (auto f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
+      if (f.isPublic() && !f.isExternal() && !f->hasAttr(tsr::attr::kOnHost))
         f->setAttr(tsr::attr::kRemat, b.getStringAttr(policy));
   }
 
