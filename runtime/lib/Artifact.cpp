@@ -225,6 +225,11 @@ tsr_status_t tsr_artifact_output_info(const tsr_artifact_t *artifact,
   return fillInfo(artifact->manifest.outputs[index], out_info);
 }
 
+int tsr_artifact_input_on_host(const tsr_artifact_t *artifact, size_t index) {
+  return artifact && index < artifact->manifest.inputs.size() &&
+         artifact->manifest.inputs[index].onHost;
+}
+
 tsr_status_t tsr_artifact_input_placement(const tsr_artifact_t *artifact,
                                           size_t index,
                                           tsr_placement_t *out_placement) {

@@ -343,6 +343,13 @@ TSR_API tsr_status_t tsr_artifact_output_info(const tsr_artifact_t *artifact,
                                               size_t index,
                                               tsr_tensor_info_t *out_info);
 
+/* 1 if step input `index` is read by a program that runs on the host (an
+ * optimizer update moved there: its parameters and optimizer state), which
+ * keeps it in the host pool and copies it to the device programs that read
+ * it; 0 otherwise or for an index out of range. */
+TSR_API int tsr_artifact_input_on_host(const tsr_artifact_t *artifact,
+                                       size_t index);
+
 /* Where the buffer of input or output `index` must live: the entry's
  * "placement", else where the artifact's target keeps its buffers (host
  * memory for "cpu"). A host tensor cannot stand for a device or pinned one;

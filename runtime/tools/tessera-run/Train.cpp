@@ -685,14 +685,20 @@ int tessera_run::runTrain(const Options &options, tsr_artifact_t *artifact,
                           progress.profiledSteps, progress.profiledSeconds))
       return status;
   }
-  size_t peak = 0, held = 0, arena = 0;
+  size_t peak = 0, held = 0, onHost = 0, arena = 0;
   tsr_memory_stats(nullptr, &peak);
   tsr_memory_arena_stats(&arena);
-  for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i)
-    held += tsr_tensor_byte_size(tsr_trainer_input(trainer.get(), i));
+  for (size_t i = 0; i < tsr_artifact_num_inputs(artifact); ++i) {
+    size_t bytes = tsr_tensor_byte_size(tsr_trainer_input(trainer.get(), i));
+    held += bytes;
+    if (tsr_artifact_input_on_host(artifact, i))
+      onHost += bytes;
+  }
+  std::string hostPart =
+      onHost ? " (" + std::to_string(onHost) + " of them in host memory)" : "";
   process.print("peak step memory: %zu bytes (artifact allocations; arena "
-                "%zu bytes), params+state+batch: %zu bytes%s\n",
-                peak, arena, held,
+                "%zu bytes), params+state+batch: %zu bytes%s%s\n",
+                peak, arena, held, hostPart.c_str(),
                 options.deviceMemory
                     ? (", of a device pool of " +
                        std::to_string(options.deviceMemory) + " bytes")
