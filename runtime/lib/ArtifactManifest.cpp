@@ -535,7 +535,14 @@ tsr_status_t checkOutputLinks(const ProgramSpec &program,
                       std::to_string(inputs.size()) + " inputs)");
     const TensorSpec &input = inputs[target];
     std::string inputName = describe("input", target, input);
-    if (output.dtype != input.dtype || output.shape != input.shape)
+    // A gradient that ZeRO-2 or 3 reduce-scattered is a shard of a whole
+    // parameter's gradient (the step of an optimizer on the host returns
+    // it).
+    bool shardOfWhole = output.updates < 0 && output.shards > 1 &&
+                        input.shards == 1 &&
+                        output.globalShape == input.globalShape;
+    if (output.dtype != input.dtype ||
+        (output.shape != input.shape && !shardOfWhole))
       return fail(TSR_ERROR_PARSE,
                   at + " '" + output.name + "' is " + typeOf(output) + " but " +
                       inputName + " that it " +

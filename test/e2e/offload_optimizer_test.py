@@ -34,8 +34,9 @@ without; a budget halfway between the two moves the update to the host by
 itself (--offload=auto), fits a device pool of that size, and gives the
 losses of the device update.
 
-And the character LM on dp=2 (mpirun -np 2, ZeRO-0): the losses equal
-those of dp=2 without offload bit for bit.
+And the character LM on dp=2 (mpirun -np 2) with ZeRO 0, 2 and 3: the
+losses equal those of the same mesh without offload bit for bit, and with
+ZeRO 2 and 3 a rank copies its half of the gradients down.
 
 Usage: offload_optimizer_test.py BUILD_DIR REPO_ROOT [--work DIR]
 Exits 1 on a failed check, 2 on a setup error.
@@ -236,20 +237,30 @@ def main():
           f"run fits a device pool of that size, and its 20 losses are the "
           f"device update's")
 
-    # Data parallelism: each rank all-reduces on the device, then updates
-    # its replica on the host.
-    mesh = ("--mesh", "dp=2")
-    compile_model(bin_dir, models["charlm"], os.path.join(work, "dp2-device"),
-                  False, mesh)
-    compile_model(bin_dir, models["charlm"], os.path.join(work, "dp2-host"),
-                  True, mesh)
-    dp_plain, _, _ = train(bin_dir, os.path.join(work, "dp2-device"), data,
-                           work, ranks=2)
-    dp_host, _, _ = train(bin_dir, os.path.join(work, "dp2-host"), data, work,
-                          ranks=2)
-    check(dp_host == dp_plain and len(dp_host) == STEPS,
-          f"charlm dp=2: 20 losses bitwise equal to the device update's "
-          f"({dp_host[-1] if dp_host else None})")
+    # Data parallelism: each rank reduces the gradients on the device, then
+    # updates on the host its replica (ZeRO-0) or its shard (ZeRO 2 and 3:
+    # it copies its shard of the gradients, half of them, down).
+    for zero in (0, 2, 3):
+        mesh = ("--mesh", "dp=2", f"--zero={zero}")
+        names = [f"dp2-zero{zero}-{side}" for side in ("device", "host")]
+        for name, offload in zip(names, (False, True)):
+            report = compile_model(bin_dir, models["charlm"],
+                                   os.path.join(work, name), offload, mesh)
+        values = int(re.search(r"training \d+ parameters \((\d+) values\)",
+                               report).group(1))
+        dp_plain, _, _ = train(bin_dir, os.path.join(work, names[0]), data,
+                               work, ranks=2)
+        dp_host, out, _ = train(bin_dir, os.path.join(work, names[1]), data,
+                                work, ranks=2)
+        moved = re.search(r"optimizer on the host: (\d+) bytes of gradients",
+                          out)
+        expected = 4 * values // (2 if zero >= 2 else 1)  # f32 gradients
+        check(dp_host == dp_plain and len(dp_host) == STEPS and
+              moved is not None and int(moved.group(1)) == expected,
+              f"charlm dp=2 ZeRO-{zero}: 20 losses bitwise equal to the "
+              f"device update's ({dp_host[-1] if dp_host else None}), "
+              f"{moved and moved.group(1)} bytes of gradients down a step "
+              f"(expected {expected})")
     return finish("offload_optimizer_test.py")
 
 

@@ -691,11 +691,6 @@ static std::string offloadOptimizerRefusal() {
       tensorParallel > 1 || expertParallel > 1)
     return "goes with one rank or --mesh dp=N alone so far (not with --ps, "
            "--local-steps, tp, pp or ep)";
-  if (zeroStage > 0)
-    return "with --zero=" + std::to_string(zeroStage.getValue()) +
-           " is not supported yet: the shards' update would need the "
-           "parameters all-gathered on the device after the host update (use "
-           "--zero=0; the state is in host memory anyway)";
   if (effectiveLossScale() != "none")
     return "does not go with loss scaling yet (--precision=fp16 or "
            "--loss-scale): the update unscales the loss on the device's side";

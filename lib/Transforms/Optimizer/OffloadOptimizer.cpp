@@ -41,11 +41,6 @@ struct TsrOffloadOptimizerPass
     if (getOperation()->hasAttr(tsr::attr::kSchedule))
       return "the module already has a schedule of several programs "
              "(a pipeline or parameter servers)";
-    if (auto zero = f->getAttrOfType<tsr::ZeroAttr>(tsr::attr::kZero))
-      if (zero.getStage() > 0)
-        return "ZeRO stage " + std::to_string(zero.getStage()) +
-               " shards the update and all-gathers its parameters on the "
-               "device (use ZeRO stage 0)";
     for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
       if (getArgString(f, i, tsr::attr::kName) == kLossScaleState)
         return "loss scaling unscales the loss in the update (use "
@@ -80,11 +75,23 @@ struct TsrOffloadOptimizerPass
     }
     for (auto [i, g] : llvm::enumerate(grads)) {
       inputs.push_back(g.value.getType());
-      StringRef name = getResultString(f, g.result, tsr::attr::kName);
-      inputAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr(tsr::attr::kName, b.getStringAttr(name)),
-           b.getNamedAttr(tsr::attr::kRole,
-                          tsr::RoleAttr::get(ctx, tsr::Role::grad))}));
+      // A ZeRO shard of the gradient: the step's result (now an output of
+      // the artifact) says of which whole tensor, as its state does.
+      if (f.getResultAttr(g.result, tsr::attr::kShards) &&
+          !f.getResultAttr(g.result, tsr::attr::kGlobalShape)) {
+        auto whole = f.getArgAttrOfType<DenseI64ArrayAttr>(
+            g.param.getArgNumber(), tsr::attr::kGlobalShape);
+        f.setResultAttr(
+            g.result, tsr::attr::kGlobalShape,
+            whole ? whole
+                  : b.getDenseI64ArrayAttr(
+                        cast<RankedTensorType>(g.param.getType()).getShape()));
+      }
+      // Named as the step's result, in its layout.
+      NamedAttrList gradAttrs(f.getResultAttrDict(g.result));
+      gradAttrs.erase(tsr::attr::kGradOf);
+      gradAttrs.set(tsr::attr::kRole, tsr::RoleAttr::get(ctx, tsr::Role::grad));
+      inputAttrs.push_back(gradAttrs.getDictionary(ctx));
       results.push_back(g.value.getType());
       NamedAttrList attrs(f.getResultAttrDict(g.result));
       attrs.set(tsr::attr::kGradOf, b.getI64IntegerAttr(i));
@@ -96,6 +103,10 @@ struct TsrOffloadOptimizerPass
     host.setAllArgAttrs(inputAttrs);
     host.setAllResultAttrs(resultAttrs);
     host->setAttr(tsr::attr::kOnHost, UnitAttr::get(ctx));
+    // With ZeRO, the update works on this rank's shards as the step's
+    // would, and gathers what the stage keeps whole.
+    if (Attribute zero = f->getAttr(tsr::attr::kZero))
+      host->setAttr(tsr::attr::kZero, zero);
     Block *body = host.addEntryBlock();
     b.setInsertionPointToEnd(body);
     func::ReturnOp::create(b, f.getLoc(),

@@ -3,20 +3,6 @@
 
 // SCALE: error: loss scaling unscales the loss, which a host program's update does not take
 
-// ZeRO 1-3 all-gather the updated shards on the device.
-// CHECK: error: cannot offload the optimizer to the host: ZeRO stage 2 shards the update and all-gathers its parameters on the device (use ZeRO stage 0)
-module attributes {tsr.mesh = #tsr.mesh<["dp"=2]>} {
-func.func @main(%w: tensor<4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>})
-    -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>},
-        tensor<4xf32> {tsr.grad_of = 0 : i64, tsr.name = "grad.w", tsr.role = #tsr.role<grad>})
-    attributes {tsr.zero = #tsr.zero<stage = 2, axes = ["dp"]>} {
-  %l = tsr.reduce_sum %w {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
-  return %l, %w : tensor<f32>, tensor<4xf32>
-}
-}
-
-// -----
-
 // Dynamic loss scaling's state is updated with the step's overflow check.
 // CHECK: error: cannot offload the optimizer to the host: loss scaling unscales the loss in the update (use --loss-scale=none)
 func.func @main(%w: tensor<4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>},

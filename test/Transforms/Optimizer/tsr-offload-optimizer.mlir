@@ -50,3 +50,4 @@ func.func @main(%w: tensor<3x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
   return %l, %gw, %gb : tensor<f32>, tensor<3x2xf32>, tensor<2xf32>
 }
 }
+

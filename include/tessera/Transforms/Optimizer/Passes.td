@@ -258,10 +258,16 @@ def TsrOffloadOptimizer : Pass<"tsr-offload-optimizer", "ModuleOp"> {
     }
     ```
 
-    It refuses a step whose update cannot run apart from it: ZeRO stages 1-3
-    (the shards' all-gathers), loss scaling (the update unscales the loss),
-    running statistics (`tsr.updates` results) and a module that already
-    has a schedule (pipelines, parameter servers).
+    With ZeRO (`tsr.zero` on the step), the host program gets the step's
+    layout: it takes the gradients as the step returns them (ZeRO 2 and 3
+    reduce-scatter them: a shard, whose `tsr.global_shape` the pass adds),
+    and `tsr-optimizer` updates this rank's shards there and all-gathers
+    what the stage keeps whole, on the host.
+
+    It refuses a step whose update cannot run apart from it: loss scaling
+    (the update unscales the loss), running statistics (`tsr.updates`
+    results) and a module that already has a schedule (pipelines, parameter
+    servers).
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"\"",
