@@ -177,6 +177,9 @@ public:
     StringRef scratch;
     /// Whether the allocator pads it (an aligned allocation).
     bool padded;
+    /// Whether it is a result's out-parameter, which the caller allocates
+    /// (tsr-results-to-out-params writes a returned allocation there).
+    bool inCaller = false;
   };
 
   /// Starts the next step of `op`. Its first step reads what the producers
@@ -210,9 +213,11 @@ public:
     if (inCallerBuffer.contains(v))
       return;
     auto type = dyn_cast<ShapedType>(v.getType());
-    if (type && type.hasStaticShape())
+    if (type && type.hasStaticShape()) {
       bufferOf[v] = allocate({tsr::getStaticTensorBytes(type), 0, 0, v,
                               v.getDefiningOp(), StringRef(), padded});
+      isItsBuffer.insert(v);
+    }
   }
 
   /// `v` is written into a buffer the caller passes (an argument's, by
@@ -282,6 +287,38 @@ public:
     auto it = bufferOf.find(of);
     if (it != bufferOf.end())
       bufferOf[result] = it->second;
+    if (isItsBuffer.contains(of))
+      isItsBuffer.insert(result);
+  }
+
+  /// `result` forwards `of` (bufferization gives it `of`'s buffer itself,
+  /// not a view of it).
+  void forward(Value result, Value of) {
+    view(result, of, stridesOf(of), offsetOf(of));
+    if (isItsBuffer.contains(of))
+      isItsBuffer.insert(result);
+  }
+
+  /// Writes the results of `ret` that are an allocation of the function
+  /// itself into the caller's out-parameter instead, as
+  /// tsr-results-to-out-params does: a value that is its buffer (not a
+  /// view, a call's result or a region's), of a buffer no other result
+  /// returns, and not written into an argument's buffer already (`skip`).
+  void returnInCallerBuffers(func::ReturnOp ret, ArrayRef<unsigned> skip) {
+    DenseMap<unsigned, unsigned> returned;
+    for (Value v : ret.getOperands())
+      if (auto it = bufferOf.find(v); it != bufferOf.end())
+        ++returned[it->second];
+    for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
+      Operation *def = v.getDefiningOp();
+      auto it = bufferOf.find(v);
+      if (llvm::is_contained(skip, k) || !isItsBuffer.contains(v) ||
+          it == bufferOf.end() || returned[it->second] != 1 || !def ||
+          isa<func::CallOp>(def) || def->getNumRegions() != 0 ||
+          viewStrides.count(v) || viewOffsets.count(v))
+        continue;
+      buffers[it->second].inCaller = true;
+    }
   }
 
   /// `result` is a view of `of`'s buffer, with `strides` and `offset`.
@@ -365,15 +402,18 @@ public:
     // Bytes allocated and freed at each step; live bytes are their sum.
     SmallVector<int64_t> change(steps.size() + 1, 0);
     for (const Buffer &b : buffers) {
+      if (b.inCaller)
+        continue;
       change[b.def] += b.bytes + (b.padded ? padding : 0);
       change[b.last + 1] -= b.bytes + (b.padded ? padding : 0);
     }
     result.steps.assign(steps.begin(), steps.end());
     for (const Buffer &b : buffers)
-      result.ranges.push_back(
-          {{b.value, b.op, b.scratch, b.bytes, b.padded ? padding : 0},
-           b.def,
-           b.last});
+      if (!b.inCaller)
+        result.ranges.push_back(
+            {{b.value, b.op, b.scratch, b.bytes, b.padded ? padding : 0},
+             b.def,
+             b.last});
     for (int64_t s = 0, e = steps.size(); s < e; ++s)
       result.calleeBytesAt.push_back(callee.lookup(s));
     int64_t at = -1, live = 0;
@@ -390,7 +430,7 @@ public:
     result.peakOp = steps[at];
     result.calleeBytes = callee.lookup(at);
     for (const Buffer &b : buffers)
-      if (b.def <= at && at <= b.last)
+      if (!b.inCaller && b.def <= at && at <= b.last)
         result.liveAtPeak.push_back(
             {b.value, b.op, b.scratch, b.bytes, b.padded ? padding : 0});
     llvm::stable_sort(result.liveAtPeak,
@@ -411,6 +451,9 @@ private:
   SmallVector<Buffer> buffers;
   DenseMap<Value, unsigned> bufferOf;
   DenseSet<Value> inCallerBuffer;
+  /// The values that are their buffer in the bufferized program: a new
+  /// buffer's, or one that an in-place op or a forwarding op passed on.
+  DenseSet<Value> isItsBuffer;
   DenseMap<Operation *, SmallVector<Value>> deferred, keptResults;
   SmallVector<std::tuple<Value, std::string, unsigned>> shared;
   DenseMap<int64_t, int64_t> callee;
@@ -960,8 +1003,7 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
     // that forward their operand.
     if (isa<tsr::StopGradientOp, tsr::IdentityOp, tsr::WaitOp,
             tsr::PrefetchWaitOp, tsr::RematBarrierOp>(op)) {
-      Value of = op.getOperand(0);
-      p.view(op.getResult(0), of, p.stridesOf(of), p.offsetOf(of));
+      p.forward(op.getResult(0), op.getOperand(0));
       continue;
     }
     // This rank's block: an offset known only at run time.
@@ -1008,6 +1050,8 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
               call, call.getCalleeAttr()))
         p.holdInCallee(predictPeakMemory(callee, options).peakBytes);
   }
+  p.returnInCallerBuffers(
+      cast<func::ReturnOp>(f.getBody().front().getTerminator()), inPlace);
   PeakMemory result = p.peak(options.bufferPadding);
   result.inPlaceResults = std::move(inPlace);
   return result;

@@ -12,6 +12,7 @@
 #include "tessera-runtime/Comm.h"
 #include "tessera-runtime/Device.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -301,6 +302,22 @@ tsr_status_t tsr_artifact_invoke(const tsr_artifact_t *artifact,
       if (tsr_status_t s = checkTensor("output", i, manifest.outputs[i],
                                        outputs[i], manifest.target))
         return s;
+    // A program writes an output that is not "in_place" from its start
+    // (tsr-results-to-out-params), while it still reads its inputs: such an
+    // output must have a buffer of its own.
+    std::vector<const void *> held;
+    for (size_t i = 0; i < num_inputs; ++i)
+      if (inputs[i]->data)
+        held.push_back(inputs[i]->data);
+    std::sort(held.begin(), held.end());
+    for (size_t i = 0; i < num_outputs; ++i)
+      if (!manifest.outputs[i].inPlace && outputs[i]->data &&
+          std::binary_search(held.begin(), held.end(), outputs[i]->data))
+        return fail(TSR_ERROR_INVALID_ARGUMENT,
+                    "output " + std::to_string(i) + " '" +
+                        manifest.outputs[i].name +
+                        "' shares its buffer with an input; only an "
+                        "\"in_place\" output may");
     // The schedule's calls in order, each on the buffers its inputs bind
     // to and on its own outputs.
     std::vector<void *> args;

@@ -106,6 +106,13 @@ TEST(Artifact, LoadsManifestAndInvokes) {
   const tsr_tensor_t *swapped[] = {k.get(), x.get()};
   EXPECT_EQ(tsr_artifact_invoke(artifact, swapped, 2, outputPtrs.data(), 3),
             TSR_ERROR_MISMATCH);
+  // A program writes its outputs while it reads its inputs: only an
+  // "in_place" output may be an input's buffer.
+  tsr_tensor_t *aliased[] = {x.get(), outputPtrs[1], outputPtrs[2]};
+  EXPECT_EQ(tsr_artifact_invoke(artifact, inputs, 2, aliased, 3),
+            TSR_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(tsr_last_error(), "output 0 'y' shares its buffer with an "
+                                 "input; only an \"in_place\" output may");
   tsr_artifact_destroy(artifact);
 }
 

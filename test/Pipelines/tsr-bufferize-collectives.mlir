@@ -8,11 +8,12 @@
 // bufferization chooses their buffers: the bucket is reduced in place in
 // the concatenation's buffer (no buffer of its own, no copy), while the
 // all-reduce of an input, which the program must not overwrite, receives
-// into a buffer of its own. tsr-collectives-to-runtime, after
-// bufferization, makes them runtime calls.
+// into a buffer of its own: here the result's out-parameter, which the
+// caller passes (as the add writes its own). tsr-collectives-to-runtime,
+// after bufferization, makes them runtime calls.
 
 // CHECK-LABEL: func.func @grads(
-// CHECK-SAME: %[[W:[a-z0-9]+]]: memref<6xf32>, %[[B:[a-z0-9]+]]: memref<2xf32>
+// CHECK-SAME: %[[W:[a-z0-9]+]]: memref<6xf32>, %[[B:[a-z0-9]+]]: memref<2xf32>, %[[T:[a-z0-9]+]]: memref<6xf32>, %[[SB:[a-z0-9]+]]: memref<2xf32>, %[[A:[a-z0-9]+]]: memref<6xf32>
 // CHECK: %[[CAT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
 // CHECK: memref.copy %{{.*}}, %{{.*}} : memref<2xf32> to memref<2xf32, strided<[1]>>
 // CHECK: memref.copy %{{.*}}, %{{.*}} : memref<6xf32> to memref<6xf32, strided<[1], offset: 2>>
@@ -20,9 +21,8 @@
 // CHECK-NEXT: %[[E:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6xf32>
 // CHECK-NEXT: linalg.generic {{.*}} outs(%[[E]] : memref<6xf32>)
 // CHECK: tsrt.wait outs(%[[CAT]] : memref<8xf32>)
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[E]] : memref<6xf32, strided<[1], offset: 2>>, memref<6xf32>)
-// CHECK: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6xf32>
-// CHECK-NEXT: tsrt.all_reduce ins(%[[W]] : memref<6xf32>) outs(%[[R]] : memref<6xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[E]] : memref<6xf32, strided<[1], offset: 2>>, memref<6xf32>) outs(%[[T]] : memref<6xf32>)
+// CHECK: tsrt.all_reduce ins(%[[W]] : memref<6xf32>) outs(%[[A]] : memref<6xf32>)
 // CHECK: memref.dealloc %[[CAT]]
 
 // LLVM-LABEL: llvm.func internal @grads(

@@ -40,6 +40,19 @@ struct TsrResultsToOutParamsPass
       auto out = cast<BlockArgument>(to);
       Operation *f = out.getOwner()->getParentOp();
       auto it = inPlace.find({f, out.getArgNumber()});
+      // A static allocation of the function's own that it returns once is
+      // the out-parameter from the start: nothing to copy (as upstream's
+      // hoist-static-allocs, but never for an in-place result, whose
+      // out-parameter is the buffer of an argument still read).
+      auto alloc = from.getDefiningOp<memref::AllocOp>();
+      if (alloc && it == inPlace.end() && from.getType() == to.getType() &&
+          alloc.getType().hasStaticShape() &&
+          llvm::count(b.getInsertionBlock()->getTerminator()->getOperands(),
+                      from) == 1) {
+        from.replaceAllUsesWith(to);
+        alloc.erase();
+        return success();
+      }
       while (auto cast = from.getDefiningOp<memref::CastOp>())
         from = cast.getSource();
       // The caller passes one buffer as both: the result is there already.

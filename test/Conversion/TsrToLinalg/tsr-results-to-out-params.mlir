@@ -2,19 +2,21 @@
 
 // Every result becomes an out-parameter. The update bufferization wrote
 // over %w (tsr.in_place names argument 0 for result 1) needs no copy: the
-// caller passes w's buffer as that out-parameter. The loss is copied, and
-// so is the counter's next value, which bufferization wrote into a buffer
-// of its own although tsr.in_place names argument 1: the copy stays at the
-// end, after every read of the argument.
+// caller passes w's buffer as that out-parameter. The loss, an allocation
+// of the function's own, is that out-parameter from the start: its
+// allocation goes, and nothing is copied. The counter's next value, which
+// bufferization wrote into a buffer of its own although tsr.in_place names
+// argument 1, is copied: its out-parameter is the argument's buffer, which
+// the function still reads, so the copy stays at the end.
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[W:[^:]*]]: memref<4xf32>, %[[S:[^:]*]]: memref<i64>,
 // CHECK-SAME: %[[LOSS:[^:]*]]: memref<f32>, %[[WOUT:[^:]*]]: memref<4xf32>, %[[SOUT:[^:]*]]: memref<i64>)
 // CHECK-SAME: attributes {tsr.in_place = array<i64: -1, 0, 1>}
-// CHECK: %[[L:.*]] = memref.alloc() : memref<f32>
+// CHECK-NOT: memref.alloc() : memref<f32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[LOSS]] : memref<f32>)
 // CHECK: %[[N:.*]] = memref.alloc() : memref<i64>
 // CHECK-NOT: memref.copy %[[W]]
-// CHECK-DAG: memref.copy %[[L]], %[[LOSS]]
-// CHECK-DAG: memref.copy %[[N]], %[[SOUT]]
+// CHECK: memref.copy %[[N]], %[[SOUT]]
 // CHECK-NOT: memref.copy
 // CHECK: return
 // CHECK-NOT: memref.copy
@@ -22,8 +24,21 @@ func.func @step(%w: memref<4xf32>, %s: memref<i64>)
     -> (memref<f32>, memref<4xf32>, memref<i64>)
     attributes {tsr.in_place = array<i64: -1, 0, 1>} {
   %loss = memref.alloc() : memref<f32>
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%loss : memref<f32>)
   %next = memref.alloc() : memref<i64>
   return %loss, %w, %next : memref<f32>, memref<4xf32>, memref<i64>
+}
+
+// One allocation returned as two results: copied into both.
+// CHECK-LABEL: func.func @twice(
+// CHECK-SAME: %[[O1:[^:]*]]: memref<4xf32>, %[[O2:[^:]*]]: memref<4xf32>)
+// CHECK: %[[T:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-DAG: memref.copy %[[T]], %[[O1]]
+// CHECK-DAG: memref.copy %[[T]], %[[O2]]
+func.func @twice() -> (memref<4xf32>, memref<4xf32>) {
+  %t = memref.alloc() : memref<4xf32>
+  return %t, %t : memref<4xf32>, memref<4xf32>
 }
 
 // A function without tsr.in_place: upstream's buffer-results-to-out-params,

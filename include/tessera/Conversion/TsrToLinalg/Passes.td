@@ -199,6 +199,14 @@ def TsrResultsToOutParams : Pass<"tsr-results-to-out-params", "ModuleOp"> {
     after it), the copy stays, at the end of the function, after every read
     of the argument.
 
+    Any other result that is a static `memref.alloc` of the function,
+    returned once, is its out-parameter from the start: the allocation is
+    replaced by the out-parameter and nothing is copied (upstream's
+    `hoist-static-allocs`, which would hoist an in-place result's
+    allocation too, onto the argument the function still reads). The
+    peak prediction (lib/Analysis/PeakMemory.cpp) counts those buffers as
+    the caller's.
+
     Before:
 
     ```mlir
