@@ -81,6 +81,8 @@ def compile_step(bin_dir, model, batch, art, flags):
             "ms": float(recomputed.group(2)) if recomputed else 0.0,
             "offloaded": int(offload.group(1)) if offload else 0,
             "offloaded_bytes": int(offload.group(2)) if offload else 0,
+            # The optimizer's update and state moved to the host.
+            "host_update": "optimizer on the host (ZeRO-Offload)" in report,
             "exposed_ms": float(offload.group(4)) if offload else 0.0}
 
 
@@ -278,6 +280,8 @@ def main():
                   if r["copy_ms"] else "")
         offloaded = (f"{r['offloaded']} ({r['offloaded_bytes'] >> 20} MiB)"
                      if r["offloaded"] else "")
+        if r["host_update"]:
+            offloaded = ", ".join(filter(None, (offloaded, "optimizer")))
         copies = (f"{r['copy_ms']:.1f} | {r['waited_ms']:.1f}"
                   if r["copy_ms"] else " | ")
         print(f"| {name} | {budget or ''} | {r['total']} | {measured} | "
