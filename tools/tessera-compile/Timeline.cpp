@@ -60,11 +60,17 @@ std::string tessera_compile::renderTimelineSvg(const ArtifactSignature &sig) {
          ++k) {
       double x0 = left + width * s->starts[k] / step;
       double x1 = left + width * s->ends[k] / step;
-      bool forward = !s->actions[k].empty() && s->actions[k][0] == 'F';
+      // Forward blue, backward orange, weight gradient green; a rank's
+      // later chunks ("F3.1") darker.
+      llvm::StringRef action = s->actions[k];
+      bool later = action.contains('.') && !action.ends_with(".0");
+      const char *fill =
+          action.starts_with("F")   ? (later ? "#2171b5" : "#6baed6")
+          : action.starts_with("B") ? (later ? "#d94801" : "#fd8d3c")
+                                    : (later ? "#238b45" : "#74c476");
       os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "
                           "height=\"{3}\" fill=\"{4}\" stroke=\"white\"/>\n",
-                          x0, y, std::max(x1 - x0, 0.5), row,
-                          forward ? "#6baed6" : "#fd8d3c");
+                          x0, y, std::max(x1 - x0, 0.5), row, fill);
       if (x1 - x0 >= 18)
         os << llvm::formatv(
             "<text x=\"{0:f2}\" y=\"{1}\" text-anchor=\"middle\" "
@@ -82,9 +88,13 @@ std::string tessera_compile::renderTimelineSvg(const ArtifactSignature &sig) {
                       "(Bm)</text>\n",
                       left + 220, legend - 11, left + 240, legend);
   os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"14\" height=\"14\" "
+                      "fill=\"#74c476\"/><text x=\"{2}\" y=\"{3}\">weight "
+                      "gradient (Wm)</text>\n",
+                      left + 360, legend - 11, left + 380, legend);
+  os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"14\" height=\"14\" "
                       "fill=\"#e6e6e6\"/><text x=\"{2}\" y=\"{3}\">idle "
                       "(bubble)</text>\n",
-                      left + 360, legend - 11, left + 380, legend);
+                      left + 520, legend - 11, left + 540, legend);
   os << "</svg>\n";
   return svg;
 }
@@ -172,8 +182,8 @@ tessera_compile::renderMemoryTimelineSvg(const ArtifactSignature &sig,
     int64_t hostPeak = 0;
     for (int64_t bytes : t.hostBytes)
       hostPeak = std::max(hostPeak, bytes);
-    double scale = std::max<double>(
-        {double(peak), double(budget), double(hostPeak), 1.0});
+    double scale =
+        std::max<double>({double(peak), double(budget), double(hostPeak), 1.0});
     auto x = [&](double step) {
       return left + width * step / double(std::max<size_t>(n, 1));
     };

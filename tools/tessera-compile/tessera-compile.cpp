@@ -34,6 +34,7 @@
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/TrainingFunction.h"
 #include "tessera/Transforms/Parallel/Compression.h"
+#include "tessera/Transforms/Parallel/PipelineSchedule.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
 #include "tessera/Transforms/Precision/LossScale.h"
 #include "tessera/Version.h"
@@ -244,12 +245,18 @@ static cl::opt<std::string>
              cl::cat(trainCat));
 static cl::opt<std::string> pipelineSchedule(
     "schedule",
-    cl::desc("With --mesh pp=N: the pipeline schedule, gpipe or 1f1b "
-             "(default)"),
+    cl::desc("With --mesh pp=N: the pipeline schedule: gpipe, 1f1b "
+             "(default), interleaved, zb-h1, zb-v or v-half"),
     cl::init("1f1b"), cl::cat(trainCat));
+static cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("With --schedule=interleaved: the model chunks per pipeline "
+             "rank (default 2; zb-v and v-half run 2, the others 1)"),
+    cl::init(0), cl::cat(trainCat));
 static cl::list<std::string> pipelineSplit(
     "pipeline-split",
     cl::desc("With --mesh pp=N: the ONNX nodes that start stages 1 to N-1 "
+             "(model chunks 1 to N x V - 1 with --virtual-stages=V) "
              "(comma-separated; default: the cost model balances the "
              "stages)"),
     cl::CommaSeparated, cl::cat(trainCat));
@@ -758,6 +765,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
     tessera::TsrPipelinePlanOptions plan;
     plan.axis = "pp";
     plan.stages = pipelineParallel;
+    plan.virtualStages = virtualStages;
     plan.split.assign(pipelineSplit.begin(), pipelineSplit.end());
     plan.peakFlops = costs.peakFlops;
     plan.bandwidth = costs.memoryBandwidth;
@@ -1497,10 +1505,21 @@ int main(int argc, char **argv) {
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
                   ")");
   }
-  if (pipelineParallel == 0 && (pipelineSchedule.getNumOccurrences() ||
-                                !pipelineSplit.empty() || !timeline.empty()))
-    return fail("--schedule, --pipeline-split and --timeline need --mesh "
-                "pp=N");
+  if (pipelineParallel == 0 &&
+      (pipelineSchedule.getNumOccurrences() ||
+       virtualStages.getNumOccurrences() || !pipelineSplit.empty() ||
+       !timeline.empty()))
+    return fail("--schedule, --virtual-stages, --pipeline-split and "
+                "--timeline need --mesh pp=N");
+  if (pipelineParallel > 0) {
+    tessera::pipeline::Shape shape;
+    std::string problem = tessera::pipeline::getScheduleShape(
+        pipelineSchedule, pipelineParallel, virtualStages, microBatches,
+        shape);
+    if (!problem.empty())
+      return fail("--schedule: " + problem);
+    virtualStages = shape.virtualStages;
+  }
   if (pipelineParallel > 0 && !memoryBudget.empty())
     return fail("--memory-budget does not go with --mesh pp yet (each "
                 "stage's backward pass keeps its activations)");

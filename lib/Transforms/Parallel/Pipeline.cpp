@@ -14,6 +14,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRPIPELINE
 #include "tessera/Transforms/Parallel/Passes.h.inc"
@@ -33,12 +35,9 @@ bool isBatchArgument(func::FuncOp f, unsigned i) {
 }
 
 /// Values that travel together: those one cell computes (or the parameters
-/// it is the first to read) that another stage reads, per micro-batch.
+/// it is the first to read) that another rank reads, per micro-batch.
 struct MessageGroup {
   int64_t fromCell, toStage;
-  /// The cell of `toStage` that first reads one of them: the group is
-  /// received just before it runs.
-  int64_t neededBy;
   SmallVector<Value> values;
 };
 
@@ -46,6 +45,9 @@ struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
   using Base::Base;
 
   int64_t p = 0;
+  /// The model chunks and how they sit on the ranks.
+  pipeline::Shape shape;
+  int64_t chunks = 0;
   StringRef axis;
   func::FuncOp f;
   /// Cell of each op that is not copied (-1 while unknown).
@@ -58,8 +60,13 @@ struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
   /// The stage that holds each parameter (the first to read it).
   llvm::DenseMap<Value, int64_t> homeCell;
   SmallVector<MessageGroup> groups;
-  /// Each stage's estimated seconds per micro-batch.
-  SmallVector<double> forwardSeconds, backwardSeconds;
+  /// Per channel (from rank, to rank): the messages in the order the
+  /// sender sends them (group, micro-batch); each receiver takes them in
+  /// that order.
+  std::map<std::pair<int64_t, int64_t>, SmallVector<std::pair<size_t, int64_t>>>
+      channels;
+  /// Each chunk's estimated seconds per micro-batch.
+  pipeline::ChunkSeconds chunkSeconds;
 
   void runOnOperation() override {
     FailureOr<func::FuncOp> found =
@@ -71,18 +78,40 @@ struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
       signalPassFailure();
   }
 
-  int64_t cellIndex(int64_t stage, Phase phase) const {
-    return phase == Phase::Forward ? stage : 2 * p - 1 - stage;
+  /// Cells in an order that dataflow follows: F of chunks 0..C-1, then B
+  /// of chunks C-1..0, then W of chunks C-1..0.
+  int64_t cellIndex(int64_t chunk, Phase phase) const {
+    switch (phase) {
+    case Phase::Forward:
+      return chunk;
+    case Phase::Backward:
+      return 2 * chunks - 1 - chunk;
+    case Phase::Weight:
+      return 3 * chunks - 1 - chunk;
+    }
+    return -1;
   }
-  int64_t stageOf(int64_t cell) const {
-    return cell < p ? cell : 2 * p - 1 - cell;
+  int64_t chunkOf(int64_t cell) const {
+    return cell < chunks       ? cell
+           : cell < 2 * chunks ? 2 * chunks - 1 - cell
+                               : 3 * chunks - 1 - cell;
   }
   Phase phaseOf(int64_t cell) const {
-    return cell < p ? Phase::Forward : Phase::Backward;
+    return cell < chunks       ? Phase::Forward
+           : cell < 2 * chunks ? Phase::Backward
+                               : Phase::Weight;
   }
+  /// The rank that runs `cell`.
+  int64_t stageOf(int64_t cell) const { return shape.getRank(chunkOf(cell)); }
   std::string cellName(int64_t cell) const {
-    return "stage" + std::to_string(stageOf(cell)) +
-           (phaseOf(cell) == Phase::Forward ? ".forward" : ".backward");
+    int64_t chunk = chunkOf(cell);
+    std::string name = "stage" + std::to_string(shape.getRank(chunk));
+    if (shape.virtualStages > 1)
+      name += ".chunk" + std::to_string(shape.getLocalChunk(chunk));
+    Phase phase = phaseOf(cell);
+    return name + (phase == Phase::Forward    ? ".forward"
+                   : phase == Phase::Backward ? ".backward"
+                                              : ".weight_gradient");
   }
 
   /// What a message carries, for the runtime's messages: "micro-batch 3
@@ -114,6 +143,7 @@ struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
 
   LogicalResult run();
   LogicalResult assignCells(Block &body);
+  void splitBackward(Block &body);
   void outlineCells(Block &body);
   LogicalResult planMessages();
   func::FuncOp buildStage(int64_t stage, const pipeline::Schedule &schedule,
@@ -127,9 +157,10 @@ LogicalResult TsrPipelinePass::assignCells(Block &body) {
       continue;
     int64_t cell = -1;
     if (auto stage = op.getAttrOfType<IntegerAttr>(tsr::attr::kStage)) {
-      if (stage.getInt() >= p)
-        return op.emitOpError("is on pipeline stage ")
-               << stage.getInt() << ", but the pipeline has " << p;
+      if (stage.getInt() >= chunks)
+        return op.emitOpError("is in pipeline chunk ")
+               << stage.getInt() << ", but the pipeline has " << chunks
+               << " (the plan's stages times virtual stages)";
       cell = cellIndex(stage.getInt(), op.hasAttr(tsr::attr::kBackward)
                                            ? Phase::Backward
                                            : Phase::Forward);
@@ -179,10 +210,10 @@ LogicalResult TsrPipelinePass::assignCells(Block &body) {
     unsigned i = use.getOperandNumber();
     if (auto of = f.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kGradOf))
       it->second =
-          cellIndex(stageOf(homeCell.lookup(f.getArgument(of.getInt()))),
+          cellIndex(chunkOf(homeCell.lookup(f.getArgument(of.getInt()))),
                     Phase::Backward);
     else
-      it->second = cellIndex(p - 1, Phase::Forward);
+      it->second = cellIndex(chunks - 1, Phase::Forward);
   }
   for (auto &[op, cell] : cellOf)
     if (cell < 0)
@@ -190,11 +221,44 @@ LogicalResult TsrPipelinePass::assignCells(Block &body) {
   return success();
 }
 
+void TsrPipelinePass::splitBackward(Block &body) {
+  // A backward op stays in B if the gradient another cell reads needs it;
+  // the rest (the weights' gradients) goes to W.
+  llvm::DenseSet<Operation *> needed;
+  SmallVector<Operation *> work;
+  for (auto &[op, cell] : cellOf) {
+    if (phaseOf(cell) != Phase::Backward)
+      continue;
+    for (Operation *user : op->getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      auto it = top ? cellOf.find(top) : cellOf.end();
+      if (it != cellOf.end() && it->second != cell && needed.insert(op).second)
+        work.push_back(op);
+    }
+  }
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    int64_t cell = cellOf.lookup(op);
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        auto it = def ? cellOf.find(def) : cellOf.end();
+        if (it != cellOf.end() && it->second == cell &&
+            needed.insert(def).second)
+          work.push_back(def);
+      }
+    });
+  }
+  for (auto &[op, cell] : cellOf)
+    if (phaseOf(cell) == Phase::Backward && !needed.contains(op))
+      cell = cellIndex(chunkOf(cell), Phase::Weight);
+}
+
 void TsrPipelinePass::outlineCells(Block &body) {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  cellOps.assign(2 * p, {});
-  cellInputs.assign(2 * p, {});
-  cellOutputs.assign(2 * p, {});
+  cellOps.assign(3 * chunks, {});
+  cellInputs.assign(3 * chunks, {});
+  cellOutputs.assign(3 * chunks, {});
   for (Operation &op : body.without_terminator()) {
     auto it = cellOf.find(&op);
     if (it == cellOf.end())
@@ -229,8 +293,8 @@ void TsrPipelinePass::outlineCells(Block &body) {
   }
 
   OpBuilder b(f);
-  cellFuncs.assign(2 * p, nullptr);
-  for (int64_t cell = 0; cell < 2 * p; ++cell) {
+  cellFuncs.assign(3 * chunks, nullptr);
+  for (int64_t cell = 0; cell < 3 * chunks; ++cell) {
     if (cellOps[cell].empty())
       continue;
     SmallVector<Type> inputs, outputs;
@@ -261,33 +325,21 @@ void TsrPipelinePass::outlineCells(Block &body) {
 }
 
 LogicalResult TsrPipelinePass::planMessages() {
-  // (source cell, destination stage) -> group.
+  // (source cell, destination rank) -> group.
   llvm::MapVector<std::pair<int64_t, int64_t>, MessageGroup> byRoute;
-  for (int64_t cell = 0; cell < 2 * p; ++cell)
+  for (int64_t cell = 0; cell < 3 * chunks; ++cell)
     for (Value v : cellInputs[cell]) {
       int64_t source = sourceCell(v);
       if (source < 0 || stageOf(source) == stageOf(cell))
         continue;
       int64_t to = stageOf(cell);
       MessageGroup &group = byRoute[{source, to}];
-      if (group.values.empty()) {
-        group.fromCell = source;
-        group.toStage = to;
-        group.neededBy = cell;
-      }
-      group.neededBy = std::min(group.neededBy, cell);
+      group.fromCell = source;
+      group.toStage = to;
       if (!llvm::is_contained(group.values, v))
         group.values.push_back(v);
     }
   for (auto &[route, group] : byRoute) {
-    // Messages between two ranks arrive in order, so one route must carry
-    // one kind of message: forward values to later stages, backward values
-    // to earlier ones.
-    if (phaseOf(group.fromCell) == Phase::Forward &&
-        group.toStage < stageOf(group.fromCell))
-      return f.emitError("unsupported: the backward pass of pipeline stage ")
-             << group.toStage << " reads a value of the forward pass of stage "
-             << stageOf(group.fromCell);
     // Arguments first, by number; then in program order.
     llvm::sort(group.values, [](Value a, Value b) {
       auto x = dyn_cast<BlockArgument>(a), y = dyn_cast<BlockArgument>(b);
@@ -405,23 +457,40 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
   auto sum = [&](Value &acc, Value v) { acc = acc ? g.add(acc, v) : v; };
   SmallVector<Value> accumulated(resultsOf.size());
 
+  // Receives the messages from rank `from`, in the order it sends them,
+  // until value `v` of micro-batch `k` is here.
+  std::map<int64_t, size_t> received;
+  auto receive = [&](int64_t from, Value v, int64_t k) -> LogicalResult {
+    auto &queue = channels[{from, stage}];
+    size_t &next = received[from];
+    while (!env.count({v, k})) {
+      if (next == queue.size())
+        return f.emitError("internal error: pipeline stage ")
+               << stage << " needs a value that stage " << from
+               << " never sends";
+      auto [index, micro] = queue[next++];
+      const MessageGroup &group = groups[index];
+      for (Value sent : group.values)
+        env[{sent, micro}] =
+            tsr::RecvOp::create(at, loc, sent.getType(), axes,
+                                at.getI64IntegerAttr(stageOf(group.fromCell)),
+                                describe(group.fromCell, micro), IntegerAttr());
+    }
+    return success();
+  };
+
   for (const pipeline::Action &action : schedule[stage]) {
-    int64_t cell = cellIndex(stage, action.phase);
+    int64_t cell = cellIndex(shape.getChunk(stage, action.chunk), action.phase);
     int64_t k = action.microBatch;
-    // Receive what this cell is the first to need.
-    for (const MessageGroup &group : groups)
-      if (group.toStage == stage && group.neededBy == cell)
-        for (Value v : group.values) {
-          Value got =
-              tsr::RecvOp::create(at, loc, v.getType(), axes,
-                                  at.getI64IntegerAttr(stageOf(group.fromCell)),
-                                  describe(group.fromCell, k), IntegerAttr());
-          env[{v, k}] = got;
-        }
     if (func::FuncOp callee = cellFuncs[cell]) {
       SmallVector<Value> operands;
-      for (Value v : cellInputs[cell])
+      for (Value v : cellInputs[cell]) {
+        int64_t source = sourceCell(v);
+        if (source >= 0 && stageOf(source) != stage &&
+            failed(receive(stageOf(source), v, k)))
+          return nullptr;
         operands.push_back(lookup(v, k));
+      }
       auto call = func::CallOp::create(at, loc, callee, operands);
       for (auto [v, r] : llvm::zip(cellOutputs[cell], call.getResults()))
         env[{v, k}] = r;
@@ -469,8 +538,16 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
   // The schedule and its simulation, for --explain and the tests.
   SmallVector<Attribute> actions;
   for (const pipeline::Action &a : schedule[stage])
-    actions.push_back(at.getStringAttr((a.phase == Phase::Forward ? "F" : "B") +
-                                       std::to_string(a.microBatch)));
+    actions.push_back(
+        at.getStringAttr(pipeline::getActionName(a, shape.virtualStages)));
+  // Per micro-batch, the seconds of this rank's chunks.
+  double forwardSeconds = 0, backwardSeconds = 0;
+  for (int64_t v = 0; v < shape.virtualStages; ++v) {
+    int64_t chunk = shape.getChunk(stage, v);
+    forwardSeconds += chunkSeconds.forward[chunk];
+    backwardSeconds +=
+        chunkSeconds.backward[chunk] + chunkSeconds.weight[chunk];
+  }
   fn->setAttr(tsr::attr::kRanks, at.getDictionaryAttr({at.getNamedAttr(
                                      axis, at.getI64IntegerAttr(stage))}));
   SmallVector<double> starts, ends;
@@ -483,13 +560,15 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
       at.getDictionaryAttr(
           {at.getNamedAttr("schedule", at.getStringAttr(this->schedule)),
            at.getNamedAttr("micro_batches", at.getI64IntegerAttr(m)),
+           at.getNamedAttr("virtual_stages",
+                           at.getI64IntegerAttr(shape.virtualStages)),
            at.getNamedAttr("actions", at.getArrayAttr(actions)),
            at.getNamedAttr("starts", at.getDenseF64ArrayAttr(starts)),
            at.getNamedAttr("ends", at.getDenseF64ArrayAttr(ends)),
            at.getNamedAttr("forward_seconds",
-                           at.getF64FloatAttr(forwardSeconds[stage])),
+                           at.getF64FloatAttr(forwardSeconds)),
            at.getNamedAttr("backward_seconds",
-                           at.getF64FloatAttr(backwardSeconds[stage])),
+                           at.getF64FloatAttr(backwardSeconds)),
            at.getNamedAttr("busy_seconds",
                            at.getF64FloatAttr(timeline.busy[stage])),
            at.getNamedAttr("bubble",
@@ -514,6 +593,14 @@ LogicalResult TsrPipelinePass::run() {
   if (microBatches < 1)
     return f.emitError("micro-batches must be at least 1, got ")
            << microBatches.getValue();
+  auto virtualAttr = plan.getAs<IntegerAttr>("virtual_stages");
+  int64_t planned = virtualAttr ? virtualAttr.getInt() : 1;
+  std::string problem = pipeline::getScheduleShape(this->schedule, p, planned,
+                                                   microBatches, shape);
+  if (!problem.empty())
+    return f.emitError(problem)
+           << " (the plan cut " << planned << " chunk(s) per rank)";
+  chunks = shape.getNumChunks();
   FailureOr<int64_t> size = tsr::getMeshGroupSize(f, ArrayRef<StringRef>{axis});
   if (failed(size))
     return failure();
@@ -547,6 +634,8 @@ LogicalResult TsrPipelinePass::run() {
 
   if (failed(assignCells(body)))
     return failure();
+  if (shape.splitBackward)
+    splitBackward(body);
   outlineCells(body);
   if (failed(planMessages()))
     return failure();
@@ -565,18 +654,11 @@ LogicalResult TsrPipelinePass::run() {
   }
   Value loss = ret.getOperand(0);
   int64_t lossCell =
-      isCopied(loss) ? cellIndex(p - 1, Phase::Forward) : sourceCell(loss);
+      isCopied(loss) ? cellIndex(chunks - 1, Phase::Forward) : sourceCell(loss);
 
-  pipeline::Schedule schedule;
-  std::string problem =
-      pipeline::generateSchedule(this->schedule, p, microBatches, schedule);
-  if (!problem.empty())
-    return f.emitError(problem);
   CostModel costs({peakFlops, bandwidth}, {});
-  SmallVector<double> &forward = forwardSeconds, &backward = backwardSeconds;
-  forward.assign(p, 0);
-  backward.assign(p, 0);
-  for (int64_t cell = 0; cell < 2 * p; ++cell) {
+  chunkSeconds = pipeline::ChunkSeconds::uniform(chunks, 0, 0, 0);
+  for (int64_t cell = 0; cell < 3 * chunks; ++cell) {
     if (!cellFuncs[cell])
       continue;
     // Compute only: the pass has no link costs for the collectives of
@@ -584,19 +666,33 @@ LogicalResult TsrPipelinePass::run() {
     double seconds = 0;
     cellFuncs[cell].walk(
         [&](Operation *op) { seconds += costs.getComputeCost(op).seconds; });
-    (phaseOf(cell) == Phase::Forward ? forward : backward)[stageOf(cell)] =
-        seconds;
+    Phase phase = phaseOf(cell);
+    (phase == Phase::Forward    ? chunkSeconds.forward
+     : phase == Phase::Backward ? chunkSeconds.backward
+                                : chunkSeconds.weight)[chunkOf(cell)] = seconds;
   }
+  pipeline::Schedule schedule;
   pipeline::Timeline timeline;
-  problem = pipeline::simulateSchedule(schedule, microBatches, forward,
-                                       backward, /*link=*/0, timeline);
+  problem = pipeline::generateSchedule(this->schedule, shape, chunkSeconds,
+                                       /*link=*/0, schedule, timeline);
   if (!problem.empty())
     return f.emitError(problem);
+  // The order in which each rank sends its messages.
+  for (int64_t stage = 0; stage < p; ++stage)
+    for (const pipeline::Action &a : schedule[stage]) {
+      int64_t cell = cellIndex(shape.getChunk(stage, a.chunk), a.phase);
+      for (auto [index, group] : llvm::enumerate(groups))
+        if (group.fromCell == cell)
+          channels[{stage, group.toStage}].push_back({index, a.microBatch});
+    }
 
   SmallVector<Attribute> calls;
-  for (int64_t stage = 0; stage < p; ++stage)
-    calls.push_back(FlatSymbolRefAttr::get(
-        buildStage(stage, schedule, timeline, lossCell)));
+  for (int64_t stage = 0; stage < p; ++stage) {
+    func::FuncOp program = buildStage(stage, schedule, timeline, lossCell);
+    if (!program)
+      return failure();
+    calls.push_back(FlatSymbolRefAttr::get(program));
+  }
   ModuleOp module = getOperation();
   f.erase();
   module->setAttr(tsr::attr::kSchedule,

@@ -48,6 +48,13 @@ struct TsrPipelinePlanPass
     }
     if (p < 1)
       return f.emitError("a pipeline needs at least one stage, got ") << p;
+    if (virtualStages < 1)
+      return f.emitError("a pipeline stage runs at least one model chunk, "
+                         "got virtual-stages=")
+             << virtualStages.getValue();
+    // The model's chunks: `virtualStages` per rank.
+    int64_t ranks = p;
+    p *= virtualStages;
     if (!f.getBody().hasOneBlock())
       return f.emitError("tsr-pipeline-plan expects a single-block function");
     Block &body = f.getBody().front();
@@ -65,7 +72,8 @@ struct TsrPipelinePlanPass
     auto n = static_cast<int64_t>(ops.size());
     if (n < p)
       return f.emitError("cannot cut ")
-             << n << " ops into " << p << " pipeline stages";
+             << n << " ops into " << p << " pipeline "
+             << (p == ranks ? "stages" : "chunks");
 
     // crossing[j]: bytes of the values live across the cut before ops[j]
     // (defined before it, used at or after it). Batch inputs are on every
@@ -113,8 +121,8 @@ struct TsrPipelinePlanPass
     if (!split.empty()) {
       if (static_cast<int64_t>(split.size()) != p - 1)
         return f.emitError("pipeline split names ")
-               << split.size() << " node(s), but " << p << " stages need "
-               << p - 1;
+               << split.size() << " node(s), but " << p
+               << (p == ranks ? " stages" : " chunks") << " need " << p - 1;
       for (const std::string &node : split) {
         int64_t at = -1;
         for (int64_t j = 0; j < n && at < 0; ++j)
@@ -165,7 +173,9 @@ struct TsrPipelinePlanPass
     f->setAttr(tsr::attr::kPipeline,
                b.getDictionaryAttr(
                    {b.getNamedAttr("axis", b.getStringAttr(axis)),
-                    b.getNamedAttr("stages", b.getI64IntegerAttr(p)),
+                    b.getNamedAttr("stages", b.getI64IntegerAttr(ranks)),
+                    b.getNamedAttr("virtual_stages",
+                                   b.getI64IntegerAttr(virtualStages)),
                     b.getNamedAttr("seconds", b.getArrayAttr(stageSeconds)),
                     b.getNamedAttr("cut_bytes", b.getArrayAttr(cutBytes))}));
     return success();

@@ -1,13 +1,14 @@
 // RUN: tessera-opt %s --tsr-pipeline-plan | FileCheck %s
 // RUN: tessera-opt %s "--tsr-pipeline-plan=split=fc3" | FileCheck %s --check-prefix=PINNED
 // RUN: tessera-opt %s "--tsr-pipeline-plan=stages=3 split=fc2,fc3" | FileCheck %s --check-prefix=THREE
+// RUN: tessera-opt %s "--tsr-pipeline-plan=virtual-stages=2 split=act1,fc2,fc3" | FileCheck %s --check-prefix=CHUNKS
 
 // The cost model cuts the three layers into two stages of about equal time
 // (the first matmul, its activation and the second matmul; then the rest).
 // One 4x8 f32 activation (128 bytes) crosses the cut. Every op gets its
 // stage; the function records the plan.
 // CHECK: func.func @main(
-// CHECK-SAME: tsr.pipeline = {axis = "pp", cut_bytes = [128], seconds = [{{.*}}, {{.*}}], stages = 2 : i64}
+// CHECK-SAME: tsr.pipeline = {axis = "pp", cut_bytes = [128], seconds = [{{.*}}, {{.*}}], stages = 2 : i64, virtual_stages = 1 : i64}
 // CHECK-NEXT: tsr.matmul %arg0, %arg1 {tsr.stage = 0 : i64}
 // CHECK-NEXT: tsr.relu %{{.*}} {tsr.stage = 0 : i64}
 // CHECK-NEXT: tsr.matmul %{{.*}}, %arg2 {tsr.stage = 0 : i64}
@@ -26,6 +27,16 @@
 // THREE-NEXT: tsr.matmul %{{.*}}, %arg2 {tsr.stage = 1 : i64}
 // THREE-NEXT: tsr.relu %{{.*}} {tsr.stage = 1 : i64}
 // THREE-NEXT: tsr.matmul %{{.*}}, %arg3 {tsr.stage = 2 : i64}
+
+// Two chunks per rank: four chunks (tsr.stage is the chunk), which
+// tsr-pipeline's schedule places on the two ranks.
+// CHUNKS: cut_bytes = [128, 128, 128]
+// CHUNKS-SAME: stages = 2 : i64, virtual_stages = 2 : i64
+// CHUNKS: tsr.matmul %arg0, %arg1 {tsr.stage = 0 : i64}
+// CHUNKS-NEXT: tsr.relu %{{.*}} {tsr.stage = 1 : i64}
+// CHUNKS-NEXT: tsr.matmul %{{.*}}, %arg2 {tsr.stage = 2 : i64}
+// CHUNKS-NEXT: tsr.relu %{{.*}} {tsr.stage = 2 : i64}
+// CHUNKS-NEXT: tsr.matmul %{{.*}}, %arg3 {tsr.stage = 3 : i64}
 module attributes {tsr.mesh = #tsr.mesh<["pp"=2]>} {
 func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"},
                 %w1: tensor<8x8xf32> {tsr.name = "w1", tsr.role = #tsr.role<param>},

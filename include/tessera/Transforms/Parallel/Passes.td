@@ -536,18 +536,21 @@ def TsrPipelinePlan : Pass<"tsr-pipeline-plan", "ModuleOp"> {
     stage over to the gradient's ops and `tsr-pipeline` applies it. Runs on
     the loss function (after `tsr-append-loss`, before `tsr-autodiff`). The
     function's ops, in program order (a topological order), are cut into
-    `stages` consecutive runs, one per rank of the mesh axis `axis`. Each
-    cut is either pinned (`split`: the first op of each named ONNX node
-    starts a stage) or chosen by the cost model: among the positions, the
-    one that minimizes |compute before it - k/P of the total| + (bytes of
+    `stages` x `virtual-stages` consecutive runs (chunks; with one virtual
+    stage, one per rank of the mesh axis `axis`; `tsr-pipeline`'s schedule
+    places several per rank). Each cut is either pinned (`split`: the first
+    op of each named ONNX node starts a chunk) or chosen by the cost model:
+    among the positions, the one that minimizes |compute before it - k/C of
+    the total| + (bytes of
     the values crossing it) x `link-seconds-per-byte`, so a cut between two
     transformer blocks (one residual stream crosses) beats one inside
     attention (queries, keys and values cross). Constants get no stage
     (`tsr-pipeline` copies them where they are used).
 
-    It records `tsr.stage = k` on every other op and, on the function,
-    `tsr.pipeline = {axis, stages, seconds = [...], cut_bytes = [...]}`:
-    each stage's estimated forward time and the bytes crossing each cut.
+    It records `tsr.stage = k` (the chunk) on every other op and, on the
+    function, `tsr.pipeline = {axis, stages, virtual_stages, seconds = [...],
+    cut_bytes = [...]}`: each chunk's estimated forward time and the bytes
+    crossing each cut.
 
     Before (`stages=2`):
 
@@ -577,8 +580,11 @@ def TsrPipelinePlan : Pass<"tsr-pipeline-plan", "ModuleOp"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Number of stages (0: the size of `axis` in the module's "
            "tsr.mesh)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per stage: the ops are cut into stages x "
+           "virtual-stages chunks">,
     ListOption<"split", "split", "std::string",
-               "Names of the ONNX nodes that start stages 1, 2, ... "
+               "Names of the ONNX nodes that start chunks 1, 2, ... "
                "(default: chosen by the cost model)">,
     Option<"peakFlops", "peak-flops", "double", "185e9",
            "The cost model's FLOP/s">,
@@ -597,43 +603,52 @@ def TsrPipeline : Pass<"tsr-pipeline", "ModuleOp"> {
                 "that run a static pipeline schedule";
   let description = [{
     The apply half of pipeline parallelism. Runs after `tsr-autodiff` on a
-    function whose ops carry `tsr.stage` (`tsr-pipeline-plan`). With P
-    stages, each op belongs to one of 2P cells, in the order F0, ..., F(P-1),
-    B(P-1), ..., B0: the forward pass (ops without `tsr.backward`) or the
-    backward pass of its stage. An op without a stage (a canonicalization's
-    product) goes to the latest cell among its operands' (else the earliest
-    of its users'), and a constant is copied into every cell that uses it.
-    Each cell becomes a private function (`@stage1.forward`,
-    `@stage1.backward`): its arguments the values it reads from other cells,
-    its results the values other cells read.
+    function whose ops carry `tsr.stage` (`tsr-pipeline-plan`: C = P x V
+    model chunks for P ranks). The `schedule` (PipelineSchedule.h: `gpipe`,
+    `1f1b`, `interleaved`, `zb-h1`, `zb-v`, `v-half`) places the chunks on
+    the ranks (chunk c on rank c mod P, or V-shaped for `zb-v` and `v-half`:
+    rank 0 holds the first and the last) and says whether the backward
+    pass is split. Each op belongs to one cell: the forward pass of its
+    chunk (ops without `tsr.backward`), its backward pass, and with a split
+    backward (`zb-*`, `v-half`) its weight-gradient pass: the backward ops
+    that no other cell's gradient needs (a weight's gradient, xᵀ·dy), which
+    the schedule can run later to fill bubbles. An op without a stage (a
+    canonicalization's product) goes to the latest cell among its operands'
+    (else the earliest of its users'), and a constant is copied into every
+    cell that uses it. Each cell becomes a private function
+    (`@stage1.forward`, `@stage1.backward`, `@stage1.weight_gradient`,
+    `@stage0.chunk1.forward` with several chunks per rank): its arguments
+    the values it reads from other cells, its results the values other
+    cells read.
 
-    Each stage then gets a public function `@stageK` (its arguments: the
+    Each rank then gets a public function `@stageK` (its arguments: the
     parameters it owns and the whole batch, `micro-batches` times the
     micro-batch; its results: the mean loss and the mean gradients of its
     parameters), with `tsr.ranks = {pp = K}`: the ranks that run it. Its
-    body is the stage's part of the `schedule` (`gpipe` or `1f1b`,
-    PipelineSchedule.h): for each micro-batch the calls of its cells on that
-    micro-batch's slice of the batch, each preceded by the `tsr.recv` of the
-    values it needs from other stages and followed by the `tsr.send` of the
-    values they need from it (all values from one cell to one stage travel
-    together, received where that stage first needs them). Gradients and
-    the loss are summed over the micro-batches and divided by their number;
-    the stage that computes the loss sends it to every stage
-    (`tsr.broadcast_from`), so every program returns it. A parameter used
-    by several stages lives on the first; the others receive it with each
-    micro-batch and send their share of its gradient back, where the
-    backward pass sums it. The original function is removed.
+    body is the rank's part of the schedule, generated with the cost
+    model's estimate of every cell: for each action the call of its cell on
+    that micro-batch's slice of the batch, followed by the `tsr.send` of
+    the values other ranks need from it (all values from one cell to one
+    rank travel together). A rank receives (`tsr.recv`) the messages from
+    each other rank in the order that rank sends them, as late as the
+    first call that needs one. Gradients and the loss are summed over the
+    micro-batches and divided by their number; the rank that computes the
+    loss sends it to every rank (`tsr.broadcast_from`), so every program
+    returns it. A parameter used by several ranks lives on the first
+    chunk's rank; the others receive it with each micro-batch and send
+    their share of its gradient back, where the backward pass sums it. The
+    original function is removed.
 
-    The pass simulates the schedule with the cost model's estimate of each
-    cell and records on each stage function `tsr.pipeline_schedule`: its
-    actions (`"F0"`, `"B0"`, ...), its estimated busy seconds and bubble
-    fraction, and its peak number of micro-batches in flight. Then it checks
-    the programs' messages as `tsr-verify-pipeline` does.
+    It records on each rank's function `tsr.pipeline_schedule`: its
+    actions (`"F0"`, `"B0"`, `"W0"`; `"F0.1"` on the rank's chunk 1), their
+    simulated start and end, its estimated busy seconds and bubble
+    fraction, and its peak number of chunk-micro-batches in flight. Then
+    it checks the programs' messages as `tsr-verify-pipeline` does.
 
-    Refused with an error: a value that a stage's backward pass reads from
-    a later stage's forward pass, a gradient or loss computed on another
-    stage than the parameter's, state updates (batch-norm statistics), a
-    batch dimension that the micro-batches do not split.
+    Refused with an error: a schedule whose chunks per rank differ from the
+    plan's, a gradient or loss computed on another rank than the
+    parameter's, state updates (batch-norm statistics), a batch dimension
+    that the micro-batches do not split.
 
     Before (`schedule=1f1b micro-batches=2`, stages from the plan above):
     the function of `tsr-autodiff`, returning the loss and both gradients.
@@ -658,7 +673,8 @@ def TsrPipeline : Pass<"tsr-pipeline", "ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "The pipeline schedule: gpipe or 1f1b">,
+           "The pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or "
+           "v-half">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Micro-batches per step (the batch arguments grow by this "
            "factor)">,
