@@ -327,6 +327,7 @@ getPipelineStage(DictionaryAttr info,
       if (auto text = dyn_cast<StringAttr>(a))
         stage.actions.push_back(text.str());
   stage.microBatches = integer("micro_batches");
+  stage.virtualStages = std::max<int64_t>(1, integer("virtual_stages"));
   stage.peakInFlight = integer("peak_in_flight");
   stage.starts = numbers("starts");
   stage.ends = numbers("ends");

@@ -1164,9 +1164,14 @@ static void printPipeline(const tessera::ArtifactSignature &sig) {
     const tessera::ArtifactPipelineStage &s = *program.pipeline;
     if (s.stage == 0)
       llvm::outs() << llvm::formatv(
-          "pipeline, --schedule={0} with {1} micro-batches (cost model: step "
-          "{2:f2} us):\n",
-          s.schedule, s.microBatches, s.stepSeconds * 1e6);
+          "pipeline, --schedule={0} with {1} micro-batches{2} (cost model: "
+          "step {3:f2} us):\n",
+          s.schedule, s.microBatches,
+          s.virtualStages > 1
+              ? llvm::formatv(", {0} model chunks per stage", s.virtualStages)
+                    .str()
+              : std::string(),
+          s.stepSeconds * 1e6);
     int64_t params = 0, values = 0;
     for (const auto &t : program.inputs)
       if (t.role == "param") {
@@ -1182,12 +1187,12 @@ static void printPipeline(const tessera::ArtifactSignature &sig) {
       }
     llvm::outs() << llvm::formatv(
         "  stage {0} (@{1}): {2} parameters ({3} values); per micro-batch "
-        "forward {4:f2} us, backward {5:f2} us; bubble {6:f1}%, micro-batches "
-        "in flight "
-        "at most {7}\n    {8}\n",
+        "forward {4:f2} us, backward {5:f2} us; bubble {6:f1}%, {7} "
+        "in flight at most {8}\n    {9}\n",
         s.stage, program.name, params, values, s.forwardSeconds * 1e6,
-        s.backwardSeconds * 1e6, s.bubble * 100, s.peakInFlight,
-        llvm::join(s.actions, " "));
+        s.backwardSeconds * 1e6, s.bubble * 100,
+        s.virtualStages > 1 ? "chunk-micro-batches" : "micro-batches",
+        s.peakInFlight, llvm::join(s.actions, " "));
   }
 }
 
@@ -1505,17 +1510,15 @@ int main(int argc, char **argv) {
                   ") times --micro-batches (" + Twine(microBatches.getValue()) +
                   ")");
   }
-  if (pipelineParallel == 0 &&
-      (pipelineSchedule.getNumOccurrences() ||
-       virtualStages.getNumOccurrences() || !pipelineSplit.empty() ||
-       !timeline.empty()))
+  if (pipelineParallel == 0 && (pipelineSchedule.getNumOccurrences() ||
+                                virtualStages.getNumOccurrences() ||
+                                !pipelineSplit.empty() || !timeline.empty()))
     return fail("--schedule, --virtual-stages, --pipeline-split and "
                 "--timeline need --mesh pp=N");
   if (pipelineParallel > 0) {
     tessera::pipeline::Shape shape;
     std::string problem = tessera::pipeline::getScheduleShape(
-        pipelineSchedule, pipelineParallel, virtualStages, microBatches,
-        shape);
+        pipelineSchedule, pipelineParallel, virtualStages, microBatches, shape);
     if (!problem.empty())
       return fail("--schedule: " + problem);
     virtualStages = shape.virtualStages;

@@ -134,7 +134,9 @@ struct TrainingManifest {
 /// A pipeline stage's program (`tsr.pipeline_schedule`, tsr-pipeline): its
 /// schedule and what the cost model predicts for it.
 struct ArtifactPipelineStage {
-  int64_t stage = 0, microBatches = 1, peakInFlight = 0;
+  /// peakInFlight counts micro-batches per model chunk (a rank holds
+  /// virtualStages chunks).
+  int64_t stage = 0, microBatches = 1, virtualStages = 1, peakInFlight = 0;
   std::string schedule;
   /// Its actions ("F0", "B0", ...) with their simulated start and end.
   std::vector<std::string> actions;

@@ -1,5 +1,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2" | FileCheck %s
 // RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=gpipe" | FileCheck %s --check-prefix=GPIPE
+// RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=zb-h1" | FileCheck %s --check-prefix=ZBH1
+// RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=virtual-stages=2" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=interleaved" | FileCheck %s --check-prefix=INTERLEAVED
 
 // A two-layer MLP on two stages, 1F1B with two micro-batches. Each of the
 // four cells is a private function; each stage a public one that runs its
@@ -47,6 +49,32 @@
 // CHECK: tsr.send {{.*}}peer = 0 : i64, serves = ["micro-batch 0 of stage1.backward"]
 // CHECK: tsr.recv {{.*}}serves = ["micro-batch 1 of stage0.forward"]
 // CHECK: tsr.broadcast_from %{{.*}} {mesh_axes = ["pp"], root = 1 : i64, serves = ["loss"]}
+
+// ZB-H1 splits stage 1's backward pass: the input gradient that stage 0
+// waits for (dy·w2ᵀ), and the weight gradient (aᵀ·dy), which runs after
+// both micro-batches' input gradients have gone. Stage 0 has no input
+// gradient to send: its whole backward pass is a weight gradient.
+// ZBH1-LABEL: func.func private @stage1.backward(%{{.*}}: tensor<8x8xf32>) -> tensor<4x8xf32>
+// ZBH1-LABEL: func.func private @stage1.weight_gradient(%{{.*}}: tensor<4x8xf32>) -> tensor<8x8xf32>
+// ZBH1-LABEL: func.func private @stage0.weight_gradient(
+// ZBH1: func.func @stage0({{.*}}actions = ["F0", "F1", "B0", "W0", "B1", "W1"]
+// ZBH1: func.func @stage1({{.*}}actions = ["F0", "B0", "F1", "B1", "W0", "W1"]
+// ZBH1: call @stage1.backward(
+// ZBH1-NEXT: tsr.send {{.*}}serves = ["micro-batch 0 of stage1.backward"]
+// ZBH1: call @stage1.backward(
+// ZBH1-NEXT: tsr.send {{.*}}serves = ["micro-batch 1 of stage1.backward"]
+// ZBH1-NEXT: call @stage1.weight_gradient(
+// ZBH1-NEXT: call @stage1.weight_gradient(
+
+// Interleaved: four chunks of one op each, chunk c on rank c mod 2, so
+// stage 0 holds w1 (chunk 0) and w2 (chunk 2); Megatron's order with
+// 2 (P - 1) + (V - 1) P = 4 warm-up forwards on rank 0 (all of them here).
+// INTERLEAVED-LABEL: func.func private @stage0.chunk0.forward(
+// INTERLEAVED-LABEL: func.func private @stage1.chunk0.forward(
+// INTERLEAVED-LABEL: func.func private @stage0.chunk1.forward(
+// INTERLEAVED-LABEL: func.func private @stage1.chunk1.forward(
+// INTERLEAVED: func.func @stage0({{.*}}tsr.name = "w1"{{.*}}tsr.name = "w2"{{.*}}actions = ["F0.0", "F1.0", "F0.1", "F1.1", "B0.1", "B1.1", "B0.0", "B1.0"]{{.*}}peak_in_flight = 4{{.*}}virtual_stages = 2
+// INTERLEAVED: func.func @stage1({{.*}}actions = ["F0.0", "F1.0", "F0.1", "B0.1", "F1.1", "B1.1", "B0.0", "B1.0"]
 
 // GPipe: every forward, then every backward, on both stages.
 // GPIPE: func.func @stage0({{.*}}actions = ["F0", "F1", "B0", "B1"]{{.*}}peak_in_flight = 2
