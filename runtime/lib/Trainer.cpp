@@ -22,7 +22,9 @@
 // rank 0 writes the model, and checkpoints hold the layout of a run without
 // tensor parallelism (whole tensors, or flat over dp), written by the ranks
 // with coordinate 0 on every axis but dp (rank 0 commits), so that a run on
-// any mesh resumes them.
+// any mesh resumes them. A pipeline's stages hold different tensors: each
+// stage writes its own checkpoint (DIR.stageK, stage 0's DIR itself,
+// committed last), which a run with the same number of stages resumes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <malloc.h>
 #include <map>
 #include <memory>
@@ -77,6 +80,11 @@ struct tsr_trainer {
   /// saves its copy of the state: coordinate 0 on every axis but dp.
   int64_t meshGroup = -1;
   bool saves = true;
+  /// For a pipeline: the stage this rank runs and how many there are, and
+  /// whether this rank writes its stage's checkpoint (coordinate 0 on every
+  /// axis but dp and pp).
+  int64_t stage = 0, stages = 1;
+  bool savesStage = true;
   /// Dynamic loss scaling: the output and input of the "loss_scale" state
   /// (-1 without), its value after the last step and whether that step was
   /// skipped (the scale went down).
@@ -411,14 +419,24 @@ tsr_status_t joinMesh(tsr_trainer &trainer) {
                                         " here (create its communicators with "
                                         "tsr_mesh_create_for_artifact)");
   };
+  int64_t pp =
+      manifest.otherCalls.empty() ? -1 : manifest.otherCalls.front().axis;
   for (size_t i = 0; i < manifest.mesh.size(); ++i) {
     const auto &[name, size] = manifest.mesh[i];
     int64_t group = int64_t(1) << i;
     ranks *= size;
     if (tsrt_axis_size(group) != size)
       return wrongSize("its axis " + name, tsrt_axis_size(group));
-    if (static_cast<int64_t>(i) != dp && tsrt_axis_rank(group) != 0)
+    auto axis = static_cast<int64_t>(i);
+    if (axis == pp) {
+      trainer.stage = tsrt_axis_rank(group);
+      trainer.stages = size;
+    }
+    if (axis != dp && tsrt_axis_rank(group) != 0) {
       trainer.saves = false;
+      if (axis != pp)
+        trainer.savesStage = false;
+    }
   }
   trainer.meshGroup = (int64_t(1) << manifest.mesh.size()) - 1;
   int64_t bound =
@@ -867,13 +885,14 @@ tsr_status_t checkCheckpoints(const tsr_trainer &trainer) {
                 trainer.artifact->dir +
                     ": checkpoints of a parameter-server artifact are not "
                     "supported yet; --save-onnx saves the trained model");
-  if (!trainer.artifact->manifest.otherCalls.empty())
-    return fail(TSR_ERROR_UNSUPPORTED,
-                trainer.artifact->dir +
-                    ": checkpoints of a pipeline-parallel artifact (its ranks "
-                    "run different programs) are not supported yet; "
-                    "--save-onnx saves the trained model");
   return TSR_OK;
+}
+
+/// Where a pipeline stage's checkpoint lives: stage 0's is DIR itself,
+/// committed last, so that DIR is complete only once every stage's
+/// DIR.stageK is; other programs, DIR.
+std::string stageCheckpoint(const std::string &dir, int64_t stage) {
+  return stage == 0 ? dir : dir + ".stage" + std::to_string(stage);
 }
 
 tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
@@ -929,8 +948,12 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
     gathered.push_back(std::move(whole));
     data.push_back(gathered.back().data());
   }
-  if (status == TSR_OK && trainer.saves)
-    status = tsr_checkpoint_write_shard(dir.c_str(), trainer.dpRank,
+  // A pipeline's stages each write their own checkpoint (their programs
+  // hold other tensors): stage K's into DIR.stageK, stage 0's into DIR,
+  // committed after every other stage's.
+  std::string mine = stageCheckpoint(dir, trainer.stage);
+  if (status == TSR_OK && trainer.savesStage)
+    status = tsr_checkpoint_write_shard(mine.c_str(), trainer.dpRank,
                                         trainer.dpSize, &meta, tensors.size(),
                                         tensors.data(), data.data());
   if (!allRanks(trainer, status == TSR_OK))
@@ -939,12 +962,17 @@ tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                : fail(TSR_ERROR_IO, dir + ": another rank could not write its "
                                           "shard; the checkpoint was not "
                                           "committed");
-  if (trainer.saves && trainer.dpRank == 0)
-    status = tsr_checkpoint_commit(dir.c_str(), trainer.dpSize, &meta);
-  if (!allRanks(trainer, status == TSR_OK))
-    return status != TSR_OK ? status
-                            : fail(TSR_ERROR_IO, dir + ": rank 0 could not "
-                                                       "commit the checkpoint");
+  for (bool last : {false, true}) {
+    if (trainer.savesStage && trainer.dpRank == 0 &&
+        (trainer.stage == 0) == last)
+      status = tsr_checkpoint_commit(mine.c_str(), trainer.dpSize, &meta);
+    if (!allRanks(trainer, status == TSR_OK))
+      return status != TSR_OK
+                 ? status
+                 : fail(TSR_ERROR_IO, dir + ": another rank could not "
+                                            "commit its part of the "
+                                            "checkpoint");
+  }
   return TSR_OK;
 }
 
@@ -1155,7 +1183,28 @@ tsr_status_t loadCheckpoint(tsr_trainer &trainer, const std::string &dir,
     return s;
   std::vector<std::string> values;
   int64_t step = 0;
-  tsr_status_t status = readCheckpoint(trainer, dir, values, step);
+  tsr_status_t status = TSR_OK;
+  std::string mine = stageCheckpoint(dir, trainer.stage);
+  std::error_code ec;
+  if (trainer.stages > 1 && !std::filesystem::exists(mine, ec))
+    status = fail(TSR_ERROR_MISMATCH,
+                  dir + ": has no checkpoint of pipeline stage " +
+                      std::to_string(trainer.stage) + " (" + mine +
+                      "): it was written by a pipeline of fewer stages than "
+                      "this artifact's " +
+                      std::to_string(trainer.stages) +
+                      " (resume with the mesh it was written on)");
+  else if (trainer.stages > 1 && trainer.stage == 0 &&
+           std::filesystem::exists(stageCheckpoint(dir, trainer.stages), ec))
+    status = fail(TSR_ERROR_MISMATCH,
+                  dir +
+                      ": was written by a pipeline of more stages than "
+                      "this artifact's " +
+                      std::to_string(trainer.stages) + " (it has " +
+                      stageCheckpoint(dir, trainer.stages) +
+                      "; resume with the mesh it was written on)");
+  if (status == TSR_OK)
+    status = readCheckpoint(trainer, mine, values, step);
   if (!allRanks(trainer, status == TSR_OK))
     return status != TSR_OK
                ? status

@@ -42,8 +42,11 @@ pipeline equals the accumulating process bit for bit). Checked:
    and at pp=2 with 8 micro-batches stage 0 of the character LM peaks
    below 0.8x under 1f1b (2 micro-batches in flight) of gpipe's (8), and
    the largest stage peak under v-half below 0.85x 1f1b's.
-4. A checkpoint of a pipeline is refused before the first step, with a
-   message and a non-zero exit.
+4. Checkpoints per stage: the character LM under zb-v at pp=2 and at
+   dp=2 x pp=2 with ZeRO-1 writes one checkpoint per stage after step 10
+   (DIR/step-00000010 and DIR/step-00000010.stage1); resuming gives steps
+   11-20 the uninterrupted run's losses bit for bit; an artifact of 4
+   stages refuses the checkpoint of 2, with a message and a non-zero exit.
 
 With --quick (the sanitizer round's subset, docs/testing.md) only the
 character LM at batch 16 runs: pp=2 1f1b, interleaved and zb-v with 4
@@ -290,17 +293,51 @@ def main():
           f"single run's to {worst:.1e} relative and all moved from their "
           f"initial values" + (f" (not: {names[:4]})" if names else ""))
 
-    # 4: checkpoints are refused up front.
-    key = (charlm, 16, "pp2-1f1b-m4")
-    cmd = mpirun(2) + [os.path.join(bin_dir, "tessera-run"), arts[key],
-                       "--train", "--data", data, "--steps", "4",
-                       "--checkpoint-dir", os.path.join(work, "ckpt")]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    check(run.returncode != 0 and "checkpoints of a pipeline-parallel "
-          "artifact" in run.stderr and not os.path.exists(
-              os.path.join(work, "ckpt", "step-00000002")),
-          f"a pipeline's --checkpoint-dir is refused before step 1 (exit "
-          f"{run.returncode})")
+    # 4: checkpoints per stage, resumed bit for bit.
+    run_bin = os.path.join(bin_dir, "tessera-run")
+    for name in ("pp2-zb-v-m4", "dp2pp2-zb-v-m4-zero1"):
+        key = (charlm, 16, name)
+        if key not in arts:
+            continue
+        ranks = ranks_of(list(jobs[(charlm, 16)][name]))
+        ckpt = os.path.join(work, "ckpt-" + name)
+        common = ["--train", "--data", data, "--threads", "1",
+                  "--batch-size", "16"]
+        first = subprocess.run(
+            mpirun(ranks) + [run_bin, arts[key], *common, "--steps", "10",
+                             "--checkpoint-dir", ckpt, "--checkpoint-every",
+                             "10"],
+            capture_output=True, text=True, timeout=300)
+        stages = [os.path.join(ckpt, "step-00000010", "manifest.json"),
+                  os.path.join(ckpt, "step-00000010.stage1",
+                               "manifest.json")]
+        log = os.path.join(work, label(*key) + "-resumed.json")
+        second = subprocess.run(
+            mpirun(ranks) + [run_bin, arts[key], *common, "--steps",
+                             str(STEPS), "--resume", ckpt, "--log-json", log],
+            capture_output=True, text=True, timeout=300)
+        full = losses(os.path.join(work, label(*key) + ".json"))
+        resumed = losses(log) if second.returncode == 0 else {}
+        same = sorted(resumed) == list(range(11, STEPS + 1)) and all(
+            resumed[s] == full[s] for s in resumed)
+        check(first.returncode == 0 and all(map(os.path.exists, stages))
+              and second.returncode == 0 and same,
+              f"{label(*key)}: each stage writes its checkpoint after step "
+              f"10 (exits {first.returncode}, {second.returncode}), and the "
+              f"resumed steps 11-{STEPS} give the uninterrupted run's losses "
+              f"bit for bit")
+    # A pipeline of another number of stages is refused, with the reason.
+    key = (charlm, 16, "pp4-zb-v-m8")
+    if key in arts:
+        run = subprocess.run(
+            mpirun(4) + [run_bin, arts[key], "--train", "--data", data,
+                         "--steps", str(STEPS), "--batch-size", "16",
+                         "--resume", os.path.join(work, "ckpt-pp2-zb-v-m4")],
+            capture_output=True, text=True, timeout=300)
+        check(run.returncode != 0 and "written by a pipeline of fewer "
+              "stages than this artifact's 4" in run.stderr,
+              f"a pp=2 checkpoint resumed at pp=4 is refused (exit "
+              f"{run.returncode})")
     return finish("pipeline_parallel_test.py")
 
 
