@@ -13,12 +13,16 @@ time is rank 0's median after the first two steps.
 The measured bubble is the fraction of a stage's step not spent on its
 share of the work: 1 - (T1 / P) / T, with T1 the single process's step and
 T the pipeline's (so it also counts the messages and the cost of splitting
-the batch into micro-batches). The textbook bubble of GPipe and 1F1B with
-equal stages is (P - 1) / (M + P - 1) (Narayanan et al., SC'21); the
-predicted one is the simulation of the compiled schedule with the cost
-model's time for each stage (the manifest's ``predicted_bubble``, averaged
-over the stages). Peak memory is each stage's allocator peak for one step
-(``memory rank R``), activations in flight included.
+the batch into micro-batches). The traced bubble comes from ``tessera-run
+--trace``: per rank, the part of its last step's program call that none of
+its schedule's actions (the cells' calls, kind "action") covers, averaged
+over the ranks: waits for messages and the time between actions. The
+textbook bubble of GPipe and 1F1B with equal stages is (P - 1) / (M + P -
+1) (Narayanan et al., SC'21), the reference the other schedules improve
+on; the predicted one is the simulation of the compiled schedule with the
+cost model's time for each cell (the manifest's ``predicted_bubble``,
+averaged over the stages). Peak memory is each stage's allocator peak for
+one step (``memory rank R``), activations in flight included.
 
     .venv/bin/python bench/pipeline.py [--steps 12] [--layers 4]
         [--d-model 256] [--heads 8] [--seq 64] [--batch 16] [--threads 1]
@@ -47,8 +51,34 @@ CONFIGS = [
     ("pp2 gpipe M8", 2, "gpipe", 8),
     ("pp2 1f1b M4", 2, "1f1b", 4),
     ("pp2 1f1b M8", 2, "1f1b", 8),
+    ("pp2 interleaved M4", 2, "interleaved", 4),
+    ("pp2 interleaved M8", 2, "interleaved", 8),
+    ("pp2 zb-h1 M4", 2, "zb-h1", 4),
+    ("pp2 zb-h1 M8", 2, "zb-h1", 8),
+    ("pp2 zb-v M4", 2, "zb-v", 4),
+    ("pp2 zb-v M8", 2, "zb-v", 8),
+    ("pp2 v-half M8", 2, "v-half", 8),
     ("pp4 1f1b M8", 4, "1f1b", 8),
+    ("pp4 zb-v M8", 4, "zb-v", 8),
 ]
+
+
+def traced_bubble(trace_prefix, ranks):
+    """The mean over ranks of the part of the last program call that no
+    action of the schedule covers."""
+    bubbles = []
+    for r in range(ranks):
+        events = json.loads(pathlib.Path(
+            f"{trace_prefix}.rank{r}.json").read_text())["traceEvents"]
+        calls = [e for e in events if e["cat"] == "program"]
+        if not calls:
+            return None
+        last = calls[-1]
+        start, end = last["ts"], last["ts"] + last["dur"]
+        busy = sum(e["dur"] for e in events if e["cat"] == "action"
+                   and start <= e["ts"] < end)
+        bubbles.append(1 - busy / last["dur"])
+    return statistics.mean(bubbles)
 
 
 def run(cmd, **kw):
@@ -109,9 +139,17 @@ def main():
                 r"memory rank (\d+) of \d+: .*?step peak (\d+) bytes", out)}
             seconds = [json.loads(line)["seconds"]
                        for line in log.read_text().splitlines()]
+            traced = None
+            if p > 1:
+                # A separate, short run: the trace's hooks cost time.
+                trace = tmp / (art.name + ".trace")
+                run(["mpirun", "-np", p, bin_dir / "tessera-run", art,
+                     "--train", "--data", tmp / "tokens.bin", "--steps", 3,
+                     "--threads", args.threads, "--trace", trace], env=env)
+                traced = traced_bubble(trace, p)
             rows.append((name, p, m, statistics.median(seconds[2:]),
                          statistics.mean(predicted) if predicted else 0.0,
-                         [peaks.get(r, 0) for r in range(p)]))
+                         [peaks.get(r, 0) for r in range(p)], traced))
         base = rows[0]
         print(f"training the bundled LM ({args.layers} layers, d_model "
               f"{args.d_model}, {args.heads} heads, sequence {args.seq}, "
@@ -119,17 +157,18 @@ def main():
               f"{args.batch}, Adam); {args.steps} steps, rank 0's median "
               f"step after the first two, {args.threads} thread(s) per rank")
         print("| config | ranks | micro-batches | step ms | step / 1 process "
-              "| measured bubble | textbook (P-1)/(M+P-1) | predicted | peak "
-              "step B per stage |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-        for name, p, m, step, predicted, peaks in rows:
+              "| measured bubble | traced bubble | 1F1B textbook "
+              "(P-1)/(M+P-1) | predicted | peak step B per stage |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for name, p, m, step, predicted, peaks, traced in rows:
             if p == 1:
-                bubble = textbook = "-"
+                bubble = textbook = tr = "-"
             else:
                 bubble = f"{1 - (base[3] / p) / step:.2f}"
                 textbook = f"{(p - 1) / (m + p - 1):.2f}"
+                tr = "-" if traced is None else f"{traced:.2f}"
             print(f"| {name} | {p} | {m} | {1e3 * step:.1f} | "
-                  f"{step / base[3]:.2f} | {bubble} | {textbook} | "
+                  f"{step / base[3]:.2f} | {bubble} | {tr} | {textbook} | "
                   f"{predicted:.2f} | {' / '.join(map(str, peaks))} |")
     return 0
 

@@ -33,7 +33,10 @@ struct Event {
 struct Profile {
   std::atomic<bool> running{false};
   bool trace = false;
-  Clock::time_point origin, regionStart;
+  Clock::time_point origin;
+  /// The starts of the regions entered and not yet left: a pipeline's
+  /// action encloses the regions of its cell.
+  std::vector<Clock::time_point> open;
   std::vector<double> seconds;
   std::vector<int64_t> calls;
   std::vector<Event> events;
@@ -75,24 +78,26 @@ TSR_API void tsr_profile_begin(int32_t /*region*/) {
   Profile &p = profile();
   if (!p.running.load(std::memory_order_relaxed))
     return;
-  p.regionStart = Clock::now();
+  p.open.push_back(Clock::now());
 }
 
 TSR_API void tsr_profile_end(int32_t region) {
   Profile &p = profile();
-  if (!p.running.load(std::memory_order_relaxed) || region < 0)
+  if (!p.running.load(std::memory_order_relaxed) || region < 0 ||
+      p.open.empty())
     return;
-  Clock::time_point now = Clock::now();
+  Clock::time_point now = Clock::now(), start = p.open.back();
+  p.open.pop_back();
   auto index = static_cast<size_t>(region);
   if (index >= p.seconds.size()) {
     p.seconds.resize(index + 1, 0);
     p.calls.resize(index + 1, 0);
   }
-  double seconds = std::chrono::duration<double>(now - p.regionStart).count();
+  double seconds = std::chrono::duration<double>(now - start).count();
   p.seconds[index] += seconds;
   ++p.calls[index];
   if (p.trace)
-    p.events.push_back({region, p.since(p.regionStart), seconds});
+    p.events.push_back({region, p.since(start), seconds});
 }
 
 } // extern "C"
@@ -103,6 +108,7 @@ void tsr_profile_start(int trace) {
   p.seconds.clear();
   p.calls.clear();
   p.events.clear();
+  p.open.clear();
   p.trace = trace != 0;
   p.origin = Clock::now();
   p.running = true;
@@ -170,7 +176,13 @@ tsr_status_t tsr_profile_write_trace(const tsr_artifact_t *artifact,
       entry["ts"] = event.start * 1e6;
       entry["dur"] = event.seconds * 1e6;
       entry["pid"] = pid;
-      entry["tid"] = 0;
+      // A pipeline's actions on a row of their own above the regions they
+      // enclose.
+      bool action =
+          event.region >= 0 &&
+          manifest.profileRegions[static_cast<size_t>(event.region)].kind ==
+              "action";
+      entry["tid"] = action ? 1 : 0;
       events.push_back(std::move(entry));
     }
     Json trace{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

@@ -47,6 +47,9 @@ pipeline equals the accumulating process bit for bit). Checked:
    (DIR/step-00000010 and DIR/step-00000010.stage1); resuming gives steps
    11-20 the uninterrupted run's losses bit for bit; an artifact of 4
    stages refuses the checkpoint of 2, with a message and a non-zero exit.
+5. The measured timeline: ``tessera-run --trace`` of the zb-v run holds,
+   per rank, its compiled actions in order (each cell's call, kind
+   "action"), and ``--profile``'s table does not count them twice.
 
 With --quick (the sanitizer round's subset, docs/testing.md) only the
 character LM at batch 16 runs: pp=2 1f1b, interleaved and zb-v with 4
@@ -326,6 +329,45 @@ def main():
               f"10 (exits {first.returncode}, {second.returncode}), and the "
               f"resumed steps 11-{STEPS} give the uninterrupted run's losses "
               f"bit for bit")
+    # 5: the measured timeline. --trace records every action of each
+    # rank's schedule (the call of a cell), in the compiled order; the
+    # profile table counts the cells' own regions once.
+    key = (charlm, 16, "pp2-zb-v-m4")
+    trace = os.path.join(work, "zbv.trace")
+    run = subprocess.run(
+        mpirun(2) + [run_bin, arts[key], "--train", "--data", data, "--steps",
+                     "2", "--threads", "1", "--batch-size", "16", "--trace",
+                     trace, "--profile"],
+        capture_output=True, text=True, timeout=300)
+    with open(os.path.join(arts[key], "manifest.json")) as f:
+        compiled = {p["pipeline"]["stage"]: p["pipeline"]["actions"]
+                    for p in json.load(f)["programs"]}
+    in_order = run.returncode == 0
+    counts = []
+    for r in range(2):
+        path = f"{trace}.rank{r}.json"
+        events = json.load(open(path))["traceEvents"] if in_order else []
+        # The profile leaves out the first step: one program call.
+        calls = [e for e in events if e["cat"] == "program"]
+        if not calls:
+            in_order = False
+            break
+        start, end = calls[-1]["ts"], calls[-1]["ts"] + calls[-1]["dur"]
+        names = [e["name"] for e in sorted(events, key=lambda e: e["ts"])
+                 if e["cat"] == "action" and start <= e["ts"] < end]
+        # Cells without ops (a first chunk's input gradient) are no call.
+        it = iter(compiled[r])
+        forwards = [a for a in compiled[r] if a.startswith("F")]
+        in_order &= all(n in it for n in names) and set(forwards) <= set(names)
+        counts.append(len(names))
+    between = re.search(r"^\s*(-?[\d.]+)\s+(-?[\d.]+)%\s+\(between regions",
+                        run.stdout, re.M)
+    check(in_order and between and float(between.group(1)) >= 0,
+          f"charlm pp=2 zb-v --trace: each rank's last step has its "
+          f"compiled actions in order ({counts} calls), and --profile's "
+          f"rows leave a non-negative remainder "
+          f"({between.group(1) if between else '?'})")
+
     # A pipeline of another number of stages is refused, with the reason.
     key = (charlm, 16, "pp4-zb-v-m8")
     if key in arts:

@@ -84,9 +84,13 @@ struct TsrCpuProfileRegionsPass
       program.walk<WalkOrder::PreOrder>([&](Operation *op) {
         if (auto call = dyn_cast<func::CallOp>(op)) {
           auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-          // A call of another program is timed inside that program.
+          // A call of another program is timed inside that program; a
+          // pipeline cell's call (an action of the schedule, named by its
+          // location) also as a whole, around its own regions.
           if (callee && callee->hasAttr(tsr::attr::kKernel))
             sites.push_back({op, "kernel", call.getCallee()});
+          else if (callee && callee->hasAttr(tsr::attr::kPipelineCell))
+            sites.push_back({op, "action", call.getCallee()});
           else if (callee && callee.isDeclaration())
             sites.push_back(
                 {op, libraryKind(call.getCallee()), call.getCallee()});

@@ -305,6 +305,7 @@ void TsrPipelinePass::outlineCells(Block &body) {
     auto callee = func::FuncOp::create(b, f.getLoc(), cellName(cell),
                                        b.getFunctionType(inputs, outputs));
     callee.setPrivate();
+    callee->setAttr(tsr::attr::kPipelineCell, b.getUnitAttr());
     Block *entry = callee.addEntryBlock();
     OpBuilder inner = OpBuilder::atBlockEnd(entry);
     IRMapping map;
@@ -491,7 +492,12 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
           return nullptr;
         operands.push_back(lookup(v, k));
       }
-      auto call = func::CallOp::create(at, loc, callee, operands);
+      // Named by its action, for the measured timeline (--trace).
+      Location actionLoc =
+          NameLoc::get(at.getStringAttr(pipeline::getActionName(
+                           action, shape.virtualStages)),
+                       loc);
+      auto call = func::CallOp::create(at, actionLoc, callee, operands);
       for (auto [v, r] : llvm::zip(cellOutputs[cell], call.getResults()))
         env[{v, k}] = r;
     }

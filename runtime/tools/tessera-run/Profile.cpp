@@ -78,7 +78,9 @@ int tessera_run::reportProfile(const Options &options,
     tsr_profile_region_t region{};
     if (tsr_artifact_profile_region(artifact, i, &region) != TSR_OK)
       return process.fail(tsr_last_error());
-    if (region.calls == 0)
+    // A pipeline's actions enclose the regions of their cells, which the
+    // table counts already; --trace shows them.
+    if (region.calls == 0 || std::string(region.kind) == "action")
       continue;
     std::string node = *region.node ? region.node : region.callee;
     if (node.empty())

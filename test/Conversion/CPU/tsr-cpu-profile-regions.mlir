@@ -77,3 +77,38 @@ func.func private @step_kernel(%x: memref<4x4xf32>) attributes {tsr.kernel} {
 func.func @empty(%a: memref<4xf32>) -> memref<4xf32> {
   return %a : memref<4xf32>
 }
+
+// -----
+
+// A pipeline stage's call of a cell is an action of its schedule: a region
+// of kind "action" named by the call's location, around the cell's own
+// regions.
+// CHECK-LABEL: module attributes {tsr.profile_regions = [
+// CHECK-SAME: {backward = false, callee = "stage0.forward", kind = "action", node = "F0"},
+// CHECK-SAME: {backward = false, callee = "stage0.forward", kind = "action", node = "F1"},
+// CHECK-SAME: {backward = false, callee = "stage0.forward_kernel", kind = "kernel", node = "relu"}]}
+// CHECK-LABEL: func.func @stage0
+// CHECK: call @tsr_profile_begin
+// CHECK-NEXT: call @stage0.forward({{.*}}) : (memref<4xf32>) -> ()
+// CHECK-NEXT: call @tsr_profile_end
+// CHECK: call @tsr_profile_begin
+// CHECK-NEXT: call @stage0.forward({{.*}}) : (memref<4xf32>) -> ()
+// CHECK-NEXT: call @tsr_profile_end
+// CHECK-LABEL: func.func private @stage0.forward
+// CHECK: call @tsr_profile_begin
+// CHECK-NEXT: call @stage0.forward_kernel
+// CHECK-NEXT: call @tsr_profile_end
+func.func @stage0(%a: memref<4xf32>) {
+  call @stage0.forward(%a) : (memref<4xf32>) -> () loc("F0"("pipeline stage 0"))
+  call @stage0.forward(%a) : (memref<4xf32>) -> () loc("F1"("pipeline stage 0"))
+  return
+}
+func.func private @stage0.forward(%a: memref<4xf32>) attributes {tsr.pipeline_cell} {
+  call @stage0.forward_kernel(%a) : (memref<4xf32>) -> () loc("relu"(unknown))
+  return
+}
+func.func private @stage0.forward_kernel(%x: memref<4xf32>) attributes {tsr.kernel} {
+  %cst = arith.constant 0.0 : f32
+  linalg.fill ins(%cst : f32) outs(%x : memref<4xf32>)
+  return
+}

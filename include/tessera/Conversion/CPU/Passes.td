@@ -336,7 +336,11 @@ def TsrCpuProfileRegions : Pass<"tsr-cpu-profile-regions", "ModuleOp"> {
     `kernel` or `copy`), its callee and the model node its location names,
     with `backward` set when the location is autodiff's `tsr.grad` fused
     location (the op computes part of that node's gradient). The calls of
-    one callee for one node in one direction share a region. The regions
+    one callee for one node in one direction share a region. A call of a
+    pipeline cell (`tsr.pipeline_cell`, tsr-pipeline) is an action of the
+    schedule: it gets a region of kind `action` named by its location
+    (`F3.1`), around the regions inside the cell, so that `--trace` shows
+    the measured schedule. The regions
     go on the module as `tsr.profile_regions`, indexed by id; the artifact's
     manifest carries them as `profile_regions`. What runs between regions
     (allocation, views, scalar arithmetic) is the step's remainder.

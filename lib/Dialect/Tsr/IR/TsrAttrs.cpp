@@ -600,7 +600,8 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
-  if (name == attr::kKernel || name == attr::kOnHost) {
+  if (name == attr::kKernel || name == attr::kOnHost ||
+      name == attr::kPipelineCell) {
     if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitOpError("attribute '")
              << name << "' must be a unit attribute on a function, got "
@@ -685,9 +686,10 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kSharding << ", " << attr::kOperandShardings << ", "
          << attr::kPartitioned << ", " << attr::kReason << ", " << attr::kStage
          << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
-         << attr::kPipelineSchedule << ", " << attr::kScatterShape << ", "
-         << attr::kCompression << ", " << attr::kDenseBytes << ", "
-         << attr::kLocalSteps << ", " << attr::kParameterServer << ", "
-         << attr::kServer << ", " << attr::kKernel << ", " << attr::kOnHost
-         << ", " << attr::kInPlace << ", " << attr::kProfileRegions << ")";
+         << attr::kPipelineSchedule << ", " << attr::kPipelineCell << ", "
+         << attr::kScatterShape << ", " << attr::kCompression << ", "
+         << attr::kDenseBytes << ", " << attr::kLocalSteps << ", "
+         << attr::kParameterServer << ", " << attr::kServer << ", "
+         << attr::kKernel << ", " << attr::kOnHost << ", " << attr::kInPlace
+         << ", " << attr::kProfileRegions << ")";
 }

@@ -125,6 +125,11 @@ inline constexpr llvm::StringLiteral kRanks = "tsr.ranks";
 /// their simulated timing (a dictionary).
 inline constexpr llvm::StringLiteral kPipelineSchedule =
     "tsr.pipeline_schedule";
+/// On a private function of tsr-pipeline: one cell (a chunk's forward,
+/// backward or weight-gradient pass; a unit attribute). Each call of it is
+/// an action of the schedule, which tsr-cpu-profile-regions times, named
+/// by the call's location ("F3.1").
+inline constexpr llvm::StringLiteral kPipelineCell = "tsr.pipeline_cell";
 
 // On an scf.for of tsr-to-linalg.
 /// The loop of a scatter (ScatterElements): [axis, d0, d1, ...], the axis
