@@ -7,7 +7,8 @@
 // finishes and gives the generator's timeline), the micro-batches in flight
 // stay within each schedule's limit, and with equal stages GPipe and 1F1B
 // have the textbook bubble (P - 1) / (M + P - 1) that the zero-bubble
-// schedules beat. V-Half holds at most 0.6x 1F1B's activations. A corrupted
+// schedules beat. V-Half holds at most 0.6x 1F1B's activations. PipeDream
+// opens each step with the previous one's last micro-batches. A corrupted
 // order is a deadlock the simulation names.
 //
 //===----------------------------------------------------------------------===//
@@ -232,6 +233,39 @@ TEST(PipelineSchedule, OneFOneBAndInterleavedFollowTheirTextbookOrder) {
   EXPECT_EQ(names, megatron);
 }
 
+TEST(PipelineSchedule, PipeDreamFinishesThePreviousStepsMicroBatches) {
+  for (int64_t p = 1; p <= 8; ++p) {
+    for (int64_t m = p; m <= 16; ++m) {
+      Shape shape;
+      ASSERT_EQ(getScheduleShape("pipedream", p, 0, m, shape), "");
+      ASSERT_TRUE(shape.asynchronous);
+      Schedule schedule;
+      Timeline timeline;
+      ASSERT_EQ(generateSchedule("pipedream", shape, unequal(shape), 0.1,
+                                 schedule, timeline),
+                "")
+          << "P=" << p << " M=" << m;
+      for (int64_t r = 0; r < p; ++r) {
+        // B(i - (P - r)), F(i): every micro-batch of this step forwarded
+        // once, and backwarded here or (the last P - r) in the next step.
+        ASSERT_EQ(static_cast<int64_t>(schedule[r].size()), 2 * m);
+        for (int64_t i = 0; i < m; ++i) {
+          EXPECT_EQ(schedule[r][2 * i], (Action{Phase::Backward, i - (p - r)}));
+          EXPECT_EQ(schedule[r][2 * i + 1], (Action{Phase::Forward, i}));
+        }
+        EXPECT_EQ(timeline.peakInFlight[r], p - r)
+            << "P=" << p << " rank " << r;
+        EXPECT_EQ(timeline.blocks[r].size(), schedule[r].size());
+      }
+    }
+  }
+  Shape shape;
+  EXPECT_EQ(getScheduleShape("pipedream", 4, 0, 2, shape),
+            "schedule 'pipedream' keeps up to 4 micro-batches in flight "
+            "across steps and needs at least as many per step, got 2 "
+            "(--micro-batches=4 would work)");
+}
+
 TEST(PipelineSchedule, VShapePlacesTheFirstAndLastChunkOnRankZero) {
   Shape shape;
   ASSERT_EQ(getScheduleShape("zb-v", 4, 0, 8, shape), "");
@@ -290,7 +324,7 @@ TEST(PipelineSchedule, MalformedListsAndOptionsAreErrors) {
   Shape shape;
   EXPECT_EQ(getScheduleShape("zigzag", 2, 0, 2, shape),
             "unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b, "
-            "interleaved, zb-h1, zb-v, v-half)");
+            "interleaved, zb-h1, zb-v, v-half, pipedream)");
   EXPECT_EQ(getScheduleShape("1f1b", 0, 0, 2, shape),
             "a pipeline needs at least one stage and one micro-batch, got 0 "
             "and 2");

@@ -1522,6 +1522,10 @@ int main(int argc, char **argv) {
     if (!problem.empty())
       return fail("--schedule: " + problem);
     virtualStages = shape.virtualStages;
+    if (shape.asynchronous && (dataParallel > 0 || tensorParallel > 1))
+      return fail("--schedule=pipedream goes with --mesh pp=N alone so far "
+                  "(its stages carry micro-batches in flight from one step "
+                  "to the next as state, which dp and tp do not split yet)");
   }
   if (pipelineParallel > 0 && !memoryBudget.empty())
     return fail("--memory-budget does not go with --mesh pp yet (each "

@@ -142,6 +142,19 @@ struct TsrPipelinePass : tessera::impl::TsrPipelineBase<TsrPipelinePass> {
   }
 
   LogicalResult run();
+  /// PipeDream: whether `group` is what `stage`'s last backward pass of a
+  /// step computes for the previous stage, which consumes it in the next
+  /// step (sent then, from the step's state).
+  bool isDeferred(int64_t stage, const MessageGroup &group) const {
+    return shape.asynchronous && stage > 0 && group.toStage == stage - 1 &&
+           group.fromCell == cellIndex(stage, Phase::Backward);
+  }
+  bool isSentNextStep(int64_t stage, const MessageGroup &group,
+                      const pipeline::Action &action) const {
+    return isDeferred(stage, group) && action.phase == Phase::Backward &&
+           action.microBatch == microBatches - 1 - (p - stage);
+  }
+
   LogicalResult assignCells(Block &body);
   void splitBackward(Block &body);
   void outlineCells(Block &body);
@@ -425,7 +438,55 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
   ArrayAttr axes = at.getStrArrayAttr({axis});
   // Value of the step function for micro-batch k -> value here.
   llvm::DenseMap<std::pair<Value, int64_t>, Value> env;
+  // PipeDream: the values of the previous step's micro-batches (k < 0)
+  // that this step still reads, passed on as state from one step to the
+  // next; a parameter's is its previous value (weight stashing: a
+  // micro-batch's backward pass uses the weights its forward pass used).
+  struct Carried {
+    Value value;
+    int64_t microBatch;
+    unsigned arg;
+  };
+  SmallVector<Carried> carried;
+  Value started;
+  auto addState = [&](Type type, const Twine &name) {
+    unsigned index = fn.getNumArguments();
+    NamedAttrList attrs;
+    attrs.set(tsr::attr::kName, at.getStringAttr(name));
+    attrs.set(tsr::attr::kRole, tsr::RoleAttr::get(ctx, tsr::Role::state));
+    attrs.set(tsr::attr::kInit, at.getF64FloatAttr(0.0));
+    (void)fn.insertArgument(index, type, attrs.getDictionary(ctx), loc);
+    return index;
+  };
+  if (shape.asynchronous)
+    started = fn.getArgument(addState(
+        RankedTensorType::get({}, at.getF32Type()), "pipedream.started"));
+  auto carry = [&](Value v, int64_t k) -> Value {
+    auto arg = dyn_cast<BlockArgument>(v);
+    // A parameter of this stage (another stage's arrives in a message,
+    // which is carried as any other value).
+    bool param = arg && !isBatch(v) && newIndex.count(arg.getArgNumber());
+    if (param)
+      k = -1; // One stash: the weights of the previous step.
+    Value &slot = env[{v, k}];
+    if (slot)
+      return slot;
+    std::string name =
+        param ? "pipedream.stash." +
+                    getArgString(f, arg.getArgNumber(), tsr::attr::kName).str()
+        : arg && isBatch(v)
+            ? "pipedream." +
+                  getArgString(f, arg.getArgNumber(), tsr::attr::kName).str() +
+                  "." + std::to_string(k)
+            : "pipedream.carry." + std::to_string(carried.size());
+    unsigned index = addState(v.getType(), name);
+    carried.push_back({v, k, index});
+    slot = fn.getArgument(index);
+    return slot;
+  };
   auto lookup = [&](Value v, int64_t k) -> Value {
+    if (k < 0 && !isCopied(v))
+      return carry(v, k);
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       if (auto it = newIndex.find(arg.getArgNumber());
           it != newIndex.end() && !isBatch(v))
@@ -464,6 +525,15 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
   auto receive = [&](int64_t from, Value v, int64_t k) -> LogicalResult {
     auto &queue = channels[{from, stage}];
     size_t &next = received[from];
+    // PipeDream: what the previous step received is carried.
+    if (k < 0 && !llvm::any_of(
+                     queue,
+                     [&](const auto &message) {
+                       return message.second == k &&
+                              llvm::is_contained(groups[message.first].values,
+                                                 v);
+                     }))
+      return success();
     while (!env.count({v, k})) {
       if (next == queue.size())
         return f.emitError("internal error: pipeline stage ")
@@ -480,6 +550,17 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
     return success();
   };
 
+  // PipeDream: first what the previous step's last backward pass computed
+  // for the previous stage.
+  if (shape.asynchronous)
+    for (const MessageGroup &group : groups)
+      if (isDeferred(stage, group))
+        for (Value v : group.values)
+          tsr::SendOp::create(at, loc, lookup(v, -(p - stage) - 1), axes,
+                              at.getI64IntegerAttr(group.toStage),
+                              describe(group.fromCell, -(p - stage) - 1),
+                              IntegerAttr());
+  SmallVector<Value> carriedGrads(resultsOf.size());
   for (const pipeline::Action &action : schedule[stage]) {
     int64_t cell = cellIndex(shape.getChunk(stage, action.chunk), action.phase);
     int64_t k = action.microBatch;
@@ -502,7 +583,7 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
         env[{v, k}] = r;
     }
     for (const MessageGroup &group : groups)
-      if (group.fromCell == cell)
+      if (group.fromCell == cell && !isSentNextStep(stage, group, action))
         for (Value v : group.values)
           tsr::SendOp::create(at, loc, lookup(v, k), axes,
                               at.getI64IntegerAttr(group.toStage),
@@ -510,8 +591,18 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
     for (auto [i, old] : llvm::enumerate(resultsOf)) {
       Value v = ret.getOperand(old);
       if (!isCopied(v) && sourceCell(v) == cell)
-        sum(accumulated[i], lookup(v, k));
+        sum(k < 0 ? carriedGrads[i] : accumulated[i], lookup(v, k));
     }
+  }
+  // PipeDream's first step has no previous one: the backward passes of
+  // its carried micro-batches ran on zeros, and their gradients count
+  // from the second step on.
+  for (auto [acc, extra] : llvm::zip(accumulated, carriedGrads)) {
+    if (!extra)
+      continue;
+    auto type = cast<RankedTensorType>(extra.getType());
+    Value on = g.greater(started, g.scalar(at.getF32Type(), 0.5));
+    sum(acc, g.select(on, extra, g.splat(type, 0.0)));
   }
 
   SmallVector<Value> results;
@@ -539,7 +630,44 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
     }
     results.push_back(result);
   }
+  // PipeDream's state for the next step: what this step computed for the
+  // micro-batches that will then be the previous step's.
+  SmallVector<std::pair<unsigned, Value>> nextState;
+  if (started)
+    nextState.push_back(
+        {cast<BlockArgument>(started).getArgNumber(),
+         g.splat(cast<RankedTensorType>(started.getType()), 1.0)});
+  for (const Carried &c : carried) {
+    auto arg = dyn_cast<BlockArgument>(c.value);
+    Value next = arg && !isBatch(c.value) && newIndex.count(arg.getArgNumber())
+                     ? entry->getArgument(newIndex[arg.getArgNumber()])
+                     : lookup(c.value, c.microBatch + m);
+    if (!next) {
+      f.emitError("internal error: pipedream stage ")
+          << stage << " carries a value that the step does not compute";
+      return nullptr;
+    }
+    nextState.push_back({c.arg, next});
+  }
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned i = 0; i < results.size(); ++i)
+    resultAttrs.push_back(fn.getResultAttrDict(i));
+  for (auto [index, value] : nextState) {
+    results.push_back(value);
+    NamedAttrList attrs;
+    attrs.set(tsr::attr::kName, fn.getArgAttr(index, tsr::attr::kName));
+    attrs.set(tsr::attr::kRole, tsr::RoleAttr::get(ctx, tsr::Role::state));
+    attrs.set(tsr::attr::kUpdates, at.getI64IntegerAttr(index));
+    resultAttrs.push_back(attrs.getDictionary(ctx));
+  }
   func::ReturnOp::create(at, loc, results);
+  if (!nextState.empty()) {
+    SmallVector<Type> types;
+    for (Value v : results)
+      types.push_back(v.getType());
+    fn.setType(at.getFunctionType(fn.getArgumentTypes(), types));
+    fn.setAllResultAttrs(resultAttrs);
+  }
 
   // The schedule and its simulation, for --explain and the tests.
   SmallVector<Attribute> actions;
@@ -683,14 +811,19 @@ LogicalResult TsrPipelinePass::run() {
                                        /*link=*/0, schedule, timeline);
   if (!problem.empty())
     return f.emitError(problem);
-  // The order in which each rank sends its messages.
-  for (int64_t stage = 0; stage < p; ++stage)
+  // The order in which each rank sends its messages (PipeDream: first
+  // the previous step's last backward pass's).
+  for (int64_t stage = 0; stage < p; ++stage) {
+    for (auto [index, group] : llvm::enumerate(groups))
+      if (isDeferred(stage, group))
+        channels[{stage, group.toStage}].push_back({index, -(p - stage) - 1});
     for (const pipeline::Action &a : schedule[stage]) {
       int64_t cell = cellIndex(shape.getChunk(stage, a.chunk), a.phase);
       for (auto [index, group] : llvm::enumerate(groups))
-        if (group.fromCell == cell)
+        if (group.fromCell == cell && !isSentNextStep(stage, group, a))
           channels[{stage, group.toStage}].push_back({index, a.microBatch});
     }
+  }
 
   SmallVector<Attribute> calls;
   for (int64_t stage = 0; stage < p; ++stage) {

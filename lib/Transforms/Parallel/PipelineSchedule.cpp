@@ -33,7 +33,7 @@ ChunkSeconds ChunkSeconds::uniform(int64_t chunks, double forward,
 }
 
 llvm::StringRef mlir::tessera::pipeline::getScheduleNames() {
-  return "gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half";
+  return "gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, pipedream";
 }
 
 std::string mlir::tessera::pipeline::getActionName(const Action &action,
@@ -71,6 +71,18 @@ std::string mlir::tessera::pipeline::getScheduleShape(llvm::StringRef kind,
     return fixed(1);
   if (kind == "zb-h1") {
     out.splitBackward = true;
+    return fixed(1);
+  }
+  if (kind == "pipedream") {
+    // Rank r ends a step with P - r micro-batches in flight, which the
+    // next step's first backward passes finish.
+    if (microBatches < stages)
+      return "schedule 'pipedream' keeps up to " + std::to_string(stages) +
+             " micro-batches in flight across steps and needs at least as "
+             "many per step, got " +
+             std::to_string(microBatches) +
+             " (--micro-batches=" + std::to_string(stages) + " would work)";
+    out.asynchronous = true;
     return fixed(1);
   }
   if (kind == "zb-v" || kind == "v-half") {
@@ -290,9 +302,63 @@ Rules getRules(llvm::StringRef kind, const Shape &shape) {
 
 } // namespace
 
+/// PipeDream's steady state, one step of it: rank r runs, for i = 0 ..
+/// M - 1, the backward pass of micro-batch i - (P - r) (negative: one of
+/// the previous step's last P - r, in flight since) and the forward pass of
+/// micro-batch i. The previous step's passes count as done at time 0.
+static std::string generatePipeDream(const Shape &shape,
+                                     const ChunkSeconds &seconds, double link,
+                                     Schedule &out, Timeline &timeline) {
+  int64_t p = shape.stages, m = shape.microBatches;
+  out.assign(p, {});
+  for (int64_t r = 0; r < p; ++r)
+    for (int64_t i = 0; i < m; ++i) {
+      out[r].push_back({Phase::Backward, i - (p - r)});
+      out[r].push_back({Phase::Forward, i});
+    }
+  // Micro-batch j runs as j + P in an engine of M + P micro-batches.
+  Shape offset = shape;
+  offset.microBatches = m + p;
+  Engine engine(offset, seconds, link);
+  for (int64_t c = 0; c < p; ++c) {
+    for (int64_t j = -p; j < 0; ++j) {
+      engine.forwardEnd[c * (m + p) + j + p] = 0;
+      if (j < -(p - c))
+        engine.backwardEnd[c * (m + p) + j + p] = 0;
+    }
+    engine.heldForward[c] = engine.heldWeights[c] = p - c;
+  }
+  std::vector<size_t> next(p, 0);
+  size_t remaining = size_t(2 * p * m);
+  while (remaining) {
+    bool progress = false;
+    for (int64_t r = 0; r < p; ++r)
+      while (next[r] < out[r].size()) {
+        Action a = out[r][next[r]];
+        a.microBatch += p;
+        double ready = engine.ready(r, a);
+        if (ready < 0)
+          break;
+        engine.run(r, a, std::max(ready, engine.free[r]));
+        ++next[r];
+        --remaining;
+        progress = true;
+      }
+    if (!progress)
+      return "schedule 'pipedream' deadlocks"; // Not for these orders.
+  }
+  for (int64_t r = 0; r < p; ++r)
+    for (Timeline::Block &block : engine.timeline.blocks[r])
+      block.action.microBatch -= p;
+  engine.finish(timeline);
+  return "";
+}
+
 std::string mlir::tessera::pipeline::generateSchedule(
     llvm::StringRef kind, const Shape &shape, const ChunkSeconds &seconds,
     double link, Schedule &out, Timeline &timeline) {
+  if (shape.asynchronous)
+    return generatePipeDream(shape, seconds, link, out, timeline);
   Rules rules = getRules(kind, shape);
   int64_t p = shape.stages;
   Engine engine(shape, seconds, link);

@@ -2,6 +2,7 @@
 // RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=gpipe" | FileCheck %s --check-prefix=GPIPE
 // RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=zb-h1" | FileCheck %s --check-prefix=ZBH1
 // RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=virtual-stages=2" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=interleaved" | FileCheck %s --check-prefix=INTERLEAVED
+// RUN: tessera-opt %s -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff --canonicalize --cse "--tsr-pipeline=micro-batches=2 schedule=pipedream" | FileCheck %s --check-prefix=PIPEDREAM
 
 // A two-layer MLP on two stages, 1F1B with two micro-batches. Each of the
 // four cells is a private function; each stage a public one that runs its
@@ -75,6 +76,29 @@
 // INTERLEAVED-LABEL: func.func private @stage1.chunk1.forward(
 // INTERLEAVED: func.func @stage0({{.*}}tsr.name = "w1"{{.*}}tsr.name = "w2"{{.*}}actions = ["F0.0", "F1.0", "F0.1", "F1.1", "B0.1", "B1.1", "B0.0", "B1.0"]{{.*}}peak_in_flight = 4{{.*}}virtual_stages = 2
 // INTERLEAVED: func.func @stage1({{.*}}actions = ["F0.0", "F1.0", "F0.1", "B0.1", "F1.1", "B1.1", "B0.0", "B1.0"]
+
+// PipeDream: no flush. A step opens with the backward passes of the
+// previous step's last micro-batches (B-2 on stage 0, B-1 on stage 1),
+// whose values are state: stage 1's backward of micro-batch -1 uses the
+// stashed w2 its forward used, then returns this step's w2 as the next
+// stash, and sends first the input gradient its last backward pass of the
+// previous step computed. Those gradients count from the second step on.
+// PIPEDREAM-LABEL: func.func @stage0(
+// PIPEDREAM-SAME: tsr.name = "pipedream.started"
+// PIPEDREAM-SAME: actions = ["B-2", "F0", "B-1", "F1"]
+// PIPEDREAM: tsr.recv {{.*}}serves = ["micro-batch -2 of stage1.backward"]
+// PIPEDREAM-NEXT: call @stage0.backward(
+// PIPEDREAM: func.func @stage1(%[[W2:[^:]*]]: tensor<8x8xf32> {tsr.name = "w2"
+// PIPEDREAM-SAME: %[[STARTED:[^:]*]]: tensor<f32> {tsr.init = 0.000000e+00 : f64, tsr.name = "pipedream.started"
+// PIPEDREAM-SAME: %[[OUTBOX:[^:]*]]: tensor<4x8xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "pipedream.carry.0"
+// PIPEDREAM-SAME: %[[STASH:[^:]*]]: tensor<8x8xf32> {tsr.init = 0.000000e+00 : f64, tsr.name = "pipedream.stash.w2"
+// PIPEDREAM-SAME: actions = ["B-1", "F0", "B0", "F1"]
+// PIPEDREAM-NEXT: tsr.send %[[OUTBOX]] {{{.*}}serves = ["micro-batch -2 of stage1.backward"]}
+// PIPEDREAM-NEXT: %[[OLD:.*]]:2 = call @stage1.backward(%[[STASH]],
+// PIPEDREAM: %[[NEW:.*]]:2 = call @stage1.backward(%[[W2]],
+// PIPEDREAM: %[[ON:.*]] = tsr.greater %[[STARTED]]
+// PIPEDREAM: tsr.where %[[ON]], %[[OLD]]#1
+// PIPEDREAM: return {{.*}}, %[[NEW]]#0, %[[W2]], %{{.*}} :
 
 // GPipe: every forward, then every backward, on both stages.
 // GPIPE: func.func @stage0({{.*}}actions = ["F0", "F1", "B0", "B1"]{{.*}}peak_in_flight = 2

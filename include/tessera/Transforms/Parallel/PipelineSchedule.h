@@ -43,6 +43,11 @@
 //   zb-v         V-shaped, split, by readiness, limit 2P chunk-micro-
 //                batches: 1F1B's activation memory (Qi et al. 2024)
 //   v-half       as zb-v with limit P: half of it (Qi et al., NeurIPS 2024)
+//   pipedream    asynchronous 1F1B without a flush (Narayanan et al.,
+//                SOSP 2019): rank r runs B(i - (P - r)), F(i) for
+//                i = 0 .. M - 1, the previous step's last P - r micro-
+//                batches finishing first (generated directly, not by the
+//                rules above)
 //
 // The simulation runs every rank's list against the dependencies (F of
 // chunk c after F of chunk c - 1; B of chunk c after its F and the B of
@@ -85,6 +90,10 @@ using Schedule = std::vector<std::vector<Action>>;
 struct Shape {
   int64_t stages = 1, virtualStages = 1, microBatches = 1;
   bool vShape = false, splitBackward = false;
+  /// PipeDream: no flush. Rank r ends a step with the last P - r
+  /// micro-batches in flight, whose backward passes open the next step
+  /// (actions of micro-batches -1, -2, ...: the previous step's last).
+  bool asynchronous = false;
 
   int64_t getNumChunks() const { return stages * virtualStages; }
   /// The rank that runs model chunk `chunk` (0 to C - 1).
