@@ -201,6 +201,28 @@ public:
     }
   }
 
+  /// Runs each rank's list in its order, every action as soon as its
+  /// inputs and its rank are free (micro-batches shifted by `offset`),
+  /// until every list is done or every rank waits. Returns how far each
+  /// rank got.
+  std::vector<size_t> follow(const Schedule &schedule, int64_t offset = 0) {
+    std::vector<size_t> next(shape.stages, 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int64_t r = 0; r < shape.stages; ++r)
+        for (; next[r] < schedule[r].size(); ++next[r]) {
+          Action a = schedule[r][next[r]];
+          a.microBatch += offset;
+          double at = ready(r, a);
+          if (at < 0)
+            break;
+          run(r, a, std::max(at, free[r]));
+          progress = true;
+        }
+    }
+    return next;
+  }
+
   void finish(Timeline &out) {
     for (double end : free)
       timeline.makespan = std::max(timeline.makespan, end);
@@ -328,25 +350,10 @@ static std::string generatePipeDream(const Shape &shape,
     }
     engine.heldForward[c] = engine.heldWeights[c] = p - c;
   }
-  std::vector<size_t> next(p, 0);
-  size_t remaining = size_t(2 * p * m);
-  while (remaining) {
-    bool progress = false;
-    for (int64_t r = 0; r < p; ++r)
-      while (next[r] < out[r].size()) {
-        Action a = out[r][next[r]];
-        a.microBatch += p;
-        double ready = engine.ready(r, a);
-        if (ready < 0)
-          break;
-        engine.run(r, a, std::max(ready, engine.free[r]));
-        ++next[r];
-        --remaining;
-        progress = true;
-      }
-    if (!progress)
+  std::vector<size_t> next = engine.follow(out, p);
+  for (int64_t r = 0; r < p; ++r)
+    if (next[r] < out[r].size())
       return "schedule 'pipedream' deadlocks"; // Not for these orders.
-  }
   for (int64_t r = 0; r < p; ++r)
     for (Timeline::Block &block : engine.timeline.blocks[r])
       block.action.microBatch -= p;
@@ -537,31 +544,13 @@ std::string mlir::tessera::pipeline::simulateSchedule(
   }
 
   Engine engine(shape, seconds, link);
-  std::vector<size_t> next(p, 0);
-  size_t remaining = 0;
-  for (const auto &list : schedule)
-    remaining += list.size();
-  while (remaining) {
-    bool progress = false;
-    for (int64_t r = 0; r < p; ++r) {
-      while (next[r] < schedule[r].size()) {
-        const Action &a = schedule[r][next[r]];
-        double ready = engine.ready(r, a);
-        if (ready < 0)
-          break;
-        engine.run(r, a, std::max(ready, engine.free[r]));
-        ++next[r];
-        --remaining;
-        progress = true;
-      }
-    }
-    if (progress)
-      continue;
-    std::string message = "the pipeline schedule deadlocks:";
-    for (int64_t r = 0; r < p; ++r)
-      if (next[r] < schedule[r].size())
-        message += " stage " + std::to_string(r) + " waits to run " +
-                   describe(shape, r, schedule[r][next[r]]) + ";";
+  std::vector<size_t> next = engine.follow(schedule);
+  std::string message = "the pipeline schedule deadlocks:";
+  for (int64_t r = 0; r < p; ++r)
+    if (next[r] < schedule[r].size())
+      message += " stage " + std::to_string(r) + " waits to run " +
+                 describe(shape, r, schedule[r][next[r]]) + ";";
+  if (message.back() == ';') {
     message.pop_back();
     return message;
   }
