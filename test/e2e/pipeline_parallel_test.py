@@ -36,9 +36,10 @@ pipeline equals the accumulating process bit for bit). Checked:
 3. Memory: on meshes of pp alone, every stage's allocator peak for one
    step (--memory-report) is the compiler's prediction for its program
    (the manifest's predicted_peak_alloc_bytes) within 5% (measured: equal
-   but for v-half at pp=4 with one micro-batch, where stages 0 and 2 hold
-   one more 128 KiB activation than predicted, 4.2% and 5.6%: a known gap,
-   checked within 10% until the prediction models it),
+   under gpipe, 1f1b and interleaved; with a split backward some stages
+   hold one activation more than predicted, up to 3.3%, and 5.6% for
+   v-half at pp=4 with one micro-batch: a known gap, checked within 10%
+   there until the prediction models it),
    and at pp=2 with 8 micro-batches stage 0 of the character LM peaks
    below 0.8x under 1f1b (2 micro-batches in flight) of gpipe's (8), and
    the largest stage peak under v-half below 0.85x 1f1b's.
