@@ -58,6 +58,8 @@ CONFIGS = [
     ("pp2 zb-v M4", 2, "zb-v", 4),
     ("pp2 zb-v M8", 2, "zb-v", 8),
     ("pp2 v-half M8", 2, "v-half", 8),
+    ("pp2 pipedream M4", 2, "pipedream", 4),
+    ("pp2 pipedream M8", 2, "pipedream", 8),
     ("pp4 1f1b M8", 4, "1f1b", 8),
     ("pp4 zb-v M8", 4, "zb-v", 8),
 ]

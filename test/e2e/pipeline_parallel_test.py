@@ -8,7 +8,7 @@ with Adam, lr 3e-3, through ``tessera-compile --mode=train --mesh pp=P
 * the bundled character LM (make_charlm.py: 2 layers, d_model 64, 4 heads,
   seq 32, vocabulary 86, global batch 16, and 24 for M = 6);
 * a 4-layer GPT exported by PyTorch (make_torch_gpt.py: d_model 64, 4
-  heads, seq 16, vocabulary 96; global batch 8).
+  heads, seq 16, vocabulary 96; global batch 8, and 12 for M = 6).
 
 The oracle is the single-process run of the same global batch, without
 micro-batches, except for M = 6: there it is the single process that
@@ -17,17 +17,17 @@ micro-batch gradients divided by 6 rounds differently from the whole
 batch's and Adam amplifies that on this model to 4.6e-4 by step 20 (the
 pipeline equals the accumulating process bit for bit). Checked:
 
-1. Losses: for pp=2 and pp=4 under gpipe and 1f1b with M in {1, 4, 6, 8}
-   (as the batch allows); interleaved (2 and 3 chunks per rank), zb-h1,
-   zb-v and v-half each with M in {1, 4, 6, 8} at pp=2 or pp=4, and on the
-   GPT once each; dp=2 x pp=2 (ZeRO 0 and 1; zb-v with ZeRO 1),
-   tp=2 x pp=2 (1f1b, interleaved, zb-h1), and LAMB with
+1. Losses: both models at pp=2 and pp=4 under gpipe, 1f1b, interleaved,
+   zb-h1, zb-v and v-half with M in {1, 4, 6, 8} (interleaved with M > P
+   only for multiples of P, as it serves), interleaved with 3 chunks per
+   rank, dp=2 x pp=2 (ZeRO 0 and 1; zb-v with ZeRO 1), tp=2 x pp=2 (1f1b,
+   interleaved, zb-h1), and LAMB with
    --clip-grad-norm=0.5 at pp=2 (its norms sum over every stage's
    parameters; the oracle trains alike), every step's loss
    (rank 0's --log-json) equals the single run's to 1e-5 relative. A
    pipeline sums each micro-batch's gradients and divides by M, so it adds
    the same float32 terms in another order; 20 Adam steps carry the
-   difference along: measured worst 7e-7.
+   difference along: measured worst 1.2e-6.
 2. Export: the GPT pp=4 run's --save-onnx model, to which every stage sent its
    parameters, holds the single run's trained weights to 1e-4 relative,
    while every parameter moved from its initial value by more than ten
@@ -36,10 +36,11 @@ pipeline equals the accumulating process bit for bit). Checked:
 3. Memory: on meshes of pp alone, every stage's allocator peak for one
    step (--memory-report) is the compiler's prediction for its program
    (the manifest's predicted_peak_alloc_bytes) within 5% (measured: equal
-   under gpipe, 1f1b and interleaved; with a split backward some stages
-   hold one activation more than predicted, up to 3.3%, and 5.6% for
-   v-half at pp=4 with one micro-batch: a known gap, checked within 10%
-   there until the prediction models it),
+   under gpipe and 1f1b; with several cells in flight per stage
+   (interleaved, split backward) some stages hold one activation more than
+   predicted, up to 4.1%, and 5.6% for the V-shaped schedules at pp=4 with
+   one micro-batch: a known gap, checked within 10% there until the
+   prediction models it),
    and at pp=2 with 8 micro-batches stage 0 of the character LM peaks
    below 0.8x under 1f1b (2 micro-batches in flight) of gpipe's (8), and
    the largest stage peak under v-half below 0.85x 1f1b's.
@@ -86,6 +87,7 @@ from tensor_parallel_train_test import (STEPS, TORCH_PYTHON, compile_artifact,
                                         worst_relative)
 
 RTOL = 1e-5
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "v-half")
 # LAMB's trust ratios and the global norm of --clip-grad-norm sum over
 # every parameter, which the stages hold in parts.
 CLIP = ("--optimizer=lamb", "--clip-grad-norm=0.5")
@@ -241,64 +243,37 @@ def main():
         return ("--mesh", mesh, f"--schedule={schedule}",
                 f"--micro-batches={micro}")
 
-    # (model, batch) -> {name: flags}; "single" is the oracle.
-    jobs = {
-        (charlm, 16): {
-            "single": (),
-            "pp2-gpipe-m1": pipeline("pp=2", "gpipe", 1),
-            "pp2-gpipe-m4": pipeline("pp=2", "gpipe", 4),
-            "pp2-1f1b-m4": pipeline("pp=2", "1f1b", 4),
-            "pp2-1f1b-m8": pipeline("pp=2", "1f1b", 8),
-            "pp2-gpipe-m8": pipeline("pp=2", "gpipe", 8),
-            "pp4-gpipe-m8": pipeline("pp=4", "gpipe", 8),
-            "pp4-1f1b-m4": pipeline("pp=4", "1f1b", 4),
-            "dp2pp2-1f1b-m4": pipeline("dp=2,pp=2", "1f1b", 4),
-            "dp2pp2-1f1b-m4-zero1": pipeline("dp=2,pp=2", "1f1b", 4)
-            + ("--zero=1",),
-            "tp2pp2-1f1b-m2": pipeline("tp=2,pp=2", "1f1b", 2),
-            "single-clip": CLIP,
-            "pp2-1f1b-m4-clip": pipeline("pp=2", "1f1b", 4) + CLIP,
-            # The schedules with several chunks per rank or a split
-            # backward, each with M = 1, 4 and 8 at pp=2 or pp=4.
-            "pp2-interleaved-m1": pipeline("pp=2", "interleaved", 1),
-            "pp2-interleaved-m4": pipeline("pp=2", "interleaved", 4),
-            "pp4-interleaved-m8": pipeline("pp=4", "interleaved", 8),
-            "pp2-interleaved-v3-m8": pipeline("pp=2", "interleaved", 8)
-            + ("--virtual-stages=3",),
-            "pp4-zb-h1-m1": pipeline("pp=4", "zb-h1", 1),
-            "pp2-zb-h1-m4": pipeline("pp=2", "zb-h1", 4),
-            "pp4-zb-h1-m8": pipeline("pp=4", "zb-h1", 8),
-            "pp2-zb-v-m1": pipeline("pp=2", "zb-v", 1),
-            "pp2-zb-v-m4": pipeline("pp=2", "zb-v", 4),
-            "pp4-zb-v-m8": pipeline("pp=4", "zb-v", 8),
-            "pp4-v-half-m1": pipeline("pp=4", "v-half", 1),
-            "pp4-v-half-m4": pipeline("pp=4", "v-half", 4),
-            "pp2-v-half-m8": pipeline("pp=2", "v-half", 8),
-            "dp2pp2-zb-v-m4-zero1": pipeline("dp=2,pp=2", "zb-v", 4)
-            + ("--zero=1",),
-            "tp2pp2-interleaved-m2": pipeline("tp=2,pp=2", "interleaved", 2),
-            "tp2pp2-zb-h1-m2": pipeline("tp=2,pp=2", "zb-h1", 2),
-        },
-        (charlm, 24): {
-            "single": ("--micro-batches=6",),
-            "pp2-gpipe-m6": pipeline("pp=2", "gpipe", 6),
-            "pp4-1f1b-m6": pipeline("pp=4", "1f1b", 6),
-            "pp2-interleaved-m6": pipeline("pp=2", "interleaved", 6),
-            "pp4-zb-h1-m6": pipeline("pp=4", "zb-h1", 6),
-            "pp2-zb-v-m6": pipeline("pp=2", "zb-v", 6),
-            "pp4-v-half-m6": pipeline("pp=4", "v-half", 6),
-        },
-        (gpt, 8): {
-            "single": (),
-            "pp2-1f1b-m4": pipeline("pp=2", "1f1b", 4),
-            "pp4-gpipe-m4": pipeline("pp=4", "gpipe", 4),
-            "pp4-1f1b-m8": pipeline("pp=4", "1f1b", 8),
-            "pp4-interleaved-m4": pipeline("pp=4", "interleaved", 4),
-            "pp2-zb-h1-m8": pipeline("pp=2", "zb-h1", 8),
-            "pp4-zb-v-m4": pipeline("pp=4", "zb-v", 4),
-            "pp2-v-half-m8": pipeline("pp=2", "v-half", 8),
-        },
-    }
+    # (model, batch) -> {name: flags}; "single" is the oracle. Every
+    # synchronous schedule at pp=2 and pp=4 with M in {1, 4, 6, 8} on both
+    # models (interleaved with M > P only for multiples of P); M = 6 takes
+    # a batch that 6 divides, whose oracle accumulates 6 micro-batches.
+    jobs = {(charlm, 16): {"single": ()},
+            (charlm, 24): {"single": ("--micro-batches=6",)},
+            (gpt, 8): {"single": ()},
+            (gpt, 12): {"single": ("--micro-batches=6",)}}
+    for model, batches in ((charlm, {1: 16, 4: 16, 6: 24, 8: 16}),
+                           (gpt, {1: 8, 4: 8, 6: 12, 8: 8})):
+        for m, batch in batches.items():
+            for p in (2, 4):
+                for schedule in SCHEDULES:
+                    if schedule == "interleaved" and m > p and m % p:
+                        continue
+                    jobs[(model, batch)][f"pp{p}-{schedule}-m{m}"] = (
+                        pipeline(f"pp={p}", schedule, m))
+    jobs[(charlm, 16)].update({
+        "pp2-interleaved-v3-m8": pipeline("pp=2", "interleaved", 8)
+        + ("--virtual-stages=3",),
+        "dp2pp2-1f1b-m4": pipeline("dp=2,pp=2", "1f1b", 4),
+        "dp2pp2-1f1b-m4-zero1": pipeline("dp=2,pp=2", "1f1b", 4)
+        + ("--zero=1",),
+        "dp2pp2-zb-v-m4-zero1": pipeline("dp=2,pp=2", "zb-v", 4)
+        + ("--zero=1",),
+        "tp2pp2-1f1b-m2": pipeline("tp=2,pp=2", "1f1b", 2),
+        "tp2pp2-interleaved-m2": pipeline("tp=2,pp=2", "interleaved", 2),
+        "tp2pp2-zb-h1-m2": pipeline("tp=2,pp=2", "zb-h1", 2),
+        "single-clip": CLIP,
+        "pp2-1f1b-m4-clip": pipeline("pp=2", "1f1b", 4) + CLIP,
+    })
     export = (gpt, 8, "pp4-gpipe-m4")
     if args.quick:
         keep = ("single", "pp2-1f1b-m4", "dp2pp2-1f1b-m4", "tp2pp2-1f1b-m2",
@@ -360,7 +335,8 @@ def main():
                 predicted = {p["pipeline"]["stage"]:
                              p["predicted_peak_alloc_bytes"]
                              for p in json.load(f)["programs"]}
-            tolerance = 0.10 if name == "pp4-v-half-m1" else 0.05
+            tolerance = 0.10 if name in ("pp4-zb-v-m1",
+                                         "pp4-v-half-m1") else 0.05
             off = [r for r in range(ranks) if r not in peaks[key] or
                    abs(peaks[key][r] - predicted[r]) >
                    tolerance * predicted[r]]
