@@ -446,6 +446,8 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
     Value value;
     int64_t microBatch;
     unsigned arg;
+    /// A stashed parameter, whose next value is the parameter itself.
+    bool stash;
   };
   SmallVector<Carried> carried;
   Value started;
@@ -480,7 +482,7 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
                   "." + std::to_string(k)
             : "pipedream.carry." + std::to_string(carried.size());
     unsigned index = addState(v.getType(), name);
-    carried.push_back({v, k, index});
+    carried.push_back({v, k, index, param});
     slot = fn.getArgument(index);
     return slot;
   };
@@ -597,11 +599,13 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
   // PipeDream's first step has no previous one: the backward passes of
   // its carried micro-batches ran on zeros, and their gradients count
   // from the second step on.
+  Value on;
   for (auto [acc, extra] : llvm::zip(accumulated, carriedGrads)) {
     if (!extra)
       continue;
+    if (!on)
+      on = g.greater(started, g.scalar(at.getF32Type(), 0.5));
     auto type = cast<RankedTensorType>(extra.getType());
-    Value on = g.greater(started, g.scalar(at.getF32Type(), 0.5));
     sum(acc, g.select(on, extra, g.splat(type, 0.0)));
   }
 
@@ -638,10 +642,10 @@ func::FuncOp TsrPipelinePass::buildStage(int64_t stage,
         {cast<BlockArgument>(started).getArgNumber(),
          g.splat(cast<RankedTensorType>(started.getType()), 1.0)});
   for (const Carried &c : carried) {
-    auto arg = dyn_cast<BlockArgument>(c.value);
-    Value next = arg && !isBatch(c.value) && newIndex.count(arg.getArgNumber())
-                     ? entry->getArgument(newIndex[arg.getArgNumber()])
-                     : lookup(c.value, c.microBatch + m);
+    Value next =
+        c.stash ? entry->getArgument(
+                      newIndex[cast<BlockArgument>(c.value).getArgNumber()])
+                : lookup(c.value, c.microBatch + m);
     if (!next) {
       f.emitError("internal error: pipedream stage ")
           << stage << " carries a value that the step does not compute";
