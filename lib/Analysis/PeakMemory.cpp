@@ -299,20 +299,31 @@ public:
       isItsBuffer.insert(result);
   }
 
+  /// `result` reshapes `of`: in the bufferized program a chain of
+  /// expand_shape and collapse_shape views of the buffer `of` reshapes.
+  void reshapeView(Value result, Value of) {
+    Value root = reshapeRoots.lookup(of);
+    reshapeRoots[result] = root ? root : of;
+  }
+
   /// Writes the results of `ret` that are an allocation of the function
-  /// itself into the caller's out-parameter instead, as
-  /// tsr-results-to-out-params does: a value that is its buffer (not a
-  /// view, a call's result or a region's), of a buffer no other result
-  /// returns, and not written into an argument's buffer already (`skip`).
+  /// itself, or a reshaped view of one, into the caller's out-parameter
+  /// instead, as tsr-results-to-out-params does: a value that is its buffer
+  /// (not a strided or offset view, a call's result or a region's), of a
+  /// buffer no other result returns, and not written into an argument's
+  /// buffer already (`skip`).
   void returnInCallerBuffers(func::ReturnOp ret, ArrayRef<unsigned> skip) {
     DenseMap<unsigned, unsigned> returned;
     for (Value v : ret.getOperands())
       if (auto it = bufferOf.find(v); it != bufferOf.end())
         ++returned[it->second];
     for (auto [k, v] : llvm::enumerate(ret.getOperands())) {
-      Operation *def = v.getDefiningOp();
+      Value root = reshapeRoots.lookup(v);
+      if (!root)
+        root = v;
+      Operation *def = root.getDefiningOp();
       auto it = bufferOf.find(v);
-      if (llvm::is_contained(skip, k) || !isItsBuffer.contains(v) ||
+      if (llvm::is_contained(skip, k) || !isItsBuffer.contains(root) ||
           it == bufferOf.end() || returned[it->second] != 1 || !def ||
           isa<func::CallOp>(def) || def->getNumRegions() != 0 ||
           viewStrides.count(v) || viewOffsets.count(v))
@@ -454,6 +465,8 @@ private:
   /// The values that are their buffer in the bufferized program: a new
   /// buffer's, or one that an in-place op or a forwarding op passed on.
   DenseSet<Value> isItsBuffer;
+  /// The value each reshaped view reshapes, through chains of reshapes.
+  DenseMap<Value, Value> reshapeRoots;
   DenseMap<Operation *, SmallVector<Value>> deferred, keptResults;
   SmallVector<std::tuple<Value, std::string, unsigned>> shared;
   DenseMap<int64_t, int64_t> callee;
@@ -1014,6 +1027,7 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
     if (auto reshape = dyn_cast<tsr::ReshapeOp>(op)) {
       if (auto strides = p.reshaped(reshape.getX(), shapeOf(reshape))) {
         p.view(reshape, reshape.getX(), *strides, p.offsetOf(reshape.getX()));
+        p.reshapeView(reshape, reshape.getX());
         continue;
       }
     }

@@ -266,3 +266,20 @@ func.func @donated(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>,
   %m = tsr.matmul %x, %v : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
   return %w2, %v2, %m : tensor<16x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// Results that are views of a buffer of the function's own: a 3-D product
+// (computed as a 2-D GEMM and reshaped back) and a reshape of another. Each
+// buffer is returned once, so tsr-results-to-out-params makes the caller's
+// out-parameter, viewed the other way, the buffer: the products allocate
+// nothing, and only the exp's 256 bytes are the function's.
+// expected-remark @+1 {{predicted peak 320 bytes at 'tsr.exp' (1 buffer live, 64 bytes of allocator padding)}}
+func.func @reshaped_results(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<2x4x16xf32>, tensor<128xf32>) {
+  // expected-note @+1 {{256 bytes: tsr.exp}}
+  %e = tsr.exp %x : tensor<2x4x8xf32>
+  %m = tsr.matmul %e, %w : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %n = tsr.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %r = tsr.reshape %n : tensor<2x4x16xf32> to tensor<128xf32>
+  return %m, %r : tensor<2x4x16xf32>, tensor<128xf32>
+}

@@ -49,3 +49,35 @@ func.func @twice() -> (memref<4xf32>, memref<4xf32>) {
 func.func @plain(%a: memref<4xf32>) -> memref<4xf32> {
   return %a : memref<4xf32>
 }
+
+// A result that is a reshaped view of an allocation returned once (a 3-D
+// product computed as 2-D): the allocation becomes the out-parameter
+// viewed the other way, and nothing is copied.
+// CHECK-LABEL: func.func @reshaped(
+// CHECK-SAME: %[[OUT:[^:]*]]: memref<2x3x4xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[OUT]] {{\[}}[0, 1], [2]]
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[FLAT]] : memref<6x4xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @reshaped() -> memref<2x3x4xf32> {
+  %flat = memref.alloc() : memref<6x4xf32>
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%flat : memref<6x4xf32>)
+  %r = memref.expand_shape %flat [[0, 1], [2]] output_shape [2, 3, 4]
+      : memref<6x4xf32> into memref<2x3x4xf32>
+  return %r : memref<2x3x4xf32>
+}
+
+// Two views of one allocation returned: both are copied.
+// CHECK-LABEL: func.func @two_views(
+// CHECK-SAME: %[[O1:[^:]*]]: memref<2x3x4xf32>, %[[O2:[^:]*]]: memref<6x4xf32>)
+// CHECK: %[[T:.*]] = memref.alloc() : memref<6x4xf32>
+// CHECK-DAG: memref.copy %{{.*}}, %[[O1]]
+// CHECK-DAG: memref.copy %[[T]], %[[O2]]
+func.func @two_views() -> (memref<2x3x4xf32>, memref<6x4xf32>) {
+  %flat = memref.alloc() : memref<6x4xf32>
+  %r = memref.expand_shape %flat [[0, 1], [2]] output_shape [2, 3, 4]
+      : memref<6x4xf32> into memref<2x3x4xf32>
+  return %r, %flat : memref<2x3x4xf32>, memref<6x4xf32>
+}

@@ -203,7 +203,10 @@ def TsrResultsToOutParams : Pass<"tsr-results-to-out-params", "ModuleOp"> {
     returned once, is its out-parameter from the start: the allocation is
     replaced by the out-parameter and nothing is copied (upstream's
     `hoist-static-allocs`, which would hoist an in-place result's
-    allocation too, onto the argument the function still reads). The
+    allocation too, onto the argument the function still reads). So is a
+    result that is a chain of `expand_shape`/`collapse_shape` views of such
+    an allocation (a 3-D product computed as a 2-D one): the allocation
+    becomes the inverse views of the out-parameter. The
     peak prediction (lib/Analysis/PeakMemory.cpp) counts those buffers as
     the caller's.
 
