@@ -22,7 +22,10 @@ textbook bubble of GPipe and 1F1B with equal stages is (P - 1) / (M + P -
 on; the predicted one is the simulation of the compiled schedule with the
 cost model's time for each cell (the manifest's ``predicted_bubble``,
 averaged over the stages). Peak memory is each stage's allocator peak for
-one step (``memory rank R``), activations in flight included.
+one step (``memory rank R``), activations in flight included; the
+activations column is the most bytes of its forward cells' results a stage
+holds at once (the manifest's ``predicted_peak_activation_bytes``, from
+the memory timeline whose total the allocator peak equals).
 
     .venv/bin/python bench/pipeline.py [--steps 12] [--layers 4]
         [--d-model 256] [--heads 8] [--seq 64] [--batch 16] [--threads 1]
@@ -130,6 +133,9 @@ def main():
             manifest = json.loads((art / "manifest.json").read_text())
             predicted = [prog["pipeline"]["predicted_bubble"]
                          for prog in manifest["programs"] if "pipeline" in prog]
+            activations = [
+                prog["pipeline"]["predicted_peak_activation_bytes"]
+                for prog in manifest["programs"] if "pipeline" in prog]
             log = tmp / (art.name + ".json")
             cmd = [bin_dir / "tessera-run", art, "--train", "--data",
                    tmp / "tokens.bin", "--steps", args.steps, "--threads",
@@ -151,7 +157,8 @@ def main():
                 traced = traced_bubble(trace, p)
             rows.append((name, p, m, statistics.median(seconds[2:]),
                          statistics.mean(predicted) if predicted else 0.0,
-                         [peaks.get(r, 0) for r in range(p)], traced))
+                         [peaks.get(r, 0) for r in range(p)], traced,
+                         activations))
         base = rows[0]
         print(f"training the bundled LM ({args.layers} layers, d_model "
               f"{args.d_model}, {args.heads} heads, sequence {args.seq}, "
@@ -160,9 +167,10 @@ def main():
               f"step after the first two, {args.threads} thread(s) per rank")
         print("| config | ranks | micro-batches | step ms | step / 1 process "
               "| measured bubble | traced bubble | 1F1B textbook "
-              "(P-1)/(M+P-1) | predicted | peak step B per stage |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-        for name, p, m, step, predicted, peaks, traced in rows:
+              "(P-1)/(M+P-1) | predicted | peak step B per stage "
+              "| activations B per stage |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+        for name, p, m, step, predicted, peaks, traced, acts in rows:
             if p == 1:
                 bubble = textbook = tr = "-"
             else:
@@ -171,7 +179,8 @@ def main():
                 tr = "-" if traced is None else f"{traced:.2f}"
             print(f"| {name} | {p} | {m} | {1e3 * step:.1f} | "
                   f"{step / base[3]:.2f} | {bubble} | {tr} | {textbook} | "
-                  f"{predicted:.2f} | {' / '.join(map(str, peaks))} |")
+                  f"{predicted:.2f} | {' / '.join(map(str, peaks))} | "
+                  f"{' / '.join(map(str, acts)) or '-'} |")
     return 0
 
 

@@ -24,14 +24,23 @@ namespace {
 /// the working copies of parameters (a cast of a parameter argument,
 /// possibly all-gathered), the backward pass (ops marked tsr.backward,
 /// gradients included), the update (after the last of those) and the
-/// forward pass (the rest: activations saved for the backward pass). A
-/// function without a backward pass is all "forward".
+/// forward pass (the rest: activations saved for the backward pass). In a
+/// pipeline stage's program, the results of a forward cell's call are the
+/// forward pass's (the activations of the micro-batches in flight) and a
+/// backward or weight-gradient cell's the backward pass's. A function
+/// without a backward pass is all "forward".
 class Phases {
 public:
   explicit Phases(func::FuncOp f) : f(f), body(f.getBody().front()) {
-    for (Operation &op : body)
-      if (op.hasAttr(tsr::attr::kBackward))
+    for (Operation &op : body) {
+      CellKind kind = cellKind(&op);
+      if (kind == CellKind::None)
+        kind = pipelinePass(&op);
+      if (kind != CellKind::None)
+        cellPass[&op] = kind;
+      if (op.hasAttr(tsr::attr::kBackward) || kind == CellKind::Backward)
         lastBackward = &op;
+    }
   }
 
   bool training() const { return lastBackward; }
@@ -44,6 +53,8 @@ public:
       return "backward";
     if (isa<tsr::CastOp>(op) && isParameter(op->getOperand(0)))
       return "parameter copies";
+    if (auto it = cellPass.find(op); it != cellPass.end())
+      return it->second == CellKind::Forward ? "forward" : "backward";
     if (op->hasAttr(tsr::attr::kBackward))
       return "backward";
     if (lastBackward->isBeforeInBlock(op))
@@ -52,6 +63,41 @@ public:
   }
 
 private:
+  enum class CellKind { None, Forward, Backward };
+
+  /// Whether `op` calls a pipeline cell (tsr-pipeline's @stageK.forward,
+  /// @stageK.chunkV.backward, ...), and of which pass.
+  CellKind cellKind(Operation *op) const {
+    auto call = dyn_cast<func::CallOp>(op);
+    auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                             call, call.getCalleeAttr())
+                       : func::FuncOp();
+    if (!callee || !callee->hasAttr(tsr::attr::kPipelineCell))
+      return CellKind::None;
+    return callee.getSymName().ends_with(".forward") ? CellKind::Forward
+                                                     : CellKind::Backward;
+  }
+
+  /// The pass of an op between a pipeline stage's cell calls (a receive,
+  /// a gradient's sum over micro-batches): the forward pass's if a forward
+  /// cell reads it (an activation received), else the backward pass's if
+  /// it reads a backward value or a backward cell reads it.
+  CellKind pipelinePass(Operation *op) const {
+    if (!f->hasAttr(tsr::attr::kPipelineSchedule))
+      return CellKind::None;
+    bool backward = false;
+    for (Operation *user : op->getUsers()) {
+      CellKind kind = cellKind(user);
+      if (kind == CellKind::Forward)
+        return kind;
+      backward |= kind == CellKind::Backward;
+    }
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        backward |= cellPass.lookup(def) == CellKind::Backward;
+    return backward ? CellKind::Backward : CellKind::None;
+  }
+
   bool isParameter(Value v) const {
     while (Operation *def = v.getDefiningOp()) {
       if (!isa<tsr::AllGatherOp, tsr::WaitOp, tsr::ReshapeOp, tsr::SliceOp>(
@@ -69,6 +115,9 @@ private:
   mutable func::FuncOp f;
   Block &body;
   Operation *lastBackward = nullptr;
+  /// In a pipeline stage's program: the pass of each cell call and of the
+  /// ops around them that belong to one.
+  DenseMap<Operation *, CellKind> cellPass;
 };
 
 } // namespace
@@ -383,8 +432,17 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
             entry.getName().str(),
             cast<IntegerAttr>(entry.getValue()).getInt());
     if (auto info =
-            f->getAttrOfType<DictionaryAttr>(tsr::attr::kPipelineSchedule))
+            f->getAttrOfType<DictionaryAttr>(tsr::attr::kPipelineSchedule)) {
       program->pipeline = getPipelineStage(info, program->ranks);
+      // The most bytes of activations the stage holds at once: its forward
+      // cells' results over the memory timeline.
+      const ArtifactMemoryTimeline &t = program->memoryTimeline;
+      size_t forward = llvm::find(t.phases, "forward") - t.phases.begin();
+      for (const std::vector<int64_t> &step : t.bytes)
+        if (forward < step.size())
+          program->pipeline->peakActivationBytes =
+              std::max(program->pipeline->peakActivationBytes, step[forward]);
+    }
     FailureOr<FunctionCost> cost = costModel.getFunctionCost(f);
     if (failed(cost))
       return failure();
@@ -682,14 +740,15 @@ LogicalResult mlir::tessera::compileToArtifact(
       llvm::json::Array actions;
       for (const std::string &a : stage->actions)
         actions.push_back(a);
-      entry["pipeline"] =
-          llvm::json::Object{{"stage", stage->stage},
-                             {"schedule", stage->schedule},
-                             {"micro_batches", stage->microBatches},
-                             {"actions", std::move(actions)},
-                             {"predicted_bubble", stage->bubble},
-                             {"predicted_step_seconds", stage->stepSeconds},
-                             {"peak_in_flight", stage->peakInFlight}};
+      entry["pipeline"] = llvm::json::Object{
+          {"stage", stage->stage},
+          {"schedule", stage->schedule},
+          {"micro_batches", stage->microBatches},
+          {"actions", std::move(actions)},
+          {"predicted_bubble", stage->bubble},
+          {"predicted_step_seconds", stage->stepSeconds},
+          {"peak_in_flight", stage->peakInFlight},
+          {"predicted_peak_activation_bytes", stage->peakActivationBytes}};
     }
     if (!program.remat.empty()) {
       entry["remat"] = program.remat;

@@ -1188,11 +1188,11 @@ static void printPipeline(const tessera::ArtifactSignature &sig) {
     llvm::outs() << llvm::formatv(
         "  stage {0} (@{1}): {2} parameters ({3} values); per micro-batch "
         "forward {4:f2} us, backward {5:f2} us; bubble {6:f1}%, {7} "
-        "in flight at most {8}\n    {9}\n",
+        "in flight at most {8} ({9} bytes of activations)\n    {10}\n",
         s.stage, program.name, params, values, s.forwardSeconds * 1e6,
         s.backwardSeconds * 1e6, s.bubble * 100,
         s.virtualStages > 1 ? "chunk-micro-batches" : "micro-batches",
-        s.peakInFlight, llvm::join(s.actions, " "));
+        s.peakInFlight, s.peakActivationBytes, llvm::join(s.actions, " "));
   }
 }
 

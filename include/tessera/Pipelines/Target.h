@@ -137,6 +137,9 @@ struct ArtifactPipelineStage {
   /// peakInFlight counts micro-batches per model chunk (a rank holds
   /// virtualStages chunks).
   int64_t stage = 0, microBatches = 1, virtualStages = 1, peakInFlight = 0;
+  /// The most bytes of activations (its forward cells' results) the stage
+  /// holds at once, from the predicted memory timeline.
+  int64_t peakActivationBytes = 0;
   std::string schedule;
   /// Its actions ("F0", "B0", ...) with their simulated start and end.
   std::vector<std::string> actions;
