@@ -46,6 +46,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <malloc.h>
@@ -849,33 +850,76 @@ std::vector<size_t> stateInputs(const tsr_trainer &trainer) {
   return indices;
 }
 
-/// FNV-1a over the ONNX model and the name, dtype and global shape of every
-/// param and state: what a checkpoint must agree with to be resumed, for
-/// any dp size and ZeRO stage.
-tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
-  uint64_t hash = 1469598103934665603ull;
+/// A param or state tensor as a checkpoint records it.
+struct StateTensor {
+  std::string name;
+  tsr_dtype_t dtype;
+  std::vector<int64_t> shape;
+};
+
+/// The params and state of the trainer's artifact, in checkpoint order.
+std::vector<StateTensor> stateTensors(const tsr_trainer &trainer) {
+  std::vector<StateTensor> tensors;
+  const auto &specs = trainer.artifact->manifest.inputs;
+  for (size_t i : stateInputs(trainer))
+    tensors.push_back({specs[i].name, specs[i].dtype, specs[i].globalShape});
+  return tensors;
+}
+
+/// The tensors a checkpoint holds, in the order rank 0 wrote them.
+std::vector<StateTensor> savedTensors(const tsr_checkpoint_t &checkpoint) {
+  std::vector<StateTensor> tensors;
+  for (size_t t = 0; t < tsr_checkpoint_num_tensors(&checkpoint); ++t) {
+    tsr_checkpoint_tensor_t info;
+    if (tsr_checkpoint_tensor_info(&checkpoint, t, &info) == TSR_OK)
+      tensors.push_back(
+          {info.name, info.dtype, {info.shape, info.shape + info.rank}});
+  }
+  return tensors;
+}
+
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+/// FNV-1a over the ONNX model (the offset basis mixed with its bytes).
+tsr_status_t hashModel(const tsr_trainer &trainer, uint64_t &hash) {
+  hash = 1469598103934665603ull;
+  if (trainer.artifact->onnxPath.empty())
+    return TSR_OK;
+  std::string model;
+  if (tsr_status_t s = readFile(trainer.artifact->onnxPath, model))
+    return s;
+  for (unsigned char byte : model)
+    hash = (hash ^ byte) * kFnvPrime;
+  return TSR_OK;
+}
+
+/// FNV-1a over the ONNX model (`modelHash`, from hashModel) and the name,
+/// dtype and global shape of every param and state: what a checkpoint must
+/// agree with to be resumed, for any dp size and ZeRO stage.
+std::string fingerprint(uint64_t modelHash,
+                        const std::vector<StateTensor> &tensors) {
+  uint64_t hash = modelHash;
   auto mix = [&](const void *data, size_t size) {
     const auto *bytes = static_cast<const unsigned char *>(data);
     for (size_t i = 0; i < size; ++i)
-      hash = (hash ^ bytes[i]) * 1099511628211ull;
+      hash = (hash ^ bytes[i]) * kFnvPrime;
   };
-  if (!trainer.artifact->onnxPath.empty()) {
-    std::string model;
-    if (tsr_status_t s = readFile(trainer.artifact->onnxPath, model))
-      return s;
-    mix(model.data(), model.size());
-  }
-  const auto &specs = trainer.artifact->manifest.inputs;
-  for (size_t i : stateInputs(trainer)) {
-    mix(specs[i].name.c_str(), specs[i].name.size() + 1);
-    mix(&specs[i].dtype, sizeof(specs[i].dtype));
-    mix(specs[i].globalShape.data(),
-        specs[i].globalShape.size() * sizeof(int64_t));
+  for (const StateTensor &tensor : tensors) {
+    mix(tensor.name.c_str(), tensor.name.size() + 1);
+    mix(&tensor.dtype, sizeof(tensor.dtype));
+    mix(tensor.shape.data(), tensor.shape.size() * sizeof(int64_t));
   }
   char text[32];
   std::snprintf(text, sizeof(text), "fnv1a64:%016llx",
                 static_cast<unsigned long long>(hash));
-  out = text;
+  return text;
+}
+
+tsr_status_t fingerprint(const tsr_trainer &trainer, std::string &out) {
+  uint64_t model;
+  if (tsr_status_t s = hashModel(trainer, model))
+    return s;
+  out = fingerprint(model, stateTensors(trainer));
   return TSR_OK;
 }
 
@@ -980,12 +1024,6 @@ struct CheckpointCloser {
   void operator()(tsr_checkpoint_t *c) const { tsr_checkpoint_close(c); }
 };
 
-/// Reads every param and state of this rank from `dir` into fresh buffers;
-/// the trainer is only changed once every rank has read everything.
-/// Whether the checkpoint's hyperparameters are the artifact's: a resume
-/// under others (another learning rate, schedule, ...) is refused, naming
-/// each difference, unless allowed. A checkpoint that recorded none is not
-/// checked.
 /// The hyperparameters that differ between the checkpoint's run (`meta`)
 /// and the trainer's artifact, "lr 0.1 -> 0.01, ..." (checkpoint -> artifact),
 /// or "" (also when the checkpoint records none).
@@ -1022,6 +1060,10 @@ std::string hparamDifferences(const tsr_trainer &trainer,
   return differences;
 }
 
+/// Whether the checkpoint's hyperparameters are the artifact's: a resume
+/// under others (another learning rate, schedule, ...) is refused, naming
+/// each difference, unless allowed. A checkpoint that recorded none is not
+/// checked.
 tsr_status_t checkHparams(const tsr_trainer &trainer, const std::string &dir,
                           const tsr_checkpoint_meta_t &meta) {
   if (trainer.allowChangedHparams)
@@ -1101,26 +1143,12 @@ std::string describeMismatch(const tsr_trainer &trainer,
   return text;
 }
 
-tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
-                            std::vector<std::string> &values, int64_t &step) {
-  const Manifest &manifest = trainer.artifact->manifest;
-  tsr_checkpoint_t *raw = nullptr;
-  if (tsr_status_t s = tsr_checkpoint_open(dir.c_str(), &raw))
-    return s;
-  std::unique_ptr<tsr_checkpoint_t, CheckpointCloser> checkpoint(raw);
-  std::string print;
-  if (tsr_status_t s = fingerprint(trainer, print))
-    return s;
-  if (tsr_status_t s =
-          tsr_checkpoint_check_fingerprint(checkpoint.get(), print.c_str()))
-    return fail(s, dir + " was written for another model or optimizer than " +
-                       trainer.artifact->dir +
-                       "'s: " + describeMismatch(trainer, *checkpoint) +
-                       "; resume it with the artifact it was written by (" +
-                       tsr_last_error() + ")");
-  tsr_checkpoint_meta_t meta;
-  if (tsr_status_t s = tsr_checkpoint_meta(checkpoint.get(), &meta))
-    return s;
+using CheckpointPtr = std::unique_ptr<tsr_checkpoint_t, CheckpointCloser>;
+
+/// Checks that the run that wrote `meta` can go on as this one: the same
+/// data order and seed, hyperparameters and global batch.
+tsr_status_t checkRun(const tsr_trainer &trainer, const std::string &dir,
+                      const tsr_checkpoint_meta_t &meta) {
   if ((meta.shuffle != 0) != trainer.shuffle || meta.seed != trainer.seed) {
     auto order = [](bool shuffle, uint64_t seed) {
       return std::string(shuffle ? "shuffled data" : "data in order") +
@@ -1136,7 +1164,7 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
   }
   if (tsr_status_t s = checkHparams(trainer, dir, meta))
     return s;
-  int64_t global = manifest.train.globalBatchSize;
+  int64_t global = trainer.artifact->manifest.train.globalBatchSize;
   if (meta.data_position != meta.step * global)
     return fail(
         TSR_ERROR_MISMATCH,
@@ -1145,6 +1173,56 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
             ", which is not a multiple of this artifact's global "
             "batch size " +
             std::to_string(global) + " (resume with the same global batch)");
+  return TSR_OK;
+}
+
+/// Reads manifest input `i` (a param or state) of this rank from
+/// `checkpoint`, whatever dp size and ZeRO stage wrote it: a split tensor is
+/// read whole, then cut into this rank's block.
+tsr_status_t readInput(const tsr_trainer &trainer,
+                       const tsr_checkpoint_t &checkpoint, size_t i,
+                       std::string &value) {
+  const TensorSpec &spec = trainer.artifact->manifest.inputs[i];
+  value.assign(trainer.inputs[i]->byteSize, '\0');
+  bool split = !spec.sharding.empty();
+  std::string whole(split ? static_cast<size_t>(product(spec.globalShape)) *
+                                tsr_dtype_size(spec.dtype)
+                          : 0,
+                    '\0');
+  if (tsr_status_t s = tsr_checkpoint_read_tensor(
+          &checkpoint, spec.name.c_str(), spec.dtype, spec.globalShape.size(),
+          spec.globalShape.data(), split ? 1 : spec.shards,
+          split ? 0 : trainer.dpRank, split ? whole.data() : value.data(),
+          split ? whole.size() : value.size()))
+    return s;
+  if (split)
+    localFromWhole(trainer, spec, whole.data(), value.data());
+  return TSR_OK;
+}
+
+/// Reads every param and state of this rank from `dir` into fresh buffers;
+/// the trainer is only changed once every rank has read everything.
+tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
+                            std::vector<std::string> &values, int64_t &step) {
+  tsr_checkpoint_t *raw = nullptr;
+  if (tsr_status_t s = tsr_checkpoint_open(dir.c_str(), &raw))
+    return s;
+  CheckpointPtr checkpoint(raw);
+  std::string print;
+  if (tsr_status_t s = fingerprint(trainer, print))
+    return s;
+  if (tsr_status_t s =
+          tsr_checkpoint_check_fingerprint(checkpoint.get(), print.c_str()))
+    return fail(s, dir + " was written for another model or optimizer than " +
+                       trainer.artifact->dir +
+                       "'s: " + describeMismatch(trainer, *checkpoint) +
+                       "; resume it with the artifact it was written by (" +
+                       tsr_last_error() + ")");
+  tsr_checkpoint_meta_t meta;
+  if (tsr_status_t s = tsr_checkpoint_meta(checkpoint.get(), &meta))
+    return s;
+  if (tsr_status_t s = checkRun(trainer, dir, meta))
+    return s;
   std::vector<size_t> inputs = stateInputs(trainer);
   if (tsr_checkpoint_num_tensors(checkpoint.get()) != inputs.size())
     return fail(
@@ -1154,26 +1232,110 @@ tsr_status_t readCheckpoint(const tsr_trainer &trainer, const std::string &dir,
             " tensors but the artifact has " + std::to_string(inputs.size()) +
             " params and states");
   for (size_t i : inputs) {
-    const TensorSpec &spec = manifest.inputs[i];
-    std::string value(trainer.inputs[i]->byteSize, '\0');
-    // A split tensor is read whole, then cut into this rank's block.
-    bool split = !spec.sharding.empty();
-    std::string whole(split ? static_cast<size_t>(product(spec.globalShape)) *
-                                  tsr_dtype_size(spec.dtype)
-                            : 0,
-                      '\0');
-    if (tsr_status_t s = tsr_checkpoint_read_tensor(
-            checkpoint.get(), spec.name.c_str(), spec.dtype,
-            spec.globalShape.size(), spec.globalShape.data(),
-            split ? 1 : spec.shards, split ? 0 : trainer.dpRank,
-            split ? whole.data() : value.data(),
-            split ? whole.size() : value.size()))
+    values.emplace_back();
+    if (tsr_status_t s = readInput(trainer, *checkpoint, i, values.back()))
       return s;
-    if (split)
-      localFromWhole(trainer, spec, whole.data(), value.data());
-    values.push_back(std::move(value));
   }
   step = meta.step;
+  return TSR_OK;
+}
+
+/// Whether a tensor is PipeDream's state carried between steps (stashed
+/// weights, micro-batches in flight), which belongs to one stage count.
+bool isPipeDreamState(const std::string &name) {
+  return name.rfind("pipedream.", 0) == 0;
+}
+
+/// Reads this rank's params and state from the checkpoint `dir` of a
+/// pipeline of `written` stages (1: no pipeline) when this artifact's
+/// pipeline has another number of stages: each tensor from the stage
+/// checkpoint that holds it (DIR.stageK), by name; a parameter that several
+/// stages hold (tied weights, summed between the stages, so equal) from the
+/// first. Every stage checkpoint must be of this model (its fingerprint,
+/// recomputed from the tensors it lists, with this ONNX model), after the
+/// same step of the same run.
+tsr_status_t readResharded(const tsr_trainer &trainer, const std::string &dir,
+                           int64_t written, std::vector<std::string> &values,
+                           int64_t &step) {
+  std::string of = " of " + std::to_string(written) + " pipeline stage" +
+                   (written == 1 ? "" : "s");
+  for (const StateTensor &tensor : stateTensors(trainer))
+    if (isPipeDreamState(tensor.name))
+      return fail(TSR_ERROR_UNSUPPORTED,
+                  dir + ": written by a pipeline" + of + ", but " +
+                      trainer.artifact->dir + " runs PipeDream on " +
+                      std::to_string(trainer.stages) +
+                      ", whose micro-batches in flight and stashed weights "
+                      "belong to one stage count (resume with the mesh it "
+                      "was written on)");
+  uint64_t model;
+  if (tsr_status_t s = hashModel(trainer, model))
+    return s;
+  std::vector<CheckpointPtr> stages;
+  std::map<std::string, size_t> holder;
+  for (int64_t k = 0; k < written; ++k) {
+    std::string path = stageCheckpoint(dir, k);
+    tsr_checkpoint_t *raw = nullptr;
+    if (tsr_status_t s = tsr_checkpoint_open(path.c_str(), &raw))
+      return s;
+    stages.emplace_back(raw);
+    tsr_checkpoint_meta_t meta;
+    if (tsr_status_t s = tsr_checkpoint_meta(raw, &meta))
+      return s;
+    std::vector<StateTensor> tensors = savedTensors(*raw);
+    if (meta.fingerprint != fingerprint(model, tensors))
+      return fail(TSR_ERROR_MISMATCH,
+                  path + " was written for another model or optimizer than " +
+                      trainer.artifact->dir + "'s (its fingerprint " +
+                      meta.fingerprint +
+                      " is not this model's with the tensors it holds)");
+    if (k == 0) {
+      if (tsr_status_t s = checkRun(trainer, path, meta))
+        return s;
+      // Its run's mesh says how many stages wrote it ("dp=2,pp=4").
+      std::string mesh = meta.mesh ? meta.mesh : "";
+      size_t at = mesh.find("pp=");
+      int64_t pp = at == std::string::npos ? 1 : std::atoll(&mesh[at + 3]);
+      if (pp != written)
+        return fail(
+            TSR_ERROR_MISMATCH,
+            dir + ": written on the mesh '" + mesh + "' (" +
+                std::to_string(pp) + " pipeline stages), but " +
+                (pp > written
+                     ? "the checkpoint of stage " + std::to_string(written) +
+                           " (" + stageCheckpoint(dir, written) + ") is missing"
+                     : stageCheckpoint(dir, pp) +
+                           " is there too (left by another run: "
+                           "remove it)"));
+      step = meta.step;
+    } else if (meta.step != step) {
+      return fail(TSR_ERROR_MISMATCH,
+                  path + ": written after step " + std::to_string(meta.step) +
+                      ", but stage 0's " + dir + " after step " +
+                      std::to_string(step));
+    }
+    for (const StateTensor &tensor : tensors) {
+      if (isPipeDreamState(tensor.name))
+        return fail(TSR_ERROR_UNSUPPORTED,
+                    path + ": holds PipeDream's state (" + tensor.name +
+                        "), which resumes only on the mesh it was written "
+                        "on, not on " +
+                        std::to_string(trainer.stages) + " stages");
+      holder.emplace(tensor.name, static_cast<size_t>(k));
+    }
+  }
+  for (size_t i : stateInputs(trainer)) {
+    const std::string &name = trainer.artifact->manifest.inputs[i].name;
+    auto it = holder.find(name);
+    if (it == holder.end())
+      return fail(TSR_ERROR_MISMATCH, dir + ": none of its checkpoints" + of +
+                                          " holds " + name + ", which " +
+                                          trainer.artifact->dir + " trains");
+    values.emplace_back();
+    if (tsr_status_t s =
+            readInput(trainer, *stages[it->second], i, values.back()))
+      return s;
+  }
   return TSR_OK;
 }
 
@@ -1181,30 +1343,19 @@ tsr_status_t loadCheckpoint(tsr_trainer &trainer, const std::string &dir,
                             int64_t &outStep) {
   if (tsr_status_t s = checkCheckpoints(trainer))
     return s;
+  // The number of stages that wrote it: DIR, then DIR.stage1, DIR.stage2,
+  // ... as far as they exist.
+  int64_t written = 1;
+  std::error_code ec;
+  while (std::filesystem::exists(stageCheckpoint(dir, written), ec))
+    ++written;
   std::vector<std::string> values;
   int64_t step = 0;
-  tsr_status_t status = TSR_OK;
-  std::string mine = stageCheckpoint(dir, trainer.stage);
-  std::error_code ec;
-  if (trainer.stages > 1 && !std::filesystem::exists(mine, ec))
-    status = fail(TSR_ERROR_MISMATCH,
-                  dir + ": has no checkpoint of pipeline stage " +
-                      std::to_string(trainer.stage) + " (" + mine +
-                      "): it was written by a pipeline of fewer stages than "
-                      "this artifact's " +
-                      std::to_string(trainer.stages) +
-                      " (resume with the mesh it was written on)");
-  else if (trainer.stages > 1 && trainer.stage == 0 &&
-           std::filesystem::exists(stageCheckpoint(dir, trainer.stages), ec))
-    status = fail(TSR_ERROR_MISMATCH,
-                  dir +
-                      ": was written by a pipeline of more stages than "
-                      "this artifact's " +
-                      std::to_string(trainer.stages) + " (it has " +
-                      stageCheckpoint(dir, trainer.stages) +
-                      "; resume with the mesh it was written on)");
-  if (status == TSR_OK)
-    status = readCheckpoint(trainer, mine, values, step);
+  tsr_status_t status =
+      written == trainer.stages
+          ? readCheckpoint(trainer, stageCheckpoint(dir, trainer.stage), values,
+                           step)
+          : readResharded(trainer, dir, written, values, step);
   if (!allRanks(trainer, status == TSR_OK))
     return status != TSR_OK
                ? status

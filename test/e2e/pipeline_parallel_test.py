@@ -21,7 +21,8 @@ pipeline equals the accumulating process bit for bit). Checked:
    zb-h1, zb-v and v-half with M in {1, 4, 6, 8} (interleaved with M > P
    only for multiples of P, as it serves), interleaved with 3 chunks per
    rank, dp=2 x pp=2 (ZeRO 0 and 1; zb-v with ZeRO 1), tp=2 x pp=2 (1f1b,
-   interleaved, zb-h1), and LAMB with
+   interleaved, zb-h1), dp=2 x tp=2 x pp=2 (zb-v, ZeRO 1; 8 ranks), and
+   LAMB with
    --clip-grad-norm=0.5 at pp=2 (its norms sum over every stage's
    parameters; the oracle trains alike), every step's loss
    (rank 0's --log-json) equals the single run's to 1e-5 relative. A
@@ -34,21 +35,21 @@ pipeline equals the accumulating process bit for bit). Checked:
    times that difference (so no stage's weights were left untrained); the
    key biases, whose gradient is zero in exact arithmetic, left out.
 3. Memory: on meshes of pp alone, every stage's allocator peak for one
-   step (--memory-report) is the compiler's prediction for its program
-   (the manifest's predicted_peak_alloc_bytes) within 5% (measured: equal
-   under gpipe and 1f1b; with several cells in flight per stage
-   (interleaved, split backward) some stages hold one activation more than
-   predicted, up to 4.1%, and 5.6% for the V-shaped schedules at pp=4 with
-   one micro-batch: a known gap, checked within 10% there until the
-   prediction models it),
-   and at pp=2 with 8 micro-batches stage 0 of the character LM peaks
-   below 0.8x under 1f1b (2 micro-batches in flight) of gpipe's (8), and
-   the largest stage peak under v-half below 0.85x 1f1b's.
+   step (--memory-report) equals the compiler's prediction for its program
+   (the manifest's predicted_peak_alloc_bytes), byte for byte (the issue
+   asks for 5%; the prediction models the lowering exactly, so any
+   difference is a modelling bug). At pp=2 with 8 micro-batches stage 0
+   of the character LM peaks below 0.8x under 1f1b (2 micro-batches in
+   flight) of gpipe's (8), and the largest stage peak under v-half below
+   0.85x 1f1b's. On the GPT (equal layers) at pp=2 and 4 with 8
+   micro-batches, the most activations a stage holds under v-half (the
+   manifest's predicted_peak_activation_bytes: its forward cells' results
+   over the memory timeline whose total the allocator matches) are at
+   most 0.6x of 1f1b's (measured 0.54 and 0.58).
 4. Checkpoints per stage: the character LM under zb-v at pp=2 and at
    dp=2 x pp=2 with ZeRO-1 writes one checkpoint per stage after step 10
    (DIR/step-00000010 and DIR/step-00000010.stage1); resuming gives steps
-   11-20 the uninterrupted run's losses bit for bit; an artifact of 4
-   stages refuses the checkpoint of 2, with a message and a non-zero exit.
+   11-20 the uninterrupted run's losses bit for bit.
 5. The measured timeline: ``tessera-run --trace`` of the zb-v run holds,
    per rank, its compiled actions in order (each cell's call, kind
    "action"), and ``--profile``'s table does not count them twice.
@@ -58,6 +59,11 @@ pipeline equals the accumulating process bit for bit). Checked:
    stashing) to 1e-6, while the same model without stashing is at least
    1e-4 away; the character LM at pp=2 with 8 micro-batches ends 2500 Adam
    steps below 2.0 nats (mean of the last 100). --quick runs the MLP.
+7. Resharding across pp: the pp=2 zb-v checkpoint of step 10 resumes on a
+   4-stage artifact and on the single-process one (each tensor read, by
+   name, from the stage checkpoint that holds it): steps 11-20 match the
+   single run to 1e-5 relative; without its stage 1 directory it is refused
+   with the reason and a non-zero exit.
 
 With --quick (the sanitizer round's subset, docs/testing.md) only the
 character LM at batch 16 runs: pp=2 1f1b, interleaved and zb-v with 4
@@ -73,6 +79,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -271,6 +278,8 @@ def main():
         "tp2pp2-1f1b-m2": pipeline("tp=2,pp=2", "1f1b", 2),
         "tp2pp2-interleaved-m2": pipeline("tp=2,pp=2", "interleaved", 2),
         "tp2pp2-zb-h1-m2": pipeline("tp=2,pp=2", "zb-h1", 2),
+        "dp2tp2pp2-zb-v-m2-zero1": pipeline("dp=2,tp=2,pp=2", "zb-v", 2)
+        + ("--zero=1",),
         "single-clip": CLIP,
         "pp2-1f1b-m4-clip": pipeline("pp=2", "1f1b", 4) + CLIP,
     })
@@ -335,15 +344,9 @@ def main():
                 predicted = {p["pipeline"]["stage"]:
                              p["predicted_peak_alloc_bytes"]
                              for p in json.load(f)["programs"]}
-            tolerance = 0.10 if name in ("pp4-zb-v-m1",
-                                         "pp4-v-half-m1") else 0.05
-            off = [r for r in range(ranks) if r not in peaks[key] or
-                   abs(peaks[key][r] - predicted[r]) >
-                   tolerance * predicted[r]]
-            check(len(peaks[key]) == ranks and not off,
+            check(peaks[key] == predicted,
                   f"{label(*key)}: every stage's step peak ({peaks[key]}) is "
-                  f"the compiler's prediction ({predicted}) within "
-                  f"{tolerance:.0%}")
+                  f"the compiler's prediction ({predicted})")
         oracle = (model, batch, "single-clip" if name.endswith("clip")
                   else "single")
         worst = worst_relative(losses(log), singles[oracle], steps)
@@ -367,6 +370,25 @@ def main():
               f"{max(half.values())} bytes under v-half, "
               f"{max(one_f.values())} under 1f1b "
               f"({max(half.values()) / max(one_f.values()):.2f}x)")
+        # The activations themselves: the most bytes of forward cells'
+        # results a stage holds at once, from the memory timeline whose
+        # total the allocator matched byte for byte above. On the GPT's
+        # equal layers V-Half holds at most 0.6x of 1F1B's at M=8 (the
+        # character LM's 2 layers cut into 8 chunks are not equal).
+        for p in (2, 4):
+            acts = {}
+            for name in ("1f1b", "v-half"):
+                path = os.path.join(arts[(gpt, 8, f"pp{p}-{name}-m8")],
+                                    "manifest.json")
+                with open(path) as f:
+                    acts[name] = max(
+                        q["pipeline"]["predicted_peak_activation_bytes"]
+                        for q in json.load(f)["programs"])
+            ratio = acts["v-half"] / acts["1f1b"]
+            check(ratio <= 0.6,
+                  f"gpt pp={p} M=8: the most activations a stage holds are "
+                  f"{acts['v-half']} bytes under v-half, {acts['1f1b']} "
+                  f"under 1f1b ({ratio:.2f}x, at most 0.6x)")
 
     # 2: the exported model of the pipeline.
     initial = weights(export[0])
@@ -466,17 +488,43 @@ def main():
     # 6: PipeDream. Weight versions against a NumPy model, then training.
     check_pipedream(bin_dir, work, data, charlm, quick=args.quick)
 
-    # A pipeline of another number of stages is refused, with the reason.
+    # 7: resharding across pp. The pp=2 checkpoint of step 10 resumes on 4
+    # stages and in one process: every tensor is read from the stage
+    # checkpoint that holds it.
+    ckpt = os.path.join(work, "ckpt-pp2-zb-v-m4")
+    for name in ("pp4-zb-v-m8", "single"):
+        key = (charlm, 16, name)
+        if key not in arts or not os.path.isdir(ckpt):
+            continue
+        ranks = ranks_of(list(jobs[(charlm, 16)].get(name, ())))
+        log = os.path.join(work, f"{name}-from-pp2.json")
+        cmd = [run_bin, arts[key], "--train", "--data", data, "--steps",
+               str(STEPS), "--threads", "1", "--batch-size", "16",
+               "--resume", ckpt, "--log-json", log]
+        run = subprocess.run(mpirun(ranks) + cmd if ranks > 1 else cmd,
+                             capture_output=True, text=True, timeout=300)
+        resumed = losses(log) if run.returncode == 0 else {}
+        worst = worst_relative(resumed, singles[(charlm, 16, "single")],
+                               range(11, STEPS + 1))
+        check(sorted(resumed) == list(range(11, STEPS + 1)) and worst <= RTOL,
+              f"the pp=2 checkpoint of step 10 resumes on {name} (exit "
+              f"{run.returncode}): steps 11-{STEPS} match the single run, "
+              f"worst relative difference {worst:.2e}")
+    # Without its stage 1, the checkpoint is refused, with the reason.
     key = (charlm, 16, "pp4-zb-v-m8")
-    if key in arts:
+    if key in arts and os.path.isdir(ckpt):
+        partial = os.path.join(work, "ckpt-partial")
+        shutil.copytree(os.path.join(ckpt, "step-00000010"),
+                        os.path.join(partial, "step-00000010"),
+                        dirs_exist_ok=True)
         run = subprocess.run(
             mpirun(4) + [run_bin, arts[key], "--train", "--data", data,
                          "--steps", str(STEPS), "--batch-size", "16",
-                         "--resume", os.path.join(work, "ckpt-pp2-zb-v-m4")],
+                         "--resume", partial],
             capture_output=True, text=True, timeout=300)
-        check(run.returncode != 0 and "written by a pipeline of fewer "
-              "stages than this artifact's 4" in run.stderr,
-              f"a pp=2 checkpoint resumed at pp=4 is refused (exit "
+        check(run.returncode != 0 and "written on the mesh 'pp=2' (2 "
+              "pipeline stages), but the checkpoint of stage 1" in run.stderr,
+              f"a pp=2 checkpoint without its stage 1 is refused (exit "
               f"{run.returncode})")
     return finish("pipeline_parallel_test.py")
 
