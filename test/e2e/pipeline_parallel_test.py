@@ -18,8 +18,9 @@ batch's and Adam amplifies that on this model to 4.6e-4 by step 20 (the
 pipeline equals the accumulating process bit for bit). Checked:
 
 1. Losses: both models at pp=2 and pp=4 under gpipe, 1f1b, interleaved,
-   zb-h1, zb-v and v-half with M in {1, 4, 6, 8} (interleaved with M > P
-   only for multiples of P, as it serves), interleaved with 3 chunks per
+   zb-h1, zb-v, v-half and dualpipev with M in {1, 4, 6, 8} (interleaved
+   with M > P only for multiples of P, dualpipev with M >= 2P, as they
+   serve), interleaved with 3 chunks per
    rank, dp=2 x pp=2 (ZeRO 0 and 1; zb-v with ZeRO 1), tp=2 x pp=2 (1f1b,
    interleaved, zb-h1), dp=2 x tp=2 x pp=2 (zb-v, ZeRO 1; 8 ranks), and
    LAMB with
@@ -94,7 +95,8 @@ from tensor_parallel_train_test import (STEPS, TORCH_PYTHON, compile_artifact,
                                         worst_relative)
 
 RTOL = 1e-5
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "v-half")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "v-half",
+             "dualpipev")
 # LAMB's trust ratios and the global norm of --clip-grad-norm sum over
 # every parameter, which the stages hold in parts.
 CLIP = ("--optimizer=lamb", "--clip-grad-norm=0.5")
@@ -264,6 +266,8 @@ def main():
             for p in (2, 4):
                 for schedule in SCHEDULES:
                     if schedule == "interleaved" and m > p and m % p:
+                        continue
+                    if schedule == "dualpipev" and m < 2 * p:
                         continue
                     jobs[(model, batch)][f"pp{p}-{schedule}-m{m}"] = (
                         pipeline(f"pp={p}", schedule, m))

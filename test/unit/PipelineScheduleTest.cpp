@@ -8,7 +8,8 @@
 // stay within each schedule's limit, and with equal stages GPipe and 1F1B
 // have the textbook bubble (P - 1) / (M + P - 1) that the zero-bubble
 // schedules beat. V-Half holds at most 0.6x 1F1B's activations. PipeDream
-// opens each step with the previous one's last micro-batches. A corrupted
+// opens each step with the previous one's last micro-batches. DualPipeV
+// (M >= 2P) holds at most 2P + 1 half-stage chunk-micro-batches. A corrupted
 // order is a deadlock the simulation names.
 //
 //===----------------------------------------------------------------------===//
@@ -22,8 +23,8 @@ using namespace mlir::tessera::pipeline;
 
 namespace {
 
-const char *const kKinds[] = {"gpipe", "1f1b", "interleaved",
-                              "zb-h1", "zb-v", "v-half"};
+const char *const kKinds[] = {"gpipe", "1f1b",   "interleaved", "zb-h1",
+                              "zb-v",  "v-half", "dualpipev"};
 
 /// Seconds that differ between chunks, so that no order can rely on ties.
 ChunkSeconds unequal(const Shape &shape) {
@@ -50,6 +51,9 @@ int64_t limitOf(const std::string &kind, const Shape &shape, int64_t rank) {
     return std::min(2 * (p - rank - 1) + (v - 1) * p + 1, m * v);
   if (kind == "zb-v")
     return std::min(2 * p, 2 * m);
+  if (kind == "dualpipev")
+    return 2 * p + 1; // DualPipe's P + 1 half-stages
+
   return std::min(std::max<int64_t>(p, 2), 2 * m); // v-half
 }
 
@@ -66,6 +70,11 @@ TEST(PipelineSchedule, EveryCombinationRunsOnceAndHoldsItsLimit) {
           std::string refused = getScheduleShape(kind, p, v, m, shape);
           if (std::string(kind) == "interleaved" && m > p && m % p) {
             EXPECT_NE(refused.find("serves up to"), std::string::npos)
+                << refused;
+            continue;
+          }
+          if (std::string(kind) == "dualpipev" && m < 2 * p) {
+            EXPECT_NE(refused.find("needs at least"), std::string::npos)
                 << refused;
             continue;
           }
@@ -98,9 +107,11 @@ TEST(PipelineSchedule, EveryCombinationRunsOnceAndHoldsItsLimit) {
 }
 
 TEST(PipelineSchedule, InOrderSchedulesDoNotDependOnTimes) {
-  for (const char *kind : {"gpipe", "1f1b", "interleaved"}) {
+  for (const char *kind : {"gpipe", "1f1b", "interleaved", "dualpipev"}) {
     for (int64_t p : {2, 3, 4}) {
       for (int64_t m : {int64_t(1), int64_t(2), p, 2 * p}) {
+        if (std::string(kind) == "dualpipev")
+          m += 2 * p + 1; // It serves M >= 2P.
         Shape shape;
         ASSERT_EQ(getScheduleShape(kind, p, 0, m, shape), "");
         Schedule a, b;
@@ -324,7 +335,7 @@ TEST(PipelineSchedule, MalformedListsAndOptionsAreErrors) {
   Shape shape;
   EXPECT_EQ(getScheduleShape("zigzag", 2, 0, 2, shape),
             "unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b, "
-            "interleaved, zb-h1, zb-v, v-half, pipedream)");
+            "interleaved, zb-h1, zb-v, v-half, dualpipev, pipedream)");
   EXPECT_EQ(getScheduleShape("1f1b", 0, 0, 2, shape),
             "a pipeline needs at least one stage and one micro-batch, got 0 "
             "and 2");

@@ -246,12 +246,14 @@ static cl::opt<std::string>
 static cl::opt<std::string> pipelineSchedule(
     "schedule",
     cl::desc("With --mesh pp=N: the pipeline schedule: gpipe, 1f1b "
-             "(default), interleaved, zb-h1, zb-v or v-half"),
+             "(default), interleaved, zb-h1, zb-v, v-half, dualpipev or "
+             "pipedream"),
     cl::init("1f1b"), cl::cat(trainCat));
 static cl::opt<int64_t> virtualStages(
     "virtual-stages",
     cl::desc("With --schedule=interleaved: the model chunks per pipeline "
-             "rank (default 2; zb-v and v-half run 2, the others 1)"),
+             "rank (default 2; zb-v, v-half and dualpipev run 2, the "
+             "others 1)"),
     cl::init(0), cl::cat(trainCat));
 static cl::list<std::string> pipelineSplit(
     "pipeline-split",

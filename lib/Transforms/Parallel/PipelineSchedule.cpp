@@ -33,7 +33,8 @@ ChunkSeconds ChunkSeconds::uniform(int64_t chunks, double forward,
 }
 
 llvm::StringRef mlir::tessera::pipeline::getScheduleNames() {
-  return "gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, pipedream";
+  return "gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, dualpipev, "
+         "pipedream";
 }
 
 std::string mlir::tessera::pipeline::getActionName(const Action &action,
@@ -86,6 +87,18 @@ std::string mlir::tessera::pipeline::getScheduleShape(llvm::StringRef kind,
     return fixed(1);
   }
   if (kind == "zb-v" || kind == "v-half") {
+    out.vShape = true;
+    out.splitBackward = true;
+    return fixed(2);
+  }
+  if (kind == "dualpipev") {
+    // Its steady state pairs each rank's two chunks, which needs 2P
+    // micro-batches in flight.
+    if (microBatches < 2 * stages)
+      return "schedule 'dualpipev' on " + std::to_string(stages) +
+             " stages needs at least " + std::to_string(2 * stages) +
+             " micro-batches, got " + std::to_string(microBatches) +
+             " (--micro-batches=" + std::to_string(2 * stages) + " would work)";
     out.vShape = true;
     out.splitBackward = true;
     return fixed(2);
@@ -361,11 +374,92 @@ static std::string generatePipeDream(const Shape &shape,
   return "";
 }
 
+/// DualPipeV (DeepSeek's DualPipe cut in half, 2025) on the V-shaped
+/// chunks: rank r's order, chunk 0 its first half of the V and chunk 1 its
+/// second, with F(v) and B(v) the next micro-batch's pass on chunk v and W
+/// the oldest deferred weight-gradient pass:
+///   2(P-r-1) x F(0); r+1 x [F(0) F(1)]; P-r-1 x [B(1)* W F(1)];
+///   M-2P+r+1 x [F(0) B(1) F(1) B(0)]; P-r-1 x [B(1) F(1) B(0)];
+///   r+1 x [B(1) B(0)], deferring W from the middle on; P-r-1 x [W B(0)*];
+///   r+1 x W
+/// where B* defers its W and every other B runs its W right after it.
+/// DualPipe overlaps each F(0) B(1) pair's compute with the other's
+/// communication; here they run one after the other.
+static std::string generateDualPipeV(const Shape &shape,
+                                     const ChunkSeconds &seconds, double link,
+                                     Schedule &out, Timeline &timeline) {
+  int64_t p = shape.stages, m = shape.microBatches;
+  out.assign(p, {});
+  for (int64_t r = 0; r < p; ++r) {
+    std::vector<Action> &list = out[r];
+    int64_t forwardNext[2] = {0, 0}, backwardNext[2] = {0, 0};
+    std::deque<Action> deferred;
+    auto forward = [&](int64_t v) {
+      list.push_back({Phase::Forward, forwardNext[v]++, v});
+    };
+    auto backward = [&](int64_t v, bool defer = false) {
+      int64_t j = backwardNext[v]++;
+      list.push_back({Phase::Backward, j, v});
+      (defer ? deferred.push_back({Phase::Weight, j, v})
+             : list.push_back({Phase::Weight, j, v}));
+    };
+    auto weight = [&] {
+      list.push_back(deferred.front());
+      deferred.pop_front();
+    };
+    int64_t before = p - r - 1, after = r + 1;
+    for (int64_t i = 0; i < 2 * before; ++i)
+      forward(0);
+    for (int64_t i = 0; i < after; ++i) {
+      forward(0);
+      forward(1);
+    }
+    for (int64_t i = 0; i < before; ++i) {
+      backward(1, /*defer=*/true);
+      weight();
+      forward(1);
+    }
+    for (int64_t i = 0; i < m - 2 * p + r + 1; ++i) {
+      forward(0);
+      backward(1);
+      forward(1);
+      backward(0);
+    }
+    for (int64_t i = 0; i < before; ++i) {
+      backward(1);
+      forward(1);
+      backward(0);
+    }
+    bool defer = false;
+    for (int64_t i = 0; i < after; ++i) {
+      defer |= i == after / 2 && r % 2 == 1;
+      backward(1, defer);
+      defer |= i == after / 2 && r % 2 == 0;
+      backward(0, defer);
+    }
+    for (int64_t i = 0; i < before; ++i) {
+      weight();
+      backward(0, /*defer=*/true);
+    }
+    while (!deferred.empty())
+      weight();
+  }
+  Engine engine(shape, seconds, link);
+  std::vector<size_t> next = engine.follow(out);
+  for (int64_t r = 0; r < p; ++r)
+    if (next[r] < out[r].size())
+      return "schedule 'dualpipev' deadlocks"; // Not for these orders.
+  engine.finish(timeline);
+  return "";
+}
+
 std::string mlir::tessera::pipeline::generateSchedule(
     llvm::StringRef kind, const Shape &shape, const ChunkSeconds &seconds,
     double link, Schedule &out, Timeline &timeline) {
   if (shape.asynchronous)
     return generatePipeDream(shape, seconds, link, out, timeline);
+  if (kind == "dualpipev")
+    return generateDualPipeV(shape, seconds, link, out, timeline);
   Rules rules = getRules(kind, shape);
   int64_t p = shape.stages;
   Engine engine(shape, seconds, link);

@@ -1,7 +1,7 @@
 // RUN: tessera-opt %s -split-input-file -verify-diagnostics "--tsr-pipeline=micro-batches=2"
 // RUN: not tessera-opt %S/tsr-pipeline.mlir -split-input-file "--tsr-pipeline-plan=split=head" --tsr-autodiff "--tsr-pipeline=schedule=zigzag" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 
-// SCHEDULE: error: unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, pipedream)
+// SCHEDULE: error: unknown pipeline schedule 'zigzag' (known: gpipe, 1f1b, interleaved, zb-h1, zb-v, v-half, dualpipev, pipedream)
 
 // expected-error @+1 {{tsr-pipeline needs the stage plan of tsr-pipeline-plan (the function has no tsr.pipeline)}}
 func.func @main(%x: tensor<4x8xf32> {tsr.name = "x"}) -> tensor<f32> {

@@ -605,12 +605,13 @@ def TsrPipeline : Pass<"tsr-pipeline", "ModuleOp"> {
     The apply half of pipeline parallelism. Runs after `tsr-autodiff` on a
     function whose ops carry `tsr.stage` (`tsr-pipeline-plan`: C = P x V
     model chunks for P ranks). The `schedule` (PipelineSchedule.h: `gpipe`,
-    `1f1b`, `interleaved`, `zb-h1`, `zb-v`, `v-half`) places the chunks on
-    the ranks (chunk c on rank c mod P, or V-shaped for `zb-v` and `v-half`:
+    `1f1b`, `interleaved`, `zb-h1`, `zb-v`, `v-half`, `dualpipev`,
+    `pipedream`) places the chunks on the ranks (chunk c on rank c mod P,
+    or V-shaped for `zb-v`, `v-half` and `dualpipev`:
     rank 0 holds the first and the last) and says whether the backward
     pass is split. Each op belongs to one cell: the forward pass of its
     chunk (ops without `tsr.backward`), its backward pass, and with a split
-    backward (`zb-*`, `v-half`) its weight-gradient pass: the backward ops
+    backward (`zb-*`, `v-half`, `dualpipev`) its weight-gradient pass: the backward ops
     that no other cell's gradient needs (a weight's gradient, xᵀ·dy), which
     the schedule can run later to fill bubbles. An op without a stage (a
     canonicalization's product) goes to the latest cell among its operands'
@@ -673,8 +674,8 @@ def TsrPipeline : Pass<"tsr-pipeline", "ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "The pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or "
-           "v-half">,
+           "The pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v, "
+           "v-half, dualpipev or pipedream">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Micro-batches per step (the batch arguments grow by this "
            "factor)">,

@@ -43,6 +43,10 @@
 //   zb-v         V-shaped, split, by readiness, limit 2P chunk-micro-
 //                batches: 1F1B's activation memory (Qi et al. 2024)
 //   v-half       as zb-v with limit P: half of it (Qi et al., NeurIPS 2024)
+//   dualpipev    V-shaped and split, DeepSeek's DualPipeV order (DualPipe
+//                cut in half, 2025; M >= 2P): warm-up forwards, then each
+//                rank alternates F(0) B(1) F(1) B(0), deferring weight
+//                gradients at the ends (generated directly)
 //   pipedream    asynchronous 1F1B without a flush (Narayanan et al.,
 //                SOSP 2019): rank r runs B(i - (P - r)), F(i) for
 //                i = 0 .. M - 1, the previous step's last P - r micro-
