@@ -1257,17 +1257,17 @@ bool isPipeDreamState(const std::string &name) {
 tsr_status_t readResharded(const tsr_trainer &trainer, const std::string &dir,
                            int64_t written, std::vector<std::string> &values,
                            int64_t &step) {
-  std::string of = " of " + std::to_string(written) + " pipeline stage" +
-                   (written == 1 ? "" : "s");
+  std::string by =
+      written == 1 ? "without a pipeline"
+                   : "by a pipeline of " + std::to_string(written) + " stages";
   for (const StateTensor &tensor : stateTensors(trainer))
     if (isPipeDreamState(tensor.name))
       return fail(TSR_ERROR_UNSUPPORTED,
-                  dir + ": written by a pipeline" + of + ", but " +
-                      trainer.artifact->dir + " runs PipeDream on " +
-                      std::to_string(trainer.stages) +
-                      ", whose micro-batches in flight and stashed weights "
-                      "belong to one stage count (resume with the mesh it "
-                      "was written on)");
+                  dir + ": written " + by + ", but " + trainer.artifact->dir +
+                      " runs PipeDream on " + std::to_string(trainer.stages) +
+                      " stages, whose micro-batches in flight and stashed "
+                      "weights belong to one stage count (resume with the "
+                      "mesh it was written on)");
   uint64_t model;
   if (tsr_status_t s = hashModel(trainer, model))
     return s;
@@ -1328,9 +1328,10 @@ tsr_status_t readResharded(const tsr_trainer &trainer, const std::string &dir,
     const std::string &name = trainer.artifact->manifest.inputs[i].name;
     auto it = holder.find(name);
     if (it == holder.end())
-      return fail(TSR_ERROR_MISMATCH, dir + ": none of its checkpoints" + of +
-                                          " holds " + name + ", which " +
-                                          trainer.artifact->dir + " trains");
+      return fail(TSR_ERROR_MISMATCH,
+                  dir + ": none of the stage checkpoints written " + by +
+                      " holds " + name + ", which " + trainer.artifact->dir +
+                      " trains");
     values.emplace_back();
     if (tsr_status_t s =
             readInput(trainer, *stages[it->second], i, values.back()))
