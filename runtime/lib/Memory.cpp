@@ -41,6 +41,7 @@
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <unordered_set>
 #include <vector>
 
 using namespace tsr;
@@ -89,6 +90,32 @@ Counter gradients;
 /// Marks a header written by `allocate`, so that a pointer from elsewhere is
 /// never mistaken for one of ours.
 constexpr uint32_t kMagic = 0x74737261; // "tsra"
+
+/// The blocks `allocate` handed out and compiled code has not freed: a
+/// pointer from elsewhere (a runtime tensor that compiled code writes as an
+/// out-parameter) has no header in front to read.
+struct LiveBlocks {
+  std::mutex mutex;
+  std::unordered_set<const void *> blocks;
+
+  void insert(const void *ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    blocks.insert(ptr);
+  }
+  void erase(const void *ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    blocks.erase(ptr);
+  }
+  bool contains(const void *ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return blocks.count(ptr) != 0;
+  }
+};
+
+LiveBlocks &liveBlocks() {
+  static LiveBlocks instance;
+  return instance;
+}
 
 /// Offsets and sizes in the arena are multiples of this: compiled code's
 /// own alignment (finalize-memref-to-llvm asks for 64 bytes).
@@ -216,6 +243,7 @@ void *allocate(size_t alignment, size_t size) {
   header->total = total;
   header->magic = kMagic;
   header->onHost = inHostProgram;
+  liveBlocks().insert(reinterpret_cast<void *>(aligned));
   if (inHostProgram)
     noteHostPoolBytes(size, true);
   else
@@ -254,8 +282,10 @@ void growArena(Arena &state, size_t bytes) {
 void tsr::noteTensorAllocated(size_t bytes) { tensors.add(bytes); }
 
 void tsr::tagGradientBuffer(void *ptr, size_t bytes) {
+  if (!ptr || !liveBlocks().contains(ptr))
+    return;
   Header *header = static_cast<Header *>(ptr) - 1;
-  if (!ptr || header->magic != kMagic || header->gradientBytes)
+  if (header->magic != kMagic || header->gradientBytes)
     return;
   header->gradientBytes = std::min(bytes, header->size);
   gradients.add(header->gradientBytes);
@@ -344,6 +374,7 @@ void _mlir_memref_to_llvm_free(void *ptr) {
   if (header->gradientBytes)
     gradients.subtract(header->gradientBytes);
   header->magic = 0;
+  liveBlocks().erase(ptr);
   CallState *call = currentCall;
   if (call && header->call == call->serial) {
     call->events.push_back({0, header->block, true});
