@@ -160,7 +160,7 @@ def solver_time(bin_dir, work):
         f.write(run([os.path.join(bin_dir, "tessera-compile"), model,
                      "--mode=train", "--loss=cross_entropy",
                      "--logits=logits", "--batch-size=8", "--optimizer=adam",
-                     "--emit=tsr"]))
+                     "--emit=tsr", "--fold-layers=false"]))
     # The footprint without rematerialization: what the step's arguments
     # and results hold (parsed from the signature) plus the predicted peak.
     text = pathlib.Path(step).read_text()

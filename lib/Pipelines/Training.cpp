@@ -43,6 +43,10 @@ void mlir::tessera::buildTrainingPipeline(
   // gradient op its forward op's stage.
   if (options.pipelinePlan)
     pm.addPass(createTsrPipelinePlan(*options.pipelinePlan));
+  // Repeated layers, found on the forward pass; autodiff gives each
+  // gradient op its forward op's layer.
+  if (options.layerPlan)
+    pm.addPass(createTsrLayerPlan(*options.layerPlan));
   pm.addPass(createTsrAutodiff(options.autodiff));
   // Drop what does not reach the loss and fold the seed before the
   // micro-step is outlined.
@@ -121,4 +125,7 @@ void mlir::tessera::buildTrainingPipeline(
     offload.bandwidth = options.remat.bandwidth;
     pm.addPass(createTsrOffload(offload));
   }
+  // After every rewrite: each kind of layer compiled once.
+  if (options.layerPlan)
+    pm.addPass(createTsrOutlineLayers());
 }

@@ -87,6 +87,13 @@ static cl::opt<std::string>
                   "ptx (--target=cuda: the kernels' PTX)"),
          cl::init(""), cl::cat(compileCat));
 
+static cl::opt<bool> foldLayers(
+    "fold-layers",
+    cl::desc("Compile each kind of repeated layer once, as a function called "
+             "per layer (tsr-layer-plan, tsr-outline-layers); "
+             "--fold-layers=false compiles every layer's ops in place"),
+    cl::init(true), cl::cat(compileCat));
+
 static cl::opt<int64_t> cpuVectorSize(
     "cpu-vector-size",
     cl::desc("--target=cpu: most elements in one vector of tsr-cpu-vectorize "
@@ -776,6 +783,10 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
     options.pipeline.peakFlops = costs.peakFlops;
     options.pipeline.bandwidth = costs.memoryBandwidth;
   }
+  // A memory budget's plan (recomputation, offload) is of the step with
+  // every layer in place, which the calls of folded layers would change.
+  if (foldLayers && memoryBudget.empty())
+    options.layerPlan = tessera::TsrLayerPlanOptions{};
   if (dataParallel > 0)
     options.dataParallel = tessera::TsrDataParallelPlanOptions{
         "dp",
@@ -1949,6 +1960,17 @@ int main(int argc, char **argv) {
     precision.precision = precisionPolicy;
     precision.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     tessera::buildPrecisionPipeline(pm, precision);
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  // An inference program's repeated layers (a training step's were found
+  // before autodiff and outlined with the step).
+  if (foldLayers && !training && !tsrModule) {
+    PassManager pm(&context);
+    TimingScope passTiming = timing.nest("fold repeated layers");
+    pm.enableTiming(passTiming);
+    pm.addPass(tessera::createTsrLayerPlan());
+    pm.addPass(tessera::createTsrOutlineLayers());
     if (failed(pm.run(*module)))
       return 1;
   }

@@ -23,6 +23,7 @@
 #include "tessera/Pipelines/Lowering.h"
 #include "tessera/Transforms/Autodiff/GradientRules.h"
 #include "tessera/Transforms/Autodiff/Passes.h"
+#include "tessera/Transforms/Layers/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
 #include "tessera/Transforms/Parallel/ShardingRules.h"
@@ -46,6 +47,7 @@ int main(int argc, char **argv) {
   mlir::tessera::registerTesseraOnnxImportPasses();
   mlir::tessera::registerTesseraAutodiffPasses();
   mlir::tessera::registerTesseraOptimizerPasses();
+  mlir::tessera::registerTesseraLayersPasses();
   mlir::tessera::registerTesseraRematPasses();
   mlir::tessera::registerTesseraPrecisionPasses();
   mlir::tessera::registerTesseraParallelPasses();

@@ -11,6 +11,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "tessera/Transforms/Autodiff/Passes.h"
+#include "tessera/Transforms/Layers/Passes.h"
 #include "tessera/Transforms/Optimizer/Passes.h"
 #include "tessera/Transforms/Parallel/Passes.h"
 #include "tessera/Transforms/Precision/Passes.h"
@@ -52,6 +53,9 @@ struct TrainingPipelineOptions {
   /// pipeline's.
   std::optional<TsrPipelinePlanOptions> pipelinePlan;
   TsrPipelineOptions pipeline;
+  /// Find the model's repeated layers before autodiff (absent: none), and
+  /// outline each kind into one function after the last rewrite.
+  std::optional<TsrLayerPlanOptions> layerPlan;
 };
 
 /// Adds the precision policy's decide and apply passes to `pm` (on the

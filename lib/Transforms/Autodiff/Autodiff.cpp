@@ -26,16 +26,21 @@ namespace {
 /// differentiates (`fused<"tsr.grad">[...]`, for diagnostics).
 /// A pipeline stage (`tsr.stage`, tsr-pipeline-plan) of the forward op
 /// carries over to its gradient's ops, so the backward pass of stage k runs
-/// where stage k's forward pass did.
+/// where stage k's forward pass did; so does its repeated layer
+/// (`tsr.layer`, tsr-layer-plan).
 struct BackwardListener : OpBuilder::Listener {
   Location loc;
-  Attribute stage;
-  BackwardListener(Location loc, Attribute stage) : loc(loc), stage(stage) {}
+  Attribute stage, layer;
+  BackwardListener(Location loc, Operation *forward)
+      : loc(loc), stage(forward->getAttr(tsr::attr::kStage)),
+        layer(forward->getAttr(tsr::attr::kLayer)) {}
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     op->setLoc(loc);
     op->setAttr(tsr::attr::kBackward, UnitAttr::get(op->getContext()));
     if (stage)
       op->setAttr(tsr::attr::kStage, stage);
+    if (layer)
+      op->setAttr(tsr::attr::kLayer, layer);
   }
 };
 
@@ -191,7 +196,7 @@ struct TsrAutodiffPass : tessera::impl::TsrAutodiffBase<TsrAutodiffPass> {
       Location gradLoc =
           FusedLoc::get(f.getContext(), {op->getLoc()},
                         StringAttr::get(f.getContext(), "tsr.grad"));
-      BackwardListener listener(gradLoc, op->getAttr(tsr::attr::kStage));
+      BackwardListener listener(gradLoc, op);
       b.setListener(&listener);
       SmallVector<Value> operandGrads;
       LogicalResult built = rule.buildGradients(b, resultGrads, operandGrads);

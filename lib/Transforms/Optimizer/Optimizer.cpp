@@ -39,6 +39,53 @@ StringRef argName(func::FuncOp f, unsigned i) {
   return getArgString(f, i, tsr::attr::kName);
 }
 
+/// The repeated layer (tsr.layer, tsr-layer-plan) of the forward ops that
+/// read parameter `p`, directly or through casts, views and gathers; none
+/// when they are of several layers or of none.
+std::optional<int64_t> layerOf(Value p) {
+  std::optional<int64_t> layer;
+  SmallVector<Value> work{p};
+  for (int depth = 0; depth < 4 && !work.empty(); ++depth) {
+    SmallVector<Value> next;
+    for (Value v : work)
+      for (Operation *user : v.getUsers()) {
+        if (user->hasAttr(tsr::attr::kBackward))
+          continue;
+        if (auto k = user->getAttrOfType<IntegerAttr>(tsr::attr::kLayer)) {
+          if (layer && *layer != k.getInt())
+            return std::nullopt;
+          layer = k.getInt();
+        } else if (isa<tsr::CastOp, tsr::ReshapeOp, tsr::AllGatherOp,
+                       tsr::WaitOp>(user)) {
+          llvm::append_range(next, user->getResults());
+        }
+      }
+    work = std::move(next);
+  }
+  return layer;
+}
+
+/// While in scope, marks the ops `b` builds for parameter `p` with its
+/// layer, so that tsr-outline-layers outlines them with the layer's other
+/// work after the backward pass.
+class LayerListener : public OpBuilder::Listener {
+public:
+  LayerListener(OpBuilder &b, Value p) : b(b) {
+    if (std::optional<int64_t> k = layerOf(p))
+      layer = b.getI64IntegerAttr(*k);
+    b.setListener(this);
+  }
+  ~LayerListener() override { b.setListener(nullptr); }
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (layer)
+      op->setAttr(tsr::attr::kLayer, layer);
+  }
+
+private:
+  OpBuilder &b;
+  IntegerAttr layer;
+};
+
 /// Elements per quantization block of an int8 moment: bitsandbytes' block
 /// of 256 (Dettmers et al. 2022 used 2048).
 constexpr int64_t kQuantBlock = 256;
@@ -704,16 +751,38 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
     // for the whole model: the terms of the blocks of split parameters add
     // up over the ranks holding the other blocks, one sum per group of
     // axes; whole parameters are the same on those ranks and count once.
+    // The parameters of one layer (tsr.layer) are summed one after the
+    // other, so that each layer's part of the sum is outlined with its
+    // update (the order of the other parameters is kept).
+    SmallVector<size_t> sumOrder;
+    {
+      SmallVector<std::optional<int64_t>> layers;
+      llvm::DenseMap<int64_t, size_t> firstOf;
+      for (auto [i, entry] : llvm::enumerate(params)) {
+        layers.push_back(layerOf(entry.first));
+        if (layers.back())
+          firstOf.try_emplace(*layers.back(), i);
+        sumOrder.push_back(i);
+      }
+      auto group = [&](size_t i) {
+        return layers[i] ? firstOf.lookup(*layers[i]) : i;
+      };
+      llvm::stable_sort(
+          sumOrder, [&](size_t a, size_t b) { return group(a) < group(b); });
+    }
     auto globalSum = [&](function_ref<Value(Value)> term) {
       Value total;
       SmallVector<StringRef> names;
       std::map<SmallVector<StringRef>, std::pair<Value, SmallVector<StringRef>>>
           split;
-      for (auto &[p, grad] : params) {
-        Value s = term(grad);
+      for (size_t i : sumOrder) {
+        auto &[p, grad] = params[i];
         StringRef name = argName(func, p.getArgNumber());
         names.push_back(name);
         SmallVector<StringRef> axes = splitAxes.lookup(name);
+        // The term and its addition are the parameter's layer's.
+        LayerListener listener(b, p);
+        Value s = term(grad);
         if (axes.empty()) {
           total = total ? g.add(total, s) : s;
           continue;
@@ -865,13 +934,18 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
               p.getArgNumber(), tsr::attr::kGlobalShape))
         full = full.clone(shape.asArrayRef());
+      // The update itself stays in the step: its results are written into
+      // the parameter's and states' buffers (tsr-donate-updates), which a
+      // callee's results are not.
       Value next = update(g, view, name, full.getShape(),
                           func.getArgAttrOfType<tsr::ShardingAttr>(
                               p.getArgNumber(), tsr::attr::kSharding),
                           grad, lr64, t64);
       // ZeRO 1 and 2 keep whole parameters on every rank.
       next = zero->nextParam(g, next, p, full, name);
-      updated(finite ? g.select(finite, next, p) : next, p, tsr::Role::param);
+      if (finite)
+        next = g.select(finite, next, p);
+      updated(next, p, tsr::Role::param);
     }
     for (State &st : states)
       updated(finite ? g.select(finite, st.next, st.arg) : st.next, st.arg,

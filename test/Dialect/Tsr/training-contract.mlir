@@ -81,7 +81,7 @@ func.func @zero_stage() attributes {tsr.zero = #tsr.zero<stage = 4, axes = ["dp"
 
 // -----
 
-// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.remat, tsr.precision, tsr.peak_alloc_bytes, tsr.schedule, tsr.sharding, tsr.operand_shardings, tsr.partitioned, tsr.reason, tsr.stage, tsr.pipeline, tsr.ranks, tsr.pipeline_schedule, tsr.pipeline_cell, tsr.scatter_shape, tsr.compression, tsr.dense_bytes, tsr.local_steps, tsr.parameter_server, tsr.server, tsr.kernel, tsr.on_host, tsr.in_place, tsr.profile_regions)}}
+// expected-error @+1 {{has unknown attribute 'tsr.meshes' (known on ops: tsr.mesh, tsr.zero, tsr.frozen, tsr.backward, tsr.remat, tsr.precision, tsr.peak_alloc_bytes, tsr.schedule, tsr.sharding, tsr.operand_shardings, tsr.partitioned, tsr.reason, tsr.stage, tsr.layer, tsr.pipeline, tsr.ranks, tsr.pipeline_schedule, tsr.pipeline_cell, tsr.scatter_shape, tsr.compression, tsr.dense_bytes, tsr.local_steps, tsr.parameter_server, tsr.server, tsr.kernel, tsr.on_host, tsr.in_place, tsr.profile_regions)}}
 module attributes {tsr.meshes = #tsr.mesh<["dp"=4]>} {
 }
 

@@ -281,3 +281,17 @@ func.func @metric(%w: tensor<2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>
   %h = tsr.reduce_sum %i {axes = array<i64: 0>, keepdims = false} : (tensor<2xi64>) -> tensor<i64>
   return %l, %h : tensor<f32>, tensor<i64>
 }
+
+// -----
+
+// A forward op's repeated layer (tsr.layer, tsr-layer-plan) carries over to
+// the ops of its gradient, as its pipeline stage does.
+// CHECK-LABEL: func.func @layer(
+// CHECK: tsr.tanh %{{.*}} {tsr.layer = 2 : i64}
+// CHECK: tsr.mul %{{.*}}, %{{.*}} {tsr.backward, tsr.layer = 2 : i64}
+// CHECK: tsr.sub %{{.*}}, %{{.*}} {tsr.backward, tsr.layer = 2 : i64}
+func.func @layer(%w: tensor<4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}) -> tensor<f32> {
+  %t = tsr.tanh %w {tsr.layer = 2 : i64} : tensor<4xf32>
+  %l = tsr.reduce_sum %t {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

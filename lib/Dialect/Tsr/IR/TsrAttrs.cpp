@@ -467,6 +467,21 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
              << name << "' must be a pipeline stage number, got " << value;
     return success();
   }
+  if (name == attr::kLayer) {
+    auto layer = dyn_cast<IntegerAttr>(value);
+    auto layers = dyn_cast<DenseI64ArrayAttr>(value);
+    if (isa<FunctionOpInterface>(op)
+            ? !layers || layers.empty() ||
+                  llvm::any_of(layers.asArrayRef(),
+                               [](int64_t k) { return k < 0; })
+            : !layer || layer.getInt() < 0)
+      return op->emitOpError("attribute '")
+             << name
+             << "' must be a layer number on an op or an array<i64> of them "
+                "on a function, got "
+             << value;
+    return success();
+  }
   if (name == attr::kPipeline || name == attr::kPipelineSchedule) {
     if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitOpError("attribute '")
@@ -685,11 +700,11 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
          << attr::kPeakAllocBytes << ", " << attr::kSchedule << ", "
          << attr::kSharding << ", " << attr::kOperandShardings << ", "
          << attr::kPartitioned << ", " << attr::kReason << ", " << attr::kStage
-         << ", " << attr::kPipeline << ", " << attr::kRanks << ", "
-         << attr::kPipelineSchedule << ", " << attr::kPipelineCell << ", "
-         << attr::kScatterShape << ", " << attr::kCompression << ", "
-         << attr::kDenseBytes << ", " << attr::kLocalSteps << ", "
-         << attr::kParameterServer << ", " << attr::kServer << ", "
-         << attr::kKernel << ", " << attr::kOnHost << ", " << attr::kInPlace
-         << ", " << attr::kProfileRegions << ")";
+         << ", " << attr::kLayer << ", " << attr::kPipeline << ", "
+         << attr::kRanks << ", " << attr::kPipelineSchedule << ", "
+         << attr::kPipelineCell << ", " << attr::kScatterShape << ", "
+         << attr::kCompression << ", " << attr::kDenseBytes << ", "
+         << attr::kLocalSteps << ", " << attr::kParameterServer << ", "
+         << attr::kServer << ", " << attr::kKernel << ", " << attr::kOnHost
+         << ", " << attr::kInPlace << ", " << attr::kProfileRegions << ")";
 }

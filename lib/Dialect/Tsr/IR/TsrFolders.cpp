@@ -296,6 +296,11 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+OpFoldResult IdentityOp::fold(FoldAdaptor adaptor) {
+  // A constant operand: the constant (an attribute, so nothing is copied).
+  return dyn_cast_if_present<ElementsAttr>(adaptor.getX());
+}
+
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
   auto cond = dyn_cast_if_present<DenseElementsAttr>(adaptor.getCond());
   if (!cond)

@@ -84,6 +84,11 @@ inline constexpr llvm::StringLiteral kBackward = "tsr.backward";
 /// On an op of a training function: the pipeline stage that runs it
 /// (tsr-pipeline-plan on forward ops, tsr-autodiff on their gradients').
 inline constexpr llvm::StringLiteral kStage = "tsr.stage";
+/// On an op of a function: the repeated layer it belongs to
+/// (tsr-layer-plan on forward ops, tsr-autodiff on their gradients'),
+/// which tsr-outline-layers outlines with the layer's other ops. On a
+/// function of tsr-outline-layers: the layers it computes (array<i64>).
+inline constexpr llvm::StringLiteral kLayer = "tsr.layer";
 /// On a forward op, from tsr-remat-plan: "recompute" if the backward pass
 /// recomputes the results it reads rather than keeping them (tsr-remat
 /// clones the op there, marking the clone "recomputed"), "offload" if its

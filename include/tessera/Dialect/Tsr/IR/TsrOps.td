@@ -54,8 +54,12 @@ def Tsr_AbsOp : Tsr_UnaryOp<"abs", "Abs", "Absolute value of every element.">;
 def Tsr_SignOp : Tsr_UnaryOp<"sign", "Sign", "-1, 0 or 1 by the sign of every element.">;
 def Tsr_ReluOp : Tsr_UnaryOp<"relu", "Relu", "max(x, 0) of every element.">;
 def Tsr_IdentityOp : Tsr_UnaryOp<"identity", "Identity",
-  "Returns its operand; kept so that named graph values survive import.",
-  Tsr_Tensor>;
+  "Returns its operand; kept so that named graph values survive import. "
+  "The identity of a constant folds to the constant (ONNX exporters give "
+  "each layer that shares a buffer its own Identity of it).",
+  Tsr_Tensor> {
+  let hasFolder = 1;
+}
 def Tsr_NotOp : Tsr_UnaryOp<"not", "Not", "Logical negation.", Tsr_BoolTensor>;
 def Tsr_ExpOp : Tsr_UnaryOp<"exp", "Exp", "e^x of every element.", Tsr_FloatTensor>;
 def Tsr_LogOp : Tsr_UnaryOp<"log", "Log", "Natural logarithm of every element.", Tsr_FloatTensor>;
