@@ -463,45 +463,42 @@ enum class InitializerKind {
   Constant,
 };
 
-/// Whether a float initializer holds an infinity or a NaN. f32 and f64 are
-/// read as such: an APFloat per value took a tenth of a GPT-2-shaped
-/// model's compile.
-static bool hasNonFinite(DenseElementsAttr value) {
-  auto nonFinite = [](auto v) { return !std::isfinite(v); };
-  Type type = value.getElementType();
-  if (type.isF32())
-    return llvm::any_of(value.getValues<float>(), nonFinite);
-  if (type.isF64())
-    return llvm::any_of(value.getValues<double>(), nonFinite);
-  return llvm::any_of(value.getValues<APFloat>(),
-                      [](const APFloat &v) { return !v.isFinite(); });
+/// The node inputs each value feeds, as (node, input index): one pass over
+/// the graph, so that classifying every initializer stays linear in the
+/// model (scanning every node per initializer took most of a 24-layer
+/// GPT-2-shaped model's import).
+using InputUses =
+    llvm::StringMap<SmallVector<std::pair<const onnx::NodeProto *, int>>>;
+
+static InputUses collectInputUses(const onnx::GraphProto &graph) {
+  InputUses uses;
+  for (const auto &node : graph.node())
+    for (int i = 0; i < node.input_size(); ++i)
+      uses[node.input(i)].push_back({&node, i});
+  return uses;
 }
 
-static InitializerKind classifyInitializer(const onnx::GraphProto &graph,
+static InitializerKind classifyInitializer(const InputUses &uses,
                                            const std::string &name) {
-  bool used = false, weight = true, statistics = true;
-  for (const auto &node : graph.node()) {
-    const auto *schema = onnx::OpSchemaRegistry::Schema(
-        node.op_type(), static_cast<int>(kLibOnnxMaxOpset), node.domain());
-    for (int i = 0; i < node.input_size(); ++i) {
-      if (node.input(i) != name)
-        continue;
-      used = true;
-      bool bnStatistic = node.op_type() == "BatchNormalization" && i >= 3;
-      statistics &= bnStatistic;
-      if (bnStatistic || !schema || schema->inputs().empty()) {
-        weight = false;
-        continue;
-      }
-      const auto &formal =
-          schema->inputs()[std::min<size_t>(i, schema->inputs().size() - 1)];
-      if (formal.GetDifferentiationCategory() ==
-          onnx::OpSchema::NonDifferentiable)
-        weight = false;
-    }
-  }
-  if (!used)
+  auto it = uses.find(name);
+  if (it == uses.end())
     return InitializerKind::Constant;
+  bool weight = true, statistics = true;
+  for (auto [node, i] : it->second) {
+    const auto *schema = onnx::OpSchemaRegistry::Schema(
+        node->op_type(), static_cast<int>(kLibOnnxMaxOpset), node->domain());
+    bool bnStatistic = node->op_type() == "BatchNormalization" && i >= 3;
+    statistics &= bnStatistic;
+    if (bnStatistic || !schema || schema->inputs().empty()) {
+      weight = false;
+      continue;
+    }
+    const auto &formal =
+        schema->inputs()[std::min<size_t>(i, schema->inputs().size() - 1)];
+    if (formal.GetDifferentiationCategory() ==
+        onnx::OpSchema::NonDifferentiable)
+      weight = false;
+  }
   if (weight)
     return InitializerKind::Trainable;
   return statistics ? InitializerKind::Statistics : InitializerKind::Constant;
@@ -615,30 +612,39 @@ LogicalResult GenericImporter::buildFunction(ModuleOp module) {
       updated.insert(binding.key());
   size_t numInputs = argTypes.size();
   SmallVector<bool> argIsStatistics;
+  // Only constants become attributes: a parameter's values are read by the
+  // runtime from the model, so the compiler never copies them (a
+  // GPT-2-shaped model's 650 MB were copied twice and hashed once).
   SmallVector<DenseElementsAttr> initValues;
   SmallVector<NamedAttribute> frozen;
+  InputUses uses = collectInputUses(graph);
   for (const auto &init : graph.initializer()) {
     std::string err;
-    DenseElementsAttr value = convertTensor(&ctx, init, modelDir, err);
-    if (!value)
+    std::optional<TensorData> data = readTensor(&ctx, init, modelDir, err);
+    if (!data)
       return fail("initializer " + err);
-    initValues.push_back(value);
-    if (!opts.initializersAsParams || !isa<FloatType>(value.getElementType()))
+    initValues.push_back({});
+    auto constant = [&] { initValues.back() = toElementsAttr(*data); };
+    if (!opts.initializersAsParams ||
+        !isa<FloatType>(data->type.getElementType())) {
+      constant();
       continue;
-    InitializerKind kind = classifyInitializer(graph, init.name());
+    }
+    InitializerKind kind = classifyInitializer(uses, init.name());
     StringRef reason;
     if (kind == InitializerKind::Constant)
       reason = "feeds no differentiable input";
     else if (kind == InitializerKind::Trainable && !updated.empty() &&
              !updated.contains(init.name()))
       reason = "not updated by the model's training_info";
-    else if (kind == InitializerKind::Trainable && hasNonFinite(value))
+    else if (kind == InitializerKind::Trainable && holdsNonFinite(*data))
       reason = "holds non-finite values";
     if (!reason.empty()) {
       frozen.push_back(b.getNamedAttr(init.name(), b.getStringAttr(reason)));
+      constant();
       continue;
     }
-    argTypes.push_back(value.getType());
+    argTypes.push_back(data->type);
     argNames.push_back(init.name());
     argIsStatistics.push_back(kind == InitializerKind::Statistics);
   }

@@ -108,6 +108,45 @@ def moe_train():
                  domain_opsets=[helper.make_opsetid("com.microsoft", 1)])
 
 
+def nonfinite():
+    # y = x * w + m32 + t32 + Cast(h16) + Cast(b16) + Cast(d64), each [1030]
+    # (past one 1024-value block of the importer's scan): w is finite and
+    # trained; each other holds one infinity or NaN, in raw_data of each
+    # float type or in float_data, so training freezes it.
+    n = 1030
+    w = numpy_helper.from_array(np.linspace(-1, 1, n).astype(np.float32), "w")
+    m32 = np.zeros(n, dtype=np.float32)
+    m32[n - 1] = -np.inf
+    t32 = [0.0] * n
+    t32[5] = float("inf")
+    h16 = np.zeros(n, dtype=np.float16)
+    h16[n - 1] = np.inf
+    b16 = np.full(n, 0x3F80, dtype=np.uint16)  # bfloat16 1.0
+    b16[1024] = 0x7FC0  # bfloat16 NaN
+    d64 = np.zeros(n)
+    d64[0] = np.nan
+    inits = [
+        w,
+        numpy_helper.from_array(m32, "m32"),
+        helper.make_tensor("t32", TensorProto.FLOAT, [n], t32, raw=False),
+        numpy_helper.from_array(h16, "h16"),
+        helper.make_tensor("b16", TensorProto.BFLOAT16, [n], b16.tobytes(), raw=True),
+        numpy_helper.from_array(d64, "d64"),
+    ]
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["xw"], name="mul"),
+        helper.make_node("Add", ["xw", "m32"], ["a1"], name="add_m32"),
+        helper.make_node("Add", ["a1", "t32"], ["a2"], name="add_t32"),
+        helper.make_node("Cast", ["h16"], ["h"], name="cast_h16", to=TensorProto.FLOAT),
+        helper.make_node("Add", ["a2", "h"], ["a3"], name="add_h16"),
+        helper.make_node("Cast", ["b16"], ["b"], name="cast_b16", to=TensorProto.FLOAT),
+        helper.make_node("Add", ["a3", "b"], ["a4"], name="add_b16"),
+        helper.make_node("Cast", ["d64"], ["d"], name="cast_d64", to=TensorProto.FLOAT),
+        helper.make_node("Add", ["a4", "d"], ["y"], name="add_d64"),
+    ]
+    return model(nodes, [vi("x", [2, n])], [vi("y", [2, n])], inits)
+
+
 def shape_chain():
     # Shape -> Gather -> Unsqueeze -> Concat -> Reshape on a symbolic batch.
     nodes = [
