@@ -860,6 +860,23 @@ std::pair<Value, bool> composedTranspose(tsr::TransposeOp op) {
   return {inner.getX(), identity};
 }
 
+SmallVector<unsigned> donatedResults(func::FuncOp f, Fusion &fusion);
+
+/// The argument of `call` into whose buffer its callee writes result `r`
+/// in place (a repeated layer's update cell: see donatedResults), if any.
+std::optional<unsigned> writtenInPlaceBy(func::CallOp call, OpResult r) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  if (!callee || callee.isPublic())
+    return std::nullopt;
+  Fusion fusion;
+  unsigned i = r.getResultNumber();
+  if (!llvm::is_contained(donatedResults(callee, fusion), i))
+    return std::nullopt;
+  return callee.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kUpdates)
+      .getInt();
+}
+
 /// A call of a function bufferized with identity layouts at its boundary
 /// and its results as out-parameters: an argument that is not row-major
 /// from its first element is copied first, and the caller allocates the
@@ -871,8 +888,12 @@ void lowerCall(Program &p, func::CallOp call) {
     if (isa<ShapedType>(v.getType()) && !p.hasIdentityLayout(v))
       p.scratch("row-major argument", tsr::getStaticTensorBytes(v.getType()));
   }
-  for (Value r : call.getResults())
-    p.define(r, /*padded=*/false);
+  // A result its callee writes over an argument (an update cell's) is
+  // that argument's buffer where the caller donates it; elsewhere
+  // bufferization copies the argument into an aligned buffer of the
+  // caller's first.
+  for (OpResult r : call->getResults())
+    p.define(r, /*padded=*/writtenInPlaceBy(call, r).has_value());
 }
 
 void lower(Program &p, Operation *op) {
@@ -940,15 +961,18 @@ BlockArgument viewedArgument(Value v) {
   return dyn_cast<BlockArgument>(v);
 }
 
-/// The results of public function `f` that tsr-donate-updates writes into
-/// the buffer of the argument they update (`tsr.updates`): the argument
-/// itself, or a result of an elementwise op (one linalg op writing a fresh
-/// tensor) when no other result is (a view of) that argument and every
-/// other op that reads the argument, or a view of it, runs before (where
-/// producers fused into it run), the op itself reading it only directly.
+/// The results of function `f` that tsr-donate-updates writes into the
+/// buffer of the argument they update (`tsr.updates`: every result of a
+/// public function that updates an argument, those of a repeated layer's
+/// update cell that tsr-outline-layers marks): the argument itself, or a
+/// result of an elementwise op (one linalg op writing a fresh tensor) or
+/// of a call whose callee writes it into that argument's buffer, when no
+/// other result is (a view of) that argument and every other op that
+/// reads the argument, or a view of it, runs before (where producers fused
+/// into it run), the op itself reading it only directly.
 SmallVector<unsigned> donatedResults(func::FuncOp f, Fusion &fusion) {
   SmallVector<unsigned> donated;
-  if (!f.isPublic() || !f.getBody().hasOneBlock())
+  if (!f.getBody().hasOneBlock())
     return donated;
   auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
   DenseSet<unsigned> args;
@@ -966,8 +990,14 @@ SmallVector<unsigned> donatedResults(func::FuncOp f, Fusion &fusion) {
       continue;
     Operation *writer = v.getDefiningOp();
     if (v != arg) {
-      if (!writer || writer->getBlock() != ret->getBlock() ||
-          !isElementwise(writer) || writer->getNumResults() != 1)
+      auto call = dyn_cast_or_null<func::CallOp>(writer);
+      bool byCall = call && call->getBlock() == ret->getBlock() &&
+                    llvm::count(call.getOperands(), Value(arg)) == 1 &&
+                    writtenInPlaceBy(call, cast<OpResult>(v)) ==
+                        llvm::find(call.getOperands(), Value(arg)) -
+                            call.getOperands().begin();
+      if (!byCall && (!writer || writer->getBlock() != ret->getBlock() ||
+                      !isElementwise(writer) || writer->getNumResults() != 1))
         continue;
       bool overwritable = true;
       SmallVector<Value> worklist = {arg};

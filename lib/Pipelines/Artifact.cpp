@@ -692,7 +692,7 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
   }
   // tsr-cpu-memory-plan put each function's peak on it and
   // tsr-donate-updates its in-place results; both are kept on the lowered
-  // function.
+  // function (the entry it became, on the CPU target).
   for (ArtifactProgram &program : sig.programs) {
     Operation *lowered = SymbolTable::lookupSymbolIn(module, program.name);
     if (!lowered)
@@ -709,6 +709,12 @@ mlir::tessera::lowerModel(ModuleOp module, const TargetBackend &target,
       program.peakAllocBytes = peak.getInt();
       lowered->removeAttr(tsr::attr::kPeakAllocBytes);
     }
+    // On the CPU target the program's body is its entry's by now: the
+    // declaration left only carried these.
+    if (auto function = dyn_cast<FunctionOpInterface>(lowered);
+        function && function.isExternal() &&
+        SymbolTable::symbolKnownUseEmpty(lowered, module))
+      lowered->erase();
   }
   return sig;
 }

@@ -33,7 +33,6 @@
 #include "tessera/Conversion/GPU/Passes.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Dominators.h"
-#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -144,6 +143,11 @@ public:
     pm.addPass(createUBToLLVMConversionPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
     pm.addPass(createTsrCpuEntryPoint());
+    // The glue (the step's calls, allocations and frees) builds a memref
+    // descriptor per buffer that bare-pointer calls read one field of:
+    // folded away here, LLVM's machine code for it (optnone, one huge
+    // block) is no longer aggregate work for SelectionDAG's scheduler.
+    pm.addPass(createCanonicalizerPass());
   }
 
   /// model.so needs libm and libc, and OpenBLAS when its f32 GEMMs call
@@ -200,29 +204,24 @@ static void outlineLoopNests(llvm::Module &module) {
   }
 }
 
-/// Marks the programs (the functions the `tessera_entry_*` wrappers call)
-/// that have no loop left after outlining as `optnone`: they are glue that
-/// allocates, frees and calls kernels and BLAS once each per step, so
-/// LLVM's fast instruction selection and register allocation serve them as
-/// well as -O3 does, in time linear in their length (at -O3, machine code
-/// for the 5000-call step of a 24-layer GPT-2-shaped model grew faster
-/// than its length). Programs that kept a loop stay at -O3.
+/// Marks the programs (`tessera_entry_*`) that have no loop left after
+/// outlining as `optnone`: they are glue that allocates, frees and calls
+/// kernels and BLAS once each per step, so LLVM's fast instruction
+/// selection and register allocation serve them as well as -O3 does, in
+/// time linear in their length (at -O3, machine code for the 5000-call step
+/// of a 24-layer GPT-2-shaped model grew faster than its length). Programs
+/// that kept a loop stay at -O3.
 static void markGlueUnoptimized(llvm::Module &module) {
-  for (llvm::Function &entry : module) {
-    if (!entry.getName().starts_with("tessera_entry_"))
+  for (llvm::Function &program : module) {
+    if (!program.getName().starts_with("tessera_entry_") ||
+        program.isDeclaration())
       continue;
-    for (llvm::Instruction &inst : llvm::instructions(entry)) {
-      auto *call = llvm::dyn_cast<llvm::CallInst>(&inst);
-      llvm::Function *program = call ? call->getCalledFunction() : nullptr;
-      if (!program || program->isDeclaration())
-        continue;
-      llvm::DominatorTree dominators(*program);
-      llvm::LoopInfo loops(dominators);
-      if (!loops.empty())
-        continue;
-      program->addFnAttr(llvm::Attribute::NoInline);
-      program->addFnAttr(llvm::Attribute::OptimizeNone);
-    }
+    llvm::DominatorTree dominators(program);
+    llvm::LoopInfo loops(dominators);
+    if (!loops.empty())
+      continue;
+    program.addFnAttr(llvm::Attribute::NoInline);
+    program.addFnAttr(llvm::Attribute::OptimizeNone);
   }
 }
 

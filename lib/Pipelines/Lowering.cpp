@@ -24,7 +24,7 @@ void mlir::tessera::buildTsrToLinalgPipeline(OpPassManager &pm,
   funcPm.addPass(createCSEPass());
   // After CSE, which merged identical inits across the step.
   funcPm.addPass(createTsrUnshareInits());
-  funcPm.addPass(createTsrDonateUpdates());
+  pm.addPass(createTsrDonateUpdates());
 }
 
 void mlir::tessera::buildBufferizationPipeline(OpPassManager &pm) {
@@ -33,6 +33,9 @@ void mlir::tessera::buildBufferizationPipeline(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A callee's result that is its argument's buffer (an update cell's
+  // donated result) is no result: the caller reads the buffer it passed.
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createTsrResultsToOutParams());
   // Upstream's buffer-deallocation-pipeline, with tsr-split-deallocs before
   // the simplification, which is quadratic in a step's buffers otherwise.

@@ -283,3 +283,36 @@ func.func @reshaped_results(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>) -> (ten
   %r = tsr.reshape %n : tensor<2x4x16xf32> to tensor<128xf32>
   return %m, %r : tensor<2x4x16xf32>, tensor<128xf32>
 }
+
+// -----
+
+// A repeated layer's update cell writes the results tsr-outline-layers
+// marks over the arguments they replace: it allocates nothing for them.
+// @step passes the parameters' own buffers, which the calls are the last
+// to read: no buffer either. @late reads %w1 after its update, so the
+// caller copies %w1 into an aligned buffer of its own for the call to
+// write (64 bytes and 64 of padding); %r is its own out-parameter.
+// expected-remark @+1 {{predicted peak 0 bytes}}
+func.func private @cell(%w: tensor<16xf32>, %g: tensor<16xf32>)
+    -> (tensor<16xf32> {tsr.updates = 0 : i64}) {
+  %n = tsr.sub %w, %g : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  return %n : tensor<16xf32>
+}
+// expected-remark @+1 {{predicted peak 0 bytes}}
+func.func @step(%w0: tensor<16xf32>, %w1: tensor<16xf32>, %g: tensor<16xf32>)
+    -> (tensor<16xf32> {tsr.updates = 0 : i64},
+        tensor<16xf32> {tsr.updates = 1 : i64}) {
+  %n0 = call @cell(%w0, %g) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %n1 = call @cell(%w1, %g) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %n0, %n1 : tensor<16xf32>, tensor<16xf32>
+}
+// expected-remark @+1 {{predicted peak 128 bytes at 'func.call' (1 buffer live, 64 bytes of allocator padding)}}
+func.func @late(%w0: tensor<16xf32>, %w1: tensor<16xf32>, %g: tensor<16xf32>)
+    -> (tensor<16xf32> {tsr.updates = 0 : i64},
+        tensor<16xf32> {tsr.updates = 1 : i64}, tensor<16xf32>) {
+  %n0 = call @cell(%w0, %g) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  // expected-note @+1 {{64 bytes: func.call}}
+  %n1 = call @cell(%w1, %g) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %r = tsr.mul %w1, %w1 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  return %n0, %n1, %r : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}

@@ -25,7 +25,7 @@
 // CHECK: tsrt.all_reduce ins(%[[W]] : memref<6xf32>) outs(%[[A]] : memref<6xf32>)
 // CHECK: memref.dealloc %[[CAT]]
 
-// LLVM-LABEL: llvm.func internal @grads(
+// LLVM-LABEL: llvm.func @tessera_entry_grads(
 // LLVM: llvm.call @tsrt_all_reduce_start(%{{.*}}, %{{.*}}, %[[P:[0-9]+]], %[[P]], %{{.*}}, %{{.*}}, %{{.*}}, %[[NULL:[0-9]+]]) : (i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr) -> ()
 // The start and the wait are timed apart (tsr-cpu-profile-regions).
 // LLVM-NEXT: llvm.call @tsr_profile_end(

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRDONATEUPDATES
@@ -82,52 +83,102 @@ bool overwritable(BlockArgument arg, OpOperand *init, func::ReturnOp ret) {
   return true;
 }
 
+/// Whether the call `v` is a result of writes it into the buffer of `arg`,
+/// its operand, in place: the callee returns the result in the buffer of
+/// the argument it passes `arg` as (its `tsr.in_place`), `arg` is passed
+/// once, and every other op that reads it (or a view of it) runs before.
+bool writtenByCall(Value v, BlockArgument arg, func::ReturnOp ret,
+                   SymbolTable &symbols) {
+  auto call = v.getDefiningOp<func::CallOp>();
+  if (!call || call->getBlock() != ret->getBlock())
+    return false;
+  auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+  auto inPlace =
+      callee ? callee->getAttrOfType<DenseI64ArrayAttr>(tsr::attr::kInPlace)
+             : DenseI64ArrayAttr();
+  unsigned i = cast<OpResult>(v).getResultNumber();
+  if (!inPlace || i >= inPlace.size() || inPlace[i] < 0 ||
+      call.getOperand(inPlace[i]) != arg ||
+      llvm::count(call.getOperands(), Value(arg)) != 1)
+    return false;
+  SmallVector<Value> worklist = {arg};
+  while (!worklist.empty()) {
+    Value x = worklist.pop_back_val();
+    for (Operation *user : x.getUsers()) {
+      Operation *top = ret->getBlock()->findAncestorOpInBlock(*user);
+      if (!top)
+        return false;
+      if (top == ret || (top == call && x == arg))
+        continue;
+      if (isView(top)) {
+        worklist.push_back(top->getResult(0));
+        continue;
+      }
+      if (!top->isBeforeInBlock(call))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// Donates the results of `f` that `tsr.updates` marks; see the pass.
+void donate(func::FuncOp f, SymbolTable &symbols) {
+  if (f.isExternal() || !f.getBody().hasOneBlock())
+    return;
+  MLIRContext *ctx = f.getContext();
+  StringAttr updatesName = StringAttr::get(ctx, tsr::attr::kUpdates);
+  Block &body = f.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<int64_t> inPlace(f.getNumResults(), -1);
+  DenseSet<unsigned> donated;
+  for (unsigned k = 0; k < f.getNumResults(); ++k) {
+    auto updates = f.getResultAttrOfType<IntegerAttr>(k, updatesName);
+    if (!updates)
+      continue;
+    f.removeResultAttr(k, updatesName);
+    unsigned j = updates.getInt();
+    BlockArgument arg = f.getArgument(j);
+    Value v = ret.getOperand(k);
+    if (arg.getType() != v.getType() || donated.count(j))
+      continue;
+    // Another result that may be the argument's buffer would read it
+    // after this one overwrote it.
+    bool shared = false;
+    for (auto [i, other] : llvm::enumerate(ret.getOperands()))
+      shared |= i != k && viewedArgument(other) == arg;
+    if (shared)
+      continue;
+    if (v != arg && !writtenByCall(v, arg, ret, symbols)) {
+      OpOperand *init = freshInit(v, body);
+      if (!init || !overwritable(arg, init, ret))
+        continue;
+      Operation *empty = init->get().getDefiningOp();
+      init->set(arg);
+      empty->erase();
+    }
+    // tsr-to-linalg made every argument read-only.
+    f.setArgAttr(j, bufferization::BufferizationDialect::kWritableAttrName,
+                 BoolAttr::get(ctx, true));
+    inPlace[k] = j;
+    donated.insert(j);
+  }
+  if (!donated.empty())
+    f->setAttr(tsr::attr::kInPlace, DenseI64ArrayAttr::get(ctx, inPlace));
+}
+
 struct TsrDonateUpdatesPass
     : tessera::impl::TsrDonateUpdatesBase<TsrDonateUpdatesPass> {
   void runOnOperation() override {
-    func::FuncOp f = getOperation();
-    if (f.isExternal() || !f.isPublic() || !f.getBody().hasOneBlock())
-      return;
-    StringAttr updatesName =
-        StringAttr::get(&getContext(), tsr::attr::kUpdates);
-    Block &body = f.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    SmallVector<int64_t> inPlace(f.getNumResults(), -1);
-    DenseSet<unsigned> donated;
-    for (unsigned k = 0; k < f.getNumResults(); ++k) {
-      auto updates = f.getResultAttrOfType<IntegerAttr>(k, updatesName);
-      if (!updates)
-        continue;
-      f.removeResultAttr(k, updatesName);
-      unsigned j = updates.getInt();
-      BlockArgument arg = f.getArgument(j);
-      Value v = ret.getOperand(k);
-      if (arg.getType() != v.getType() || donated.count(j))
-        continue;
-      // Another result that may be the argument's buffer would read it
-      // after this one overwrote it.
-      bool shared = false;
-      for (auto [i, other] : llvm::enumerate(ret.getOperands()))
-        shared |= i != k && viewedArgument(other) == arg;
-      if (shared)
-        continue;
-      if (v != arg) {
-        OpOperand *init = freshInit(v, body);
-        if (!init || !overwritable(arg, init, ret))
-          continue;
-        Operation *empty = init->get().getDefiningOp();
-        init->set(arg);
-        empty->erase();
-      }
-      // tsr-to-linalg made every argument read-only.
-      f.setArgAttr(j, bufferization::BufferizationDialect::kWritableAttrName,
-                   BoolAttr::get(&getContext(), true));
-      inPlace[k] = j;
-      donated.insert(j);
-    }
-    if (!donated.empty())
-      f->setAttr(tsr::attr::kInPlace,
-                 DenseI64ArrayAttr::get(&getContext(), inPlace));
+    // Callees (a repeated layer's update cell) first: a caller's result
+    // is in place where the call writes it into the caller's argument.
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPrivate())
+        donate(f, symbols);
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic())
+        donate(f, symbols);
   }
 };
 

@@ -176,6 +176,36 @@ Location commonLocation(ArrayRef<Location> locs) {
   return first;
 }
 
+/// Marks each result of update cell `callee` that `f` returns as the next
+/// value of one of its arguments (`tsr.updates`) with the callee's argument
+/// that `call` passes it as, when `call` is the last to read it: the cell
+/// may then write it in place (tsr-donate-updates), as `f` would have.
+void markUpdates(func::FuncOp f, func::FuncOp callee, func::CallOp call) {
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  Builder b(f.getContext());
+  for (auto [i, result] : llvm::enumerate(call.getResults()))
+    for (OpOperand &use : result.getUses()) {
+      if (use.getOwner() != ret)
+        continue;
+      auto updates = f.getResultAttrOfType<IntegerAttr>(use.getOperandNumber(),
+                                                        tsr::attr::kUpdates);
+      if (!updates)
+        continue;
+      BlockArgument arg = f.getArgument(updates.getInt());
+      auto operands = call.getOperands();
+      if (llvm::count(operands, Value(arg)) != 1 ||
+          llvm::any_of(arg.getUsers(), [&](Operation *user) {
+            return user != call && !f.getBody()
+                                        .front()
+                                        .findAncestorOpInBlock(*user)
+                                        ->isBeforeInBlock(call);
+          }))
+        continue;
+      int64_t a = llvm::find(operands, Value(arg)) - operands.begin();
+      callee.setResultAttr(i, tsr::attr::kUpdates, b.getI64IntegerAttr(a));
+    }
+}
+
 struct TsrOutlineLayersPass
     : tessera::impl::TsrOutlineLayersBase<TsrOutlineLayersPass> {
   void runOnOperation() override {
@@ -457,6 +487,8 @@ std::optional<Cell> TsrOutlineLayersPass::outline(func::FuncOp f,
     partOf.erase(op);
     constants.erase(op);
   }
+  if (key.phase == Phase::Update)
+    markUpdates(f, callee, call);
   Cell made = key;
   made.callee = callee;
   made.calls = {call};
@@ -477,7 +509,8 @@ void TsrOutlineLayersPass::shareBodies(SymbolTable &symbols,
     bool placed = false;
     for (size_t c : byHash[h]) {
       func::FuncOp rep = classes[c].front()->callee;
-      if (OperationEquivalence::isRegionEquivalentTo(
+      if (rep.getResAttrsAttr() == cell.callee.getResAttrsAttr() &&
+          OperationEquivalence::isRegionEquivalentTo(
               &rep.getBody(), &cell.callee.getBody(),
               OperationEquivalence::IgnoreLocations)) {
         classes[c].push_back(&cell);

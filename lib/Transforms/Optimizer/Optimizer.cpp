@@ -934,9 +934,10 @@ struct TsrOptimizerPass : tessera::impl::TsrOptimizerBase<TsrOptimizerPass> {
       if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(
               p.getArgNumber(), tsr::attr::kGlobalShape))
         full = full.clone(shape.asArrayRef());
-      // The update itself stays in the step: its results are written into
-      // the parameter's and states' buffers (tsr-donate-updates), which a
-      // callee's results are not.
+      // The update is the parameter's layer's: tsr-outline-layers puts it
+      // in the layer's update cell, which writes the new values into the
+      // parameter's and states' buffers (tsr-donate-updates).
+      LayerListener listener(b, p);
       Value next = update(g, view, name, full.getShape(),
                           func.getArgAttrOfType<tsr::ShardingAttr>(
                               p.getArgNumber(), tsr::attr::kSharding),

@@ -1,13 +1,21 @@
 // RUN: tessera-opt %s -split-input-file -tsr-cpu-entry-point -verify-diagnostics | FileCheck %s
 
-// CHECK-LABEL: llvm.func internal @step
+// The program's body becomes the entry's, after a block that loads each
+// buffer pointer from the array; the program is left a declaration with
+// its attributes.
+// CHECK-LABEL: llvm.func @step(!llvm.ptr, !llvm.ptr) attributes {tsr.in_place = array<i64: -1, 0>}
 // CHECK: llvm.func @tessera_entry_step(%[[ARGV:.*]]: !llvm.ptr)
 // CHECK:   %[[P0:.*]] = llvm.load %[[ARGV]] : !llvm.ptr -> !llvm.ptr
 // CHECK:   %[[S1:.*]] = llvm.getelementptr %[[ARGV]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK:   %[[P1:.*]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
-// CHECK:   llvm.call @step(%[[P0]], %[[P1]]) : (!llvm.ptr, !llvm.ptr) -> ()
+// CHECK:   llvm.br ^[[BODY:.*]](%[[P0]], %[[P1]] : !llvm.ptr, !llvm.ptr)
+// CHECK: ^[[BODY]](%[[X:.*]]: !llvm.ptr, %[[Y:.*]]: !llvm.ptr):
+// CHECK:   %[[V:.*]] = llvm.load %[[X]] : !llvm.ptr -> f32
+// CHECK:   llvm.store %[[V]], %[[Y]] : f32, !llvm.ptr
 // CHECK:   llvm.return
-llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr) {
+llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr) attributes {tsr.in_place = array<i64: -1, 0>} {
+  %v = llvm.load %x : !llvm.ptr -> f32
+  llvm.store %v, %y : f32, !llvm.ptr
   llvm.return
 }
 
@@ -16,12 +24,11 @@ llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr) {
 // Every public function is a program with its own entry; internal helpers
 // and declarations are not.
 // CHECK-LABEL: llvm.func internal @helper
-// CHECK: llvm.func internal @forward
-// CHECK: llvm.func internal @backward
+// CHECK: llvm.func @forward(!llvm.ptr)
+// CHECK: llvm.func @backward(!llvm.ptr, !llvm.ptr)
 // CHECK: llvm.func @tessera_entry_forward(
-// CHECK:   llvm.call @forward(
+// CHECK:   llvm.call @helper(
 // CHECK: llvm.func @tessera_entry_backward(
-// CHECK:   llvm.call @backward(
 // CHECK-NOT: tessera_entry_helper
 // CHECK-NOT: tessera_entry_cblas
 llvm.func internal @helper() {

@@ -1,5 +1,5 @@
-// RUN: tessera-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tsr-donate-updates))' | FileCheck %s
-// RUN: tessera-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tsr-donate-updates),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map})' | FileCheck %s --check-prefix=BUF
+// RUN: tessera-opt %s --split-input-file --pass-pipeline='builtin.module(tsr-donate-updates)' | FileCheck %s
+// RUN: tessera-opt %s --split-input-file --pass-pipeline='builtin.module(tsr-donate-updates,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},drop-equivalent-buffer-results)' | FileCheck %s --check-prefix=BUF
 
 #map = affine_map<(d0) -> (d0)>
 
@@ -74,7 +74,7 @@ func.func @embedding(%table: tensor<4xf32>, %ids: tensor<2xindex>, %g: tensor<4x
 
 // Not donated: the argument is read after the update (by %late), read by
 // the update through another indexing map (%flip), or also returned as
-// another result (%kept); a private function keeps its results. Each keeps
+// another result (%kept). Each keeps
 // its own init and tsr.updates is consumed all the same.
 // CHECK-LABEL: func.func @conflicts(
 // CHECK-NOT: bufferization.writable = true
@@ -118,15 +118,61 @@ func.func @conflicts(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>)
   return %a2, %late, %flip, %c2, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
-// CHECK-LABEL: func.func private @callee(
-// CHECK-SAME: -> (tensor<4xf32> {tsr.updates = 0 : i64})
+// -----
+
+#map = affine_map<(d0) -> (d0)>
+
+// A repeated layer's update cell (tsr-outline-layers marks the results it
+// may write over its arguments): the cell is donated first, then its
+// callers, whose result is the call's, written into the argument they pass.
+// @late reads its argument after the call: the call's result is not its.
+// Bufferized, @step returns %w's own buffer, which the cell wrote.
+// CHECK-LABEL: func.func private @cell(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<4xf32> {bufferization.writable = true}
+// CHECK-SAME: -> tensor<4xf32> attributes {tsr.in_place = array<i64: 0>}
+// CHECK: linalg.generic {{.*}} outs(%[[W]] : tensor<4xf32>)
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: %{{[^:]*}}: tensor<4xf32> {bufferization.writable = true}
+// CHECK-SAME: attributes {tsr.in_place = array<i64: 0>}
+// CHECK-LABEL: func.func @late(
+// CHECK-NOT: bufferization.writable = true
 // CHECK-NOT: tsr.in_place
-func.func private @callee(%a: tensor<4xf32>) -> (tensor<4xf32> {tsr.updates = 0 : i64}) {
+// BUF-LABEL: func.func private @cell(
+// BUF-SAME: %[[W:[^:]*]]: memref<4xf32>, %{{[^:]*}}: memref<4xf32>) attributes
+// BUF-LABEL: func.func @step(
+// BUF-SAME: %[[W:[^:]*]]: memref<4xf32>
+// BUF: call @cell(%[[W]],
+// BUF: return %[[W]] :
+// BUF-LABEL: func.func @late(
+// BUF: memref.alloc
+// BUF: memref.copy
+func.func private @cell(%w: tensor<4xf32>, %g: tensor<4xf32>)
+    -> (tensor<4xf32> {tsr.updates = 0 : i64}) {
   %e = tensor.empty() : tensor<4xf32>
-  %a2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
-      ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) {
-  ^bb0(%x: f32, %o: f32):
-    linalg.yield %x : f32
+  %w2 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%w, %g : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
   } -> tensor<4xf32>
-  return %a2 : tensor<4xf32>
+  return %w2 : tensor<4xf32>
+}
+func.func @step(%w: tensor<4xf32> {bufferization.writable = false},
+                %g: tensor<4xf32> {bufferization.writable = false})
+    -> (tensor<4xf32> {tsr.updates = 0 : i64}) {
+  %w2 = func.call @cell(%w, %g) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %w2 : tensor<4xf32>
+}
+func.func @late(%w: tensor<4xf32> {bufferization.writable = false},
+                %g: tensor<4xf32> {bufferization.writable = false})
+    -> (tensor<4xf32> {tsr.updates = 0 : i64}, tensor<4xf32>) {
+  %w2 = func.call @cell(%w, %g) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %sq = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%w : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.mulf %a, %a : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  return %w2, %sq : tensor<4xf32>, tensor<4xf32>
 }

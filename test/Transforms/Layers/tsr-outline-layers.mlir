@@ -61,6 +61,45 @@ func.func @train(%x: tensor<4x8xf32>, %b0: tensor<4x8xf32>,
 
 // -----
 
+// Update cells: each layer's parameter update (w - g) is the step's next
+// value of its parameter (tsr.updates), and the call is the last to read
+// it, so the cell's result is marked as the next value of the cell's
+// argument it replaces (argument 0). @late reads %w1 after its update:
+// layer 1's cell is not marked, and does not share layer 0's body.
+// CHECK-LABEL: func.func @sgd(
+// CHECK: call @"layers0-1.update"(%arg0, %arg2) {tsr.layer = 0 : i64}
+// CHECK: call @"layers0-1.update"(%arg1, %arg3) {tsr.layer = 1 : i64}
+// CHECK: func.func private @"layers0-1.update"({{.*}}) -> (tensor<8xf32> {tsr.updates = 0 : i64})
+func.func @sgd(%w0: tensor<8xf32>, %w1: tensor<8xf32>, %g0: tensor<8xf32>,
+               %g1: tensor<8xf32>)
+    -> (tensor<8xf32> {tsr.updates = 0 : i64},
+        tensor<8xf32> {tsr.updates = 1 : i64}) {
+  %b = tsr.mul %g0, %g1 {tsr.backward} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %n0 = tsr.sub %w0, %g0 {tsr.layer = 0 : i64} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %n1 = tsr.sub %w1, %g1 {tsr.layer = 1 : i64} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return %n0, %n1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @late(
+// CHECK: call @layer0.update(
+// CHECK: call @layer1.update(
+// CHECK-DAG: func.func private @layer0.update({{.*}}) -> (tensor<8xf32> {tsr.updates = 0 : i64}) attributes
+// CHECK-DAG: func.func private @layer1.update({{.*}}) -> tensor<8xf32> attributes
+func.func @late(%w0: tensor<8xf32>, %w1: tensor<8xf32>, %g0: tensor<8xf32>,
+                %g1: tensor<8xf32>)
+    -> (tensor<8xf32> {tsr.updates = 0 : i64},
+        tensor<8xf32> {tsr.updates = 1 : i64}, tensor<8xf32>) {
+  %b = tsr.mul %g0, %g1 {tsr.backward} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %n0 = tsr.sub %w0, %g0 {tsr.layer = 0 : i64} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %n1 = tsr.sub %w1, %g1 {tsr.layer = 1 : i64} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %r = tsr.mul %w1, %w1 : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return %n0, %n1, %r : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // A path that leaves a layer's pass through an op with side effects (a
 // collective) and comes back splits the pass in two parts, each outlined.
 // CHECK-LABEL: func.func @collective(

@@ -418,31 +418,39 @@ def TsrCpuApproximateMath : Pass<"tsr-cpu-approximate-math", "func::FuncOp"> {
 }
 
 def TsrCpuEntryPoint : Pass<"tsr-cpu-entry-point", "ModuleOp"> {
-  let summary = "Add a `tessera_entry_<name>(void **args)` wrapper per program";
+  let summary = "Make each program `tessera_entry_<name>(void **args)`";
   let description = [{
     Runs on the LLVM dialect, after the programs (the public functions) were
-    lowered with the bare-pointer calling convention. For each program `NAME`
-    adds `tessera_entry_NAME`, which takes one array of buffer pointers
-    (inputs, then outputs), loads each and calls the program; the program
-    becomes internal so LLVM can inline it. These are the C symbols the
-    manifest names and the runtime looks up in `model.so`.
+    lowered with the bare-pointer calling convention. Each program `NAME`
+    becomes `tessera_entry_NAME`, which takes one array of buffer pointers
+    (inputs, then outputs): a new entry block loads each and branches to the
+    program's first block with them. These are the C symbols the manifest
+    names and the runtime looks up in `model.so`. The program is left a
+    declaration holding its attributes (`tsr.in_place`, its peak), which
+    the artifact writer reads and then erases. A wrapper that called the
+    program instead passed every buffer as an argument: 2300 for a 24-layer
+    GPT-2-shaped training step, whose call and prologue cost machine code
+    time in proportion to the depth.
 
     Before:
 
     ```mlir
-    llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr)
+    llvm.func @step(%x: !llvm.ptr, %y: !llvm.ptr) {
+      ... uses of %x, %y ...
+    }
     ```
 
     After:
 
     ```mlir
-    llvm.func internal @step(%x: !llvm.ptr, %y: !llvm.ptr)
+    llvm.func @step(!llvm.ptr, !llvm.ptr)
     llvm.func @tessera_entry_step(%args: !llvm.ptr) {
       %p0 = llvm.load %args : !llvm.ptr -> !llvm.ptr
       %a1 = llvm.getelementptr %args[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
       %p1 = llvm.load %a1 : !llvm.ptr -> !llvm.ptr
-      llvm.call @step(%p0, %p1) : (!llvm.ptr, !llvm.ptr) -> ()
-      llvm.return
+      llvm.br ^bb1(%p0, %p1 : !llvm.ptr, !llvm.ptr)
+    ^bb1(%x: !llvm.ptr, %y: !llvm.ptr):
+      ... uses of %x, %y ...
     }
     ```
   }];

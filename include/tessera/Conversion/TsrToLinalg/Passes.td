@@ -130,11 +130,13 @@ def TsrSplitDeallocs : Pass<"tsr-split-deallocs", "func::FuncOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
-def TsrDonateUpdates : Pass<"tsr-donate-updates", "func::FuncOp"> {
+def TsrDonateUpdates : Pass<"tsr-donate-updates", "ModuleOp"> {
   let summary = "Write each updated parameter and state into the buffer of the argument it updates";
   let description = [{
     Runs on tensors, after `tsr-unshare-inits` and before one-shot
-    bufferization, on public functions. A training step returns the next
+    bufferization, on public functions and on the private functions whose
+    results `tsr.updates` marks (a repeated layer's update cell, which
+    `tsr-outline-layers` marks), those first. A training step returns the next
     value of every parameter and optimizer state (`tsr.updates` on a
     result names the argument it replaces). Bufferized as written, each
     next value gets a buffer of its own, live until the step returns,
@@ -147,6 +149,12 @@ def TsrDonateUpdates : Pass<"tsr-donate-updates", "func::FuncOp"> {
     writable (`tsr-to-linalg` made every argument read-only). One-shot bufferization then writes the argument's buffer in place, or,
     where something reads the argument afterwards, a fresh buffer as before
     (its conflict analysis decides; the semantics never change).
+
+    A result may also be that of a call whose callee returns it in the
+    buffer of the argument the call passes this argument as (the callee's
+    `tsr.in_place`), when the call is the last to read the argument: the
+    callee writes it there, and `drop-equivalent-buffer-results` then makes
+    the caller read the buffer it passed.
 
     The function gets `tsr.in_place`: per result, the argument whose buffer
     it is returned in (-1 for none). The caller passes that argument's

@@ -70,12 +70,19 @@ def TsrOutlineLayers : Pass<"tsr-outline-layers", "ModuleOp"> {
   let description = [{
     The apply half of layer folding. In every function, the ops marked
     `tsr.layer = k` (by `tsr-layer-plan`, or a gradient op by `tsr-autodiff`)
-    form up to two cells per layer: its forward ops and its backward ops
-    (`tsr.backward`). Each cell becomes a private function
-    (`@layerK.forward`, `@layerK.backward`, marked `tsr.layer = array<i64:
-    K>`) taking the values it reads from outside (constants are copied in)
-    and returning those read outside, called where the cell was. Cells whose
-    bodies are identical but for locations then share one function, renamed
+    form up to three cells per layer: its forward ops, its backward ops
+    (`tsr.backward`) and its ops after the function's last backward op (the
+    layer's share of the gradient norm and its parameters' updates). Each
+    cell becomes a private function (`@layerK.forward`, `@layerK.backward`,
+    `@layerK.update`, marked `tsr.layer = array<i64: K>`) taking the values
+    it reads from outside (constants are copied in) and returning those read
+    outside, called where the cell was. A result of an update cell that the
+    function returns as the next value of one of its arguments
+    (`tsr.updates`), which the call passes and is the last to read, is
+    marked `tsr.updates` with the cell's argument it replaces, so that
+    `tsr-donate-updates` writes it in place as it would have in the step.
+    Cells whose bodies (and result attributes) are identical but for
+    locations then share one function, renamed
     after the layers it serves (`@layers0-11.forward`, `tsr.layer` listing
     them), its ops located at the names the copies have in common
     (`"/blocks.*/attn/MatMul"`), which is what `tessera-run --profile` and
