@@ -862,19 +862,19 @@ std::pair<Value, bool> composedTranspose(tsr::TransposeOp op) {
 
 SmallVector<unsigned> donatedResults(func::FuncOp f, Fusion &fusion);
 
-/// The argument of `call` into whose buffer its callee writes result `r`
-/// in place (a repeated layer's update cell: see donatedResults), if any.
-std::optional<unsigned> writtenInPlaceBy(func::CallOp call, OpResult r) {
+/// Per result of `call`, the argument into whose buffer its callee writes
+/// it in place (a repeated layer's update cell: see donatedResults), or -1.
+SmallVector<int64_t> writtenInPlace(func::CallOp call) {
+  SmallVector<int64_t> args(call.getNumResults(), -1);
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
   if (!callee || callee.isPublic())
-    return std::nullopt;
+    return args;
   Fusion fusion;
-  unsigned i = r.getResultNumber();
-  if (!llvm::is_contained(donatedResults(callee, fusion), i))
-    return std::nullopt;
-  return callee.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kUpdates)
-      .getInt();
+  for (unsigned i : donatedResults(callee, fusion))
+    args[i] = callee.getResultAttrOfType<IntegerAttr>(i, tsr::attr::kUpdates)
+                  .getInt();
+  return args;
 }
 
 /// A call of a function bufferized with identity layouts at its boundary
@@ -892,8 +892,9 @@ void lowerCall(Program &p, func::CallOp call) {
   // that argument's buffer where the caller donates it; elsewhere
   // bufferization copies the argument into an aligned buffer of the
   // caller's first.
+  SmallVector<int64_t> inPlace = writtenInPlace(call);
   for (OpResult r : call->getResults())
-    p.define(r, /*padded=*/writtenInPlaceBy(call, r).has_value());
+    p.define(r, /*padded=*/inPlace[r.getResultNumber()] >= 0);
 }
 
 void lower(Program &p, Operation *op) {
@@ -993,7 +994,7 @@ SmallVector<unsigned> donatedResults(func::FuncOp f, Fusion &fusion) {
       auto call = dyn_cast_or_null<func::CallOp>(writer);
       bool byCall = call && call->getBlock() == ret->getBlock() &&
                     llvm::count(call.getOperands(), Value(arg)) == 1 &&
-                    writtenInPlaceBy(call, cast<OpResult>(v)) ==
+                    writtenInPlace(call)[cast<OpResult>(v).getResultNumber()] ==
                         llvm::find(call.getOperands(), Value(arg)) -
                             call.getOperands().begin();
       if (!byCall && (!writer || writer->getBlock() != ret->getBlock() ||

@@ -48,12 +48,12 @@ OpOperand *freshInit(Value v, Block &body) {
   return init;
 }
 
-/// Whether `init`'s op may overwrite `arg` in place: every other op that
-/// reads it (or a view of it) runs before, and the op itself reads it
-/// only directly, element for element as it writes (so bufferization's
-/// conflict analysis finds nothing to copy).
-bool overwritable(BlockArgument arg, OpOperand *init, func::ReturnOp ret) {
-  auto writer = cast<linalg::LinalgOp>(init->getOwner());
+/// Whether `writer` may overwrite `arg` in place: every other op that
+/// reads it (or a view of it) runs before, and each read of `writer`'s own
+/// is one `ownRead` accepts (so bufferization's conflict analysis finds
+/// nothing to copy).
+bool readBefore(BlockArgument arg, Operation *writer, func::ReturnOp ret,
+                function_ref<bool(OpOperand &, Value)> ownRead) {
   SmallVector<Value> worklist = {arg};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
@@ -69,10 +69,8 @@ bool overwritable(BlockArgument arg, OpOperand *init, func::ReturnOp ret) {
         worklist.push_back(user->getResult(0));
         continue;
       }
-      if (user == writer.getOperation()) {
-        if (use.getOwner() != user || v != arg ||
-            writer.getMatchingIndexingMap(&use) !=
-                writer.getMatchingIndexingMap(init))
+      if (user == writer) {
+        if (!ownRead(use, v))
           return false;
         continue;
       }
@@ -81,6 +79,17 @@ bool overwritable(BlockArgument arg, OpOperand *init, func::ReturnOp ret) {
     }
   }
   return true;
+}
+
+/// Whether `init`'s op may overwrite `arg` in place: it reads `arg` only
+/// directly, element for element as it writes.
+bool overwritable(BlockArgument arg, OpOperand *init, func::ReturnOp ret) {
+  auto writer = cast<linalg::LinalgOp>(init->getOwner());
+  return readBefore(arg, writer, ret, [&](OpOperand &use, Value v) {
+    return use.getOwner() == writer.getOperation() && v == arg &&
+           writer.getMatchingIndexingMap(&use) ==
+               writer.getMatchingIndexingMap(init);
+  });
 }
 
 /// Whether the call `v` is a result of writes it into the buffer of `arg`,
@@ -101,24 +110,8 @@ bool writtenByCall(Value v, BlockArgument arg, func::ReturnOp ret,
       call.getOperand(inPlace[i]) != arg ||
       llvm::count(call.getOperands(), Value(arg)) != 1)
     return false;
-  SmallVector<Value> worklist = {arg};
-  while (!worklist.empty()) {
-    Value x = worklist.pop_back_val();
-    for (Operation *user : x.getUsers()) {
-      Operation *top = ret->getBlock()->findAncestorOpInBlock(*user);
-      if (!top)
-        return false;
-      if (top == ret || (top == call && x == arg))
-        continue;
-      if (isView(top)) {
-        worklist.push_back(top->getResult(0));
-        continue;
-      }
-      if (!top->isBeforeInBlock(call))
-        return false;
-    }
-  }
-  return true;
+  return readBefore(arg, call, ret,
+                    [&](OpOperand &, Value read) { return read == arg; });
 }
 
 /// Donates the results of `f` that `tsr.updates` marks; see the pass.
