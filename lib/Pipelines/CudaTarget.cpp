@@ -107,6 +107,7 @@ public:
     pm.addPass(createGpuNVVMAttachTarget(nvvm));
     OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
     kernels.addPass(createStripDebugInfoPass());
+    kernels.addPass(createTsrGpuLowerSubgroupReduce());
     kernels.addPass(createConvertGpuOpsToNVVMOps());
     kernels.addPass(createCanonicalizerPass());
     kernels.addPass(createCSEPass());

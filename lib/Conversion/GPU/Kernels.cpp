@@ -21,10 +21,24 @@ scf::ForallOp mlir::tessera::getKernelThreads(scf::ForallOp grid) {
   if (!isMapped(grid, true))
     return {};
   Block *body = grid.getBody();
-  if (body->getOperations().size() != 2)
+  auto it = body->begin();
+  for (; it != body->end(); ++it) {
+    auto alloca = dyn_cast<memref::AllocaOp>(*it);
+    if (!alloca)
+      break;
+    if (!isWorkgroupMemory(alloca.getType()) ||
+        !alloca.getType().hasStaticShape())
+      return {};
+  }
+  auto threads = dyn_cast<scf::ForallOp>(*it);
+  if (!threads || std::next(it) != body->getTerminator()->getIterator())
     return {};
-  auto threads = dyn_cast<scf::ForallOp>(body->front());
-  return threads && isMapped(threads, false) ? threads : scf::ForallOp();
+  return isMapped(threads, false) ? threads : scf::ForallOp();
+}
+
+bool mlir::tessera::isWorkgroupMemory(MemRefType type) {
+  auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Workgroup;
 }
 
 FailureOr<SmallVector<tessera::Kernel>>
@@ -40,7 +54,21 @@ mlir::tessera::collectKernels(func::FuncOp function, StringRef pass) {
                               "#gpu.thread<x>, static bounds)";
           return WalkResult::interrupt();
         }
-        kernels.push_back({grid, threads});
+        Kernel kernel{grid, threads, {}};
+        for (auto alloca : grid.getBody()->getOps<memref::AllocaOp>())
+          kernel.workgroup.push_back(alloca);
+        WalkResult collective = threads.walk([&](Operation *op) {
+          if (!isa<gpu::BarrierOp, gpu::SubgroupReduceOp>(op) ||
+              op->getParentOp() == threads.getOperation())
+            return WalkResult::advance();
+          op->emitError() << pass << ": " << op->getName()
+                          << " must be at the top of its kernel's thread "
+                             "loop, reached by every thread";
+          return WalkResult::interrupt();
+        });
+        if (collective.wasInterrupted())
+          return WalkResult::interrupt();
+        kernels.push_back(std::move(kernel));
         return WalkResult::skip();
       });
   if (walk.wasInterrupted())

@@ -1,28 +1,43 @@
 //===- Kernels.h - What the GPU passes share about kernels ------*- C++ -*-===//
 //
 // A kernel of tsr-gpu-map is a 1-D scf.forall mapped to #gpu.block<x> whose
-// body holds one 1-D scf.forall mapped to #gpu.thread<x>, both with static
-// bounds; tsr-gpu-launch and tsr-gpu-emulate consume them.
+// body holds the block's workgroup memory (memref.alloca in
+// #gpu.address_space<workgroup>, static shapes) and one 1-D scf.forall
+// mapped to #gpu.thread<x>, both loops with static bounds. The threads of a
+// warp are 32 consecutive ones. The thread loop's body may hold, at its top
+// level only (every thread reaches them), gpu.barrier and
+// gpu.subgroup_reduce. tsr-gpu-launch and tsr-gpu-emulate consume kernels.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSERA_LIB_CONVERSION_GPU_KERNELS_H
 #define TESSERA_LIB_CONVERSION_GPU_KERNELS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::tessera {
 
-/// One kernel: its loop over blocks and its loop over threads.
+/// Threads of a warp: the lanes that a gpu.subgroup_reduce combines.
+constexpr int64_t kWarpSize = 32;
+
+/// One kernel: its loop over blocks, its workgroup buffers and its loop
+/// over threads.
 struct Kernel {
   scf::ForallOp grid, threads;
+  SmallVector<memref::AllocaOp> workgroup;
 };
+
+/// Whether `type` is in workgroup (shared) memory.
+bool isWorkgroupMemory(MemRefType type);
 
 /// The thread loop of `grid` if `grid` is a kernel, else null.
 scf::ForallOp getKernelThreads(scf::ForallOp grid);
 
 /// Every kernel of `function`; an error naming `pass` at the first
-/// scf.forall that is not one.
+/// scf.forall that is not one, or at a gpu.barrier or gpu.subgroup_reduce
+/// that not every thread of its kernel reaches.
+
 FailureOr<SmallVector<Kernel>> collectKernels(func::FuncOp function,
                                               StringRef pass);
 

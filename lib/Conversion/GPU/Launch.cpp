@@ -19,9 +19,10 @@ using namespace mlir;
 
 namespace {
 
-/// Replaces the kernel nest `grid` (its thread loop `threads`) by a
-/// gpu.launch of as many blocks and threads.
-void launch(IRRewriter &rewriter, scf::ForallOp grid, scf::ForallOp threads) {
+/// Replaces `kernel` by a gpu.launch of as many blocks and threads, its
+/// workgroup buffers the launch's workgroup attributions.
+void launch(IRRewriter &rewriter, const tessera::Kernel &kernelNest) {
+  scf::ForallOp grid = kernelNest.grid, threads = kernelNest.threads;
   Location loc = grid.getLoc();
   rewriter.setInsertionPoint(grid);
   auto index = [&](int64_t v) {
@@ -31,6 +32,15 @@ void launch(IRRewriter &rewriter, scf::ForallOp grid, scf::ForallOp threads) {
   auto kernel = gpu::LaunchOp::create(
       rewriter, loc, index(grid.getStaticUpperBound()[0]), one, one,
       index(threads.getStaticUpperBound()[0]), one, one);
+  // An alloca in workgroup memory inside the kernel would be lowered to a
+  // stack buffer that the NVVM conversion then mislabels (MLIR 22): the
+  // launch's attributions are the shared memory it allocates.
+  for (memref::AllocaOp alloca : kernelNest.workgroup) {
+    BlockArgument shared =
+        kernel.addWorkgroupAttribution(alloca.getType(), alloca.getLoc());
+    rewriter.replaceAllUsesWith(alloca.getResult(), shared);
+    rewriter.eraseOp(alloca);
+  }
   Block &body = kernel.getBody().front();
   rewriter.setInsertionPointToEnd(&body);
   auto terminator = gpu::TerminatorOp::create(rewriter, loc);
@@ -52,8 +62,23 @@ struct TsrGpuLaunchPass : tessera::impl::TsrGpuLaunchBase<TsrGpuLaunchPass> {
         tessera::collectKernels(function, getArgument());
     if (failed(kernels))
       return signalPassFailure();
-    for (auto [grid, threads] : *kernels)
-      launch(rewriter, grid, threads);
+    for (const tessera::Kernel &kernel : *kernels)
+      launch(rewriter, kernel);
+    WalkResult stack = function.walk([&](Operation *op) {
+      auto type = op->getNumResults() == 1
+                      ? dyn_cast<MemRefType>(op->getResult(0).getType())
+                      : MemRefType();
+      if (!isa<memref::AllocaOp, memref::AllocOp>(op) || !type ||
+          !tessera::isWorkgroupMemory(type))
+        return WalkResult::advance();
+      op->emitError("tsr-gpu-launch: workgroup memory must be allocated "
+                    "in a kernel's block loop, before its thread loop (it "
+                    "becomes the launch's workgroup attribution), not by ")
+          << op->getName();
+      return WalkResult::interrupt();
+    });
+    if (stack.wasInterrupted())
+      return signalPassFailure();
 
     if (failed(placeBuffers(rewriter, function)))
       return signalPassFailure();

@@ -13,8 +13,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPUMAP
@@ -226,8 +228,363 @@ scf::ParallelOp parallelizeScatter(IRRewriter &rewriter, scf::ForOp loop) {
   return parallel;
 }
 
+/// How a reduction is mapped: a warp per output element (its input read
+/// along a reduction dimension innermost), or a block per 32 output elements
+/// (its input read along the last parallel dimension innermost).
+enum class ReductionShape { Row, Column };
+
+/// The combining op of a reduction's body and what it folds in.
+struct Combiner {
+  gpu::AllReduceOperation kind;
+  Operation *op;
+  /// The value of one iteration, combined into the output.
+  Value element;
+  ReductionShape shape;
+};
+
+/// The combiner of `op` if `op` is a reduction that warps run: one output
+/// written along parallel dimensions only, static bounds, at least a warp's
+/// worth of reduction iterations, a body yielding `combine(out, element)`
+/// (or `combine(element, out)`) in which the output is read by the
+/// combiner only, and an input of identity layout whose innermost dimension
+/// is a reduction dimension (a row reduction) or the last parallel one (a
+/// column reduction); either way consecutive threads read consecutive
+/// elements.
+std::optional<Combiner> matchReduction(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0 || op->getNumRegions() != 1)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  auto isReduction = [&](unsigned d) {
+    return iterators[d] == utils::IteratorType::reduction;
+  };
+  int64_t reduced = 1;
+  std::optional<unsigned> lastParallel;
+  for (auto [d, range] : llvm::enumerate(op.getStaticLoopRanges())) {
+    if (ShapedType::isDynamic(range) || range == 0)
+      return std::nullopt;
+    if (isReduction(d))
+      reduced *= range;
+    else
+      lastParallel = d;
+  }
+  if (reduced < tessera::kWarpSize)
+    return std::nullopt;
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap written = op.getMatchingIndexingMap(init);
+  if (!written.isProjectedPermutation() ||
+      llvm::any_of(written.getResults(), [&](AffineExpr expr) {
+        return isReduction(cast<AffineDimExpr>(expr).getPosition());
+      }))
+    return std::nullopt;
+  // The innermost dimension of each input read at identity layout.
+  std::optional<ReductionShape> shape;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    AffineMap map = op.getMatchingIndexingMap(in);
+    if (!type || map.getNumResults() == 0 || !type.getLayout().isIdentity())
+      continue;
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (!last)
+      continue;
+    if (isReduction(last.getPosition())) {
+      shape = ReductionShape::Row;
+      break;
+    }
+    if (last.getPosition() == lastParallel)
+      shape = ReductionShape::Column;
+  }
+  if (!shape)
+    return std::nullopt;
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  BlockArgument out = op.getMatchingBlockArgument(init);
+  Operation *combine = yield.getValues()[0].getDefiningOp();
+  if (!combine || combine->getBlock() != body ||
+      combine->getNumOperands() != 2 || !out.hasOneUse() ||
+      out.getUses().begin()->getOwner() != combine)
+    return std::nullopt;
+  std::optional<gpu::AllReduceOperation> kind =
+      llvm::TypeSwitch<Operation *, std::optional<gpu::AllReduceOperation>>(
+          combine)
+          .Case<arith::AddFOp>(
+              [](auto) { return gpu::AllReduceOperation::ADD; })
+          .Case<arith::MulFOp>(
+              [](auto) { return gpu::AllReduceOperation::MUL; })
+          .Case<arith::MaximumFOp>(
+              [](auto) { return gpu::AllReduceOperation::MAXIMUMF; })
+          .Case<arith::MinimumFOp>(
+              [](auto) { return gpu::AllReduceOperation::MINIMUMF; })
+          .Case<arith::MaxNumFOp>(
+              [](auto) { return gpu::AllReduceOperation::MAXNUMF; })
+          .Case<arith::MinNumFOp>(
+              [](auto) { return gpu::AllReduceOperation::MINNUMF; })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!kind)
+    return std::nullopt;
+  Value element = combine->getOperand(combine->getOperand(0) == out ? 1 : 0);
+  if (element == out || !isa<FloatType>(element.getType()))
+    return std::nullopt;
+  for (Operation &nested : body->without_terminator())
+    if (nested.getNumRegions() != 0 || !isPure(&nested))
+      return std::nullopt;
+  return Combiner{*kind, combine, element, *shape};
+}
+
+/// The value that `kind` combines with anything to give it back.
+Value identity(OpBuilder &b, Location loc, gpu::AllReduceOperation kind,
+               FloatType type) {
+  const llvm::fltSemantics &semantics = type.getFloatSemantics();
+  APFloat value = APFloat::getZero(semantics, /*Negative=*/true);
+  switch (kind) {
+  case gpu::AllReduceOperation::MUL:
+    value = APFloat::getOne(semantics);
+    break;
+  case gpu::AllReduceOperation::MAXIMUMF:
+  case gpu::AllReduceOperation::MAXNUMF:
+    value = APFloat::getInf(semantics, /*Negative=*/true);
+    break;
+  case gpu::AllReduceOperation::MINIMUMF:
+  case gpu::AllReduceOperation::MINNUMF:
+    value = APFloat::getInf(semantics);
+    break;
+  default:
+    break;
+  }
+  return arith::ConstantOp::create(b, loc, FloatAttr::get(type, value));
+}
+
+/// Builds the pieces of a reduction kernel for the matched `op`: the
+/// parallel (output) and reduction index spaces, each linearized.
+class ReductionEmitter {
+public:
+  ReductionEmitter(IRRewriter &rewriter, linalg::LinalgOp op,
+                   const Combiner &combiner)
+      : rewriter(rewriter), op(op), combiner(combiner), loc(op.getLoc()) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+      bool reduction = it == utils::IteratorType::reduction;
+      (reduction ? reductionDims : parallelDims).push_back(d);
+      (reduction ? reductionRanges : parallelRanges).push_back(ranges[d]);
+      (reduction ? reduced : outputs) *= ranges[d];
+    }
+    ivs.resize(ranges.size());
+  }
+
+  /// Output elements and reduction iterations.
+  int64_t outputs = 1, reduced = 1;
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  }
+
+  /// Sets the parallel loop indices to those of output element `linear`.
+  void setOutput(Value linear) {
+    for (auto [d, coord] :
+         llvm::zip(parallelDims, split(linear, parallelRanges)))
+      ivs[d] = coord;
+  }
+
+  /// The fold of the elements of iterations first, first + step, ... of
+  /// the linearized reduction space, from the combiner's identity: an
+  /// scf.for at the insertion point.
+  Value fold(Value first, int64_t step) {
+    auto type = cast<FloatType>(combiner.element.getType());
+    auto loop = scf::ForOp::create(
+        rewriter, loc, first, index(reduced), index(step),
+        ValueRange{identity(rewriter, loc, combiner.kind, type)});
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    for (auto [d, coord] : llvm::zip(
+             reductionDims, split(loop.getInductionVar(), reductionRanges)))
+      ivs[d] = coord;
+    IRMapping map;
+    for (OpOperand *in : op.getDpsInputOperands())
+      map.map(op.getMatchingBlockArgument(in), load(in));
+    for (Operation &nested : op.getBlock()->without_terminator()) {
+      if (&nested == combiner.op)
+        continue;
+      if (auto position = dyn_cast<linalg::IndexOp>(nested))
+        map.map(position.getResult(), ivs[position.getDim()]);
+      else
+        rewriter.clone(nested, map);
+    }
+    Value folded =
+        combine(loop.getRegionIterArg(0), map.lookup(combiner.element));
+    scf::YieldOp::create(rewriter, loc, folded);
+    // Outside the loop only the parallel indices exist.
+    for (unsigned d : reductionDims)
+      ivs[d] = index(0);
+    return loop.getResult(0);
+  }
+
+  /// `lhs (+) rhs` with the body's combining op.
+  Value combine(Value lhs, Value rhs) {
+    Operation *result = rewriter.clone(*combiner.op);
+    result->setOperands(ValueRange{lhs, rhs});
+    return result->getResult(0);
+  }
+
+  /// Where `cond` holds, combines `total` into the current output element.
+  void accumulate(Value cond, function_ref<Value()> total) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    auto store = scf::IfOp::create(rewriter, loc, cond);
+    rewriter.setInsertionPoint(store.thenBlock()->getTerminator());
+    OpOperand *init = op.getDpsInitOperand(0);
+    Value result = combine(load(init), total());
+    memref::StoreOp::create(rewriter, loc, result, init->get(), indices(init));
+  }
+
+private:
+  /// Splits `linear` into coordinates of `shape` (none for a rank-0 one).
+  SmallVector<Value> split(Value linear, ArrayRef<int64_t> shape) {
+    SmallVector<Value> coords;
+    if (shape.size() == 1)
+      coords.push_back(linear);
+    else if (shape.size() > 1)
+      llvm::append_range(coords, affine::AffineDelinearizeIndexOp::create(
+                                     rewriter, loc, linear, shape,
+                                     /*hasOuterBound=*/true)
+                                     .getResults());
+    return coords;
+  }
+
+  SmallVector<Value> indices(OpOperand *operand) {
+    SmallVector<Value> result;
+    for (AffineExpr expr : op.getMatchingIndexingMap(operand).getResults())
+      result.push_back(affine::AffineApplyOp::create(
+          rewriter, loc, AffineMap::get(ivs.size(), 0, expr), ivs));
+    return result;
+  }
+
+  Value load(OpOperand *operand) {
+    Value source = operand->get();
+    if (!isa<MemRefType>(source.getType()))
+      return source;
+    return memref::LoadOp::create(rewriter, loc, source, indices(operand));
+  }
+
+  IRRewriter &rewriter;
+  linalg::LinalgOp op;
+  const Combiner &combiner;
+  Location loc;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  SmallVector<int64_t> parallelRanges, reductionRanges;
+  SmallVector<Value> ivs;
+};
+
+/// Warps of a block, and the partial values of a column reduction's block.
+constexpr int64_t kWarps = kBlockSize / tessera::kWarpSize;
+
+/// Replaces the row reduction `op` by a kernel with a warp per output
+/// element, eight to a block: lane `l` folds iterations l, l + 32, ... of
+/// the linearized reduction space, gpu.subgroup_reduce combines the lanes'
+/// values (butterfly shuffles on the GPU), and lane 0 combines the result
+/// into the output. The last block's surplus warps compute the last output
+/// again (the subgroup reduction stays outside any branch, as every lane
+/// must reach it) and store nothing.
+void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
+                     const Combiner &combiner) {
+  ReductionEmitter emit(rewriter, op, combiner);
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  int64_t rows = emit.outputs;
+  int64_t warps = std::min(rows, kWarps);
+  scf::ForallOp block = createKernel(
+      rewriter, loc, llvm::divideCeil(rows, warps), warps * tessera::kWarpSize);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  auto lanes = affine::AffineDelinearizeIndexOp::create(
+      rewriter, loc, block.getInductionVar(0),
+      ArrayRef<int64_t>{warps, tessera::kWarpSize}, /*hasOuterBound=*/true);
+  Value warp = lanes.getResult(0), lane = lanes.getResult(1);
+  Value row = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(2, 0,
+                     rewriter.getAffineDimExpr(0) * warps +
+                         rewriter.getAffineDimExpr(1)),
+      ValueRange{blockId, warp});
+  emit.setOutput(
+      arith::MinUIOp::create(rewriter, loc, row, emit.index(rows - 1)));
+  Value partial = emit.fold(lane, tessera::kWarpSize);
+  Value total = gpu::SubgroupReduceOp::create(rewriter, loc, partial,
+                                              combiner.kind, /*uniform=*/true);
+  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       row, emit.index(rows));
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, emit.index(0));
+  emit.accumulate(arith::AndIOp::create(rewriter, loc, inside, first),
+                  [&] { return total; });
+  rewriter.eraseOp(op);
+}
+
+/// Replaces the column reduction `op` by a kernel with a block per 32
+/// consecutive output elements: thread (w, c) of the block's 8 x 32 folds
+/// iterations w, w + 8, ... of output element c (the 32 lanes of a warp
+/// read 32 consecutive elements of a row) into workgroup memory; after a
+/// barrier, the first warp combines the 8 values of its column in order and
+/// combines the result into the output.
+void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
+                        const Combiner &combiner) {
+  ReductionEmitter emit(rewriter, op, combiner);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  rewriter.setInsertionPoint(op);
+  int64_t columns = emit.outputs;
+  scf::ForallOp block = createKernel(
+      rewriter, loc, llvm::divideCeil(columns, tessera::kWarpSize), kBlockSize);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  Value partials;
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(block);
+    partials = memref::AllocaOp::create(
+        rewriter, loc,
+        MemRefType::get(
+            {kWarps, tessera::kWarpSize}, combiner.element.getType(),
+            MemRefLayoutAttrInterface(),
+            gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  }
+  auto part = affine::AffineDelinearizeIndexOp::create(
+      rewriter, loc, block.getInductionVar(0),
+      ArrayRef<int64_t>{kWarps, tessera::kWarpSize}, /*hasOuterBound=*/true);
+  Value warp = part.getResult(0), lane = part.getResult(1);
+  Value column = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(2, 0,
+                     rewriter.getAffineDimExpr(0) * tessera::kWarpSize +
+                         rewriter.getAffineDimExpr(1)),
+      ValueRange{blockId, lane});
+  emit.setOutput(
+      arith::MinUIOp::create(rewriter, loc, column, emit.index(columns - 1)));
+  Value partial = emit.fold(warp, kWarps);
+  memref::StoreOp::create(rewriter, loc, partial, partials,
+                          ValueRange{warp, lane});
+  gpu::BarrierOp::create(rewriter, loc);
+  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       column, emit.index(columns));
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      warp, emit.index(0));
+  emit.accumulate(arith::AndIOp::create(rewriter, loc, inside, first), [&] {
+    Value total;
+    for (int64_t w = 0; w < kWarps; ++w) {
+      Value value = memref::LoadOp::create(rewriter, loc, partials,
+                                           ValueRange{emit.index(w), lane});
+      total = w == 0 ? value : emit.combine(total, value);
+    }
+    return total;
+  });
+  rewriter.eraseOp(op);
+}
+
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
 LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
+  if (std::optional<Combiner> combiner = matchReduction(op)) {
+    if (combiner->shape == ReductionShape::Row)
+      mapRowReduction(rewriter, op, *combiner);
+    else
+      mapColumnReduction(rewriter, op, *combiner);
+    return success();
+  }
   op = parallelFirst(rewriter, op);
   Location loc = op.getLoc();
   Block *block = op->getBlock();

@@ -1,6 +1,53 @@
-// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-emulate{order=sideways}))" --split-input-file --verify-diagnostics
+// RUN: not tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-emulate{order=sideways}))" --split-input-file 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-emulate))" --split-input-file --verify-diagnostics
 
-// expected-error @+1 {{tsr-gpu-emulate: order 'sideways' is not one of forward, reverse, shuffle}}
+// ORDER: error: tsr-gpu-emulate: order 'sideways' is not one of forward, reverse, shuffle
 func.func @order() {
+  return
+}
+
+// -----
+
+// The threads of a kernel meet in a barrier or a subgroup reduction only
+// at the top of their loop: in a branch not every thread would reach it.
+func.func @branch(%c: i1) {
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (32) {
+      scf.if %c {
+        // expected-error @+1 {{tsr-gpu-emulate: gpu.barrier must be at the top of its kernel's thread loop, reached by every thread}}
+        gpu.barrier
+      }
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+func.func @partial_warp(%x: memref<48xf32>) {
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (48) {
+      %v = memref.load %x[%t] : memref<48xf32>
+      // expected-error @+1 {{tsr-gpu-emulate: a gpu.subgroup_reduce must reduce whole warps of 32 threads (the kernel has 48)}}
+      %s = gpu.subgroup_reduce add %v uniform : (f32) -> f32
+      memref.store %s, %x[%t] : memref<48xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+// A value loaded before a barrier and used after it is not recomputed (the
+// load might see another value after it): tsr-gpu-map reloads instead.
+func.func @loaded_across(%x: memref<32xf32>) {
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (32) {
+      // expected-error @+1 {{tsr-gpu-emulate: a value that a thread uses after a gpu.barrier or gpu.subgroup_reduce must come from pure ops or the reduction (it is recomputed)}}
+      %v = memref.load %x[%t] : memref<32xf32>
+      gpu.barrier
+      memref.store %v, %x[%t] : memref<32xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
   return
 }

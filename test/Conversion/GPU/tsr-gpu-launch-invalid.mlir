@@ -20,3 +20,19 @@ func.func @host_access(%x: memref<8xf32>) {
   memref.store %zero, %x[%c0] : memref<8xf32>
   return
 }
+
+// -----
+
+// Workgroup memory allocated inside the thread loop would be a stack buffer
+// mislabeled as shared memory after the NVVM conversion.
+func.func @workgroup_in_thread(%x: memref<32xf32>) {
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (32) {
+      // expected-error @+1 {{tsr-gpu-launch: workgroup memory must be allocated in a kernel's block loop, before its thread loop (it becomes the launch's workgroup attribution), not by memref.alloca}}
+      %smem = memref.alloca() : memref<32xf32, #gpu.address_space<workgroup>>
+      %v = memref.load %x[%t] : memref<32xf32>
+      memref.store %v, %smem[%t] : memref<32xf32, #gpu.address_space<workgroup>>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -54,3 +54,30 @@ func.func @constant(%b: memref<3xf32>) {
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// The block's workgroup buffer becomes the launch's workgroup attribution
+// (shared memory that the NVVM conversion allocates statically): an alloca
+// in workgroup memory inside a kernel would not be.
+// CHECK-LABEL: func.func @workgroup
+// CHECK: gpu.launch
+// CHECK-SAME: workgroup(%[[SMEM:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: memref.alloca
+// CHECK: memref.store %{{.*}}, %[[SMEM]]
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: memref.load %[[SMEM]]
+func.func @workgroup(%x: memref<256xf32>) {
+  scf.forall (%b) in (1) {
+    %smem = memref.alloca() : memref<8x32xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (256) {
+      %wc:2 = affine.delinearize_index %t into (8, 32) : index, index
+      %v = memref.load %x[%t] : memref<256xf32>
+      memref.store %v, %smem[%wc#0, %wc#1] : memref<8x32xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %u = memref.load %smem[%wc#0, %wc#1] : memref<8x32xf32, #gpu.address_space<workgroup>>
+      memref.store %u, %x[%t] : memref<256xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -36,23 +36,40 @@ func.func @elementwise(%x: memref<40x50xf32>, %y: memref<40x50xf32>) {
 
 // -----
 
-// A row reduction: one thread per row (40 threads, one block), the
-// reduction a serial loop in the thread; a full reduction to a scalar has no
-// parallel dimension and runs on one thread of one block.
+// A row reduction: a warp per row, eight to a block (40 rows: five blocks).
+// Lane l folds columns l, l + 32, ... from the identity (-0.0 for a sum),
+// gpu.subgroup_reduce combines the lanes, and lane 0 of a warp with a row
+// adds the result to the output; the surplus warps of the last block read
+// the last row (39) again and store nothing. A full reduction to a scalar
+// is one row: one warp.
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @reductions
+// CHECK-DAG: %[[ID:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK: scf.forall (%{{.*}}) in (1) {
 // CHECK-NEXT: scf.forall (%{{.*}}) in (40) {
 // CHECK: memref.store %cst
+// CHECK: scf.forall (%[[B:.*]]) in (5) {
+// CHECK-NEXT: scf.forall (%[[T:.*]]) in (256) {
+// CHECK-NEXT: %[[WL:.*]]:2 = affine.delinearize_index %[[T]] into (8, 32)
+// CHECK-NEXT: %[[ROW:.*]] = affine.apply #{{.*}}(%[[B]], %[[WL]]#0)
+// CHECK-NEXT: %[[R:.*]] = arith.minui %[[ROW]], %c39
+// CHECK-NEXT: %[[PART:.*]] = scf.for %[[K:.*]] = %[[WL]]#1 to %c50 step %c32 iter_args(%[[ACC:.*]] = %[[ID]]) -> (f32) {
+// CHECK-NEXT: %[[A:.*]] = memref.load %arg0[%[[R]], %[[K]]]
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[ACC]], %[[A]]
+// CHECK-NEXT: scf.yield %[[S]]
+// CHECK: %[[ALL:.*]] = gpu.subgroup_reduce add %[[PART]] uniform : (f32) -> f32
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %c40
+// CHECK-NEXT: %[[L0:.*]] = arith.cmpi eq, %[[WL]]#1, %c0
+// CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[IN]], %[[L0]]
+// CHECK-NEXT: scf.if %[[BOTH]] {
+// CHECK-NEXT: %[[O:.*]] = memref.load %arg1[%[[R]]]
+// CHECK-NEXT: %[[N:.*]] = arith.addf %[[O]], %[[ALL]]
+// CHECK-NEXT: memref.store %[[N]], %arg1[%[[R]]]
 // CHECK: scf.forall (%{{.*}}) in (1) {
-// CHECK-NEXT: scf.forall (%{{.*}}) in (40) {
-// CHECK: scf.if
-// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %c50
-// CHECK: arith.addf
-// CHECK: scf.forall (%{{.*}}) in (1) {
-// CHECK-NEXT: scf.forall (%{{.*}}) in (1) {
-// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %c40
+// CHECK-NEXT: scf.forall (%{{.*}}) in (32) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c40 step %c32
+// CHECK: gpu.subgroup_reduce add
 // CHECK: memref.store %{{.*}}, %arg2[] : memref<f32>
 func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>) {
   %zero = arith.constant 0.0 : f32
@@ -73,19 +90,139 @@ func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>
 
 // -----
 
-// A column reduction (a bias gradient: the sum over leading batch rows)
-// has its parallel dimension moved first: one thread per column (64
-// threads), the serial loop over the 512 rows in the thread. A reduction
-// before the parallel dimension would put the whole nest on one thread.
+// The warp mapping takes the other combiners with their identities (a
+// softmax's maximum: -inf), the element computed by the body in the loop
+// (here exp(x - m)), several reduction dimensions (linearized, the lanes
+// striding through them) and f64.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @combiners
+// CHECK-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c50 step %c32 iter_args(%{{.*}} = %[[NINF]]) -> (f32)
+// CHECK: arith.maximumf
+// CHECK: gpu.subgroup_reduce maximumf
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c50 step %c32 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK: %[[E:.*]] = math.exp
+// CHECK-NEXT: arith.addf %[[ACC]], %[[E]]
+// CHECK: gpu.subgroup_reduce add
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK-NEXT: scf.forall (%{{.*}}) in (128) {
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c60 step %c32 iter_args(%{{.*}} = %[[ONE]]) -> (f64)
+// CHECK-NEXT: %[[JK:.*]]:2 = affine.delinearize_index %[[K]] into (6, 10)
+// CHECK-NEXT: memref.load %arg3[%{{.*}}, %[[JK]]#0, %[[JK]]#1] : memref<4x6x10xf64>
+// CHECK: gpu.subgroup_reduce mul
+func.func @combiners(%x: memref<40x50xf32>, %m: memref<40xf32>, %s: memref<40xf32>,
+                     %y: memref<4x6x10xf64>, %p: memref<4xf64>) {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x50xf32>) outs(%m : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : memref<40x50xf32>, memref<40xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %e, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%y : memref<4x6x10xf64>) outs(%p : memref<4xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %r = arith.mulf %o, %a : f64
+    linalg.yield %r : f64
+  }
+  return
+}
+
+// -----
+
+// A reduction over a middle axis (the softmax over the classes of a
+// [batch, class, position] tensor) reads positions, its last parallel
+// dimension, innermost: a column reduction. What stays one thread per
+// output element: fewer than 32 reduction iterations; a body whose output
+// feeds more than the combiner; a reduction whose inputs are read along
+// neither (a transposed read).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#mid = affine_map<(d0, d1, d2) -> (d0, d2)>
+#tr = affine_map<(d0, d1, d2) -> (d2, d1, d0)>
+#par = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @thread_reductions
+// CHECK-NOT: gpu.subgroup_reduce
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.forall (%{{.*}}) in (16) {
+// CHECK-NEXT: memref.alloca() : memref<8x32xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c86 step %c8
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: gpu.subgroup_reduce
+// CHECK: return
+func.func @thread_reductions(%short: memref<40x31xf32>, %s: memref<40xf32>,
+                             %x: memref<40x50xf32>, %z: memref<16x86x32xf32>,
+                             %zm: memref<16x32xf32>, %w: memref<40x5x6xf32>,
+                             %wm: memref<6x5xf32>) {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%short : memref<40x31xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x50xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %o : f32
+    %r = arith.addf %m, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #mid], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%z : memref<16x86x32xf32>) outs(%zm : memref<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#tr, #par], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w : memref<40x5x6xf32>) outs(%wm : memref<6x5xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A column reduction (a bias gradient: the sum over leading batch rows):
+// a block per 32 consecutive columns (64 columns: two blocks). Thread
+// (w, c) of the block's 8 x 32 sums rows w, w + 8, ... of its column (the
+// lanes of a warp read 32 consecutive elements of a row) into workgroup
+// memory allocated in the block loop; after a barrier the first warp adds
+// the 8 values of its column in order, then into the output.
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @column_reduction
-// CHECK: scf.forall (%{{.*}}) in (1) {
-// CHECK-NEXT: scf.forall (%[[T:.*]]) in (64) {
-// CHECK-NOT: scf.forall
-// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c512
-// CHECK: memref.load %arg0[%[[R]], %{{.*}}] : memref<512x64xf32>
-// CHECK: arith.addf
+// CHECK: scf.forall (%[[B:.*]]) in (2) {
+// CHECK-NEXT: %[[SMEM:.*]] = memref.alloca() : memref<8x32xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: scf.forall (%[[T:.*]]) in (256) {
+// CHECK-NEXT: %[[WC:.*]]:2 = affine.delinearize_index %[[T]] into (8, 32)
+// CHECK-NEXT: %[[COL:.*]] = affine.apply #{{.*}}(%[[B]], %[[WC]]#1)
+// CHECK-NEXT: %[[C:.*]] = arith.minui %[[COL]], %c63
+// CHECK-NEXT: %[[PART:.*]] = scf.for %[[R:.*]] = %[[WC]]#0 to %c512 step %c8 iter_args
+// CHECK-NEXT: memref.load %arg0[%[[R]], %[[C]]] : memref<512x64xf32>
+// CHECK: memref.store %[[PART]], %[[SMEM]][%[[WC]]#0, %[[WC]]#1]
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: %[[O:.*]] = memref.load %arg1[%[[C]]]
+// CHECK-NEXT: %[[P0:.*]] = memref.load %[[SMEM]][%c0, %[[WC]]#1]
+// CHECK-NEXT: %[[P1:.*]] = memref.load %[[SMEM]][%c1, %[[WC]]#1]
+// CHECK-NEXT: arith.addf %[[P0]], %[[P1]]
+// CHECK-COUNT-6: memref.load %[[SMEM]]
+// CHECK: memref.store %{{.*}}, %arg1[%[[C]]]
 // CHECK: } {mapping = [#gpu.thread<x>]}
 func.func @column_reduction(%dy: memref<512x64xf32>, %db: memref<64xf32>) {
   linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}

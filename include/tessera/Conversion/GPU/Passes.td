@@ -28,15 +28,33 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     outside the axis, each thread the updates along the axis in order
     (different threads write different elements; an embedding gradient gets
     a thread per column). Library ops that queue their own device work
-    (`tsrt.gpu_gemm`, from tsr-gpu-gemm) stay on the host. Reductions are
-    therefore serial per output element; tiled, fused and warp-reduced
-    kernels are the next step.
+    (`tsrt.gpu_gemm`, from tsr-gpu-gemm) stay on the host.
+
+    Reductions run on warps instead: an op with one output written along
+    parallel dimensions, static bounds, at least 32 reduction iterations, a
+    body yielding `combine(out, element)` with `combine` one of addf, mulf,
+    maximumf, minimumf, maxnumf, minnumf, and an input read innermost along
+    a reduction dimension or the last parallel one. A row reduction
+    (softmax, LayerNorm, a loss, a full reduction) gets a warp per output
+    element, eight to a block: lane `l` folds iterations `l, l + 32, ...`
+    of the linearized reduction space from the combiner's identity,
+    `gpu.subgroup_reduce` combines the 32 partial values, and lane 0
+    combines the result into the output; the last block's surplus warps
+    recompute the last row and store nothing, so that every lane reaches
+    the subgroup reduction. A column reduction (a bias gradient, a softmax
+    over a middle axis) gets a block per 32 consecutive output elements:
+    thread (w, c) of its 8 x 32 folds iterations `w, w + 8, ...` of element
+    `c` (a warp reads 32 consecutive elements of a row) into workgroup
+    memory, an `memref.alloca` in `#gpu.address_space<workgroup>` in the
+    block loop (tsr-gpu-launch makes it the launch's attribution); after a
+    `gpu.barrier` the first warp combines the 8 values of its column in
+    order. Other reductions keep a thread per output element.
 
     Loop bounds must be static. A value such a loop computes that the host
     then uses is an error naming the op: on the GPU the host cannot read
     device memory.
 
-    Before:
+    Before (an elementwise op; a row sum below):
 
     ```mlir
     linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -59,6 +77,31 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
           %a = memref.load %x[%ij#0, %ij#1] : memref<40x50xf32>
           %e = math.exp %a : f32
           memref.store %e, %y[%ij#0, %ij#1] : memref<40x50xf32>
+        }
+      } {mapping = [#gpu.thread<x>]}
+    } {mapping = [#gpu.block<x>]}
+    ```
+
+    The sum of each row of `%x` into `%s : memref<40xf32>` (40 rows: five
+    blocks of eight warps):
+
+    ```mlir
+    scf.forall (%b) in (5) {
+      scf.forall (%t) in (256) {
+        %wl:2 = affine.delinearize_index %t into (8, 32) : index, index
+        %row = affine.apply affine_map<(d0, d1) -> (d0 * 8 + d1)>(%b, %wl#0)
+        %r = arith.minui %row, %c39 : index
+        %part = scf.for %k = %wl#1 to %c50 step %c32 iter_args(%acc = %cst) -> (f32) {
+          %a = memref.load %x[%r, %k] : memref<40x50xf32>
+          %sum = arith.addf %acc, %a : f32
+          scf.yield %sum : f32
+        }
+        %all = gpu.subgroup_reduce add %part uniform : (f32) -> f32
+        ...
+        scf.if %row_and_lane_0 {
+          %o = memref.load %s[%r] : memref<40xf32>
+          %n = arith.addf %o, %all : f32
+          memref.store %n, %s[%r] : memref<40xf32>
         }
       } {mapping = [#gpu.thread<x>]}
     } {mapping = [#gpu.block<x>]}
@@ -228,7 +271,16 @@ def TsrGpuEmulate : Pass<"tsr-gpu-emulate", "func::FuncOp"> {
     threads is `forward`, `reverse`, or `shuffle` (i -> i * m mod n with m
     coprime to n). The kernels use no barriers or shared memory, so a thread
     run to completion before the next is a legal schedule; results that
-    differ between orders reveal a race between threads.
+    differ between orders reveal a race between threads. The one collective
+    operation, a `gpu.subgroup_reduce` at the top of a thread body (a warp
+    reduction of tsr-gpu-map), splits each block's run in three: every
+    thread up to the reduction, storing its value in a buffer of one
+    element per thread; the reduction of each warp's 32 elements with the
+    butterfly of upstream's shuffle lowering (offsets 1, 2, ..., 16; lane i
+    combines `mine (+) lane i ^ offset's`), so that the CPU combines in the
+    GPU's order; every thread from the reduction on, recomputing the pure
+    values it uses from before. A reduction in a branch or a loop, a second
+    one, or a block of a partial warp is an error.
 
     Before: a kernel of tsr-gpu-map (`scf.forall (%b) in (8) { scf.forall
     (%t) in (256) { ... } }`). After, with order=reverse:
@@ -247,7 +299,40 @@ def TsrGpuEmulate : Pass<"tsr-gpu-emulate", "func::FuncOp"> {
     Option<"order", "order", "std::string", /*default=*/"\"forward\"",
            "The order of blocks and threads: forward, reverse or shuffle">
   ];
-  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def TsrGpuLowerSubgroupReduce : Pass<"tsr-gpu-lower-subgroup-reduce", "gpu::GPUModuleOp"> {
+  let summary = "Lower gpu.subgroup_reduce to butterfly shuffles of 32-bit lanes (64-bit for f64)";
+  let description = [{
+    MLIR 22's `convert-gpu-to-nvvm` lowers `gpu.subgroup_reduce` only where
+    NVVM has a `redux.sync` for it (32-bit integers; f32 needs sm_100a), and
+    otherwise fails to legalize it; upstream's shuffle lowering is exposed
+    as patterns and a test pass only. This pass applies those patterns to
+    the kernels of a `gpu.module` before the NVVM conversion: a warp of 32
+    lanes, values of up to 32 bits packed into one `gpu.shuffle xor` per
+    step (f16 and bf16 widened), f64 in 64-bit shuffles, which the NVVM
+    conversion splits into two `shfl.sync.bfly.b32`. A reduction left (a
+    type the patterns do not take) is an error naming it.
+
+    Before:
+
+    ```mlir
+    %all = gpu.subgroup_reduce add %part uniform : (f32) -> f32
+    ```
+
+    After (offsets 1, 2, 4, 8 and 16):
+
+    ```mlir
+    %s1, %v1 = gpu.shuffle xor %part, %c1_i32, %c32_i32 : f32
+    %a1 = arith.addf %part, %s1 : f32
+    %s2, %v2 = gpu.shuffle xor %a1, %c2_i32, %c32_i32 : f32
+    %a2 = arith.addf %a1, %s2 : f32
+    ...
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect"];
 }
 
 #endif // TESSERA_CONVERSION_GPU_PASSES_TD

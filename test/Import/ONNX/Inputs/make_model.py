@@ -35,6 +35,39 @@ def mlp():
     return model(nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], [w, b])
 
 
+def reductions():
+    # A row reduction (Softmax over 64 classes: its maximum and sum) and a
+    # column reduction (ReduceSum over 64 rows), the two reduction kernels
+    # of the GPU mapping.
+    axes = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], name="softmax", axis=1),
+        helper.make_node("ReduceSum", ["c", "axes"], ["s"], name="sum",
+                         keepdims=0),
+    ]
+    return model(nodes, [vi("x", [4, 64]), vi("c", [64, 8])],
+                 [vi("p", [4, 64]), vi("s", [8])], [axes])
+
+
+def elementwise():
+    # Only elementwise and broadcast ops (Exp, Tanh, Sigmoid, Erf, Sqrt,
+    # Div, a broadcast add): the GPU mapping must give the CPU target's bits.
+    b = numpy_helper.from_array(
+        np.linspace(-1, 1, 37, dtype=np.float32).reshape(1, 37), "b")
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["h"], name="add"),
+        helper.make_node("Exp", ["h"], ["e"], name="exp"),
+        helper.make_node("Tanh", ["h"], ["t"], name="tanh"),
+        helper.make_node("Sigmoid", ["t"], ["g"], name="sigmoid"),
+        helper.make_node("Erf", ["h"], ["r"], name="erf"),
+        helper.make_node("Mul", ["e", "g"], ["m"], name="mul"),
+        helper.make_node("Sqrt", ["e"], ["q"], name="sqrt"),
+        helper.make_node("Div", ["m", "q"], ["d"], name="div"),
+        helper.make_node("Add", ["d", "r"], ["y"], name="out"),
+    ]
+    return model(nodes, [vi("x", [53, 37])], [vi("y", [53, 37])], [b])
+
+
 def mlp_training_info():
     # The MLP whose training_info updates only w: b stays fixed. (The
     # algorithm graph is a placeholder that names the update binding; Tessera
