@@ -41,6 +41,16 @@ using namespace mlir::tessera;
 
 namespace {
 
+/// The architecture whose PTX runs on `arch` and on later GPUs: `arch`
+/// without the suffix of an arch-specific (sm_90a) or family-specific
+/// (sm_100f) feature set.
+StringRef portableArch(StringRef arch) {
+  if (arch.size() > 3 && (arch.back() == 'a' || arch.back() == 'f') &&
+      llvm::isDigit(arch[arch.size() - 2]))
+    return arch.drop_back();
+  return arch;
+}
+
 class CudaTarget : public TargetBackend {
 public:
   explicit CudaTarget(const CudaTargetOptions &options) : options(options) {}
@@ -105,6 +115,12 @@ public:
     nvvm.linkLibs.push_back(options.toolkit +
                             "/nvvm/libdevice/libdevice.10.bc");
     pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    // An arch-specific chip's PTX JITs on that chip only: the family's PTX
+    // is the fallback that later GPUs run (tsr-gpu-fatbin).
+    if (StringRef family = portableArch(options.arch); family != options.arch) {
+      nvvm.chip = family.str();
+      pm.addPass(createGpuNVVMAttachTarget(nvvm));
+    }
     OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
     kernels.addPass(createStripDebugInfoPass());
     kernels.addPass(createTsrGpuLowerSubgroupReduce());
@@ -127,8 +143,10 @@ public:
 
     GpuModuleToBinaryPassOptions binary;
     binary.toolkitPath = options.toolkit;
-    binary.compilationTarget = options.binaryFormat;
+    binary.compilationTarget = "isa";
     pm.addPass(createGpuModuleToBinaryPass(binary));
+    if (options.binaryFormat == "fatbin")
+      pm.addPass(createTsrGpuFatbin({options.toolkit}));
     pm.addPass(createTsrCpuEntryPoint());
   }
 

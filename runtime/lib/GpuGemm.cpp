@@ -17,6 +17,10 @@
 // matrix of the other shape (M x K, or K x N) with cuBLASLt's transpose
 // flag set on it. Batches are strided, rows·cols elements apart.
 //
+// An epilogue (ReLU, a bias, both) is cuBLASLt's: the bias of each column
+// of the row-major result is the bias of each row of the column-major one,
+// which is how cuBLASLt applies it (a vector as long as D's rows).
+//
 // The types and enumerators below are cuBLASLt's (cublasLt.h, CUDA 12 and
 // 13), written out in GpuGemm.h so that the runtime builds without the
 // toolkit; runtime/test/CublasLtAbiCheck.cpp checks them against the header
@@ -63,9 +67,25 @@ struct Plan {
   size_t workspace = 0;
 };
 
-/// batch, m, n, k, dtype, transpose_a, transpose_b.
-using Shape =
-    std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t, bool, bool>;
+/// batch, m, n, k, dtype, transpose_a, transpose_b, epilogue.
+using Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t, bool,
+                         bool, int32_t>;
+
+/// cuBLASLt's epilogue for the runtime's code, or 0 for an unknown one.
+int32_t cublasEpilogue(int32_t epilogue) {
+  switch (epilogue) {
+  case TSR_GEMM_EPILOGUE_NONE:
+    return kEpilogueDefault;
+  case TSR_GEMM_EPILOGUE_RELU:
+    return kEpilogueRelu;
+  case TSR_GEMM_EPILOGUE_BIAS:
+    return kEpilogueBias;
+  case TSR_GEMM_EPILOGUE_RELU_BIAS:
+    return kEpilogueReluBias;
+  default:
+    return 0;
+  }
+}
 
 /// The library, its handle, the workspace and the plans. Never destroyed:
 /// compiled programs may run during static destruction.
@@ -158,9 +178,11 @@ void destroyPlan(const Library &l, Plan &plan) {
   plan = Plan();
 }
 
-/// Makes the plan of `shape`; "" or what failed.
-std::string makePlan(State &s, const Shape &shape, Plan &plan) {
-  auto [batch, m, n, k, dtype, transposeA, transposeB] = shape;
+/// Makes the plan of `shape` (with `bias`, whose alignment the heuristic
+/// reads); "" or what failed.
+std::string makePlan(State &s, const Shape &shape, const float *bias,
+                     Plan &plan) {
+  auto [batch, m, n, k, dtype, transposeA, transposeB, epilogue] = shape;
   const Library &l = s.lib;
   int input = dtype == TSR_DTYPE_BFLOAT16  ? kBf16
               : dtype == TSR_DTYPE_FLOAT16 ? kF16
@@ -180,6 +202,16 @@ std::string makePlan(State &s, const Shape &shape, Plan &plan) {
     if (int code = l.matmulDescSetAttribute(plan.operation, kDescTransB,
                                             &transpose, sizeof(transpose)))
       return status(code, "cublasLtMatmulDescSetAttribute");
+  if (epilogue != kEpilogueDefault) {
+    uint32_t mode = static_cast<uint32_t>(epilogue);
+    if (int code = l.matmulDescSetAttribute(plan.operation, kDescEpilogue,
+                                            &mode, sizeof(mode)))
+      return status(code, "cublasLtMatmulDescSetAttribute (epilogue)");
+  }
+  if (bias)
+    if (int code = l.matmulDescSetAttribute(plan.operation, kDescBiasPointer,
+                                            &bias, sizeof(bias)))
+      return status(code, "cublasLtMatmulDescSetAttribute (bias)");
   if (int code = transposeB ? makeLayout(l, &plan.first, input, k, n, batch)
                             : makeLayout(l, &plan.first, input, n, k, batch))
     return status(code, "cublasLtMatrixLayoutCreate");
@@ -207,7 +239,8 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
                                       int64_t n, int64_t k, const void *a,
                                       const void *b, float *c, int32_t dtype,
                                       int32_t transposeA, int32_t transposeB,
-                                      int32_t accumulate) {
+                                      int32_t accumulate, const float *bias,
+                                      int32_t epilogue) {
   auto fail = [&](const std::string &what) {
     tsr::noteKernelError(
         std::string(tsr_dtype_name(static_cast<tsr_dtype_t>(dtype))) +
@@ -215,22 +248,35 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
         std::to_string(m) + "x" + std::to_string(k) + " by " +
         std::to_string(k) + "x" + std::to_string(n) + ": " + what);
   };
+  int32_t mode = cublasEpilogue(epilogue);
+  bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias;
+  if (mode == 0 || biased != (bias != nullptr) || (biased && batch != 1))
+    return fail("epilogue " + std::to_string(epilogue) +
+                (bias ? " with" : " without") +
+                " a bias is not one tsrt_gpu_gemm runs");
   State &s = state();
   std::call_once(s.once, [&] { load(s); });
   if (!s.loadError.empty())
     return fail(s.loadError);
   std::lock_guard<std::mutex> lock(s.mutex);
-  Shape shape{batch, m, n, k, dtype, transposeA != 0, transposeB != 0};
+  Shape shape{batch, m, n, k, dtype, transposeA != 0, transposeB != 0, mode};
   auto it = s.plans.find(shape);
   if (it == s.plans.end()) {
     Plan plan;
-    if (std::string error = makePlan(s, shape, plan); !error.empty()) {
+    if (std::string error = makePlan(s, shape, bias, plan); !error.empty()) {
       destroyPlan(s.lib, plan);
       return fail(error);
     }
     it = s.plans.emplace(shape, plan).first;
   }
   const Plan &plan = it->second;
+  // The plan keeps the first call's bias; each call reads its own (the
+  // descriptor is read when the product is queued).
+  if (biased)
+    if (int code = s.lib.matmulDescSetAttribute(
+            plan.operation, kDescBiasPointer, &bias, sizeof(bias)))
+      return fail(std::string("cublasLtMatmulDescSetAttribute (bias): ") +
+                  s.lib.getStatusString(code));
   float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   if (int code =
           s.lib.matmul(s.handle, plan.operation, &one, b, plan.first, a,

@@ -39,7 +39,13 @@ enum : int {
   kPrefMaxWorkspaceBytes = 1,    // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
   kDescTransA = 3,               // CUBLASLT_MATMUL_DESC_TRANSA
   kDescTransB = 4,               // CUBLASLT_MATMUL_DESC_TRANSB
+  kDescEpilogue = 7,             // CUBLASLT_MATMUL_DESC_EPILOGUE
+  kDescBiasPointer = 8,          // CUBLASLT_MATMUL_DESC_BIAS_POINTER
   kOpT = 1,                      // CUBLAS_OP_T
+  kEpilogueDefault = 1,          // CUBLASLT_EPILOGUE_DEFAULT
+  kEpilogueRelu = 2,             // CUBLASLT_EPILOGUE_RELU
+  kEpilogueBias = 4,             // CUBLASLT_EPILOGUE_BIAS
+  kEpilogueReluBias = 6,         // CUBLASLT_EPILOGUE_RELU_BIAS
 };
 
 /// The workspace offered to cuBLASLt's kernels: 32 MiB, what NVIDIA's

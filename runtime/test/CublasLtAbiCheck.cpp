@@ -31,3 +31,9 @@ static_assert(kPrefMaxWorkspaceBytes ==
 static_assert(kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
               kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
 static_assert(kOpT == CUBLAS_OP_T);
+static_assert(kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
+              kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
+              kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
+              kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
+              kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS);

@@ -21,6 +21,8 @@ typedef FakeLayout Layout;
 typedef struct {
   int compute, scale;
   int32_t transA, transB;
+  uint32_t epilogue;
+  const float *bias;
 } Desc;
 
 /* What the last cublasLtMatmul saw, for the tests (fakeCublasLtLast). */
@@ -49,6 +51,7 @@ int cublasLtMatmulDescCreate(void **desc, int compute, int scale) {
   Desc *d = calloc(1, sizeof(Desc));
   d->compute = compute;
   d->scale = scale;
+  d->epilogue = 1; /* CUBLASLT_EPILOGUE_DEFAULT */
   *desc = d;
   return kSuccess;
 }
@@ -59,14 +62,28 @@ int cublasLtMatmulDescDestroy(void *desc) {
   return kSuccess;
 }
 
-/* CUBLASLT_MATMUL_DESC_TRANSA (3) and TRANSB (4) only. */
+/* CUBLASLT_MATMUL_DESC_TRANSA (3), TRANSB (4), EPILOGUE (7: DEFAULT 1,
+ * RELU 2, BIAS 4, RELU_BIAS 6) and BIAS_POINTER (8) only. */
 int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
                                    size_t size) {
   Desc *d = desc;
-  if ((attr != 3 && attr != 4) || size != sizeof(int32_t))
-    return kNotSupported;
-  memcpy(attr == 3 ? &d->transA : &d->transB, buf, size);
-  return kSuccess;
+  if ((attr == 3 || attr == 4) && size == sizeof(int32_t)) {
+    memcpy(attr == 3 ? &d->transA : &d->transB, buf, size);
+    return kSuccess;
+  }
+  if (attr == 7 && size == sizeof(uint32_t)) {
+    uint32_t mode;
+    memcpy(&mode, buf, size);
+    if (mode != 1 && mode != 2 && mode != 4 && mode != 6)
+      return kNotSupported;
+    d->epilogue = mode;
+    return kSuccess;
+  }
+  if (attr == 8 && size == sizeof(void *)) {
+    memcpy(&d->bias, buf, size);
+    return kSuccess;
+  }
+  return kNotSupported;
 }
 
 int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
@@ -160,8 +177,9 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
            inner = dd->transA ? la->rows : la->cols,
            innerB = dd->transB ? lb->cols : lb->rows,
            cols = dd->transB ? lb->rows : lb->cols;
+  int biased = (dd->epilogue & 4) != 0, relu = (dd->epilogue & 2) != 0;
   if (algo->data[0] != 42 || inner != innerB || rows != lc->rows ||
-      cols != lc->cols || lc->type != kF32 || C != D)
+      cols != lc->cols || lc->type != kF32 || C != D || (biased && !dd->bias))
     return kInvalidValue;
   ++last.calls;
   last.a = *la, last.b = *lb, last.c = *lc, last.d = *ld;
@@ -171,6 +189,7 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
   last.compute = dd->compute, last.scale = dd->scale;
   last.stream = stream;
   last.transA = dd->transA, last.transB = dd->transB;
+  last.epilogue = dd->epilogue, last.bias = dd->bias;
   float *out = D;
   for (int32_t batch = 0; batch < lc->batch; ++batch)
     for (uint64_t j = 0; j < lc->cols; ++j)
@@ -183,7 +202,13 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
                  load(lb->type, B, batch * lb->stride + ib);
         }
         float *slot = &out[batch * lc->stride + j * lc->ld + i];
-        *slot = *alpha * sum + (*beta != 0.0f ? *beta * *slot : 0.0f);
+        float value = *alpha * sum + (*beta != 0.0f ? *beta * *slot : 0.0f);
+        /* The bias of D's row i (broadcast over its columns), then ReLU. */
+        if (biased)
+          value += dd->bias[i];
+        if (relu && !(value > 0.0f))
+          value = 0.0f;
+        *slot = value;
       }
   return kSuccess;
 }

@@ -23,6 +23,8 @@ typedef struct {
   int compute, scale;
   void *stream;
   int32_t transA, transB;
+  uint32_t epilogue; /* CUBLASLT_EPILOGUE_*, 1 (default) when never set */
+  const float *bias;
 } FakeRecord;
 
 #endif /* TESSERA_RUNTIME_TEST_FAKECUBLASLT_H */

@@ -10,10 +10,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeCublasLt.h"
+#include "tessera-runtime/Device.h"
 #include "tessera-runtime/Runtime.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
@@ -22,7 +24,8 @@
 extern "C" void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m, int64_t n,
                               int64_t k, const void *a, const void *b, float *c,
                               int32_t dtype, int32_t transposeA,
-                              int32_t transposeB, int32_t accumulate);
+                              int32_t transposeB, int32_t accumulate,
+                              const float *bias, int32_t epilogue);
 namespace tsr {
 std::string takeKernelError();
 } // namespace tsr
@@ -82,7 +85,8 @@ TEST(GpuGemm, PlansARowMajorBatchAsCublasLtsColumnMajorProduct) {
   std::vector<float> c(batch * m * n, 99.0f);
   void *stream = reinterpret_cast<void *>(0x5eed);
   tsrt_gpu_gemm(stream, batch, m, n, k, a.data(), b.data(), c.data(),
-                TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/0);
+                TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/0, nullptr,
+                TSR_GEMM_EPILOGUE_NONE);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, product(a, b, batch, m, n, k));
 
@@ -135,7 +139,7 @@ TEST(GpuGemm, ReadsTransposedOperandsWithCublasLtsTransposeFlags) {
     std::vector<float> c(batch * m * n, 99.0f);
     tsrt_gpu_gemm(nullptr, batch, m, n, k, ta ? at.data() : a.data(),
                   tb ? bt.data() : b.data(), c.data(), TSR_DTYPE_FLOAT32, ta,
-                  tb, 0);
+                  tb, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
     ASSERT_EQ(tsr::takeKernelError(), "");
     EXPECT_EQ(c, expected) << "transpose_a " << ta << ", transpose_b " << tb;
     const Record &r = last();
@@ -161,7 +165,8 @@ TEST(GpuGemm, AccumulatesWithBetaOne) {
   for (size_t i = 0; i < c.size(); ++i)
     expected[i] += c[i];
   tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
-                TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/1);
+                TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/1, nullptr,
+                TSR_GEMM_EPILOGUE_NONE);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, expected);
   EXPECT_EQ(last().beta, 1.0f);
@@ -184,7 +189,7 @@ TEST(GpuGemm, MultipliesBf16OperandsIntoF32) {
   std::vector<uint16_t> a16 = bf16(a), b16 = bf16(b);
   std::vector<float> c(m * n, -1.0f);
   tsrt_gpu_gemm(nullptr, 1, m, n, k, a16.data(), b16.data(), c.data(),
-                TSR_DTYPE_BFLOAT16, 0, 0, 0);
+                TSR_DTYPE_BFLOAT16, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, product(a, b, 1, m, n, k));
   EXPECT_EQ(last().a.type, 14); // CUDA_R_16BF
@@ -198,7 +203,7 @@ TEST(GpuGemm, MakesOnePlanPerShape) {
   int before = heuristics();
   for (int i = 0; i < 3; ++i)
     tsrt_gpu_gemm(nullptr, 1, 6, 6, 5, a.data(), b.data(), c.data(),
-                  TSR_DTYPE_FLOAT32, 0, 0, 0);
+                  TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(heuristics(), before + 1);
 }
@@ -210,11 +215,71 @@ TEST(GpuGemm, ReportsAShapeWithoutAnAlgorithmAndFreesItsPlan) {
   int before = destroyed();
   std::vector<float> a(49), b(49), c(49);
   tsrt_gpu_gemm(nullptr, 1, 7, 7, 7, a.data(), b.data(), c.data(),
-                TSR_DTYPE_FLOAT32, 0, 0, 0);
+                TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
   EXPECT_EQ(tsr::takeKernelError(), "float32 GPU matmul 7x7 by 7x7: cuBLASLt "
                                     "has no algorithm for it");
   // The operation descriptor and the three layouts of the failed plan.
   EXPECT_EQ(destroyed(), before + 4);
+}
+
+/// The epilogue as the CPU target computes it (a bias per column of the
+/// row-major result, then max(x, 0)) against cuBLASLt's, as the fake
+/// implements its documented semantics: a bias per row of the column-major
+/// D, then ReLU. The values are small integers, so the sums are exact.
+TEST(GpuGemm, AppliesBiasAndReluEpiloguesPerColumnOfTheRowMajorResult) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t m = 3, n = 4, k = 5;
+  std::vector<float> a = matrix(1, m, k, 2), b = matrix(1, k, n, 5);
+  std::vector<float> plain = product(a, b, 1, m, n, k);
+  std::vector<float> bias = {-3.0f, 1.0f, 0.0f, 40.0f};
+  struct Case {
+    int32_t epilogue;
+    uint32_t cublas;
+    bool biased, relu;
+  };
+  for (Case e : {Case{TSR_GEMM_EPILOGUE_RELU, 2, false, true},
+                 Case{TSR_GEMM_EPILOGUE_BIAS, 4, true, false},
+                 Case{TSR_GEMM_EPILOGUE_RELU_BIAS, 6, true, true}}) {
+    std::vector<float> expected(m * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float v = plain[i * n + j] + (e.biased ? bias[j] : 0.0f);
+        expected[i * n + j] = e.relu ? std::max(v, 0.0f) : v;
+      }
+    std::vector<float> c(m * n, 99.0f);
+    tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
+                  TSR_DTYPE_FLOAT32, 0, 0, 0, e.biased ? bias.data() : nullptr,
+                  e.epilogue);
+    ASSERT_EQ(tsr::takeKernelError(), "") << "epilogue " << e.epilogue;
+    EXPECT_EQ(c, expected) << "epilogue " << e.epilogue;
+    EXPECT_EQ(last().epilogue, e.cublas);
+    EXPECT_EQ(last().bias, e.biased ? bias.data() : nullptr);
+  }
+  // The shape's plan is kept, but each call gives cuBLASLt its own bias.
+  std::vector<float> other = {1.0f, 2.0f, 3.0f, 4.0f}, c(m * n);
+  int before = heuristics();
+  tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, 0, other.data(),
+                TSR_GEMM_EPILOGUE_BIAS);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(heuristics(), before);
+  EXPECT_EQ(last().bias, other.data());
+  EXPECT_EQ(c[n + 3], plain[n + 3] + 4.0f);
+}
+
+TEST(GpuGemm, RefusesAnEpilogueItDoesNotRun) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  std::vector<float> a(6), b(6), c(4), bias(2);
+  tsrt_gpu_gemm(nullptr, 1, 2, 2, 3, a.data(), b.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_BIAS);
+  EXPECT_EQ(tsr::takeKernelError(),
+            "float32 GPU matmul 2x3 by 3x2: epilogue 2 without a bias is not "
+            "one tsrt_gpu_gemm runs");
+  tsrt_gpu_gemm(nullptr, 1, 2, 2, 3, a.data(), b.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, 0, bias.data(), 9);
+  EXPECT_EQ(tsr::takeKernelError(),
+            "float32 GPU matmul 2x3 by 3x2: epilogue 9 with a bias is not "
+            "one tsrt_gpu_gemm runs");
 }
 
 } // namespace

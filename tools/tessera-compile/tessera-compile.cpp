@@ -1987,9 +1987,11 @@ int main(int argc, char **argv) {
   if (emit == "ptx") {
     if (failed(tessera::lowerModel(*module, *target, *cluster)))
       return 1;
+    // The PTX for --gpu-arch (the first object; a second is the family's).
     module->walk([](gpu::BinaryOp binary) {
-      for (Attribute object : binary.getObjects())
-        llvm::outs() << cast<gpu::ObjectAttr>(object).getObject().getValue();
+      llvm::outs() << cast<gpu::ObjectAttr>(binary.getObjects()[0])
+                          .getObject()
+                          .getValue();
     });
     return 0;
   }

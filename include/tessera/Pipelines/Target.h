@@ -311,13 +311,15 @@ createCpuTarget(const CpuTargetOptions &options = {});
 
 /// Options of the CUDA target.
 struct CudaTargetOptions {
-  /// The GPU architecture of the SASS in the fatbin; PTX for the same
-  /// virtual architecture rides along for the driver to JIT elsewhere.
+  /// The GPU architecture of the SASS in the fatbin. PTX rides along for
+  /// the driver to JIT elsewhere: for an arch-specific architecture (sm_90a)
+  /// the PTX of its family (sm_90), which later GPUs run; else its own.
   std::string arch = "sm_90a";
   /// The CUDA toolkit: ptxas, fatbinary and libdevice come from there.
   std::string toolkit = "/usr/local/cuda";
-  /// What gpu-module-to-binary makes of the kernels: "fatbin" for an
-  /// artifact, "isa" for their PTX (tessera-compile --emit=ptx).
+  /// What the kernels become: "fatbin" for an artifact (tsr-gpu-fatbin),
+  /// "isa" for their PTX (tessera-compile --emit=ptx: the first object's is
+  /// for `arch`).
   std::string binaryFormat = "fatbin";
 };
 

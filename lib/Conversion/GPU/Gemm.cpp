@@ -140,6 +140,127 @@ void eraseIfUnused(IRRewriter &rewriter, Value buffer) {
   rewriter.eraseOp(alloc);
 }
 
+/// What cuBLASLt's epilogue can do of a product's elementwise consumer.
+struct Epilogue {
+  StringRef name;
+  Value bias;
+};
+
+/// The epilogue that `generic` applies to the product `c` if it is one
+/// cuBLASLt's epilogue computes: `c + bias[j]`, `max(c + bias[j], 0)` or
+/// `max(c, 0)` elementwise into a buffer of c's type (a bias only for a
+/// rank-2 product: an f32 [N] buffer broadcast over the rows).
+std::optional<Epilogue> matchEpilogue(linalg::GenericOp generic, Value c) {
+  auto type = cast<MemRefType>(c.getType());
+  if (!generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0 ||
+      generic.getNumLoops() != type.getRank())
+    return std::nullopt;
+  OpOperand *out = generic.getDpsInitOperand(0);
+  if (out->get().getType() != type ||
+      !generic.getMatchingIndexingMap(out).isIdentity())
+    return std::nullopt;
+  OpOperand *product = nullptr, *bias = nullptr;
+  MLIRContext *ctx = generic.getContext();
+  for (OpOperand *in : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(in);
+    auto biasType = dyn_cast<MemRefType>(in->get().getType());
+    if (in->get() == c && map.isIdentity() && !product) {
+      product = in;
+    } else if (!bias && type.getRank() == 2 && biasType &&
+               biasType.getRank() == 1 && biasType.getElementType().isF32() &&
+               biasType.getLayout().isIdentity() &&
+               map == AffineMap::get(2, 0, getAffineDimExpr(1, ctx))) {
+      bias = in;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!product)
+    return std::nullopt;
+  Block *body = generic.getBlock();
+  Value x = generic.getMatchingBlockArgument(product);
+  Value y = cast<linalg::YieldOp>(body->getTerminator()).getValues()[0];
+  size_t ops = 0;
+  bool relu = false;
+  if (Operation *max = y.getDefiningOp();
+      max && isa<arith::MaximumFOp, arith::MaxNumFOp>(max)) {
+    Value lhs = max->getOperand(0), rhs = max->getOperand(1);
+    if (matchPattern(rhs, m_PosZeroFloat()))
+      y = lhs;
+    else if (matchPattern(lhs, m_PosZeroFloat()))
+      y = rhs;
+    else
+      return std::nullopt;
+    relu = true;
+    ++ops;
+  }
+  if (bias) {
+    auto add = y.getDefiningOp<arith::AddFOp>();
+    Value b = generic.getMatchingBlockArgument(bias);
+    if (!add || !((add.getLhs() == x && add.getRhs() == b) ||
+                  (add.getLhs() == b && add.getRhs() == x)))
+      return std::nullopt;
+    ++ops;
+  } else if (y != x || !relu) {
+    return std::nullopt;
+  }
+  // Nothing else in the body (the zero constant lives outside it).
+  if (body->getOperations().size() != ops + 1)
+    return std::nullopt;
+  return Epilogue{bias ? (relu ? "relu_bias" : "bias") : "relu",
+                  bias ? bias->get() : Value()};
+}
+
+/// Moves the elementwise consumer of `gemm`'s fresh product into cuBLASLt's
+/// epilogue, where one applies (matchEpilogue): the product is then written
+/// to the consumer's output, and the consumer and the product's buffer go.
+/// The consumer must be the product's only other reader, in the same block,
+/// with nothing between the two that touches memory (but the allocation of
+/// its output, which moves before the product).
+void fuseEpilogue(IRRewriter &rewriter, tsrt::GpuGemmOp gemm) {
+  Value c = gemm.getC();
+  if (gemm.getAccumulate() || !c.getDefiningOp<memref::AllocOp>())
+    return;
+  linalg::GenericOp consumer;
+  for (Operation *user : c.getUsers()) {
+    if (user == gemm.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || consumer)
+      return;
+    consumer = generic;
+  }
+  if (!consumer || consumer->getBlock() != gemm->getBlock() ||
+      !gemm->isBeforeInBlock(consumer))
+    return;
+  std::optional<Epilogue> epilogue = matchEpilogue(consumer, c);
+  if (!epilogue)
+    return;
+  Value d = consumer.getDpsInitOperand(0)->get();
+  Value root = getRootBuffer(d);
+  for (Value operand : {Value(gemm.getA()), Value(gemm.getB()), epilogue->bias})
+    if (operand && getRootBuffer(operand) == root)
+      return;
+  auto alloc = d.getDefiningOp<memref::AllocOp>();
+  for (Operation *op = gemm->getNextNode(); op != consumer;
+       op = op->getNextNode())
+    if (op != alloc.getOperation() &&
+        !(op->getNumRegions() == 0 && isMemoryEffectFree(op)))
+      return;
+  if (alloc && alloc->getBlock() == gemm->getBlock() &&
+      gemm->isBeforeInBlock(alloc))
+    rewriter.moveOpBefore(alloc, gemm);
+  rewriter.setInsertionPoint(gemm);
+  tsrt::GpuGemmOp::create(rewriter, gemm.getLoc(), Type(), ValueRange{},
+                          gemm.getA(), gemm.getB(), d, epilogue->bias,
+                          gemm.getTransposeA(), gemm.getTransposeB(),
+                          /*accumulate=*/false, epilogue->name);
+  rewriter.eraseOp(consumer);
+  rewriter.eraseOp(gemm);
+  eraseIfUnused(rewriter, c);
+}
+
 struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> gemms;
@@ -160,17 +281,19 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
       Value sourceA = foldTranspose(rewriter, op, a);
       Value sourceB = b == a ? Value() : foldTranspose(rewriter, op, b);
       rewriter.setInsertionPoint(op);
-      tsrt::GpuGemmOp::create(rewriter, op.getLoc(), Type(), ValueRange{},
-                              sourceA ? sourceA : a, sourceB ? sourceB : b, c,
-                              /*transpose_a=*/bool(sourceA),
-                              /*transpose_b=*/bool(sourceB),
-                              /*accumulate=*/!fill);
+      auto gemm = tsrt::GpuGemmOp::create(
+          rewriter, op.getLoc(), Type(), ValueRange{}, sourceA ? sourceA : a,
+          sourceB ? sourceB : b, c, /*bias=*/Value(),
+          /*transpose_a=*/bool(sourceA),
+          /*transpose_b=*/bool(sourceB),
+          /*accumulate=*/!fill, /*epilogue=*/"none");
       rewriter.eraseOp(op);
       if (fill)
         rewriter.eraseOp(fill);
       eraseIfUnused(rewriter, a);
       if (b != a)
         eraseIfUnused(rewriter, b);
+      fuseEpilogue(rewriter, gemm);
     }
   }
 };

@@ -7,7 +7,9 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "tessera-runtime/Device.h"
 #include "tessera-runtime/Runtime.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPULIBRARYCALLS
@@ -29,8 +31,17 @@ int32_t dtypeCode(Type element) {
   return TSR_DTYPE_FLOAT32;
 }
 
+/// The runtime's code for a tsrt.gpu_gemm epilogue (the op verified it).
+int32_t epilogueCode(StringRef epilogue) {
+  return llvm::StringSwitch<int32_t>(epilogue)
+      .Case("relu", TSR_GEMM_EPILOGUE_RELU)
+      .Case("bias", TSR_GEMM_EPILOGUE_BIAS)
+      .Case("relu_bias", TSR_GEMM_EPILOGUE_RELU_BIAS)
+      .Default(TSR_GEMM_EPILOGUE_NONE);
+}
+
 /// `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, transpose_a,
-/// transpose_b, accumulate)`, declared on first use.
+/// transpose_b, accumulate, bias, epilogue)`, declared on first use.
 func::FuncOp getGemmDeclaration(ModuleOp module, OpBuilder &b) {
   if (auto f = module.lookupSymbol<func::FuncOp>(kGemm))
     return f;
@@ -40,8 +51,9 @@ func::FuncOp getGemmDeclaration(ModuleOp module, OpBuilder &b) {
        i32 = b.getI32Type();
   auto f = func::FuncOp::create(
       b, module.getLoc(), kGemm,
-      b.getFunctionType(
-          {ptr, i64, i64, i64, i64, ptr, ptr, ptr, i32, i32, i32, i32}, {}));
+      b.getFunctionType({ptr, i64, i64, i64, i64, ptr, ptr, ptr, i32, i32, i32,
+                         i32, ptr, i32},
+                        {}));
   f.setPrivate();
   return f;
 }
@@ -91,13 +103,19 @@ struct TsrGpuLibraryCallsPass
         return arith::ConstantIntOp::create(b, loc, v, 32);
       };
       Type element = cast<MemRefType>(op.getA().getType()).getElementType();
+      Value bias = op.getBias()
+                       ? addressOf(b, loc, op.getBias())
+                       : LLVM::ZeroOp::create(
+                             b, loc, LLVM::LLVMPointerType::get(b.getContext()))
+                             .getResult();
       func::CallOp::create(
           b, loc, getGemmDeclaration(module, b),
           ValueRange{stream, i64(batch), i64(m), i64(n), i64(k),
                      addressOf(b, loc, op.getA()), addressOf(b, loc, op.getB()),
                      addressOf(b, loc, op.getC()), i32(dtypeCode(element)),
                      i32(op.getTransposeA()), i32(op.getTransposeB()),
-                     i32(op.getAccumulate())});
+                     i32(op.getAccumulate()), bias,
+                     i32(epilogueCode(op.getEpilogue()))});
       // Queued on the same stream, the call is ordered after the
       // dependency and before whatever waits on it: the token stays valid.
       op.getAsyncToken().replaceAllUsesWith(token);

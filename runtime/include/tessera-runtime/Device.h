@@ -67,6 +67,17 @@ TSR_API tsr_status_t tsr_event_synchronize(void *event);
 TSR_API tsr_status_t tsr_event_elapsed_ms(void *start, void *end,
                                           float *out_ms);
 
+/* What cuBLASLt's epilogue applies to a compiled program's matrix product
+ * before it is written (tsrt.gpu_gemm's `epilogue`, tsrt_gpu_gemm's
+ * argument): nothing, max(x, 0), a bias per column of the row-major
+ * result, or the bias then max(x, 0). */
+typedef enum {
+  TSR_GEMM_EPILOGUE_NONE = 0,
+  TSR_GEMM_EPILOGUE_RELU = 1,
+  TSR_GEMM_EPILOGUE_BIAS = 2,
+  TSR_GEMM_EPILOGUE_RELU_BIAS = 3,
+} tsr_gemm_epilogue_t;
+
 #ifdef __cplusplus
 }
 #endif

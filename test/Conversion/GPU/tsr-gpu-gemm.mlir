@@ -148,3 +148,109 @@ func.func @transpose_source_freed(%dy: memref<16x4xf32>, %c: memref<8x4xf32>) {
   memref.dealloc %xt : memref<8x16xf32>
   return
 }
+
+// -----
+
+// The elementwise consumer of a fresh product goes into cuBLASLt's
+// epilogue where it is one cuBLASLt computes: the bias of each column then
+// ReLU (the product's buffer goes; the output's allocation moves before the
+// product), the bias alone, ReLU alone (also on a batch).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @epilogues
+// CHECK: %[[Y:.*]] = memref.alloc() : memref<8x4xf32>
+// CHECK-NEXT: tsrt.gpu_gemm ins(%arg0, %arg1 : memref<8x16xf32>, memref<16x4xf32>) outs(%[[Y]] : memref<8x4xf32>) bias(%arg2 : memref<4xf32>) {epilogue = "relu_bias"}
+// CHECK: tsrt.gpu_gemm ins(%arg0, %arg1 : memref<8x16xf32>, memref<16x4xf32>) outs(%{{.*}} : memref<8x4xf32>) bias(%arg2 : memref<4xf32>) {epilogue = "bias"}
+// CHECK: tsrt.gpu_gemm ins(%arg3, %arg4 : memref<2x8x16xf32>, memref<2x16x4xf32>) outs(%{{.*}} : memref<2x8x4xf32>) {epilogue = "relu"}
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.alloc() : memref<8x4xf32>
+// CHECK: return
+func.func @epilogues(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32>,
+                     %bx: memref<2x8x16xf32>, %bw: memref<2x16x4xf32>)
+    -> (memref<8x4xf32>, memref<8x4xf32>, memref<2x8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %y = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b : memref<8x4xf32>, memref<4xf32>) outs(%y : memref<8x4xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.addf %p, %q : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<8x4xf32>
+  %c2 = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c2 : memref<8x4xf32>)
+  %y2 = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#col, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %c2 : memref<4xf32>, memref<8x4xf32>) outs(%y2 : memref<8x4xf32>) {
+  ^bb0(%q: f32, %p: f32, %o: f32):
+    %s = arith.addf %q, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c2 : memref<8x4xf32>
+  %c3 = memref.alloc() : memref<2x8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c3 : memref<2x8x4xf32>)
+  linalg.batch_matmul ins(%bx, %bw : memref<2x8x16xf32>, memref<2x16x4xf32>) outs(%c3 : memref<2x8x4xf32>)
+  %y3 = memref.alloc() : memref<2x8x4xf32>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c3 : memref<2x8x4xf32>) outs(%y3 : memref<2x8x4xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %r = arith.maximumf %zero, %p : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c3 : memref<2x8x4xf32>
+  return %y, %y2, %y3 : memref<8x4xf32>, memref<8x4xf32>, memref<2x8x4xf32>
+}
+
+// -----
+
+// What stays a kernel: a consumer that computes more than cuBLASLt's
+// epilogue (a GELU), a product that another op reads as well, and one that
+// accumulates into the caller's buffer.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @no_epilogue
+// CHECK-NOT: epilogue
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: epilogue
+// CHECK: return
+func.func @no_epilogue(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %acc: memref<8x4xf32>)
+    -> (memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
+  %y = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x4xf32>) outs(%y : memref<8x4xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %e = math.erf %p : f32
+    %r = arith.mulf %p, %e : f32
+    linalg.yield %r : f32
+  }
+  %c2 = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c2 : memref<8x4xf32>)
+  %y2 = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c2 : memref<8x4xf32>) outs(%y2 : memref<8x4xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %r = arith.maximumf %p, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%acc : memref<8x4xf32>)
+  %y3 = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : memref<8x4xf32>) outs(%y3 : memref<8x4xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %r = arith.maximumf %p, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %y, %c2, %y2, %y3 : memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>
+}

@@ -185,3 +185,35 @@ func.func @gemm_rank(%a: memref<2x8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x
   tsrt.gpu_gemm ins(%a, %b : memref<2x8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>)
   return
 }
+
+// -----
+
+func.func @gemm_epilogue_name(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias or relu_bias, not 'gelu'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "gelu"}
+  return
+}
+
+// -----
+
+func.func @gemm_bias_missing(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a bias with epilogue 'bias'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "bias"}
+  return
+}
+
+// -----
+
+func.func @gemm_bias_shape(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %bias: memref<8xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects an f32 bias of the 4 columns of c, got 'memref<8xf32>'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%bias : memref<8xf32>) {epilogue = "bias"}
+  return
+}
+
+// -----
+
+func.func @gemm_bias_accumulate(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %bias: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a bias on a rank-2 product without accumulate}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%bias : memref<4xf32>) {accumulate = true, epilogue = "bias"}
+  return
+}

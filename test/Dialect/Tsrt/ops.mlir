@@ -46,11 +46,14 @@ func.func @on_memrefs(%x: memref<8xi1>, %y: memref<4xbf16, strided<[2]>>, %z: me
 // CHECK: %[[T:.*]] = gpu.wait async
 // CHECK: %{{.*}} = tsrt.gpu_gemm async [%[[T]]] ins(%{{.*}}, %{{.*}} : memref<2x8x16xbf16>, memref<2x16x4xbf16>) outs(%{{.*}} : memref<2x8x4xf32>)
 // CHECK-NOT: accumulate
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<8x16xf32>, memref<16x4xf32>) outs(%{{.*}} : memref<8x4xf32>) bias(%{{.*}} : memref<4xf32>) {epilogue = "relu_bias"}
 func.func @gpu_gemm(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>,
                     %d: memref<2x8x16xbf16>, %e: memref<2x16x4xbf16>, %f: memref<2x8x4xf32>) {
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {accumulate = true}
   %t0 = gpu.wait async
   %t1 = tsrt.gpu_gemm async [%t0] ins(%d, %e : memref<2x8x16xbf16>, memref<2x16x4xbf16>) outs(%f : memref<2x8x4xf32>)
   gpu.wait [%t1]
+  %bias = memref.alloc() : memref<4xf32>
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%bias : memref<4xf32>) {epilogue = "relu_bias"}
   return
 }

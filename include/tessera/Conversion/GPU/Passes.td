@@ -303,6 +303,42 @@ def TsrGpuEmulate : Pass<"tsr-gpu-emulate", "func::FuncOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def TsrGpuFatbin : Pass<"tsr-gpu-fatbin", "ModuleOp"> {
+  let summary = "Bundle a gpu.binary's PTX objects into one fatbin: SASS for the first target, PTX of the last for the driver's JIT";
+  let description = [{
+    `gpu-module-to-binary` with `format=fatbin` embeds the PTX of the
+    SASS's own chip: for `sm_90a` that PTX is arch-specific and JITs on
+    sm_90a only, so an artifact would not run on a later GPU. The CUDA
+    target therefore attaches two NVVM targets to its kernels (the chosen
+    `sm_90a`, then the family's `sm_90`), has `gpu-module-to-binary` emit PTX
+    for each (`format=isa`), and this pass makes each `gpu.binary` one
+    fatbin: the first object's PTX through `ptxas -arch=CHIP -O3` as SASS,
+    and the last object's PTX as the JIT fallback (`fatbinary
+    --image3=kind=elf,sm=90a --image3=kind=ptx,sm=90`). With one object
+    (`--gpu-arch=sm_80`, whose PTX is portable already) both come from it.
+    A failing tool is an error carrying its output (ptxas's message for an
+    architecture it does not know).
+
+    Before:
+
+    ```mlir
+    gpu.binary @kernels [#gpu.object<#nvvm.target<chip = "sm_90a">, assembly = "...">,
+                         #gpu.object<#nvvm.target<chip = "sm_90">, assembly = "...">]
+    ```
+
+    After:
+
+    ```mlir
+    gpu.binary @kernels [#gpu.object<#nvvm.target<chip = "sm_90a">, bin = "P\EDU\BA...">]
+    ```
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"/usr/local/cuda\"",
+           "The CUDA toolkit whose bin/ holds ptxas and fatbinary">
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect"];
+}
+
 def TsrGpuLowerSubgroupReduce : Pass<"tsr-gpu-lower-subgroup-reduce", "gpu::GPUModuleOp"> {
   let summary = "Lower gpu.subgroup_reduce to butterfly shuffles of 32-bit lanes (64-bit for f64)";
   let description = [{

@@ -220,6 +220,25 @@ LogicalResult GpuGemmOp::verify() {
       sa[r - 1] != sb[r - 2] || (r == 3 && (sa[0] != sc[0] || sb[0] != sc[0])))
     return emitOpError("expects shapes [B,] M x K, K x N and M x N (of a "
                        "and b as transposed)");
+  StringRef epilogue = getEpilogue();
+  bool biased = epilogue == "bias" || epilogue == "relu_bias";
+  if (!biased && epilogue != "none" && epilogue != "relu")
+    return emitOpError("expects epilogue none, relu, bias or relu_bias, not '")
+           << epilogue << "'";
+  if (biased != bool(getBias()))
+    return emitOpError(biased ? "expects a bias with epilogue '"
+                              : "expects no bias with epilogue '")
+           << epilogue << "'";
+  if (biased) {
+    auto bias = cast<MemRefType>(getBias().getType());
+    if (r != 2 || getAccumulate())
+      return emitOpError("expects a bias on a rank-2 product without "
+                         "accumulate");
+    if (bias.getRank() != 1 || bias.getDimSize(0) != sc[1] ||
+        !bias.getElementType().isF32() || !bias.getLayout().isIdentity())
+      return emitOpError("expects an f32 bias of the ")
+             << sc[1] << " columns of c, got " << bias;
+  }
   return success();
 }
 
@@ -289,6 +308,8 @@ void GpuGemmOp::getEffects(Effects &effects) {
   };
   add(MemoryEffects::Read::get(), getAMutable());
   add(MemoryEffects::Read::get(), getBMutable());
+  if (getBias())
+    add(MemoryEffects::Read::get(), getBiasMutable()[0]);
   if (getAccumulate())
     add(MemoryEffects::Read::get(), getCMutable());
   add(MemoryEffects::Write::get(), getCMutable());

@@ -188,7 +188,7 @@ def Tsrt_AxisRankOp : Tsrt_Op<"axis_rank", [Pure]> {
 
 def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
-    GPU_AsyncOpInterface]> {
+    GPU_AsyncOpInterface, AttrSizedOperandSegments]> {
   let summary = "a (batched) matrix product on the GPU through cuBLASLt";
   let description = [{
     `c = op(a) · op(b)`, or `c += op(a) · op(b)` with `accumulate`, for
@@ -198,6 +198,11 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     with its last two dimensions swapped (cuBLASLt reads it transposed). `a`
     and `b` are f32, bf16 or f16 (both the same), `c` is f32; the products
     are summed in f32.
+
+    `epilogue` is what cuBLASLt's epilogue applies to the product before it
+    writes `c`: `none`, `relu` (`max(x, 0)`), `bias` (`x + bias[j]` in every
+    row, `bias` an f32 `[N]` buffer) or `relu_bias` (the bias, then ReLU).
+    A bias needs a rank-2 product without `accumulate`.
 
     Like a `gpu` op it runs asynchronously on the device: with
     `async [deps]` it is queued after its dependencies and returns a token
@@ -210,19 +215,23 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
 
     ```mlir
     %t1 = tsrt.gpu_gemm async [%t0] ins(%a, %b : memref<8x16xbf16>, memref<4x16xbf16>) outs(%c : memref<8x4xf32>) {transpose_b = true}
+    %t2 = tsrt.gpu_gemm async [%t1] ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%y : memref<8x4xf32>) bias(%bias : memref<4xf32>) {epilogue = "relu_bias"}
     ```
   }];
   let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
                        AnyStaticShapeMemRef:$a, AnyStaticShapeMemRef:$b,
                        AnyStaticShapeMemRef:$c,
+                       Optional<AnyStaticShapeMemRef>:$bias,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
-                       DefaultValuedAttr<BoolAttr, "false">:$accumulate);
+                       DefaultValuedAttr<BoolAttr, "false">:$accumulate,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$epilogue);
   let results = (outs Optional<GPU_AsyncToken>:$asyncToken);
   let assemblyFormat = [{
     custom<AsyncDependencies>(type($asyncToken), $asyncDependencies)
     `ins` `(` $a `,` $b `:` type($a) `,` type($b) `)`
-    `outs` `(` $c `:` type($c) `)` attr-dict
+    `outs` `(` $c `:` type($c) `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
