@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """GPU benchmark of the CUDA target: its matrix products against cuBLAS
-alone, and a GPT training step against PyTorch eager, on the same GPU in
-the same run.
+alone, its generated memory-bound kernels against PyTorch and a device copy,
+and a GPT training step against PyTorch eager, on the same GPU in the same
+run.
 
 Two phases, so that the compiling machine need not be the one with the GPU
 (the same split as test/e2e/gpu_test.py):
@@ -26,6 +27,14 @@ PyTorch) and compiled with ``--mode=train --target=cuda``, cross-entropy,
 Adam, batch 16, in f32; at ``--run`` 30 steps of ``tessera-run --train``
 and 30 steps of the same module in PyTorch eager (the same class, loss,
 optimizer and batch, TF32 off), each the median step of steps 11 to 30.
+
+The memory-bound rows: an elementwise chain (``x * sigmoid(x) + x``, one
+fused kernel), a row softmax (warp reductions) and a column sum (block
+reductions) of a 8192 x 4096 f32 tensor, each the minimum of N runs of
+``tessera-run --repeat`` against the same op in PyTorch, as GB/s of the
+bytes the op must move (its input read once, its output written once)
+and as a fraction of a device-to-device copy of the input measured in the
+same run (``torch.Tensor.copy_``), the bandwidth a kernel can reach.
 
 The GEMM rows give TFLOP/s (2·M·N·K per product) and the ratio to
 torch.matmul on the same shape: what the library path costs beyond cuBLAS
@@ -54,6 +63,15 @@ TORCH_PYTHON = "/usr/bin/python3"
 GPT = {"layers": 4, "d_model": 256, "heads": 8, "seq": 128, "vocab": 96}
 GPT_BATCH = 16
 STEPS = 30
+# name: (ONNX nodes from x to y, y's shape for x of BANDWIDTH_SHAPE).
+BANDWIDTH_SHAPE = (8192, 4096)
+BANDWIDTH = {
+    "elementwise": ([("Sigmoid", ["x"], ["s"], {}), ("Mul", ["x", "s"], ["m"], {}),
+                     ("Add", ["m", "x"], ["y"], {})], list(BANDWIDTH_SHAPE)),
+    "softmax": ([("Softmax", ["x"], ["y"], {"axis": 1})], list(BANDWIDTH_SHAPE)),
+    "column_sum": ([("ReduceSum", ["x", "axes"], ["y"], {"keepdims": 0})],
+                   [BANDWIDTH_SHAPE[1]]),
+}
 
 
 def run(cmd, **kw):
@@ -88,6 +106,22 @@ def prepare(work, bin_dir):
                  "--target=cuda", "-o", os.path.join(work, name), *flags])
             plan.append({"name": name, "shape": [m, n, k],
                          "precision": precision})
+    import numpy as np
+    from onnx import numpy_helper
+    for name, (nodes, out_shape) in BANDWIDTH.items():
+        axes = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")
+        graph = helper.make_graph(
+            [helper.make_node(op, ins, outs, **attrs)
+             for op, ins, outs, attrs in nodes], name,
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                           list(BANDWIDTH_SHAPE))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+            [axes] if name == "column_sum" else [])
+        model = os.path.join(work, f"{name}.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[
+            helper.make_opsetid("", 17)]), model)
+        run([os.path.join(bin_dir, "tessera-compile"), model, "--target=cuda",
+             "-o", os.path.join(work, f"bw_{name}")])
     gpt = os.path.join(work, "gpt")
     run([TORCH_PYTHON, os.path.join(ROOT, "python", "tessera_examples",
                                     "make_torch_gpt.py"), "--out", gpt,
@@ -97,7 +131,6 @@ def prepare(work, bin_dir):
          "--loss=cross_entropy", "--logits=logits",
          f"--batch-size={GPT_BATCH}", "--optimizer=adam", "--lr=3e-3",
          "--target=cuda", "-o", os.path.join(work, "gpt_train")])
-    import numpy as np
     np.random.default_rng(0).integers(
         0, GPT["vocab"], GPT_BATCH * (GPT["seq"] + 1) * (STEPS + 1),
         dtype=np.uint16).tofile(os.path.join(work, "tokens.bin"))
@@ -165,6 +198,60 @@ def torch_step_ms():
     return statistics.median(times[10:])
 
 
+def torch_bandwidth_ms(name, repeat):
+    """The minimum over `repeat` runs of the op in PyTorch, and of a
+    device-to-device copy of its input."""
+    import torch
+    x = torch.randn(*BANDWIDTH_SHAPE, device="cuda")
+    copy = torch.empty_like(x)
+    ops = {"elementwise": lambda: x * torch.sigmoid(x) + x,
+           "softmax": lambda: torch.softmax(x, dim=1),
+           "column_sum": lambda: x.sum(dim=0)}
+
+    def best(fn):
+        fn()
+        times = []
+        for _ in range(repeat):
+            start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return min(times)
+    return best(ops[name]), best(lambda: copy.copy_(x))
+
+
+def bandwidth_rows(work, tessera_run, repeat):
+    import numpy as np
+    inputs = os.path.join(work, "in_bandwidth")
+    if not os.path.isdir(inputs):
+        os.makedirs(inputs)
+        np.save(os.path.join(inputs, "input_0.npy"),
+                np.random.default_rng(0).standard_normal(
+                    BANDWIDTH_SHAPE, dtype=np.float32))
+    print(f"\nMemory-bound kernels, {BANDWIDTH_SHAPE[0]} x "
+          f"{BANDWIDTH_SHAPE[1]} f32, minimum of {repeat} runs each")
+    print("| op | Tessera ms | Tessera GB/s | torch ms | torch GB/s | "
+          "copy GB/s | Tessera / copy (bandwidth) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    elements = BANDWIDTH_SHAPE[0] * BANDWIDTH_SHAPE[1]
+    for name, (_, out_shape) in BANDWIDTH.items():
+        out = run([tessera_run, os.path.join(work, f"bw_{name}"),
+                   "--inputs-dir", inputs, "--repeat", str(repeat)])
+        found = re.search(r"min ([0-9.]+) ms", out)
+        if not found:
+            sys.exit(f"gpu.py: error: unexpected tessera-run output: {out}")
+        ours = float(found.group(1))
+        theirs, copy = torch_bandwidth_ms(name, repeat)
+        moved = 4.0 * (elements + int(np.prod(out_shape)))
+        gbs = lambda ms, nbytes=moved: nbytes / ms / 1e6
+        copy_gbs = gbs(copy, 8.0 * elements)
+        print(f"| {name} | {ours:.3f} | {gbs(ours):.0f} | {theirs:.3f} | "
+              f"{gbs(theirs):.0f} | {copy_gbs:.0f} | "
+              f"{gbs(ours) / copy_gbs:.2f} |")
+
+
 def tessera_step_ms(work, tessera_run):
     import statistics
     log = os.path.join(work, "gpt_train.log.json")
@@ -200,6 +287,7 @@ def run_phase(work, bin_dir, repeat):
         print(f"| {m} x {n} x {k} | {entry['precision']} | {ours:.3f} | "
               f"{flops / ours / 1e9:.1f} | {theirs:.3f} | "
               f"{flops / theirs / 1e9:.1f} | {ours / theirs:.2f} |")
+    bandwidth_rows(work, tessera_run, repeat)
     ours, theirs = tessera_step_ms(work, tessera_run), torch_step_ms()
     print(f"\nGPT training step ({GPT['layers']} layers, d_model "
           f"{GPT['d_model']}, {GPT['seq']} tokens, batch {GPT_BATCH}, Adam, "

@@ -5,7 +5,10 @@ the training step, into an artifact with a fatbin and a manifest.
 No GPU is needed (ptxas and fatbinary from the toolkit). The models: the
 GPT block and the CNN (make_models.py), the character LM (make_charlm.py),
 and the GPT, the MoE GPT and the transformer LM that PyTorch exports
-(make_torch_gpt.py, make_moe_gpt.py, make_torch_transformer.py). Each
+(make_torch_gpt.py, make_moe_gpt.py, make_torch_transformer.py), and the
+4-layer GPT of bench/gpu.py, whose folded layer cells (``layers0-3``) name
+kernels with characters NVPTX refuses unless tsr-gpu-merge-kernels renames
+them. Each
 artifact must have a manifest with "target": "cuda" and its mode, and its
 model.so one fatbin holding SASS for sm_90a and PTX for sm_90 (the JIT
 fallback; test/tools/Inputs/fatbin_images.py reads the images). Each case
@@ -43,6 +46,8 @@ MODELS = {
                 ["--input-shape", "tokens=8x16"], LM_TRAIN),
     "torch_lm": ("torch_lm", "tt/torch_lm.onnx",
                  ["--input-shape", "tokens=8x32"], LM_TRAIN),
+    "torch_gpt4": ("torch_gpt4", "gpt4/torch_gpt.onnx",
+                   ["--input-shape", "tokens=8x128"], LM_TRAIN),
 }
 
 
@@ -62,6 +67,11 @@ def make(root, py, work):
                       "--out", os.path.join(work, "gpt")],
         "moe_gpt": [TORCH_PYTHON, os.path.join(examples, "make_moe_gpt.py"),
                     "--out", os.path.join(work, "moe")],
+        "torch_gpt4": [TORCH_PYTHON,
+                       os.path.join(examples, "make_torch_gpt.py"), "--out",
+                       os.path.join(work, "gpt4"), "--layers", "4",
+                       "--d-model", "256", "--heads", "8", "--seq", "128",
+                       "--vocab", "96"],
         "torch_lm": [TORCH_PYTHON,
                      os.path.join(examples, "make_torch_transformer.py"),
                      "--out", os.path.join(work, "tt")],

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPUMERGEKERNELS
@@ -17,6 +18,20 @@ namespace {
 /// The name of the merged module.
 constexpr StringLiteral kModuleName = "tessera_kernels";
 
+/// `name` as a PTX identifier: a letter, `_` or `$` first, then letters,
+/// digits, `_` or `$` (a host function of a layer cell, `layers0-3.update`,
+/// names its kernel with `-` and `.`, which NVPTX refuses with a fatal
+/// error).
+StringAttr ptxName(StringAttr name) {
+  std::string text = name.str();
+  for (char &c : text)
+    if (!llvm::isAlnum(c) && c != '_' && c != '$')
+      c = '_';
+  if (text.empty() || llvm::isDigit(text.front()))
+    text.insert(text.begin(), '_');
+  return StringAttr::get(name.getContext(), text);
+}
+
 struct TsrGpuMergeKernelsPass
     : tessera::impl::TsrGpuMergeKernelsBase<TsrGpuMergeKernelsPass> {
   using Base::Base;
@@ -24,7 +39,7 @@ struct TsrGpuMergeKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> kernels(module.getOps<gpu::GPUModuleOp>());
-    if (kernels.size() < 2)
+    if (kernels.empty())
       return;
     for (gpu::GPUModuleOp kernel : kernels)
       if (kernel.getTargetsAttr() || kernel.getOffloadingHandlerAttr()) {
@@ -54,9 +69,20 @@ struct TsrGpuMergeKernelsPass
         StringAttr old = symbol.getNameAttr();
         op.moveBefore(merged.getBody(), merged.getBody()->end());
         StringAttr name = mergedSymbols.insert(&op);
-        if (name != kernel.getSymNameAttr() &&
-            succeeded(mergedSymbols.rename(&op, kernel.getSymNameAttr())))
-          name = kernel.getSymNameAttr();
+        StringAttr wanted = ptxName(kernel.getSymNameAttr());
+        if (name != wanted) {
+          // The module's name, made unique where two sanitize alike.
+          StringAttr candidate = wanted;
+          for (unsigned i = 0; mergedSymbols.lookup(candidate); ++i)
+            candidate = StringAttr::get(&getContext(),
+                                        wanted.getValue() + "_" + Twine(i));
+          if (failed(mergedSymbols.rename(&op, candidate))) {
+            op.emitError("tsr-gpu-merge-kernels: cannot rename the kernel to ")
+                << candidate;
+            return signalPassFailure();
+          }
+          name = candidate;
+        }
         renamed[{kernel.getSymNameAttr(), old}] = name;
       }
     }

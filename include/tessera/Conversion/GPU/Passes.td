@@ -234,8 +234,11 @@ def TsrGpuMergeKernels : Pass<"tsr-gpu-merge-kernels", "ModuleOp"> {
     the character LM's training-step compile went there (334 modules). This
     pass moves every kernel into one module, `tessera_kernels`, each function
     renamed after its old module (the outliner names every kernel function
-    after its host function, so those collide), and points the launches at
-    it: one ptxas run and one fatbin per program, loaded once.
+    after its host function, so those collide) as a PTX identifier (`-` and
+    `.` of a layer cell's `layers0-3.update` become `_`; NVPTX aborts on
+    them), made unique where two names sanitize alike, and points the
+    launches at it: one ptxas run and one fatbin per program, loaded once.
+    A single module is merged and renamed too.
 
     Before:
 
