@@ -102,7 +102,8 @@ public:
     pm.addPass(createGpuKernelOutliningPass());
     pm.addPass(createTsrGpuMergeKernels());
     pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
-    pm.addNestedPass<func::FuncOp>(createTsrGpuLibraryCalls());
+    // A module pass: it declares the runtime function in the module.
+    pm.addPass(createTsrGpuLibraryCalls());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());

@@ -70,7 +70,7 @@ Value addressOf(OpBuilder &b, Location loc, Value buffer) {
 struct TsrGpuLibraryCallsPass
     : tessera::impl::TsrGpuLibraryCallsBase<TsrGpuLibraryCallsPass> {
   void runOnOperation() override {
-    auto module = getOperation()->getParentOfType<ModuleOp>();
+    ModuleOp module = getOperation();
     SmallVector<tsrt::GpuGemmOp> gemms;
     getOperation().walk([&](tsrt::GpuGemmOp op) { gemms.push_back(op); });
     OpBuilder b(&getContext());

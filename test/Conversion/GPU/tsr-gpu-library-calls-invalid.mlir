@@ -1,4 +1,4 @@
-// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-library-calls))" --verify-diagnostics
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(tsr-gpu-library-calls)" --verify-diagnostics
 
 // Without a dependency there is no stream to queue the product on.
 func.func @synchronous(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {

@@ -1,5 +1,5 @@
-// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-library-calls))" | FileCheck %s
-// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-library-calls),gpu-to-llvm,reconcile-unrealized-casts)" | FileCheck %s --check-prefix=LLVM
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(tsr-gpu-library-calls)" | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(tsr-gpu-library-calls,gpu-to-llvm,reconcile-unrealized-casts)" | FileCheck %s --check-prefix=LLVM
 
 // After gpu-async-region the product is queued after the work before it:
 // it becomes a call of the runtime on that work's stream (the dependency

@@ -152,13 +152,15 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
   let dependentDialects = ["mlir::tsrt::TsrtDialect"];
 }
 
-def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "func::FuncOp"> {
+def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "ModuleOp"> {
   let summary = "Lower the GPU library ops (tsrt.gpu_gemm) to runtime calls on their stream";
   let description = [{
     After `gpu-async-region`, each `tsrt.gpu_gemm` is asynchronous with one
     dependency, the token of the work queued before it on the stream. It
     becomes a call of the runtime's
-    `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, accumulate)`
+    `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, transpose_a,
+    transpose_b, accumulate, bias, epilogue)` (declared once in the module:
+    a module pass, as function passes run concurrently)
     with the buffers' addresses, `dtype` the runtime's code of the
     operands' element type (`tsr_dtype_t`). The stream is the dependency
     token itself, cast to `!llvm.ptr`: `gpu-to-llvm` lowers tokens to the
