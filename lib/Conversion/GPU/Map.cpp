@@ -40,6 +40,19 @@ bool touchesBufferWithin(Operation *op) {
       .wasInterrupted();
 }
 
+/// Splits `linear` into row-major coordinates of `shape` (none for a rank-0
+/// one, `linear` itself for a rank-1 one).
+SmallVector<Value> splitIndex(OpBuilder &b, Location loc, Value linear,
+                              ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return {};
+  if (shape.size() == 1)
+    return {linear};
+  auto split = affine::AffineDelinearizeIndexOp::create(b, loc, linear, shape,
+                                                        /*hasOuterBound=*/true);
+  return SmallVector<Value>(split.getResults());
+}
+
 /// Creates a kernel (Kernels.h) of `blocks` blocks of
 /// `threads` threads before `rewriter`'s insertion point and moves the
 /// insertion point into the thread loop; returns the thread loop.
@@ -107,14 +120,7 @@ LogicalResult linearize(IRRewriter &rewriter, scf::ParallelOp parallel) {
                                        linear, index(total));
   auto guard = scf::IfOp::create(rewriter, loc, inside);
   rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-  SmallVector<Value> ivs;
-  if (trips.size() == 1) {
-    ivs.push_back(linear);
-  } else {
-    auto split = affine::AffineDelinearizeIndexOp::create(
-        rewriter, loc, linear, trips, /*hasOuterBound=*/true);
-    llvm::append_range(ivs, split.getResults());
-  }
+  SmallVector<Value> ivs = splitIndex(rewriter, loc, linear, trips);
   for (size_t i = 0; i < ivs.size(); ++i)
     if (lower[i] != 0 || step[i] != 1)
       ivs[i] = affine::AffineApplyOp::create(
@@ -199,15 +205,8 @@ scf::ParallelOp parallelizeScatter(IRRewriter &rewriter, scf::ForOp loop) {
       scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
                               ValueRange{index(outside)}, ValueRange{one});
   rewriter.setInsertionPointToStart(parallel.getBody());
-  SmallVector<Value> coords;
-  Value position = parallel.getInductionVars()[0];
-  if (outer.size() == 1)
-    coords.push_back(position);
-  else if (outer.size() > 1)
-    llvm::append_range(coords, affine::AffineDelinearizeIndexOp::create(
-                                   rewriter, loc, position, outer,
-                                   /*hasOuterBound=*/true)
-                                   .getResults());
+  SmallVector<Value> coords =
+      splitIndex(rewriter, loc, parallel.getInductionVars()[0], outer);
   auto along = scf::ForOp::create(rewriter, loc, zero, index(shape[axis]), one);
   rewriter.setInsertionPointToStart(along.getBody());
   // The row-major index of (coords with the axis coordinate inserted).
@@ -380,8 +379,8 @@ public:
 
   /// Sets the parallel loop indices to those of output element `linear`.
   void setOutput(Value linear) {
-    for (auto [d, coord] :
-         llvm::zip(parallelDims, split(linear, parallelRanges)))
+    for (auto [d, coord] : llvm::zip(
+             parallelDims, splitIndex(rewriter, loc, linear, parallelRanges)))
       ivs[d] = coord;
   }
 
@@ -396,7 +395,8 @@ public:
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(loop.getBody());
     for (auto [d, coord] : llvm::zip(
-             reductionDims, split(loop.getInductionVar(), reductionRanges)))
+             reductionDims, splitIndex(rewriter, loc, loop.getInductionVar(),
+                                       reductionRanges)))
       ivs[d] = coord;
     IRMapping map;
     for (OpOperand *in : op.getDpsInputOperands())
@@ -436,19 +436,6 @@ public:
   }
 
 private:
-  /// Splits `linear` into coordinates of `shape` (none for a rank-0 one).
-  SmallVector<Value> split(Value linear, ArrayRef<int64_t> shape) {
-    SmallVector<Value> coords;
-    if (shape.size() == 1)
-      coords.push_back(linear);
-    else if (shape.size() > 1)
-      llvm::append_range(coords, affine::AffineDelinearizeIndexOp::create(
-                                     rewriter, loc, linear, shape,
-                                     /*hasOuterBound=*/true)
-                                     .getResults());
-    return coords;
-  }
-
   SmallVector<Value> indices(OpOperand *operand) {
     SmallVector<Value> result;
     for (AffineExpr expr : op.getMatchingIndexingMap(operand).getResults())
