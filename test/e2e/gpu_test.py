@@ -30,8 +30,9 @@ Without either, both phases run in a temporary directory. The cases:
 
 Tolerance against the CPU target, relative to the largest magnitude of the
 compared tensor (of all the gradients together, for gradients; or to the
-loss): emulated, 0 for the elementwise model (the same scalar math in
-another loop order gives the same bits) and 1e-6 otherwise; on a GPU, 1e-5.
+loss): emulated, 0 for the elementwise model (each element gets the same
+math, scalar or in a vector, in any loop order: the same bits) and 1e-6
+otherwise; on a GPU, 1e-5.
 The kernels sum in another order than the CPU target's BLAS and vectorized
 loops (lanes of a warp or partial sums of a block, combined in a tree), so
 results differ by rounding: f32's 6e-8 unit roundoff grows with the depth of
@@ -148,9 +149,10 @@ def prepare(root, bin_dir, py, work, emulate):
     run([py, os.path.join(root, "test", "Import", "ONNX", "Inputs",
                           "make_model.py"), "elementwise",
          os.path.join(work, "elementwise.onnx")])
+    rng = np.random.default_rng(1)
     write_inputs(os.path.join(work, "elementwise_inputs"), [
-        3 * np.random.default_rng(1).standard_normal((53, 37),
-                                                     dtype=np.float32)])
+        3 * rng.standard_normal(shape, dtype=np.float32)
+        for shape in ((53, 37), (53, 40))])
     run([py, os.path.join(examples, "make_charlm.py"), "--out",
          os.path.join(work, "lm"), "--seq", "32", "--batch", "16", "--layers",
          "1", "--d-model", "64", "--heads", "4", "--no-verify"])

@@ -9,13 +9,16 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tessera {
@@ -563,6 +566,233 @@ void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
 }
 
+/// Widest access, in bytes, of a vectorized elementwise kernel: one
+/// 128-bit load or store per operand and thread (ld.global.v4.f32).
+constexpr int64_t kVectorBytes = 16;
+
+/// How an elementwise op runs `width` consecutive elements of its innermost
+/// dimension per thread: which operands are read along it (a vector access)
+/// and which body values differ between those elements.
+struct VectorPlan {
+  int64_t width;
+  llvm::SmallBitVector alongInner;
+  llvm::SmallPtrSet<Value, 16> varying;
+};
+
+/// Bytes of an element that a vector access loads as it is stored: integers
+/// and floats of whole bytes (an i1 buffer holds a byte per element, a
+/// vector<Nxi1> is packed bits), not index.
+std::optional<int64_t> vectorElementBytes(Type type) {
+  if (!isa<IntegerType, FloatType>(type) || type.getIntOrFloatBitWidth() % 8)
+    return std::nullopt;
+  return type.getIntOrFloatBitWidth() / 8;
+}
+
+/// The plan of `op` if its elements can run `width` > 1 to a thread: all
+/// loops parallel with static bounds, every indexing map's results
+/// dimensions or constants, an operand read along the innermost loop only
+/// through its own innermost dimension (unit stride; the offset and the
+/// other strides multiples of `width`, so that each thread's access is
+/// aligned), the outputs all read along it, and a body of elementwise arith
+/// and math ops in which only values not depending on the innermost loop
+/// may be indices. `width` is 16 bytes of the narrowest element, halved
+/// until it divides the innermost trip count and the layouts.
+std::optional<VectorPlan> planVectorized(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op->getNumRegions() != 1 ||
+      op.getNumLoops() == 0 || op.getNumLoops() != op.getNumParallelLoops())
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges))
+    return std::nullopt;
+  unsigned inner = op.getNumLoops() - 1;
+  Block *body = op.getBlock();
+  VectorPlan plan;
+  plan.alongInner.resize(op->getNumOperands());
+  int64_t narrowest = kVectorBytes;
+  // Layout constraints on the width: every stride but the innermost and the
+  // offset of an operand read along the innermost loop.
+  SmallVector<int64_t> multiples;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type) {
+      if (op.isDpsInit(&operand))
+        return std::nullopt;
+      continue;
+    }
+    std::optional<int64_t> bytes = vectorElementBytes(type.getElementType());
+    if (!bytes)
+      return std::nullopt;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    std::optional<unsigned> position;
+    for (auto [i, result] : llvm::enumerate(map.getResults())) {
+      if (isa<AffineConstantExpr>(result))
+        continue;
+      auto dim = dyn_cast<AffineDimExpr>(result);
+      if (!dim)
+        return std::nullopt;
+      if (dim.getPosition() == inner) {
+        if (position)
+          return std::nullopt;
+        position = i;
+      }
+    }
+    if (!position) {
+      if (op.isDpsInit(&operand))
+        return std::nullopt;
+      continue;
+    }
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (*position != map.getNumResults() - 1 ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1 || ShapedType::isDynamic(offset) ||
+        ShapedType::isDynamicShape(strides))
+      return std::nullopt;
+    plan.alongInner.set(operand.getOperandNumber());
+    plan.varying.insert(op.getMatchingBlockArgument(&operand));
+    narrowest = std::min(narrowest, *bytes);
+    multiples.push_back(offset);
+    llvm::append_range(multiples, ArrayRef(strides).drop_back());
+  }
+  for (Operation &nested : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(nested)) {
+      if (index.getDim() == inner)
+        return std::nullopt;
+      continue;
+    }
+    if (nested.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    if (nested.getNumRegions() != 0 || nested.getNumResults() == 0 ||
+        !nested.hasTrait<OpTrait::Elementwise>() ||
+        !isa<arith::ArithDialect, math::MathDialect>(nested.getDialect()))
+      return std::nullopt;
+    if (llvm::none_of(nested.getOperands(),
+                      [&](Value v) { return plan.varying.contains(v); }))
+      continue;
+    for (Value result : nested.getResults()) {
+      if (!isa<IntegerType, FloatType>(result.getType()))
+        return std::nullopt;
+      plan.varying.insert(result);
+    }
+  }
+  for (plan.width = kVectorBytes / narrowest; plan.width > 1; plan.width /= 2)
+    if (ranges[inner] % plan.width == 0 &&
+        llvm::all_of(multiples, [&](int64_t m) { return m % plan.width == 0; }))
+      return plan;
+  return std::nullopt;
+}
+
+/// Replaces the elementwise `op` by a kernel in which each thread runs
+/// `plan.width` consecutive elements of the innermost dimension: an operand
+/// read along it is one aligned vector.load, another one scalar load; the
+/// body's ops on values that differ between the elements take vectors (the
+/// others stay scalar, broadcast where a vector op uses them), and each
+/// output is one aligned vector.store. Each element gets the ops of the
+/// scalar kernel, so the results are the same bits.
+void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
+                   const VectorPlan &plan) {
+  Location loc = op.getLoc();
+  SmallVector<int64_t> groups = op.getStaticLoopRanges();
+  groups.back() /= plan.width;
+  int64_t total = 1;
+  for (int64_t g : groups)
+    total *= g;
+  rewriter.setInsertionPoint(op);
+  int64_t threads = std::min(total, kBlockSize);
+  scf::ForallOp block =
+      createKernel(rewriter, loc, llvm::divideCeil(total, threads), threads);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value linear = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(2, 0,
+                     rewriter.getAffineDimExpr(0) * threads +
+                         rewriter.getAffineDimExpr(1)),
+      ValueRange{blockId, block.getInductionVar(0)});
+  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       linear, index(total));
+  auto guard = scf::IfOp::create(rewriter, loc, inside);
+  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  SmallVector<Value> ivs = splitIndex(rewriter, loc, linear, groups);
+  ivs.back() = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(1, 0, rewriter.getAffineDimExpr(0) * plan.width),
+      ValueRange{ivs.back()});
+
+  auto vectorOf = [&](Type element) {
+    return VectorType::get({plan.width}, element);
+  };
+  auto indicesOf = [&](OpOperand &operand) {
+    SmallVector<Value> indices;
+    for (AffineExpr result : op.getMatchingIndexingMap(&operand).getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(result))
+        indices.push_back(ivs[dim.getPosition()]);
+      else
+        indices.push_back(index(cast<AffineConstantExpr>(result).getValue()));
+    }
+    return indices;
+  };
+  auto alignment = [&](Type element) {
+    return llvm::MaybeAlign(std::min<int64_t>(
+        kVectorBytes, plan.width * *vectorElementBytes(element)));
+  };
+  IRMapping map;
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    if (arg.use_empty())
+      continue;
+    Value source = operand.get();
+    if (!isa<MemRefType>(source.getType())) {
+      map.map(arg, source);
+    } else if (plan.alongInner.test(operand.getOperandNumber())) {
+      map.map(arg, vector::LoadOp::create(
+                       rewriter, loc, vectorOf(arg.getType()), source,
+                       indicesOf(operand), /*nontemporal=*/false,
+                       alignment(arg.getType())));
+    } else {
+      map.map(arg, memref::LoadOp::create(rewriter, loc, source,
+                                          indicesOf(operand)));
+    }
+  }
+  // A uniform value where an op on vectors uses it.
+  auto widened = [&](Value scalar) -> Value {
+    Value mapped = map.lookupOrDefault(scalar);
+    if (isa<VectorType>(mapped.getType()))
+      return mapped;
+    return vector::BroadcastOp::create(rewriter, loc,
+                                       vectorOf(mapped.getType()), mapped);
+  };
+  Block *body = op.getBlock();
+  for (Operation &nested : body->without_terminator()) {
+    if (auto linalgIndex = dyn_cast<linalg::IndexOp>(nested)) {
+      map.map(linalgIndex.getResult(), ivs[linalgIndex.getDim()]);
+      continue;
+    }
+    if (!plan.varying.contains(nested.getResult(0))) {
+      rewriter.clone(nested, map);
+      continue;
+    }
+    SmallVector<Value> operands;
+    for (Value operand : nested.getOperands())
+      operands.push_back(widened(operand));
+    SmallVector<Type> types;
+    for (Type type : nested.getResultTypes())
+      types.push_back(vectorOf(type));
+    OperationState state(nested.getLoc(), nested.getName(), operands, types,
+                         nested.getAttrs());
+    Operation *vectorOp = rewriter.create(state);
+    map.map(nested.getResults(), vectorOp->getResults());
+  }
+  for (auto [yielded, init] :
+       llvm::zip(body->getTerminator()->getOperands(), op.getDpsInitsMutable()))
+    vector::StoreOp::create(rewriter, loc, widened(yielded), init.get(),
+                            indicesOf(init), /*nontemporal=*/false,
+                            alignment(yielded.getType()));
+  rewriter.eraseOp(op);
+}
+
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
 LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
   if (std::optional<Combiner> combiner = matchReduction(op)) {
@@ -570,6 +800,10 @@ LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
       mapRowReduction(rewriter, op, *combiner);
     else
       mapColumnReduction(rewriter, op, *combiner);
+    return success();
+  }
+  if (std::optional<VectorPlan> plan = planVectorized(op)) {
+    mapVectorized(rewriter, op, *plan);
     return success();
   }
   op = parallelFirst(rewriter, op);

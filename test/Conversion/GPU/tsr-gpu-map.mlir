@@ -1,36 +1,159 @@
 // RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-map))" --split-input-file | FileCheck %s
 
-// An elementwise op: one thread per element of its 40x50 iteration space,
-// 256 threads to a block, 8 blocks, a guard for the last one. The copy to
-// the output is a kernel too.
+// An elementwise op whose innermost dimension (49) takes no vector: one
+// thread per element of its 40x49 iteration space, 256 threads to a block,
+// 8 blocks, a guard for the last one. The copy to the output is a kernel
+// too.
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[LINEAR:.*]] = affine_map<(d0, d1) -> (d0 * 256 + d1)>
 // CHECK-LABEL: func.func @elementwise
-// CHECK: %[[TMP:.*]] = memref.alloc() : memref<40x50xf32>
+// CHECK: %[[TMP:.*]] = memref.alloc() : memref<40x49xf32>
 // CHECK: scf.forall (%[[B:.*]]) in (8) {
 // CHECK-NEXT: scf.forall (%[[T:.*]]) in (256) {
 // CHECK-NEXT: %[[I:.*]] = affine.apply #[[LINEAR]](%[[B]], %[[T]])
-// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c2000
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c1960
 // CHECK-NEXT: scf.if %[[IN]] {
-// CHECK-NEXT: affine.delinearize_index %[[I]] into (40, 50)
-// CHECK: math.exp
+// CHECK-NEXT: affine.delinearize_index %[[I]] into (40, 49)
+// CHECK: math.exp %{{.*}} : f32
 // CHECK: memref.store %{{.*}}, %[[TMP]]
 // CHECK: } {mapping = [#gpu.thread<x>]}
 // CHECK-NEXT: } {mapping = [#gpu.block<x>]}
 // CHECK: scf.forall (%{{.*}}) in (8) {
 // CHECK: memref.store %{{.*}}, %arg1
 // CHECK: } {mapping = [#gpu.block<x>]}
-// CHECK-NEXT: memref.dealloc %[[TMP]] : memref<40x50xf32>
-func.func @elementwise(%x: memref<40x50xf32>, %y: memref<40x50xf32>) {
-  %tmp = memref.alloc() : memref<40x50xf32>
+// CHECK-NEXT: memref.dealloc %[[TMP]] : memref<40x49xf32>
+func.func @elementwise(%x: memref<40x49xf32>, %y: memref<40x49xf32>) {
+  %tmp = memref.alloc() : memref<40x49xf32>
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%x : memref<40x50xf32>) outs(%tmp : memref<40x50xf32>) {
+      ins(%x : memref<40x49xf32>) outs(%tmp : memref<40x49xf32>) {
   ^bb0(%a: f32, %o: f32):
     %e = math.exp %a : f32
     linalg.yield %e : f32
   }
-  memref.copy %tmp, %y : memref<40x50xf32> to memref<40x50xf32>
-  memref.dealloc %tmp : memref<40x50xf32>
+  memref.copy %tmp, %y : memref<40x49xf32> to memref<40x49xf32>
+  memref.dealloc %tmp : memref<40x49xf32>
+  return
+}
+
+// -----
+
+// Vectorized elementwise ops: a thread runs 16 bytes of the innermost
+// dimension (4 f32), each operand read along it one aligned vector.load,
+// each output one aligned vector.store. A bias along the innermost
+// dimension is a vector too; a value per row (%r, read along d0 only) is a
+// scalar load broadcast where a vector op uses it; the body's ops on
+// values that differ within the vector (those of %a) take vectors, the
+// others (the row index's conversion) stay scalar.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[GROUP:.*]] = affine_map<(d0) -> (d0 * 4)>
+// CHECK-LABEL: func.func @vectorized
+// CHECK: scf.forall (%{{.*}}) in (3) {
+// CHECK-NEXT: scf.forall (%{{.*}}) in (256) {
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I:.*]], %c640
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK-NEXT: %[[IJ:.*]]:2 = affine.delinearize_index %[[I]] into (40, 16)
+// CHECK-NEXT: %[[J:.*]] = affine.apply #[[GROUP]](%[[IJ]]#1)
+// CHECK-NEXT: %[[A:.*]] = vector.load %arg0[%[[IJ]]#0, %[[J]]] {alignment = 16 : i64} : memref<40x64xf32>, vector<4xf32>
+// CHECK-NEXT: %[[B:.*]] = vector.load %arg1[%[[J]]] {alignment = 16 : i64} : memref<64xf32>, vector<4xf32>
+// CHECK-NEXT: %[[R:.*]] = memref.load %arg2[%[[IJ]]#0] : memref<40xf32>
+// CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %[[IJ]]#0 : index to i32
+// CHECK-NEXT: %[[ROWF:.*]] = arith.sitofp %[[ROW]] : i32 to f32
+// CHECK-NEXT: %[[SCALE:.*]] = arith.mulf %[[ROWF]], %[[R]] : f32
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[A]], %[[B]] : vector<4xf32>
+// CHECK-NEXT: %[[SPLAT:.*]] = vector.broadcast %[[SCALE]] : f32 to vector<4xf32>
+// CHECK-NEXT: %[[Y:.*]] = arith.mulf %[[SUM]], %[[SPLAT]] : vector<4xf32>
+// CHECK-NEXT: %[[POS:.*]] = arith.cmpf ogt, %[[Y]], %{{.*}} : vector<4xf32>
+// CHECK-NEXT: %[[RELU:.*]] = arith.select %[[POS]], %[[Y]], %{{.*}} : vector<4xi1>, vector<4xf32>
+// CHECK-NEXT: vector.store %[[RELU]], %arg3[%[[IJ]]#0, %[[J]]] {alignment = 16 : i64} : memref<40x64xf32>, vector<4xf32>
+func.func @vectorized(%x: memref<40x64xf32>, %b: memref<64xf32>, %r: memref<40xf32>,
+                      %y: memref<40x64xf32>) {
+  linalg.generic {indexing_maps = [#id, #col, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b, %r : memref<40x64xf32>, memref<64xf32>, memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %s: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %i = linalg.index 0 : index
+    %i32 = arith.index_cast %i : index to i32
+    %f = arith.sitofp %i32 : i32 to f32
+    %scale = arith.mulf %f, %s : f32
+    %sum = arith.addf %a, %c : f32
+    %v = arith.mulf %sum, %scale : f32
+    %pos = arith.cmpf ogt, %v, %zero : f32
+    %relu = arith.select %pos, %v, %zero : f32
+    linalg.yield %relu : f32
+  }
+  return
+}
+
+// -----
+
+// The width is 16 bytes of the narrowest element (8 for bf16: the f32
+// output then takes two 16-byte stores' worth, aligned to 16), halved until
+// it divides the innermost dimension and the layout: a subview whose
+// offset (2 elements) is a multiple of 2 but not 4 gets 2, an output read
+// in the body is loaded as a vector too, and a fill broadcasts its scalar.
+// What keeps a thread per element: an i1 buffer (a vector<4xi1> in memory
+// is packed bits, not bytes), a transposed read, linalg.index of the
+// innermost dimension.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func.func @widths
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<8x64xbf16>, vector<8xbf16>
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: vector.store %{{.*}}, %arg1[{{.*}}] {alignment = 16 : i64} : memref<8x64xf32>, vector<8xf32>
+// CHECK: %[[SUB:.*]] = memref.subview
+// CHECK: vector.load %[[SUB]][{{.*}}] {alignment = 8 : i64} : memref<8x6xf32, strided<[64, 1], offset: 2>>, vector<2xf32>
+// CHECK: %[[O:.*]] = vector.load %[[OUT:.*]][{{.*}}] {alignment = 8 : i64} : memref<8x6xf32, strided<[64, 1], offset: 8>>, vector<2xf32>
+// CHECK: arith.addf %{{.*}}, %[[O]] : vector<2xf32>
+// CHECK: vector.store %{{.*}}, %[[OUT]][{{.*}}] {alignment = 8 : i64} : memref<8x6xf32, strided<[64, 1], offset: 8>>, vector<2xf32>
+// CHECK: vector.store %[[ZERO]], %arg1[{{.*}}] {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
+// CHECK-NOT: vector.
+// CHECK: memref.load %arg2
+// CHECK-NOT: vector.
+// CHECK: memref.load %arg4
+// CHECK-NOT: vector.
+// CHECK: arith.sitofp
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @widths(%h: memref<8x64xbf16>, %y: memref<8x64xf32>, %m: memref<8x64xi1>,
+                  %z: memref<8x64xf32>, %t: memref<64x8xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h : memref<8x64xbf16>) outs(%y : memref<8x64xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %e = arith.extf %a : bf16 to f32
+    linalg.yield %e : f32
+  }
+  %sub = memref.subview %y[0, 2] [8, 6] [1, 1] : memref<8x64xf32> to memref<8x6xf32, strided<[64, 1], offset: 2>>
+  %out = memref.subview %y[0, 8] [8, 6] [1, 1] : memref<8x64xf32> to memref<8x6xf32, strided<[64, 1], offset: 8>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sub : memref<8x6xf32, strided<[64, 1], offset: 2>>) outs(%out : memref<8x6xf32, strided<[64, 1], offset: 8>>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  }
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<8x64xf32>)
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %z : memref<8x64xi1>, memref<8x64xf32>) outs(%y : memref<8x64xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %s = arith.select %c, %a, %o : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<64x8xf32>) outs(%y : memref<8x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
+      outs(%y : memref<8x64xf32>) {
+  ^bb0(%o: f32):
+    %j = linalg.index 1 : index
+    %j32 = arith.index_cast %j : index to i32
+    %f = arith.sitofp %j32 : i32 to f32
+    linalg.yield %f : f32
+  }
   return
 }
 
@@ -47,8 +170,8 @@ func.func @elementwise(%x: memref<40x50xf32>, %y: memref<40x50xf32>) {
 // CHECK-LABEL: func.func @reductions
 // CHECK-DAG: %[[ID:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK: scf.forall (%{{.*}}) in (1) {
-// CHECK-NEXT: scf.forall (%{{.*}}) in (40) {
-// CHECK: memref.store %cst
+// CHECK-NEXT: scf.forall (%{{.*}}) in (10) {
+// CHECK: vector.store %cst
 // CHECK: scf.forall (%[[B:.*]]) in (5) {
 // CHECK-NEXT: scf.forall (%[[T:.*]]) in (256) {
 // CHECK-NEXT: %[[WL:.*]]:2 = affine.delinearize_index %[[T]] into (8, 32)

@@ -30,6 +30,22 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     a thread per column). Library ops that queue their own device work
     (`tsrt.gpu_gemm`, from tsr-gpu-gemm) stay on the host.
 
+    An op whose loops are all parallel runs 16 bytes of its innermost
+    dimension per thread instead (4 f32, 8 bf16; the narrowest element
+    decides, halved until the width divides the innermost extent and the
+    layouts) where every operand read along that dimension is read through
+    its own innermost, unit-stride dimension, its offset and other strides
+    multiples of the width, and the body is elementwise arith and math ops
+    (and `linalg.index` of outer dimensions): such an operand is one
+    `vector.load` aligned to `min(16, width * element bytes)`, another one
+    a scalar load, each output one aligned `vector.store`; body ops on
+    values that differ within the vector take vectors, the others stay
+    scalar and are broadcast where a vector op uses them. Every element gets
+    the scalar kernel's ops, so the results are the same bits. An `i1`
+    buffer (a `vector<Nxi1>` in memory is packed bits), an index that
+    differs within the vector, a transposed read or a dynamic layout keep a
+    thread per element.
+
     Reductions run on warps instead: an op with one output written along
     parallel dimensions, static bounds, at least 32 reduction iterations, a
     body yielding `combine(out, element)` with `combine` one of addf, mulf,
@@ -54,11 +70,12 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     then uses is an error naming the op: on the GPU the host cannot read
     device memory.
 
-    Before (an elementwise op; a row sum below):
+    Before (an elementwise op on a 40x49 tensor: no width divides 49, a
+    thread per element; a row sum below):
 
     ```mlir
     linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-        ins(%x : memref<40x50xf32>) outs(%y : memref<40x50xf32>) {
+        ins(%x : memref<40x49xf32>) outs(%y : memref<40x49xf32>) {
     ^bb0(%a: f32, %b: f32):
       %e = math.exp %a : f32
       linalg.yield %e : f32
@@ -71,12 +88,12 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     scf.forall (%b) in (8) {
       scf.forall (%t) in (256) {
         %i = affine.apply affine_map<(d0, d1) -> (d0 * 256 + d1)>(%b, %t)
-        %in = arith.cmpi ult, %i, %c2000 : index
+        %in = arith.cmpi ult, %i, %c1960 : index
         scf.if %in {
-          %ij:2 = affine.delinearize_index %i into (40, 50) : index, index
-          %a = memref.load %x[%ij#0, %ij#1] : memref<40x50xf32>
+          %ij:2 = affine.delinearize_index %i into (40, 49) : index, index
+          %a = memref.load %x[%ij#0, %ij#1] : memref<40x49xf32>
           %e = math.exp %a : f32
-          memref.store %e, %y[%ij#0, %ij#1] : memref<40x50xf32>
+          memref.store %e, %y[%ij#0, %ij#1] : memref<40x49xf32>
         }
       } {mapping = [#gpu.thread<x>]}
     } {mapping = [#gpu.block<x>]}
@@ -111,7 +128,8 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
                            "mlir::affine::AffineDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",
-                           "mlir::linalg::LinalgDialect"];
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {

@@ -52,20 +52,29 @@ def reductions():
 def elementwise():
     # Only elementwise and broadcast ops (Exp, Tanh, Sigmoid, Erf, Sqrt,
     # Div, a broadcast add): the GPU mapping must give the CPU target's bits.
-    b = numpy_helper.from_array(
-        np.linspace(-1, 1, 37, dtype=np.float32).reshape(1, 37), "b")
-    nodes = [
-        helper.make_node("Add", ["x", "b"], ["h"], name="add"),
-        helper.make_node("Exp", ["h"], ["e"], name="exp"),
-        helper.make_node("Tanh", ["h"], ["t"], name="tanh"),
-        helper.make_node("Sigmoid", ["t"], ["g"], name="sigmoid"),
-        helper.make_node("Erf", ["h"], ["r"], name="erf"),
-        helper.make_node("Mul", ["e", "g"], ["m"], name="mul"),
-        helper.make_node("Sqrt", ["e"], ["q"], name="sqrt"),
-        helper.make_node("Div", ["m", "q"], ["d"], name="div"),
-        helper.make_node("Add", ["d", "r"], ["y"], name="out"),
-    ]
-    return model(nodes, [vi("x", [53, 37])], [vi("y", [53, 37])], [b])
+    # The chain runs twice: on x (53x37, a thread per element) and on v
+    # (53x40, four elements to a thread with vector loads and stores).
+    inits, nodes = [], []
+    for x, y, width in (("x", "y", 37), ("v", "z", 40)):
+        inits.append(numpy_helper.from_array(
+            np.linspace(-1, 1, width, dtype=np.float32).reshape(1, width),
+            f"{x}_b"))
+        nodes += [
+            helper.make_node("Add", [x, f"{x}_b"], [f"{x}_h"], name=f"{x}_add"),
+            helper.make_node("Exp", [f"{x}_h"], [f"{x}_e"], name=f"{x}_exp"),
+            helper.make_node("Tanh", [f"{x}_h"], [f"{x}_t"], name=f"{x}_tanh"),
+            helper.make_node("Sigmoid", [f"{x}_t"], [f"{x}_g"],
+                             name=f"{x}_sigmoid"),
+            helper.make_node("Erf", [f"{x}_h"], [f"{x}_r"], name=f"{x}_erf"),
+            helper.make_node("Mul", [f"{x}_e", f"{x}_g"], [f"{x}_m"],
+                             name=f"{x}_mul"),
+            helper.make_node("Sqrt", [f"{x}_e"], [f"{x}_q"], name=f"{x}_sqrt"),
+            helper.make_node("Div", [f"{x}_m", f"{x}_q"], [f"{x}_d"],
+                             name=f"{x}_div"),
+            helper.make_node("Add", [f"{x}_d", f"{x}_r"], [y], name=f"{x}_out"),
+        ]
+    return model(nodes, [vi("x", [53, 37]), vi("v", [53, 40])],
+                 [vi("y", [53, 37]), vi("z", [53, 40])], inits)
 
 
 def mlp_training_info():
