@@ -110,6 +110,7 @@ public:
     pm.addPass(createTsrCpuMemoryPlan());
     if (!options.gpuMapping.empty()) {
       pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
+      pm.addPass(createTsrGpuHorizontalFuse());
       pm.addNestedPass<func::FuncOp>(createTsrGpuEmulate({options.gpuMapping}));
     }
     pm.addPass(createTsrLinalgToBlas({options.gemmLibrary}));

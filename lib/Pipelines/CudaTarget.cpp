@@ -95,6 +95,7 @@ public:
     pm.addPass(createTsrCpuMemoryPlan());
     pm.addNestedPass<func::FuncOp>(createTsrGpuGemm());
     pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
+    pm.addPass(createTsrGpuHorizontalFuse());
     pm.addNestedPass<func::FuncOp>(createTsrGpuLaunch());
     // Constants and index math used in a kernel are recomputed there rather
     // than passed in as parameters.

@@ -207,6 +207,67 @@ def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def TsrGpuHorizontalFuse : Pass<"tsr-gpu-horizontal-fuse", "ModuleOp"> {
+  let summary = "Launch each run of consecutive independent kernels as one (multi-tensor kernels)";
+  let description = [{
+    A training step's optimizer update is one elementwise kernel per
+    parameter, consecutive, none reading what another writes; launched one
+    by one each waits for the last. Like the multi-tensor kernels of apex
+    and of PyTorch's fused optimizers, this pass gives such a run one grid:
+    the blocks of the first kernel, then those of the second, and so on,
+    each running its kernel's thread body with its own block index (the
+    fused block index minus the kernel's offset), as many threads as the
+    widest kernel and the others' surplus threads idle.
+
+    It works on tsr-gpu-map's kernels (so the CPU emulation runs the fused
+    kernels too), at the top level of each function. Two kernels are
+    independent when neither writes a buffer the other reads or writes,
+    buffers compared by their root (the function argument or allocation a
+    view comes from). A public function's arguments are distinct buffers; a
+    private function's (a folded layer cell) are when every call passes
+    distinct ones, else they count as one buffer. Between two kernels of a
+    run may sit allocations, deallocations and pure ops (what a later kernel
+    uses of them moves before the run); anything else, a kernel with
+    workgroup memory, a barrier or a subgroup reduction, or an op with
+    effects on an unknown resource ends it.
+
+    Before (two updates of different parameters):
+
+    ```mlir
+    scf.forall (%b) in (4) {
+      scf.forall (%t) in (256) { ... %p0, %g0 ... }
+        {mapping = [#gpu.thread<x>]}
+    } {mapping = [#gpu.block<x>]}
+    scf.forall (%b) in (1) {
+      scf.forall (%t) in (16) { ... %p1, %g1 ... }
+        {mapping = [#gpu.thread<x>]}
+    } {mapping = [#gpu.block<x>]}
+    ```
+
+    After:
+
+    ```mlir
+    scf.forall (%b) in (5) {
+      scf.forall (%t) in (256) {
+        %first = arith.cmpi ult, %b, %c4 : index
+        scf.if %first { ... %p0, %g0 (block %b) ... }
+        %in = arith.cmpi ult, %b, %c5 : index
+        %from = arith.cmpi uge, %b, %c4 : index
+        %mine = arith.andi %in, %from : i1
+        %lane = arith.cmpi ult, %t, %c16 : index
+        %second = arith.andi %mine, %lane : i1
+        scf.if %second {
+          %b1 = affine.apply affine_map<(d0) -> (d0 - 4)>(%b)
+          ... %p1, %g1 (block %b1) ...
+        }
+      } {mapping = [#gpu.thread<x>]}
+    } {mapping = [#gpu.block<x>]}
+    ```
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 def TsrGpuLaunch : Pass<"tsr-gpu-launch", "func::FuncOp"> {
   let summary = "Turn tsr-gpu-map's kernels into gpu.launch and put the buffers in device memory";
   let description = [{
