@@ -228,20 +228,9 @@ void fuse(IRRewriter &rewriter, Run &run) {
     blocks += kernel.grid.getStaticUpperBound()[0];
     threads = std::max(threads, kernel.threads.getStaticUpperBound()[0]);
   }
-  MLIRContext *ctx = rewriter.getContext();
   rewriter.setInsertionPoint(first);
-  auto grid = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(blocks)},
-      ValueRange{},
-      rewriter.getArrayAttr(
-          gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)));
-  rewriter.setInsertionPoint(grid.getBody()->getTerminator());
-  auto block = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},
-      ValueRange{},
-      rewriter.getArrayAttr(
-          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
-  rewriter.setInsertionPoint(block.getBody()->getTerminator());
+  scf::ForallOp block = tessera::createKernel(rewriter, loc, blocks, threads);
+  auto grid = cast<scf::ForallOp>(block->getParentOp());
   Value blockId = grid.getInductionVar(0);
   Value threadId = block.getInductionVar(0);
   // The bounds of each kernel's blocks and threads, before the grid.

@@ -36,6 +36,27 @@ scf::ForallOp mlir::tessera::getKernelThreads(scf::ForallOp grid) {
   return isMapped(threads, false) ? threads : scf::ForallOp();
 }
 
+/// Creates a kernel (Kernels.h) of `blocks` blocks of
+/// `threads` threads before `rewriter`'s insertion point and moves the
+/// insertion point into the thread loop; returns the thread loop.
+scf::ForallOp mlir::tessera::createKernel(OpBuilder &rewriter, Location loc,
+                                          int64_t blocks, int64_t threads) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto grid = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(blocks)},
+      ValueRange{},
+      rewriter.getArrayAttr(
+          gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)));
+  rewriter.setInsertionPoint(grid.getBody()->getTerminator());
+  auto block = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},
+      ValueRange{},
+      rewriter.getArrayAttr(
+          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
+  rewriter.setInsertionPoint(block.getBody()->getTerminator());
+  return block;
+}
+
 bool mlir::tessera::isWorkgroupMemory(MemRefType type) {
   auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
   return space && space.getValue() == gpu::AddressSpace::Workgroup;

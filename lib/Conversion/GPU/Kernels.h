@@ -28,6 +28,12 @@ struct Kernel {
   SmallVector<memref::AllocaOp> workgroup;
 };
 
+/// Creates an empty kernel of `blocks` blocks of `threads` threads at
+/// `b`'s insertion point and moves the insertion point into the thread
+/// loop; returns the thread loop (its parent is the block loop).
+scf::ForallOp createKernel(OpBuilder &b, Location loc, int64_t blocks,
+                           int64_t threads);
+
 /// Whether `type` is in workgroup (shared) memory.
 bool isWorkgroupMemory(MemRefType type);
 

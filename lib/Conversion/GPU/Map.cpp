@@ -56,25 +56,27 @@ SmallVector<Value> splitIndex(OpBuilder &b, Location loc, Value linear,
   return SmallVector<Value>(split.getResults());
 }
 
-/// Creates a kernel (Kernels.h) of `blocks` blocks of
-/// `threads` threads before `rewriter`'s insertion point and moves the
-/// insertion point into the thread loop; returns the thread loop.
-scf::ForallOp createKernel(IRRewriter &rewriter, Location loc, int64_t blocks,
-                           int64_t threads) {
-  MLIRContext *ctx = rewriter.getContext();
-  auto grid = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(blocks)},
-      ValueRange{},
-      rewriter.getArrayAttr(
-          gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)));
-  rewriter.setInsertionPoint(grid.getBody()->getTerminator());
-  auto block = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},
-      ValueRange{},
-      rewriter.getArrayAttr(
-          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
-  rewriter.setInsertionPoint(block.getBody()->getTerminator());
-  return block;
+/// Creates a kernel of one thread per index of [0, total), 256 to a block,
+/// at `rewriter`'s insertion point; moves the insertion point into the
+/// guard that the surplus threads of the last block skip and returns the
+/// thread's index.
+Value createLinearKernel(IRRewriter &rewriter, Location loc, int64_t total) {
+  int64_t threads = std::min(total, kBlockSize);
+  scf::ForallOp block = tessera::createKernel(
+      rewriter, loc, llvm::divideCeil(total, threads), threads);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  Value linear = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(2, 0,
+                     rewriter.getAffineDimExpr(0) * threads +
+                         rewriter.getAffineDimExpr(1)),
+      ValueRange{blockId, block.getInductionVar(0)});
+  Value inside = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, linear,
+      arith::ConstantIndexOp::create(rewriter, loc, total));
+  auto guard = scf::IfOp::create(rewriter, loc, inside);
+  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  return linear;
 }
 
 /// Replaces the loop nest `parallel` (no reductions, static bounds) by a
@@ -106,23 +108,7 @@ LogicalResult linearize(IRRewriter &rewriter, scf::ParallelOp parallel) {
     rewriter.eraseOp(parallel);
     return success();
   }
-  int64_t threads = std::min(total, kBlockSize);
-  scf::ForallOp block =
-      createKernel(rewriter, loc, llvm::divideCeil(total, threads), threads);
-  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
-  auto index = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
-  };
-  Value linear = affine::AffineApplyOp::create(
-      rewriter, loc,
-      AffineMap::get(2, 0,
-                     rewriter.getAffineDimExpr(0) * threads +
-                         rewriter.getAffineDimExpr(1)),
-      ValueRange{blockId, block.getInductionVar(0)});
-  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                       linear, index(total));
-  auto guard = scf::IfOp::create(rewriter, loc, inside);
-  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  Value linear = createLinearKernel(rewriter, loc, total);
   SmallVector<Value> ivs = splitIndex(rewriter, loc, linear, trips);
   for (size_t i = 0; i < ivs.size(); ++i)
     if (lower[i] != 0 || step[i] != 1)
@@ -133,7 +119,8 @@ LogicalResult linearize(IRRewriter &rewriter, scf::ParallelOp parallel) {
           ValueRange{ivs[i]});
   Block *body = parallel.getBody();
   rewriter.eraseOp(body->getTerminator());
-  rewriter.inlineBlockBefore(body, guard.thenBlock()->getTerminator(), ivs);
+  rewriter.inlineBlockBefore(
+      body, rewriter.getInsertionBlock()->getTerminator(), ivs);
   rewriter.eraseOp(parallel);
   return success();
 }
@@ -480,7 +467,7 @@ void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPoint(op);
   int64_t rows = emit.outputs;
   int64_t warps = std::min(rows, kWarps);
-  scf::ForallOp block = createKernel(
+  scf::ForallOp block = tessera::createKernel(
       rewriter, loc, llvm::divideCeil(rows, warps), warps * tessera::kWarpSize);
   Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
   auto lanes = affine::AffineDelinearizeIndexOp::create(
@@ -520,7 +507,7 @@ void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   MLIRContext *ctx = rewriter.getContext();
   rewriter.setInsertionPoint(op);
   int64_t columns = emit.outputs;
-  scf::ForallOp block = createKernel(
+  scf::ForallOp block = tessera::createKernel(
       rewriter, loc, llvm::divideCeil(columns, tessera::kWarpSize), kBlockSize);
   Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
   Value partials;
@@ -698,24 +685,11 @@ void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
   for (int64_t g : groups)
     total *= g;
   rewriter.setInsertionPoint(op);
-  int64_t threads = std::min(total, kBlockSize);
-  scf::ForallOp block =
-      createKernel(rewriter, loc, llvm::divideCeil(total, threads), threads);
-  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  Value linear = createLinearKernel(rewriter, loc, total);
+  SmallVector<Value> ivs = splitIndex(rewriter, loc, linear, groups);
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   };
-  Value linear = affine::AffineApplyOp::create(
-      rewriter, loc,
-      AffineMap::get(2, 0,
-                     rewriter.getAffineDimExpr(0) * threads +
-                         rewriter.getAffineDimExpr(1)),
-      ValueRange{blockId, block.getInductionVar(0)});
-  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                       linear, index(total));
-  auto guard = scf::IfOp::create(rewriter, loc, inside);
-  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-  SmallVector<Value> ivs = splitIndex(rewriter, loc, linear, groups);
   ivs.back() = affine::AffineApplyOp::create(
       rewriter, loc,
       AffineMap::get(1, 0, rewriter.getAffineDimExpr(0) * plan.width),
@@ -830,7 +804,7 @@ LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
   // No parallel dimension: the whole nest on one thread.
   rewriter.setInsertionPoint(created.front());
   Operation *terminator =
-      createKernel(rewriter, loc, 1, 1).getBody()->getTerminator();
+      tessera::createKernel(rewriter, loc, 1, 1).getBody()->getTerminator();
   for (Operation *moved : created)
     rewriter.moveOpBefore(moved, terminator);
   return success();
@@ -915,7 +889,7 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
                       "result)";
       rewriter.setInsertionPoint(run.front());
       Operation *terminator =
-          createKernel(rewriter, run.front()->getLoc(), 1, 1)
+          tessera::createKernel(rewriter, run.front()->getLoc(), 1, 1)
               .getBody()
               ->getTerminator();
       for (Operation *op : run)
