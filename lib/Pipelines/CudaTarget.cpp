@@ -86,6 +86,11 @@ public:
     return buildNullStream;
   }
 
+  /// Attention to cuDNN, while its pattern is still tsr ops.
+  void buildTsrPipeline(OpPassManager &pm) const override {
+    pm.addNestedPass<func::FuncOp>(createTsrGpuAttention());
+  }
+
   void buildTensorPipeline(OpPassManager &funcPm) const override {
     funcPm.addPass(createTsrCpuFuseElementwise());
   }

@@ -16,6 +16,8 @@ using namespace mlir::tessera;
 
 void mlir::tessera::buildTsrToLinalgPipeline(OpPassManager &pm,
                                              const TargetBackend *target) {
+  if (target)
+    target->buildTsrPipeline(pm);
   pm.addPass(createTsrToLinalg());
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createCanonicalizerPass());

@@ -1,7 +1,9 @@
 //===- Training.cpp - The training pipeline -------------------------------===//
 #include "tessera/Pipelines/Training.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
+#include "tessera/Conversion/GPU/Passes.h"
 
 using namespace mlir;
 using namespace mlir::tessera;
@@ -125,6 +127,10 @@ void mlir::tessera::buildTrainingPipeline(
     offload.bandwidth = options.remat.bandwidth;
     pm.addPass(createTsrOffload(offload));
   }
+  // After the recomputations (a recomputed attention keeps its ops), before
+  // the layer cells are cut.
+  if (options.fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createTsrGpuAttention());
   // After every rewrite: each kind of layer compiled once.
   if (options.layerPlan)
     pm.addPass(createTsrOutlineLayers());

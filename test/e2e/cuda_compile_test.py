@@ -8,7 +8,9 @@ and the GPT, the MoE GPT and the transformer LM that PyTorch exports
 (make_torch_gpt.py, make_moe_gpt.py, make_torch_transformer.py), and the
 4-layer GPT of bench/gpu.py, whose folded layer cells (``layers0-3``) name
 kernels with characters NVPTX refuses unless tsr-gpu-merge-kernels renames
-them. Each
+them; the GPTs also in bf16, whose attention must go to cuDNN (model.so
+imports tsrt_gpu_attention, and for the PyTorch GPTs' training step
+tsrt_gpu_attention_backward too; no f32 artifact imports either). Each
 artifact must have a manifest with "target": "cuda" and its mode, and its
 model.so one fatbin holding SASS for sm_90a and PTX for sm_90 (the JIT
 fallback; test/tools/Inputs/fatbin_images.py reads the images). Each case
@@ -84,11 +86,31 @@ def make(root, py, work):
                                f"{result.returncode}")
 
 
+# The models whose bf16 inference runs its attention through cuDNN
+# (tsr-gpu-attention): model.so must import tsrt_gpu_attention there, and
+# never in f32 (cuDNN's fused attention has no f32 kernels); and those whose
+# bf16 training step runs the backward pass through it too
+# (tsrt_gpu_attention_backward; the GPT block's mask and scale are trainable
+# parameters, whose gradients cuDNN does not give, so it keeps its ops).
+ATTENTION = ("gpt_block", "torch_gpt", "torch_gpt4")
+ATTENTION_TRAIN = ("torch_gpt", "torch_gpt4")
+NM = "/usr/lib/llvm-22/bin/llvm-nm"
+
+
+def attention_imports(art):
+    symbols = run([NM, "-D", "--undefined-only",
+                   os.path.join(art, "model.so")]).stdout.split()
+    return [s for s in ("tsrt_gpu_attention", "tsrt_gpu_attention_backward")
+            if s in symbols]
+
+
 def compile_case(root, bin_dir, py, work, name, mode):
     _, model, shape, train = MODELS[name]
     art = os.path.join(work, f"{name}.{mode}")
-    flags = shape if mode == "infer" else [
-        "--mode=train", *train, "--optimizer=adam"]
+    flags = [*shape] if mode in ("infer", "bf16") else [
+        *shape, "--mode=train", *train, "--optimizer=adam"]
+    if mode.startswith("bf16"):
+        flags.append("--precision=bf16")
     result = run([os.path.join(bin_dir, "tessera-compile"),
                   os.path.join(work, model), "--target=cuda", "-o", art,
                   *flags])
@@ -97,7 +119,8 @@ def compile_case(root, bin_dir, py, work, name, mode):
         return f"tessera-compile exited {result.returncode}: " + "".join(last)
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
-    if manifest.get("target") != "cuda" or manifest.get("mode") != mode:
+    expected_mode = {"bf16": "infer", "bf16-train": "train"}.get(mode, mode)
+    if manifest.get("target") != "cuda" or manifest.get("mode") != expected_mode:
         return (f"manifest says target {manifest.get('target')!r}, mode "
                 f"{manifest.get('mode')!r}")
     images = run([py, os.path.join(root, "test", "tools", "Inputs",
@@ -105,6 +128,12 @@ def compile_case(root, bin_dir, py, work, name, mode):
                   os.path.join(art, "model.so")]).stdout.strip()
     if images != EXPECTED_IMAGES:
         return f"model.so has {images!r}, not {EXPECTED_IMAGES!r}"
+    expected = {"bf16": ["tsrt_gpu_attention"],
+                "bf16-train": ["tsrt_gpu_attention",
+                               "tsrt_gpu_attention_backward"]}.get(mode, [])
+    if attention_imports(art) != expected:
+        return (f"model.so imports {attention_imports(art)} of cuDNN's "
+                f"attention, not {expected}")
     return None
 
 
@@ -127,12 +156,17 @@ def main():
             print(f"cuda_compile_test.py: {e}", file=sys.stderr)
             return 2
         cases = [(name, mode) for name in MODELS for mode in ("infer", "train")]
+        cases += [(name, "bf16") for name in ATTENTION]
+        cases += [(name, "bf16-train") for name in ATTENTION_TRAIN]
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             problems = list(pool.map(
                 lambda c: compile_case(root, bin_dir, args.python, work, *c),
                 cases))
         for (name, mode), problem in zip(cases, problems):
-            check(problem is None, f"{name} ({mode}): --target=cuda artifact "
+            what = {"bf16": "bf16 inference, attention through cuDNN",
+                    "bf16-train": "bf16 training, attention and its "
+                                  "backward through cuDNN"}.get(mode, mode)
+            check(problem is None, f"{name} ({what}): --target=cuda artifact "
                   "with a manifest and a fatbin of sm_90a SASS and sm_90 PTX"
                   + (f" ({problem})" if problem else ""))
     return finish("cuda_compile_test.py")

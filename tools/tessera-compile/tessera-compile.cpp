@@ -745,6 +745,7 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
   options.lossScale.init = lossScaleInit;
   options.remat.policy = remat;
   options.offloadOptimizer = offloadOptimizer;
+  options.fuseAttention = targetName == "cuda";
   if (!memoryBudget.empty()) {
     options.remat.policy = "auto";
     options.remat.budget = *parseBytes(memoryBudget);

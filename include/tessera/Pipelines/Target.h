@@ -274,6 +274,10 @@ public:
   /// none.
   virtual LinkCost getDefaultLinkCost(ArrayRef<int64_t> meshSizes,
                                       unsigned axis) const = 0;
+  /// Adds the target's passes on tsr, run just before it is lowered to
+  /// linalg (library calls that replace a pattern of tsr ops). None by
+  /// default.
+  virtual void buildTsrPipeline(OpPassManager &) const {}
   /// Adds the target's passes on linalg over tensors (fusion), run on every
   /// function between canonicalize and cse, before bufferization.
   virtual void buildTensorPipeline(OpPassManager &funcPm) const = 0;

@@ -56,6 +56,11 @@ struct TrainingPipelineOptions {
   /// Find the model's repeated layers before autodiff (absent: none), and
   /// outline each kind into one function after the last rewrite.
   std::optional<TsrLayerPlanOptions> layerPlan;
+  /// Run attention and its backward pass as one library op each (the CUDA
+  /// target's cuDNN, tsr-gpu-attention), decided before the layers are
+  /// outlined so that the layer cells hold the fused ops, and the
+  /// probabilities are no saved activation.
+  bool fuseAttention = false;
 };
 
 /// Adds the precision policy's decide and apply passes to `pm` (on the

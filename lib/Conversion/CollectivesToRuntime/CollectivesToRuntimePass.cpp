@@ -121,6 +121,9 @@ struct TsrCollectivesToRuntimePass
                         tsr::PrefetchStartOp, tsr::PrefetchWaitOp>();
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect,
                            LLVM::LLVMDialect, memref::MemRefDialect>();
+    // The GPU's library ops become calls later, on their stream
+    // (tsr-gpu-library-calls).
+    target.addLegalOp<tsrt::GpuAttentionOp, tsrt::GpuAttentionBackwardOp>();
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

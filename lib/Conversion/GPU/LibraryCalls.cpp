@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -21,6 +22,8 @@ using namespace mlir;
 namespace {
 
 constexpr StringLiteral kGemm = "tsrt_gpu_gemm";
+constexpr StringLiteral kAttention = "tsrt_gpu_attention";
+constexpr StringLiteral kAttentionBackward = "tsrt_gpu_attention_backward";
 
 /// The runtime's code for a GEMM operand's element type.
 int32_t dtypeCode(Type element) {
@@ -40,20 +43,16 @@ int32_t epilogueCode(StringRef epilogue) {
       .Default(TSR_GEMM_EPILOGUE_NONE);
 }
 
-/// `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, transpose_a,
-/// transpose_b, accumulate, bias, epilogue)`, declared on first use.
-func::FuncOp getGemmDeclaration(ModuleOp module, OpBuilder &b) {
-  if (auto f = module.lookupSymbol<func::FuncOp>(kGemm))
+/// The runtime function `name` of type (`inputs`) -> (), declared in
+/// `module` on first use.
+func::FuncOp getDeclaration(ModuleOp module, OpBuilder &b, StringRef name,
+                            TypeRange inputs) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  Type ptr = LLVM::LLVMPointerType::get(b.getContext()), i64 = b.getI64Type(),
-       i32 = b.getI32Type();
-  auto f = func::FuncOp::create(
-      b, module.getLoc(), kGemm,
-      b.getFunctionType({ptr, i64, i64, i64, i64, ptr, ptr, ptr, i32, i32, i32,
-                         i32, ptr, i32},
-                        {}));
+  auto f = func::FuncOp::create(b, module.getLoc(), name,
+                                b.getFunctionType(inputs, {}));
   f.setPrivate();
   return f;
 }
@@ -67,18 +66,165 @@ Value addressOf(OpBuilder &b, Location loc, Value buffer) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
 }
 
+/// The runtime's code of an attention operand's layout: the stored order
+/// of its logical dimensions, one hex digit each, outermost first.
+int32_t layoutCode(ArrayRef<int64_t> layout) {
+  int32_t code = 0;
+  for (int64_t d : layout)
+    code = code << 4 | static_cast<int32_t>(d);
+  return code;
+}
+
+/// Builds the call that replaces the library op `op`: `build` gets the
+/// stream (the dependency token, cast to a pointer) and the helpers that
+/// make constants and addresses.
+struct CallBuilder {
+  OpBuilder &b;
+  Location loc;
+  Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value address(Value buffer) {
+    return buffer ? addressOf(b, loc, buffer)
+                  : LLVM::ZeroOp::create(
+                        b, loc, LLVM::LLVMPointerType::get(b.getContext()))
+                        .getResult();
+  }
+};
+
+/// `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, transpose_a,
+/// transpose_b, accumulate, bias, epilogue)`.
+void callGemm(ModuleOp module, CallBuilder &c, Value stream,
+              tsrt::GpuGemmOp op) {
+  auto out = cast<MemRefType>(op.getC().getType());
+  ArrayRef<int64_t> shape = out.getShape();
+  int64_t batch = out.getRank() == 3 ? shape[0] : 1;
+  int64_t m = shape[out.getRank() - 2], n = shape[out.getRank() - 1];
+  ArrayRef<int64_t> a = cast<MemRefType>(op.getA().getType()).getShape();
+  int64_t k = op.getTransposeA() ? a[a.size() - 2] : a.back();
+  Type element = cast<MemRefType>(op.getA().getType()).getElementType();
+  SmallVector<Value> args{stream,
+                          c.i64(batch),
+                          c.i64(m),
+                          c.i64(n),
+                          c.i64(k),
+                          c.address(op.getA()),
+                          c.address(op.getB()),
+                          c.address(op.getC()),
+                          c.i32(dtypeCode(element)),
+                          c.i32(op.getTransposeA()),
+                          c.i32(op.getTransposeB()),
+                          c.i32(op.getAccumulate()),
+                          c.address(op.getBias()),
+                          c.i32(epilogueCode(op.getEpilogue()))};
+  func::CallOp::create(
+      c.b, c.loc,
+      getDeclaration(module, c.b, kGemm, ValueRange(args).getTypes()), args);
+}
+
+/// The logical [B, H, S, D] of an attention operand stored in `layout`'s
+/// order.
+SmallVector<int64_t> getLogicalDims(Value v, ArrayRef<int64_t> layout) {
+  ArrayRef<int64_t> shape = cast<MemRefType>(v.getType()).getShape();
+  SmallVector<int64_t> dims(4);
+  for (auto [stored, dim] : llvm::enumerate(layout))
+    dims[dim] = shape[stored];
+  return dims;
+}
+
+/// The arguments both attention calls start with (stream, b, h, sq, skv, d,
+/// dtype) and the bias's broadcast bits (bit 0 batch, bit 1 heads).
+template <typename OpT>
+SmallVector<Value> getAttentionPrefix(CallBuilder &c, Value stream, OpT op,
+                                      int32_t &broadcast) {
+  SmallVector<int64_t> q = getLogicalDims(op.getQ(), op.getQLayout()),
+                       k = getLogicalDims(op.getK(), op.getKLayout());
+  broadcast = 0;
+  if (Value bias = op.getBias()) {
+    ArrayRef<int64_t> shape = cast<MemRefType>(bias.getType()).getShape();
+    broadcast = (shape[0] == 1 && q[0] != 1 ? 1 : 0) |
+                (shape[1] == 1 && q[1] != 1 ? 2 : 0);
+  }
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  return {stream,
+          c.i64(q[0]),
+          c.i64(q[1]),
+          c.i64(q[2]),
+          c.i64(k[2]),
+          c.i64(q[3]),
+          c.i32(dtypeCode(element))};
+}
+
+/// `tsrt_gpu_attention(stream, b, h, sq, skv, d, dtype, q, q_layout, k,
+/// k_layout, v, v_layout, o, o_layout, stats, scale, bias, bias_broadcast,
+/// flags)`.
+void callAttention(ModuleOp module, CallBuilder &c, Value stream,
+                   tsrt::GpuAttentionOp op) {
+  int32_t broadcast;
+  SmallVector<Value> args = getAttentionPrefix(c, stream, op, broadcast);
+  auto add = [&](Value buffer, ArrayRef<int64_t> layout) {
+    args.push_back(c.address(buffer));
+    args.push_back(c.i32(layoutCode(layout)));
+  };
+  add(op.getQ(), op.getQLayout());
+  add(op.getK(), op.getKLayout());
+  add(op.getV(), op.getVLayout());
+  add(op.getOut(), op.getOutLayout());
+  args.append({c.address(op.getStats()), c.address(op.getScale()),
+               c.address(op.getBias()), c.i32(broadcast),
+               c.i32(op.getCausal() ? TSR_ATTENTION_CAUSAL : 0)});
+  func::CallOp::create(
+      c.b, c.loc,
+      getDeclaration(module, c.b, kAttention, ValueRange(args).getTypes()),
+      args);
+}
+
+/// `tsrt_gpu_attention_backward(stream, b, h, sq, skv, d, dtype, q,
+/// q_layout, k, k_layout, v, v_layout, o, o_layout, d_o, d_o_layout, stats,
+/// d_q, d_q_layout, d_k, d_k_layout, d_v, d_v_layout, scale, bias,
+/// bias_broadcast, flags)`.
+void callAttentionBackward(ModuleOp module, CallBuilder &c, Value stream,
+                           tsrt::GpuAttentionBackwardOp op) {
+  int32_t broadcast;
+  SmallVector<Value> args = getAttentionPrefix(c, stream, op, broadcast);
+  auto add = [&](Value buffer, ArrayRef<int64_t> layout) {
+    args.push_back(c.address(buffer));
+    args.push_back(c.i32(layoutCode(layout)));
+  };
+  ValueRange grads = op.getInits();
+  add(op.getQ(), op.getQLayout());
+  add(op.getK(), op.getKLayout());
+  add(op.getV(), op.getVLayout());
+  add(op.getOut(), op.getOutLayout());
+  add(op.getDOut(), op.getDOutLayout());
+  args.push_back(c.address(op.getStats()));
+  add(grads[0], op.getDqLayout());
+  add(grads[1], op.getDkLayout());
+  add(grads[2], op.getDvLayout());
+  args.append({c.address(op.getScale()), c.address(op.getBias()),
+               c.i32(broadcast),
+               c.i32(op.getCausal() ? TSR_ATTENTION_CAUSAL : 0)});
+  func::CallOp::create(c.b, c.loc,
+                       getDeclaration(module, c.b, kAttentionBackward,
+                                      ValueRange(args).getTypes()),
+                       args);
+}
+
 struct TsrGpuLibraryCallsPass
     : tessera::impl::TsrGpuLibraryCallsBase<TsrGpuLibraryCallsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<tsrt::GpuGemmOp> gemms;
-    getOperation().walk([&](tsrt::GpuGemmOp op) { gemms.push_back(op); });
+    SmallVector<gpu::AsyncOpInterface> calls;
+    module.walk([&](Operation *op) {
+      if (isa<tsrt::GpuGemmOp, tsrt::GpuAttentionOp,
+              tsrt::GpuAttentionBackwardOp>(op))
+        calls.push_back(cast<gpu::AsyncOpInterface>(op));
+    });
     OpBuilder b(&getContext());
-    for (tsrt::GpuGemmOp op : gemms) {
+    for (gpu::AsyncOpInterface op : calls) {
       if (!op.getAsyncToken() || op.getAsyncDependencies().size() != 1) {
-        op.emitError("tsr-gpu-library-calls: expected an async op with one "
-                     "dependency, the stream it runs on (run "
-                     "gpu-async-region first)");
+        op->emitError("tsr-gpu-library-calls: expected an async op with one "
+                      "dependency, the stream it runs on (run "
+                      "gpu-async-region first)");
         return signalPassFailure();
       }
       Location loc = op.getLoc();
@@ -90,36 +236,20 @@ struct TsrGpuLibraryCallsPass
           UnrealizedConversionCastOp::create(
               b, loc, LLVM::LLVMPointerType::get(b.getContext()), token)
               .getResult(0);
-      auto c = cast<MemRefType>(op.getC().getType());
-      ArrayRef<int64_t> shape = c.getShape();
-      int64_t batch = c.getRank() == 3 ? shape[0] : 1;
-      int64_t m = shape[c.getRank() - 2], n = shape[c.getRank() - 1];
-      ArrayRef<int64_t> a = cast<MemRefType>(op.getA().getType()).getShape();
-      int64_t k = op.getTransposeA() ? a[a.size() - 2] : a.back();
-      auto i64 = [&](int64_t v) -> Value {
-        return arith::ConstantIntOp::create(b, loc, v, 64);
-      };
-      auto i32 = [&](int64_t v) -> Value {
-        return arith::ConstantIntOp::create(b, loc, v, 32);
-      };
-      Type element = cast<MemRefType>(op.getA().getType()).getElementType();
-      Value bias = op.getBias()
-                       ? addressOf(b, loc, op.getBias())
-                       : LLVM::ZeroOp::create(
-                             b, loc, LLVM::LLVMPointerType::get(b.getContext()))
-                             .getResult();
-      func::CallOp::create(
-          b, loc, getGemmDeclaration(module, b),
-          ValueRange{stream, i64(batch), i64(m), i64(n), i64(k),
-                     addressOf(b, loc, op.getA()), addressOf(b, loc, op.getB()),
-                     addressOf(b, loc, op.getC()), i32(dtypeCode(element)),
-                     i32(op.getTransposeA()), i32(op.getTransposeB()),
-                     i32(op.getAccumulate()), bias,
-                     i32(epilogueCode(op.getEpilogue()))});
+      CallBuilder call{b, loc};
+      if (auto gemm = dyn_cast<tsrt::GpuGemmOp>(op.getOperation()))
+        callGemm(module, call, stream, gemm);
+      else if (auto attention =
+                   dyn_cast<tsrt::GpuAttentionOp>(op.getOperation()))
+        callAttention(module, call, stream, attention);
+      else
+        callAttentionBackward(
+            module, call, stream,
+            cast<tsrt::GpuAttentionBackwardOp>(op.getOperation()));
       // Queued on the same stream, the call is ordered after the
       // dependency and before whatever waits on it: the token stays valid.
       op.getAsyncToken().replaceAllUsesWith(token);
-      op.erase();
+      op->erase();
     }
   }
 };

@@ -78,6 +78,54 @@ typedef enum {
   TSR_GEMM_EPILOGUE_RELU_BIAS = 3,
 } tsr_gemm_epilogue_t;
 
+/* tsrt_gpu_attention's flags. */
+typedef enum { TSR_ATTENTION_CAUSAL = 1 } tsr_attention_flag_t;
+
+/* O = softmax(scale * Q·Kᵀ + bias, masked causally with
+ * TSR_ATTENTION_CAUSAL) · V for b batches of h heads: Q [sq, d], K and V
+ * [skv, d] per head, O [sq, d]. Each operand is a dense buffer of dtype
+ * (TSR_DTYPE_BFLOAT16 or TSR_DTYPE_FLOAT16) whose four logical dimensions
+ * (0 batch, 1 head, 2 sequence, 3 head dim) are stored in the order its
+ * layout code gives, outermost first, one hex digit each: 0x0123 is
+ * [b, h, s, d] (BHSD), 0x0213 is [b, s, h, d] (BSHD), 0x0132 is
+ * [b, h, d, s] (a K held transposed). Strides follow from the layout and
+ * the sizes. stats (f32, [b, h, sq] contiguous: max + log(sum of exp) of
+ * each row of the scaled scores) is written when not null (training), for
+ * the backward. scale points to one f32 in device memory. bias is null or
+ * a dense dtype buffer [b or 1, h or 1, sq, skv]: bit 0 of bias_broadcast
+ * set means its batch dim is 1, bit 1 its head dim is 1. Queued on
+ * `stream`.
+ *
+ * By cuDNN's fused attention (runtime/lib/GpuAttention.cpp), loaded on first
+ * use: d is a multiple of 8 and at most 256, every pointer 16-byte aligned.
+ * A failure (no cuDNN, arguments it does not take, cuDNN's own error) makes
+ * the tsr_artifact_invoke that ran it fail with the reason; nothing is
+ * computed. */
+TSR_API void tsrt_gpu_attention(void *stream, int64_t b, int64_t h, int64_t sq,
+                                int64_t skv, int64_t d, int32_t dtype,
+                                const void *q, int32_t q_layout, const void *k,
+                                int32_t k_layout, const void *v,
+                                int32_t v_layout, void *o, int32_t o_layout,
+                                float *stats, const float *scale,
+                                const void *bias, int32_t bias_broadcast,
+                                int32_t flags);
+
+/* The gradients dQ, dK, dV (dtype, each with its layout) of
+ * tsrt_gpu_attention's O given dO, from the forward's Q, K, V, O and stats
+ * (same shapes, scale, bias, flags).
+ *
+ * d is a multiple of 8 and at most 128 (cuDNN's limit for the backward
+ * before Hopper); stats is required; cuDNN 9.6 or later. Failures as for
+ * tsrt_gpu_attention. */
+TSR_API void tsrt_gpu_attention_backward(
+    void *stream, int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+    int32_t dtype, const void *q, int32_t q_layout, const void *k,
+    int32_t k_layout, const void *v, int32_t v_layout, const void *o,
+    int32_t o_layout, const void *d_o, int32_t d_o_layout, const float *stats,
+    void *d_q, int32_t d_q_layout, void *d_k, int32_t d_k_layout, void *d_v,
+    int32_t d_v_layout, const float *scale, const void *bias,
+    int32_t bias_broadcast, int32_t flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,3 +52,67 @@ func.func @epilogue(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32
   gpu.wait [%t1]
   return
 }
+
+// Attention passes the logical sizes (B 2, H 4, Sq 16, Skv 32, D 16), the
+// runtime's dtype code (16: bfloat16), each operand with its layout code
+// (the stored order of its logical dimensions as hex digits: 0x0213 = 531
+// for [B, S, H, D], 0x0123 = 291 for [B, H, S, D]), the stats (null
+// without), the scale, the bias (null without) and its broadcast bits, and
+// the causal flag (1, TSR_ATTENTION_CAUSAL).
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[T0:.*]] = gpu.wait async
+// CHECK: %[[S:.*]] = builtin.unrealized_conversion_cast %[[T0]] : !gpu.async.token to !llvm.ptr
+// CHECK-NEXT: %c2_i64 = arith.constant 2 : i64
+// CHECK-NEXT: %c4_i64 = arith.constant 4 : i64
+// CHECK-NEXT: %c16_i64 = arith.constant 16 : i64
+// CHECK-NEXT: %c32_i64 = arith.constant 32 : i64
+// CHECK-NEXT: %[[D:.*]] = arith.constant 16 : i64
+// CHECK-NEXT: %[[DTYPE:.*]] = arith.constant 16 : i32
+// CHECK: %[[QL:.*]] = arith.constant 531 : i32
+// CHECK: %[[KL:.*]] = arith.constant 531 : i32
+// CHECK: %[[VL:.*]] = arith.constant 291 : i32
+// CHECK: %[[OL:.*]] = arith.constant 531 : i32
+// CHECK-NEXT: %[[NOSTATS:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NOBIAS:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: %[[NONE:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[CAUSAL:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: call @tsrt_gpu_attention(%[[S]], %c2_i64, %c4_i64, %c16_i64, %c32_i64, %[[D]], %[[DTYPE]], %{{.*}}, %[[QL]], %{{.*}}, %[[KL]], %{{.*}}, %[[VL]], %{{.*}}, %[[OL]], %[[NOSTATS]], %{{.*}}, %[[NOBIAS]], %[[NONE]], %[[CAUSAL]]) : (!llvm.ptr, i64, i64, i64, i64, i64, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NOT: tsrt.gpu_attention
+// CHECK: gpu.wait [%[[T0]]]
+func.func @attention(%q: memref<2x16x4x16xbf16>, %k: memref<2x32x4x16xbf16>, %v: memref<2x4x32x16xbf16>, %scale: memref<f32>, %o: memref<2x16x4x16xbf16>) {
+  %t0 = gpu.wait async
+  %t1 = tsrt.gpu_attention [%t0] ins(%q, %k, %v, %scale : memref<2x16x4x16xbf16>, memref<2x32x4x16xbf16>, memref<2x4x32x16xbf16>, memref<f32>) outs(%o : memref<2x16x4x16xbf16>) {causal, q_layout = array<i64: 0, 2, 1, 3>, k_layout = array<i64: 0, 2, 1, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 2, 1, 3>} -> !gpu.async.token
+  gpu.wait [%t1]
+  return
+}
+
+// With stats and a bias broadcast over batches (bit 0) but not heads.
+// CHECK-LABEL: func.func @training
+// CHECK: %[[STATS:.*]] = memref.extract_aligned_pointer_as_index %arg5
+// CHECK: %[[BIAS:.*]] = memref.extract_aligned_pointer_as_index %arg4
+// CHECK: %[[BITS:.*]] = arith.constant 1 : i32
+// CHECK: %[[FLAGS:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: call @tsrt_gpu_attention({{.*}}, %[[BITS]], %[[FLAGS]])
+func.func @training(%q: memref<2x4x8x8xf16>, %k: memref<2x4x8x8xf16>, %v: memref<2x4x8x8xf16>, %scale: memref<f32>, %bias: memref<1x4x8x8xf16>, %stats: memref<2x4x8xf32>, %o: memref<2x4x8x8xf16>) {
+  %t0 = gpu.wait async
+  %t1 = tsrt.gpu_attention [%t0] ins(%q, %k, %v, %scale : memref<2x4x8x8xf16>, memref<2x4x8x8xf16>, memref<2x4x8x8xf16>, memref<f32>) bias(%bias : memref<1x4x8x8xf16>) outs(%o, %stats : memref<2x4x8x8xf16>, memref<2x4x8xf32>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>} -> !gpu.async.token
+  gpu.wait [%t1]
+  return
+}
+
+// The backward op passes the forward's sizes and operands, dO, the stats,
+// the three gradients with their layouts, the scale, the bias and the
+// flags, in the order of tsrt_gpu_attention_backward.
+// CHECK-LABEL: func.func @attention_backward
+// CHECK: %[[STATS:.*]] = memref.extract_aligned_pointer_as_index %arg5
+// CHECK: %[[DQ:.*]] = memref.extract_aligned_pointer_as_index %arg6
+// CHECK: %[[DK:.*]] = memref.extract_aligned_pointer_as_index %arg7
+// CHECK: %[[DV:.*]] = memref.extract_aligned_pointer_as_index %arg8
+// CHECK: call @tsrt_gpu_attention_backward({{.*}}) : (!llvm.ptr, i64, i64, i64, i64, i64, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NOT: tsrt.gpu_attention_backward
+func.func @attention_backward(%q: memref<2x4x8x8xbf16>, %k: memref<2x4x8x8xbf16>, %v: memref<2x4x8x8xbf16>, %o: memref<2x4x8x8xbf16>, %do: memref<2x4x8x8xbf16>, %stats: memref<2x4x8xf32>, %dq: memref<2x4x8x8xbf16>, %dk: memref<2x4x8x8xbf16>, %dv: memref<2x4x8x8xbf16>, %scale: memref<f32>) {
+  %t0 = gpu.wait async
+  %t1 = tsrt.gpu_attention_backward [%t0] ins(%q, %k, %v, %o, %do, %stats, %scale : memref<2x4x8x8xbf16>, memref<2x4x8x8xbf16>, memref<2x4x8x8xbf16>, memref<2x4x8x8xbf16>, memref<2x4x8x8xbf16>, memref<2x4x8xf32>, memref<f32>) outs(%dq, %dk, %dv : memref<2x4x8x8xbf16>, memref<2x4x8x8xbf16>, memref<2x4x8x8xbf16>) {causal, q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>, d_out_layout = array<i64: 0, 1, 2, 3>, dq_layout = array<i64: 0, 1, 2, 3>, dk_layout = array<i64: 0, 1, 2, 3>, dv_layout = array<i64: 0, 1, 2, 3>} -> !gpu.async.token
+  gpu.wait [%t1]
+  return
+}

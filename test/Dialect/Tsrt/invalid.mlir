@@ -217,3 +217,68 @@ func.func @gemm_bias_accumulate(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: 
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%bias : memref<4xf32>) {accumulate = true, epilogue = "bias"}
   return
 }
+
+// -----
+
+func.func @attention_f32(%q: memref<1x2x8x8xf32>, %s: memref<f32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention' op expects bf16 or f16 operands (cuDNN's fused attention has no f32 kernels), got 'f32'}}
+  tsrt.gpu_attention ins(%q, %q, %q, %s : memref<1x2x8x8xf32>, memref<1x2x8x8xf32>, memref<1x2x8x8xf32>, memref<f32>) outs(%q : memref<1x2x8x8xf32>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @attention_layout(%q: memref<1x2x8x8xbf16>, %s: memref<f32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention' op expects k_layout to be a permutation of [0, 1, 2, 3]}}
+  tsrt.gpu_attention ins(%q, %q, %q, %s : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<f32>) outs(%q : memref<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 1, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+// K stored [B, S, H, D] is logically [1, 4, 2, 8]: its heads do not match Q's 2.
+func.func @attention_shapes(%q: memref<1x2x8x8xbf16>, %k: memref<1x2x4x8xbf16>, %s: memref<f32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention' op expects logical shapes q, out [B, H, Sq, D] and k, v [B, H, Skv, D]}}
+  tsrt.gpu_attention ins(%q, %k, %k, %s : memref<1x2x8x8xbf16>, memref<1x2x4x8xbf16>, memref<1x2x4x8xbf16>, memref<f32>) outs(%q : memref<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 2, 1, 3>, v_layout = array<i64: 0, 2, 1, 3>, out_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @attention_bias(%q: memref<1x2x8x8xbf16>, %s: memref<f32>, %b: memref<1x1x8x4xbf16>) {
+  // expected-error @+1 {{'tsrt.gpu_attention' op expects a dense bias [B or 1, H or 1, Sq, Skv] of the operands' type, got 'memref<1x1x8x4xbf16>'}}
+  tsrt.gpu_attention ins(%q, %q, %q, %s : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<f32>) bias(%b : memref<1x1x8x4xbf16>) outs(%q : memref<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @attention_stats(%q: memref<1x2x8x8xbf16>, %s: memref<f32>, %st: memref<1x2x8x1xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention' op expects dense f32 stats [B, H, Sq], got 'memref<1x2x8x1xf32>'}}
+  tsrt.gpu_attention ins(%q, %q, %q, %s : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<f32>) outs(%q, %st : memref<1x2x8x8xbf16>, memref<1x2x8x1xf32>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @attention_results(%q: tensor<1x2x8x8xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention' op expects one result per destination on tensors, none or an async token on memrefs}}
+  tsrt.gpu_attention ins(%q, %q, %q, %s : tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>, tensor<f32>) outs(%q : tensor<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @attention_backward_grad(%q: memref<1x2x8x8xbf16>, %dk: memref<1x2x4x8xbf16>, %st: memref<1x2x8xf32>, %s: memref<f32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention_backward' op expects dk of k's logical shape}}
+  tsrt.gpu_attention_backward ins(%q, %q, %q, %q, %q, %st, %s : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8xf32>, memref<f32>) outs(%q, %dk, %q : memref<1x2x8x8xbf16>, memref<1x2x4x8xbf16>, memref<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>, d_out_layout = array<i64: 0, 1, 2, 3>, dq_layout = array<i64: 0, 1, 2, 3>, dk_layout = array<i64: 0, 1, 2, 3>, dv_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @attention_backward_outs(%q: memref<1x2x8x8xbf16>, %st: memref<1x2x8xf32>, %s: memref<f32>) {
+  // expected-error @+1 {{'tsrt.gpu_attention_backward' op expects outs (dq, dk, dv)}}
+  tsrt.gpu_attention_backward ins(%q, %q, %q, %q, %q, %st, %s : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8xf32>, memref<f32>) outs(%q, %q : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>, d_out_layout = array<i64: 0, 1, 2, 3>, dq_layout = array<i64: 0, 1, 2, 3>, dk_layout = array<i64: 0, 1, 2, 3>, dv_layout = array<i64: 0, 1, 2, 3>}
+  return
+}

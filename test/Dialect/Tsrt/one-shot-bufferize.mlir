@@ -137,3 +137,21 @@ func.func @write_while_in_flight(%s: tensor<2xf32> {bufferization.writable = fal
   %r = tsrt.wait outs(%p : tensor<8xf32>) -> tensor<8xf32>
   return %x, %r : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Attention reads its operands where they are (no copies) and writes fresh
+// buffers for its destinations, never read first.
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME: %[[Q:[^:]*]]: memref<2x16x4x16xbf16>, %[[K:[^:]*]]: memref<2x16x4x16xbf16>, %[[V:[^:]*]]: memref<2x16x4x16xbf16>, %[[S:[^:]*]]: memref<f32>)
+// CHECK: %[[O:.*]] = memref.alloc() {{.*}} : memref<2x16x4x16xbf16>
+// CHECK: %[[ST:.*]] = memref.alloc() {{.*}} : memref<2x4x16xf32>
+// CHECK-NOT: memref.copy
+// CHECK: tsrt.gpu_attention ins(%[[Q]], %[[K]], %[[V]], %[[S]] : memref<2x16x4x16xbf16>, memref<2x16x4x16xbf16>, memref<2x16x4x16xbf16>, memref<f32>) outs(%[[O]], %[[ST]] : memref<2x16x4x16xbf16>, memref<2x4x16xf32>) {causal,
+// CHECK: return %[[O]], %[[ST]]
+func.func @attention(%q: tensor<2x16x4x16xbf16>, %k: tensor<2x16x4x16xbf16>, %v: tensor<2x16x4x16xbf16>, %s: tensor<f32>) -> (tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>) {
+  %o0 = tensor.empty() : tensor<2x16x4x16xbf16>
+  %st0 = tensor.empty() : tensor<2x4x16xf32>
+  %o, %st = tsrt.gpu_attention ins(%q, %k, %v, %s : tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<f32>) outs(%o0, %st0 : tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>) {causal, q_layout = array<i64: 0, 2, 1, 3>, k_layout = array<i64: 0, 2, 1, 3>, v_layout = array<i64: 0, 2, 1, 3>, out_layout = array<i64: 0, 2, 1, 3>} -> tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>
+  return %o, %st : tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>
+}

@@ -170,6 +170,72 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
   let dependentDialects = ["mlir::tsrt::TsrtDialect"];
 }
 
+def TsrGpuAttention : Pass<"tsr-gpu-attention", "func::FuncOp"> {
+  let summary = "Run scaled-dot-product attention through cuDNN: its tsr ops become one tsrt.gpu_attention";
+  let description = [{
+    The CUDA target's library path for attention, on tsr before it is
+    lowered (where attention is still recognizable). The pattern
+
+    `O = tsr.matmul(tsr.softmax(tsr.matmul(Q, Kᵀ) · scale + bias, axis 3), V)`
+
+    in bf16 or f16 (cuDNN's fused attention has no f32 kernels), with `Q`
+    `[B, H, Sq, D]`, `Kᵀ` `[B, H, D, Skv]`, `V` `[B, H, Skv, D]` (no
+    broadcasting), `D` a multiple of 8 and at most 256, the scale a
+    one-element tensor that multiplies or divides (or none), the bias
+    (or none) broadcast along batch and heads only, and each intermediate
+    used once, becomes one `tsrt.gpu_attention`: cuDNN's fused
+    FlashAttention-2 kernel, which never writes the `[Sq, Skv]` scores or
+    probabilities to memory. A constant bias that is 0 where the key is at
+    or before the query and -inf (or at most -1e9, whose exponential
+    underflows to 0 as -inf's does) after it becomes cuDNN's causal mask;
+    another bias is passed as `[B or 1, H or 1, Sq, Skv]`. Where `Q`, `Kᵀ`
+    or `V` is a `tsr.transpose` (the heads split off a projection), cuDNN
+    reads its source through strides (the operand's layout); where `O`'s one
+    use is a transpose (the heads merged back), cuDNN writes that layout
+    and the transpose goes.
+
+    In a training step the probabilities are read by the backward pass that
+    autodiff derived: `dP = dO·Vᵀ`, `dV = Pᵀ·dO`, the softmax's
+    `P ⊙ (dP − rowsum(dP ⊙ P))`, the scale (cast from the same parameter,
+    through rematerialization barriers), `dQ = dS·K` and `dKᵀ = Qᵀ·dS`.
+    Where that is all that reads them, the forward op also writes each
+    row's statistics (`max + log(sum(exp))`, f32 `[B, H, Sq]`) and the
+    backward pass becomes one `tsrt.gpu_attention_backward` that reads
+    them, the forward's output and dO (through its transpose), and writes
+    the gradients in the layouts of the transposes that merge their heads:
+    neither pass keeps the `[Sq, Skv]` probabilities. A trainable scale or
+    bias, whose gradients read the scores too, keeps both passes' ops. The
+    new ops carry the layer and backward marks of the ops they replace, so
+    that the training pipeline runs this pass before tsr-outline-layers
+    (for the CUDA target) and each layer cell holds its fused attention.
+
+    Before:
+
+    ```mlir
+    %q = tsr.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x16x4x16xbf16>) -> tensor<2x4x16x16xbf16>
+    %kt = tsr.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x16x4x16xbf16>) -> tensor<2x4x16x16xbf16>
+    %v = tsr.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x16x4x16xbf16>) -> tensor<2x4x16x16xbf16>
+    %s = tsr.matmul %q, %kt : tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16> -> tensor<2x4x16x16xbf16>
+    %t = tsr.mul %s, %scale : tensor<2x4x16x16xbf16>, tensor<bf16> -> tensor<2x4x16x16xbf16>
+    %u = tsr.add %t, %causal : tensor<2x4x16x16xbf16>, tensor<16x16xbf16> -> tensor<2x4x16x16xbf16>
+    %p = tsr.softmax %u {axis = 3 : i64} : tensor<2x4x16x16xbf16>
+    %o = tsr.matmul %p, %v : tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16> -> tensor<2x4x16x16xbf16>
+    %y = tsr.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x16x16xbf16>) -> tensor<2x16x4x16xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %0 = tsr.reshape %scale : tensor<bf16> to tensor<bf16>
+    %1 = tsr.cast %0 : tensor<bf16> to tensor<f32>
+    %2 = tensor.empty() : tensor<2x16x4x16xbf16>
+    %y = tsrt.gpu_attention ins(%q4, %k4, %v4, %1 : tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<f32>) outs(%2 : tensor<2x16x4x16xbf16>) {causal, k_layout = array<i64: 0, 2, 1, 3>, out_layout = array<i64: 0, 2, 1, 3>, q_layout = array<i64: 0, 2, 1, 3>, v_layout = array<i64: 0, 2, 1, 3>} -> tensor<2x16x4x16xbf16>
+    ```
+  }];
+  let dependentDialects = ["mlir::tsrt::TsrtDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "ModuleOp"> {
   let summary = "Lower the GPU library ops (tsrt.gpu_gemm) to runtime calls on their stream";
   let description = [{

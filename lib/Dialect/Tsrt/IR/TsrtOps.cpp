@@ -242,6 +242,169 @@ LogicalResult GpuGemmOp::verify() {
   return success();
 }
 
+/// Whether `layout` orders the four logical dimensions of an attention
+/// operand: a permutation of 0..3.
+static bool isAttentionLayout(ArrayRef<int64_t> layout) {
+  if (layout.size() != 4)
+    return false;
+  unsigned seen = 0;
+  for (int64_t d : layout) {
+    if (d < 0 || d > 3 || (seen & (1u << d)))
+      return false;
+    seen |= 1u << d;
+  }
+  return true;
+}
+
+static ShapedType shapedType(Value v) { return cast<ShapedType>(v.getType()); }
+
+/// Whether `t` is a tensor or a memref of the identity layout.
+static bool isDense(ShapedType t) {
+  auto memref = dyn_cast<MemRefType>(t);
+  return !memref || memref.getLayout().isIdentity();
+}
+
+/// What both attention ops check of their form: all operands tensors or
+/// all memrefs, `inits` destinations, and one result per destination on
+/// tensors, none or an async token on memrefs.
+static LogicalResult verifyAttentionForm(Operation *op, ValueRange deps,
+                                         size_t inits, ValueRange results,
+                                         bool hasToken) {
+  bool tensors = isa<TensorType>(op->getOperand(deps.size()).getType());
+  for (Value v : op->getOperands())
+    if (!isa<gpu::AsyncTokenType>(v.getType()) &&
+        isa<TensorType>(v.getType()) != tensors)
+      return op->emitOpError("expects all operands tensors or all memrefs");
+  if (tensors ? results.size() != inits || !deps.empty()
+              : results.size() > 1 || (results.size() == 1 && !hasToken))
+    return op->emitOpError("expects one result per destination on tensors, "
+                           "none or an async token on memrefs");
+  return success();
+}
+
+/// The logical [B, H, S, D] of the attention operand `v`, stored in
+/// `layout`'s order, or an error naming it.
+static FailureOr<SmallVector<int64_t>>
+getAttentionDims(Operation *op, Value v, ArrayRef<int64_t> layout,
+                 StringRef name) {
+  ShapedType t = shapedType(v);
+  if (!isAttentionLayout(layout))
+    return op->emitOpError() << "expects " << name
+                             << "_layout to be a permutation of [0, 1, 2, 3]";
+  if (t.getRank() != 4 || !isDense(t))
+    return op->emitOpError()
+           << "expects " << name << " to be a dense rank-4 buffer, got " << t;
+  SmallVector<int64_t> dims(4);
+  for (auto [stored, dim] : llvm::enumerate(layout))
+    dims[dim] = t.getDimSize(stored);
+  return dims;
+}
+
+/// What both attention ops check of q, k, v (logical shapes `q`, `k`, `v`),
+/// the scale, the bias and the stats (null in the forward op without).
+static LogicalResult verifyAttentionOperands(Operation *op, Value qValue,
+                                             ArrayRef<int64_t> q,
+                                             ArrayRef<int64_t> k,
+                                             ArrayRef<int64_t> v, Value scale,
+                                             Value bias, Value stats) {
+  Type element = shapedType(qValue).getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return op->emitOpError("expects bf16 or f16 operands (cuDNN's fused "
+                           "attention has no f32 kernels), got ")
+           << element;
+  if (k != v || q[0] != k[0] || q[1] != k[1] || q[3] != k[3])
+    return op->emitOpError("expects logical shapes q, out [B, H, Sq, D] and "
+                           "k, v [B, H, Skv, D]");
+  ShapedType scaleType = shapedType(scale);
+  if (scaleType.getRank() != 0 || !scaleType.getElementType().isF32())
+    return op->emitOpError("expects a rank-0 f32 scale, got ") << scaleType;
+  if (bias) {
+    ShapedType t = shapedType(bias);
+    if (t.getRank() != 4 || !isDense(t) || t.getElementType() != element ||
+        (t.getDimSize(0) != 1 && t.getDimSize(0) != q[0]) ||
+        (t.getDimSize(1) != 1 && t.getDimSize(1) != q[1]) ||
+        t.getDimSize(2) != q[2] || t.getDimSize(3) != k[2])
+      return op->emitOpError("expects a dense bias [B or 1, H or 1, Sq, Skv] "
+                             "of the operands' type, got ")
+             << t;
+  }
+  if (stats) {
+    ShapedType t = shapedType(stats);
+    if (t.getRank() != 3 || !isDense(t) || !t.getElementType().isF32() ||
+        t.getShape() != ArrayRef<int64_t>{q[0], q[1], q[2]})
+      return op->emitOpError("expects dense f32 stats [B, H, Sq], got ") << t;
+  }
+  return success();
+}
+
+LogicalResult GpuAttentionOp::verify() {
+  if (getInits().empty() || getInits().size() > 2)
+    return emitOpError("expects outs (out) or (out, stats)");
+  if (failed(verifyAttentionForm(*this, getAsyncDependencies(),
+                                 getInits().size(), getResults(),
+                                 bool(getAsyncToken()))))
+    return failure();
+  Operation *op = *this;
+  auto q = getAttentionDims(op, getQ(), getQLayout(), "q");
+  if (failed(q))
+    return failure();
+  auto k = getAttentionDims(op, getK(), getKLayout(), "k");
+  if (failed(k))
+    return failure();
+  auto v = getAttentionDims(op, getV(), getVLayout(), "v");
+  if (failed(v))
+    return failure();
+  auto o = getAttentionDims(op, getOut(), getOutLayout(), "out");
+  if (failed(o))
+    return failure();
+  Type element = shapedType(getQ()).getElementType();
+  for (Value x : {getK(), getV(), getOut()})
+    if (shapedType(x).getElementType() != element)
+      return emitOpError("expects q, k, v and out of one element type");
+  if (*o != *q)
+    return emitOpError("expects logical shapes q, out [B, H, Sq, D] and k, "
+                       "v [B, H, Skv, D]");
+  return verifyAttentionOperands(op, getQ(), *q, *k, *v, getScale(), getBias(),
+                                 getStats());
+}
+
+LogicalResult GpuAttentionBackwardOp::verify() {
+  if (getInits().size() != 3)
+    return emitOpError("expects outs (dq, dk, dv)");
+  if (failed(verifyAttentionForm(*this, getAsyncDependencies(), 3, getResults(),
+                                 bool(getAsyncToken()))))
+    return failure();
+  Operation *op = *this;
+  ValueRange inits = getInits();
+  // Each operand or gradient, its layout and name, and which of q, k, v
+  // (0, 1, 2) its logical shape is.
+  std::tuple<Value, ArrayRef<int64_t>, StringRef, int> all[] = {
+      {getQ(), getQLayout(), "q", 0},
+      {getK(), getKLayout(), "k", 1},
+      {getV(), getVLayout(), "v", 2},
+      {getOut(), getOutLayout(), "out", 0},
+      {getDOut(), getDOutLayout(), "d_out", 0},
+      {inits[0], getDqLayout(), "dq", 0},
+      {inits[1], getDkLayout(), "dk", 1},
+      {inits[2], getDvLayout(), "dv", 2}};
+  SmallVector<SmallVector<int64_t>> dims;
+  Type element = shapedType(getQ()).getElementType();
+  for (auto [value, layout, name, like] : all) {
+    auto d = getAttentionDims(op, value, layout, name);
+    if (failed(d))
+      return failure();
+    if (shapedType(value).getElementType() != element)
+      return emitOpError("expects q, k, v, out, d_out and the gradients of "
+                         "one element type");
+    if (like != static_cast<int>(dims.size()) && *d != dims[like])
+      return emitOpError() << "expects " << name << " of "
+                           << std::get<2>(all[like]) << "'s logical shape";
+    dims.push_back(*d);
+  }
+  return verifyAttentionOperands(op, getQ(), dims[0], dims[1], dims[2],
+                                 getScale(), getBias(), getStats());
+}
+
 //===----------------------------------------------------------------------===//
 // Memory effects
 //===----------------------------------------------------------------------===//
@@ -313,6 +476,30 @@ void GpuGemmOp::getEffects(Effects &effects) {
   if (getAccumulate())
     add(MemoryEffects::Read::get(), getCMutable());
   add(MemoryEffects::Write::get(), getCMutable());
+}
+
+/// Attention (forward or backward) reads its operands and overwrites its
+/// destinations.
+static void addAttentionEffects(DestinationStyleOpInterface op,
+                                Effects &effects) {
+  if (!op.hasPureBufferSemantics())
+    return;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (isa<gpu::AsyncTokenType>(operand.get().getType()))
+      continue;
+    MemoryEffects::Effect *effect = MemoryEffects::Read::get();
+    if (op.isDpsInit(&operand))
+      effect = MemoryEffects::Write::get();
+    effects.emplace_back(effect, &operand, SideEffects::DefaultResource::get());
+  }
+}
+
+void GpuAttentionOp::getEffects(Effects &effects) {
+  addAttentionEffects(*this, effects);
+}
+
+void GpuAttentionBackwardOp::getEffects(Effects &effects) {
+  addAttentionEffects(*this, effects);
 }
 
 //===----------------------------------------------------------------------===//

@@ -6,7 +6,8 @@
 // analysis reuses in place where that is legal (nothing reads its old
 // contents later and it is writable: a function's inputs are not) and
 // otherwise replaces by a fresh buffer, without a copy, since a collective
-// never reads its destination. all_reduce and broadcast may read and write
+// never reads its destination (the GPU's fused attention,
+// tsrt.gpu_attention, likewise). all_reduce and broadcast may read and write
 // one buffer (the runtime passes send == recv through), so for
 // `ins(%x) outs(%x)` the analysis reuses %x's buffer when %x dies there.
 //
@@ -98,6 +99,25 @@ struct WaitOpInterface
   }
 };
 
+/// Attention (forward or backward) reads its inputs and overwrites its
+/// destinations (output and stats, or the gradients), which bufferize like
+/// a linalg op's: in place where legal, else in a fresh buffer without a
+/// copy.
+template <typename OpT>
+struct AttentionOpInterface
+    : DstBufferizableOpInterfaceExternalModel<AttentionOpInterface<OpT>, OpT> {
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
+                              const AnalysisState &) const {
+    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    return bufferizeOnBuffers(cast<OpT>(op), rewriter, options, state);
+  }
+};
+
 } // namespace
 
 void mlir::tsrt::registerBufferizableOpInterfaceExternalModels(
@@ -111,5 +131,8 @@ void mlir::tsrt::registerBufferizableOpInterfaceExternalModels(
     BroadcastOp::attachInterface<CollectiveOpInterface<BroadcastOp>>(*ctx);
     PermuteOp::attachInterface<CollectiveOpInterface<PermuteOp>>(*ctx);
     WaitOp::attachInterface<WaitOpInterface>(*ctx);
+    GpuAttentionOp::attachInterface<AttentionOpInterface<GpuAttentionOp>>(*ctx);
+    GpuAttentionBackwardOp::attachInterface<
+        AttentionOpInterface<GpuAttentionBackwardOp>>(*ctx);
   });
 }

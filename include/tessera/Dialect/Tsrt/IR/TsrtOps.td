@@ -236,4 +236,147 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
   let hasVerifier = 1;
 }
 
+def Tsrt_GpuAttentionOp : Tsrt_Op<"gpu_attention", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DestinationStyleOpInterface, GPU_AsyncOpInterface,
+    AttrSizedOperandSegments]> {
+  let summary = "fused scaled-dot-product attention on the GPU through cuDNN";
+  let description = [{
+    `out = softmax(scale · q·kᵀ + bias) · v` per batch and head, the scores
+    masked causally (a key after the query gets -inf) with `causal`; with a
+    second destination, `stats` (f32 `[B, H, Sq]`) gets each row's
+    `max + log(sum(exp))` of the masked, scaled scores, which the backward
+    pass reads instead of the probabilities.
+
+    `q`, `out` are logically `[B, H, Sq, D]`, `k`, `v` `[B, H, Skv, D]`, all
+    of one type, bf16 or f16 (cuDNN's fused attention has no f32 kernels).
+    Each is a dense buffer whose dimensions hold the logical dimensions in
+    the order its layout attribute lists (0 batch, 1 head, 2 sequence, 3
+    head dim): `[0, 2, 1, 3]` is the `[B, S, H, D]` of a projection before
+    its heads are transposed, which cuDNN reads and writes through strides,
+    so the transposes around attention are never copied. `scale` is a
+    rank-0 f32; `bias`, if any, is `[B or 1, H or 1, Sq, Skv]` of the
+    operands' type.
+
+    On tensors the op returns its destinations; on memrefs it returns
+    nothing, or a `!gpu.async.token` (what `gpu-async-region` makes of it):
+    it runs on the device, queued after the tokens `[deps]` it lists.
+    `tsr-gpu-attention` makes it from the attention pattern of tsr ops;
+    `tsr-gpu-library-calls` lowers it to the runtime's `tsrt_gpu_attention`
+    (`runtime/lib/GpuAttention.cpp`) on the dependency's stream.
+
+    Example:
+
+    ```mlir
+    %o, %stats = tsrt.gpu_attention ins(%q, %k, %v, %scale : tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<f32>) outs(%o0, %s0 : tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>) {causal, q_layout = array<i64: 0, 2, 1, 3>, k_layout = array<i64: 0, 2, 1, 3>, v_layout = array<i64: 0, 2, 1, 3>, out_layout = array<i64: 0, 2, 1, 3>} -> tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+                       Tsrt_Buffer:$q, Tsrt_Buffer:$k, Tsrt_Buffer:$v,
+                       Tsrt_Buffer:$scale, Optional<Tsrt_Buffer>:$bias,
+                       Variadic<Tsrt_Buffer>:$inits,
+                       DenseI64ArrayAttr:$q_layout, DenseI64ArrayAttr:$k_layout,
+                       DenseI64ArrayAttr:$v_layout,
+                       DenseI64ArrayAttr:$out_layout, UnitAttr:$causal);
+  // One list of results, the destinations on tensors or the token on
+  // memrefs: gpu-async-region adds the token by rebuilding the op with one
+  // more result, which result segments would not follow.
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    (`[` $asyncDependencies^ `]`)?
+    `ins` `(` $q `,` $k `,` $v `,` $scale `:` type($q) `,` type($k) `,`
+        type($v) `,` type($scale) `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    `outs` `(` $inits `:` type($inits) `)` attr-dict
+    (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitsMutable();
+    }
+    /// The first destination, the attention's output.
+    ::mlir::Value getOut() { return getInits()[0]; }
+    /// The second destination, the rows' statistics, or null.
+    ::mlir::Value getStats() {
+      return getInits().size() > 1 ? getInits()[1] : ::mlir::Value();
+    }
+    /// The token of the op's device work (AsyncOpInterface), or null.
+    ::mlir::Value getAsyncToken() {
+      auto results = getResults();
+      return results.size() == 1 &&
+                     ::mlir::isa<::mlir::gpu::AsyncTokenType>(
+                         results[0].getType())
+                 ? results[0]
+                 : ::mlir::Value();
+    }
+  }];
+}
+
+def Tsrt_GpuAttentionBackwardOp : Tsrt_Op<"gpu_attention_backward", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DestinationStyleOpInterface, GPU_AsyncOpInterface,
+    AttrSizedOperandSegments]> {
+  let summary = "the gradients of tsrt.gpu_attention through cuDNN";
+  let description = [{
+    Writes `dq`, `dk` and `dv`, the gradients of `tsrt.gpu_attention`'s
+    output with respect to its `q`, `k` and `v` given the output's gradient
+    `d_out`, from the forward's operands, output and `stats` (same scale,
+    bias and mask). It never reads the probabilities (there are none in
+    memory): cuDNN recomputes them from `stats`, and the softmax's
+    backward uses `rowsum(dO ⊙ O)`, which equals the `rowsum(dP ⊙ P)` of
+    the chain rule. Every operand and destination but `stats` and `scale`
+    has a layout attribute as in `tsrt.gpu_attention`; the gradients have
+    their operand's logical shape and type. Tensors or memrefs, async on
+    memrefs, like the forward op; `tsr-gpu-attention` makes it from the
+    backward pass autodiff derives, `tsr-gpu-library-calls` lowers it to
+    the runtime's `tsrt_gpu_attention_backward`.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = tsrt.gpu_attention_backward ins(%q, %k, %v, %o, %do, %stats, %scale : tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16xf32>, tensor<f32>) outs(%q0, %k0, %v0 : tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>) {causal, d_out_layout = array<i64: 0, 2, 1, 3>, dk_layout = array<i64: 0, 2, 1, 3>, dq_layout = array<i64: 0, 2, 1, 3>, dv_layout = array<i64: 0, 2, 1, 3>, k_layout = array<i64: 0, 2, 1, 3>, out_layout = array<i64: 0, 2, 1, 3>, q_layout = array<i64: 0, 2, 1, 3>, v_layout = array<i64: 0, 2, 1, 3>} -> tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+                       Tsrt_Buffer:$q, Tsrt_Buffer:$k, Tsrt_Buffer:$v,
+                       Tsrt_Buffer:$out, Tsrt_Buffer:$d_out,
+                       Tsrt_Buffer:$stats, Tsrt_Buffer:$scale,
+                       Optional<Tsrt_Buffer>:$bias,
+                       Variadic<Tsrt_Buffer>:$inits,
+                       DenseI64ArrayAttr:$q_layout, DenseI64ArrayAttr:$k_layout,
+                       DenseI64ArrayAttr:$v_layout,
+                       DenseI64ArrayAttr:$out_layout,
+                       DenseI64ArrayAttr:$d_out_layout,
+                       DenseI64ArrayAttr:$dq_layout,
+                       DenseI64ArrayAttr:$dk_layout,
+                       DenseI64ArrayAttr:$dv_layout, UnitAttr:$causal);
+  // As tsrt.gpu_attention's: the gradients on tensors, the token on memrefs.
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    (`[` $asyncDependencies^ `]`)?
+    `ins` `(` $q `,` $k `,` $v `,` $out `,` $d_out `,` $stats `,` $scale `:`
+        type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($d_out)
+        `,` type($stats) `,` type($scale) `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    `outs` `(` $inits `:` type($inits) `)` attr-dict
+    (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitsMutable();
+    }
+    /// The token of the op's device work (AsyncOpInterface), or null.
+    ::mlir::Value getAsyncToken() {
+      auto results = getResults();
+      return results.size() == 1 &&
+                     ::mlir::isa<::mlir::gpu::AsyncTokenType>(
+                         results[0].getType())
+                 ? results[0]
+                 : ::mlir::Value();
+    }
+  }];
+}
+
 #endif // TESSERA_DIALECT_TSRT_TSRTOPS_TD
