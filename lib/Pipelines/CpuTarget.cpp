@@ -96,6 +96,13 @@ public:
     return buildNullStream;
   }
 
+  /// Emulating the CUDA target, its library decisions too: attention to
+  /// cuDNN (which the runtime's fake cuDNN computes on the host in tests).
+  void buildTsrPipeline(OpPassManager &pm) const override {
+    if (!options.gpuMapping.empty())
+      pm.addNestedPass<func::FuncOp>(createTsrGpuAttention());
+  }
+
   void buildTensorPipeline(OpPassManager &funcPm) const override {
     funcPm.addPass(createTsrCpuFuseElementwise());
   }
@@ -112,6 +119,8 @@ public:
       pm.addNestedPass<func::FuncOp>(createTsrGpuMap());
       pm.addPass(createTsrGpuHorizontalFuse());
       pm.addNestedPass<func::FuncOp>(createTsrGpuEmulate({options.gpuMapping}));
+      // The library calls run on the host, with no stream.
+      pm.addPass(createTsrGpuLibraryCalls({/*synchronous=*/true}));
     }
     pm.addPass(createTsrLinalgToBlas({options.gemmLibrary}));
     pm.addPass(createTsrCpuOutlineKernels());

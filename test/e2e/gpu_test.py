@@ -26,7 +26,14 @@ Without either, both phases run in a temporary directory. The cases:
 * the gradients (``--mode=grad``) of the character LM for its initial
   weights and first batch, every one against the CPU target's;
 * 20 Adam steps of the character LM and of a 2-layer GPT exported by
-  PyTorch: every loss against the CPU target's.
+  PyTorch: every loss against the CPU target's;
+* 20 Adam steps of that GPT in bf16, whose attention and its backward pass
+  the CUDA target runs through cuDNN (tsr-gpu-attention; the artifact must
+  import tsrt_gpu_attention_backward, so that a pattern that stopped
+  matching fails here): every loss against the CPU target's bf16 step,
+  which keeps attention's ops. Emulated, the fake cuDNN of the runtime's
+  tests (runtime/test/FakeCudnn.c, on LD_LIBRARY_PATH with the fake
+  libcudart whose "device" memory is host memory) computes it.
 
 Tolerance against the CPU target, relative to the largest magnitude of the
 compared tensor (of all the gradients together, for gradients; or to the
@@ -39,6 +46,16 @@ results differ by rounding: f32's 6e-8 unit roundoff grows with the depth of
 those sums and with the model's depth, about 2.5e-7 measured in emulation.
 On the GPU libdevice's math functions differ from libm's as well (the H200
 run in docs/gpu.md measured 7e-7).
+
+The bf16 step's tolerance is BF16_TOLERANCE: the CPU target rounds the
+scores, the scaled and masked scores and the probabilities to bf16 (each
+op stores its result in the step's type), cuDNN keeps them in f32 and
+rounds the probabilities only, so the two differ by bf16's rounding
+(2^-9 relative per element) of those tensors, which reaches the loss
+through the attention output and the training that follows: 2.0e-4 of the
+loss measured in emulation over the 20 steps. A wrong mask, scale or
+layout changes the attention's output wholesale: the fused ops without
+their causal mask (a deliberate break) differ by 1.6e-2.
 
 Exits 0 when every case passes, 1 on a failure, 2 on a setup error, and 77
 (ctest's skip code) when a GPU run finds no GPU (nvidia-smi lists none).
@@ -60,6 +77,7 @@ GPU_TOLERANCE = 1e-5
 EMULATED_TOLERANCE = 1e-6
 # Inference cases whose emulation must give the CPU target's bits.
 EXACT = ("elementwise",)
+BF16_TOLERANCE = 1e-3
 STEPS = 20
 TORCH_PYTHON = "/usr/bin/python3"
 
@@ -200,6 +218,21 @@ def prepare(root, bin_dir, py, work, emulate):
              "--data", tokens, "--steps", str(STEPS), "--threads", "1",
              "--log-json", log])
         plan["train"].append(name)
+    both("gpt_bf16", os.path.join(work, "gpt", "torch_gpt.onnx"),
+         ["--mode=train", "--loss=cross_entropy", "--logits=logits",
+          "--batch-size=8", "--optimizer=adam", "--lr=3e-3",
+          "--precision=bf16"])
+    run([tessera_run, os.path.join(work, "gpt_bf16.cpu"), "--train",
+         "--data", tokens, "--steps", str(STEPS), "--threads", "1",
+         "--log-json", os.path.join(work, "gpt_bf16.cpu.json")])
+    plan["attention"] = ["gpt_bf16"]
+    # Read here, where LLVM is (a GPU machine running --run may hold only
+    # the runtime).
+    plan["imports"] = {
+        variant: run(["/usr/lib/llvm-22/bin/llvm-nm", "-D", "--undefined-only",
+                      os.path.join(work, f"gpt_bf16.{variant}", "model.so")]
+                     ).split()
+        for variant in variants(emulate)}
     shutil.copy(tokens, os.path.join(work, "tokens.bin"))
     with open(os.path.join(work, "plan.json"), "w") as f:
         json.dump(plan, f)
@@ -243,7 +276,7 @@ def check_all(root, bin_dir, py, work):
                                             f"output_{i}.npy"))
                        for i in range(count)]
                    for v in plan["variants"]}, f"{name} loss and gradients")
-    for name in plan["train"]:
+    for name in plan["train"] + plan["attention"]:
         same_bits({v: [np.array(losses(os.path.join(work, f"{name}.{v}.json")))]
                    for v in plan["variants"]}, f"{name} losses")
 
@@ -321,6 +354,27 @@ def check_variant(root, bin_dir, py, work, plan, variant):
               f"{mine[0]:.4f} -> {mine[-1]:.4f}, worst relative difference "
               f"to cpu {worst:.2e} "
               f"(at most {tolerance:g})")
+    for name in plan["attention"]:
+        art = os.path.join(work, f"{name}.{variant}")
+        check("tsrt_gpu_attention_backward" in plan["imports"][variant],
+              f"{name} ({variant}): attention and its backward pass through "
+              "cuDNN (model.so imports tsrt_gpu_attention_backward)")
+        # Emulated, the fake cuDNN (and the fake libcudart its workspace
+        # comes from) computes on the host.
+        env = dict(os.environ)
+        if emulated:
+            env["LD_LIBRARY_PATH"] = os.path.join(
+                os.path.dirname(bin_dir), "runtime", "test", "fake-cuda")
+        log = os.path.join(work, f"{name}.{variant}.json")
+        run([tessera_run, art, "--train", "--data",
+             os.path.join(work, "tokens.bin"), "--steps", str(STEPS),
+             "--log-json", log], env=env)
+        mine, cpu = losses(log), losses(os.path.join(work, f"{name}.cpu.json"))
+        worst = max(abs(a - b) / abs(b) for a, b in zip(mine, cpu))
+        check(len(mine) == len(cpu) == STEPS and worst <= BF16_TOLERANCE,
+              f"{name} ({variant}): {len(mine)} bf16 Adam steps, losses "
+              f"{mine[0]:.4f} -> {mine[-1]:.4f}, worst relative difference "
+              f"to cpu's bf16 step {worst:.2e} (at most {BF16_TOLERANCE:g})")
 
 
 def main():

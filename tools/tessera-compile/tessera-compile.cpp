@@ -745,7 +745,8 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
   options.lossScale.init = lossScaleInit;
   options.remat.policy = remat;
   options.offloadOptimizer = offloadOptimizer;
-  options.fuseAttention = targetName == "cuda";
+  // The CUDA target's decision, also where the CPU emulates its program.
+  options.fuseAttention = targetName == "cuda" || !gpuMapping.empty();
   if (!memoryBudget.empty()) {
     options.remat.policy = "auto";
     options.remat.budget = *parseBytes(memoryBudget);

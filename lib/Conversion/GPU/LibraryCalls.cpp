@@ -211,6 +211,8 @@ void callAttentionBackward(ModuleOp module, CallBuilder &c, Value stream,
 
 struct TsrGpuLibraryCallsPass
     : tessera::impl::TsrGpuLibraryCallsBase<TsrGpuLibraryCallsPass> {
+  using TsrGpuLibraryCallsBase::TsrGpuLibraryCallsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<gpu::AsyncOpInterface> calls;
@@ -221,21 +223,27 @@ struct TsrGpuLibraryCallsPass
     });
     OpBuilder b(&getContext());
     for (gpu::AsyncOpInterface op : calls) {
-      if (!op.getAsyncToken() || op.getAsyncDependencies().size() != 1) {
-        op->emitError("tsr-gpu-library-calls: expected an async op with one "
-                      "dependency, the stream it runs on (run "
-                      "gpu-async-region first)");
+      bool async = op.getAsyncToken() && op.getAsyncDependencies().size() == 1;
+      bool sync = !op.getAsyncToken() && op.getAsyncDependencies().empty();
+      if (synchronous ? !sync : !async) {
+        op->emitError(synchronous
+                          ? "tsr-gpu-library-calls: expected a synchronous "
+                            "op (synchronous=true)"
+                          : "tsr-gpu-library-calls: expected an async op "
+                            "with one dependency, the stream it runs on (run "
+                            "gpu-async-region first)");
         return signalPassFailure();
       }
       Location loc = op.getLoc();
       b.setInsertionPoint(op);
-      Value token = op.getAsyncDependencies()[0];
+      Type ptr = LLVM::LLVMPointerType::get(b.getContext());
       // gpu-to-llvm lowers each token to the stream its work runs on; the
       // cast resolves to that stream when it does.
-      Value stream =
-          UnrealizedConversionCastOp::create(
-              b, loc, LLVM::LLVMPointerType::get(b.getContext()), token)
-              .getResult(0);
+      Value stream = synchronous
+                         ? LLVM::ZeroOp::create(b, loc, ptr).getResult()
+                         : UnrealizedConversionCastOp::create(
+                               b, loc, ptr, op.getAsyncDependencies()[0])
+                               .getResult(0);
       CallBuilder call{b, loc};
       if (auto gemm = dyn_cast<tsrt::GpuGemmOp>(op.getOperation()))
         callGemm(module, call, stream, gemm);
@@ -248,7 +256,8 @@ struct TsrGpuLibraryCallsPass
             cast<tsrt::GpuAttentionBackwardOp>(op.getOperation()));
       // Queued on the same stream, the call is ordered after the
       // dependency and before whatever waits on it: the token stays valid.
-      op.getAsyncToken().replaceAllUsesWith(token);
+      if (async)
+        op.getAsyncToken().replaceAllUsesWith(op.getAsyncDependencies()[0]);
       op->erase();
     }
   }

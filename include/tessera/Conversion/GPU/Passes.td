@@ -237,7 +237,7 @@ def TsrGpuAttention : Pass<"tsr-gpu-attention", "func::FuncOp"> {
 }
 
 def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "ModuleOp"> {
-  let summary = "Lower the GPU library ops (tsrt.gpu_gemm) to runtime calls on their stream";
+  let summary = "Lower the GPU library ops (tsrt.gpu_gemm, tsrt.gpu_attention) to runtime calls on their stream";
   let description = [{
     After `gpu-async-region`, each `tsrt.gpu_gemm` is asynchronous with one
     dependency, the token of the work queued before it on the stream. It
@@ -251,7 +251,13 @@ def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "ModuleOp"> {
     streams their work runs on, and the cast resolves there. The runtime
     queues the product on that stream, so the op's own token is replaced by
     its dependency. An op that is not asynchronous with one dependency is an
-    error.
+    error, but with `synchronous` (the CPU emulation of the CUDA target's
+    program, where there is no stream and "device" memory is host memory),
+    where every op is synchronous and calls with a null stream.
+    `tsrt.gpu_attention` and `tsrt.gpu_attention_backward` become calls of
+    `tsrt_gpu_attention` and `tsrt_gpu_attention_backward` likewise, each
+    operand with its layout's code (its four dimensions' logical indices as
+    hex digits, outermost first).
 
     Before:
 
@@ -268,6 +274,11 @@ def TsrGpuLibraryCalls : Pass<"tsr-gpu-library-calls", "ModuleOp"> {
     %t2 = gpu.launch_func async [%t0] @tessera_kernels::@main_kernel ...
     ```
   }];
+  let options = [
+    Option<"synchronous", "synchronous", "bool", /*default=*/"false",
+           "The ops are synchronous (no gpu-async-region ran): call them with "
+           "a null stream">,
+  ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect"];
