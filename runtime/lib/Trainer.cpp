@@ -62,9 +62,20 @@ struct tsr_trainer {
   const tsr_artifact *artifact = nullptr;
   std::vector<std::unique_ptr<tsr_tensor>> inputs, outputs;
   /// For an artifact whose buffers live in device memory, their device
-  /// copies: each step copies every input there and every output back, so
-  /// the host tensors above stay the state (empty otherwise).
+  /// copies (empty otherwise). The inputs a step updates (params and
+  /// optimizer state: `resident`) stay on the device between steps, their
+  /// updates swapped in there; each step copies the other inputs (the
+  /// batch, seeds, constants) there and the outputs that update nothing
+  /// (loss, metrics) back. The host copies of resident inputs are refreshed
+  /// when something reads them (syncHost: checkpoints, the ONNX export,
+  /// tsr_trainer_input, the end of a run), and a host write to them (a
+  /// checkpoint loaded) makes the next step copy them to the device again.
   std::vector<std::unique_ptr<tsr_tensor>> deviceInputs, deviceOutputs;
+  std::vector<bool> resident;
+  /// Whether the device copies of resident inputs are current (after a
+  /// step), and the host copies (before the first step, after syncHost).
+  bool deviceCurrent = false;
+  mutable bool hostCurrent = true;
   /// (output, input) pairs whose data pointers swap after a step.
   std::vector<std::pair<size_t, size_t>> swaps;
   /// The artifact's ONNX model, if it names one; param initializers hold no
@@ -575,6 +586,13 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
     if (tsr_status_t s =
             mirror("output", trainer->outputs, trainer->deviceOutputs))
       return s;
+    // The loss scale's pair stays staged (the host reads it every step), as
+    // does everything a parameter server exchanges through host memory.
+    trainer->resident.assign(manifest.inputs.size(), false);
+    if (manifest.parameterServer.servers == 0)
+      for (const auto &[output, input] : trainer->swaps)
+        trainer->resident[input] =
+            static_cast<int64_t>(input) != trainer->lossScaleInput;
   }
   if (!artifact.onnxPath.empty())
     if (tsr_status_t s = loadModel(*trainer))
@@ -593,6 +611,19 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
 int64_t rngOffset(uint64_t seed) { return static_cast<int64_t>(seed << 40); }
 
 tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss);
+
+/// Makes the host copies of a device artifact's resident inputs current.
+tsr_status_t syncHost(const tsr_trainer &trainer) {
+  if (trainer.hostCurrent)
+    return TSR_OK;
+  for (size_t i = 0; i < trainer.inputs.size(); ++i)
+    if (trainer.resident[i])
+      if (tsr_status_t s = tsr_tensor_copy(
+              trainer.inputs[i].get(), trainer.deviceInputs[i].get(), nullptr))
+        return s;
+  trainer.hostCurrent = true;
+  return TSR_OK;
+}
 
 /// Runs 0-based step `step`; `last` marks the last step of a run, after
 /// which the ranks' parameters must agree (the `sync` input).
@@ -626,11 +657,16 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
   for (auto &tensor : trainer.outputs)
     outputs.push_back(tensor.get());
   bool device = !trainer.deviceInputs.empty();
+  // Outputs that update a resident input stay on the device.
+  std::vector<bool> residentOutput(outputs.size(), false);
   if (device) {
+    for (const auto &[output, input] : trainer.swaps)
+      residentOutput[output] = trainer.resident[input];
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (tsr_status_t s = tsr_tensor_copy(trainer.deviceInputs[i].get(),
-                                           inputs[i], nullptr))
-        return s;
+      if (!(trainer.resident[i] && trainer.deviceCurrent))
+        if (tsr_status_t s = tsr_tensor_copy(trainer.deviceInputs[i].get(),
+                                             inputs[i], nullptr))
+          return s;
       inputs[i] = trainer.deviceInputs[i].get();
     }
     for (size_t i = 0; i < outputs.size(); ++i)
@@ -645,11 +681,14 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
           tsr_artifact_invoke(trainer.artifact, inputs.data(), inputs.size(),
                               outputs.data(), outputs.size()))
     return s;
-  if (device)
+  if (device) {
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (tsr_status_t s =
-              tsr_tensor_copy(trainer.outputs[i].get(), outputs[i], nullptr))
-        return s;
+      if (!residentOutput[i])
+        if (tsr_status_t s =
+                tsr_tensor_copy(trainer.outputs[i].get(), outputs[i], nullptr))
+          return s;
+    trainer.deviceCurrent = true;
+  }
   size_t loss = trainer.artifact->manifest.train.lossOutput;
   const tsr_tensor &lossTensor = *trainer.outputs[loss];
   outLoss =
@@ -663,8 +702,15 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
     trainer.lossScale = after;
     trainer.skipped = after < before;
   }
-  for (const auto &[output, input] : trainer.swaps)
+  for (const auto &[output, input] : trainer.swaps) {
+    if (device && trainer.resident[input]) {
+      std::swap(trainer.deviceOutputs[output]->data,
+                trainer.deviceInputs[input]->data);
+      trainer.hostCurrent = false;
+      continue;
+    }
     std::swap(trainer.outputs[output]->data, trainer.inputs[input]->data);
+  }
   return TSR_OK;
 }
 
@@ -801,6 +847,8 @@ std::vector<int> collectStages(const tsr_trainer &trainer,
 
 tsr_status_t save(const tsr_trainer &trainer, const std::string &path) {
   if (tsr_status_t s = checkSave(trainer))
+    return s;
+  if (tsr_status_t s = syncHost(trainer))
     return s;
   // Lend the params' current values to the model for serializing only;
   // every rank gathers ZeRO-3 shards and tensor-parallel blocks, the
@@ -941,6 +989,8 @@ std::string stageCheckpoint(const std::string &dir, int64_t stage) {
 
 tsr_status_t saveCheckpoint(const tsr_trainer &trainer, const std::string &dir,
                             int64_t step) {
+  if (tsr_status_t s = syncHost(trainer))
+    return s;
   if (tsr_status_t s = checkCheckpoints(trainer))
     return s;
   const Manifest &manifest = trainer.artifact->manifest;
@@ -1362,10 +1412,15 @@ tsr_status_t loadCheckpoint(tsr_trainer &trainer, const std::string &dir,
                ? status
                : fail(TSR_ERROR_IO,
                       dir + ": another rank could not read the checkpoint");
+  // The host copies become the state: the next step copies them to the
+  // device.
+  if (tsr_status_t s = syncHost(trainer))
+    return s;
   std::vector<size_t> inputs = stateInputs(trainer);
   for (size_t k = 0; k < inputs.size(); ++k)
     std::memcpy(trainer.inputs[inputs[k]]->data, values[k].data(),
                 values[k].size());
+  trainer.deviceCurrent = false;
   outStep = step;
   return TSR_OK;
 }
@@ -1564,8 +1619,12 @@ tsr_status_t tsr_trainer_create(const tsr_artifact_t *artifact,
 void tsr_trainer_destroy(tsr_trainer_t *trainer) { delete trainer; }
 
 tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index) {
-  return index < trainer->inputs.size() ? trainer->inputs[index].get()
-                                        : nullptr;
+  if (index >= trainer->inputs.size())
+    return nullptr;
+  // A device artifact's params and state: their current values (a failed
+  // copy is the last error; the tensor keeps what it had).
+  syncHost(*trainer);
+  return trainer->inputs[index].get();
 }
 
 tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index) {
@@ -1641,7 +1700,11 @@ tsr_status_t tsr_trainer_run(tsr_trainer_t *trainer,
   return guard([&] {
     if (!trainer || !dataset || !options)
       return fail(TSR_ERROR_INVALID_ARGUMENT, "null argument");
-    return runLoop(*trainer, *dataset, *options);
+    // The host copies of a device artifact's state are current after a
+    // run, whatever stopped it.
+    tsr_status_t status = runLoop(*trainer, *dataset, *options);
+    tsr_status_t synced = syncHost(*trainer);
+    return status != TSR_OK ? status : synced;
   });
 }
 

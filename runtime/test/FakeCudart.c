@@ -54,9 +54,13 @@ int cudaFreeHost(void *ptr) {
   return kSuccess;
 }
 
+/* Every copy, synchronous or not: the tests count what a step moves. */
+static int64_t copies;
+
 int cudaMemcpy(void *dst, const void *src, size_t bytes, int kind) {
   (void)kind;
   memmove(dst, src, bytes);
+  ++copies;
   return kSuccess;
 }
 
@@ -124,4 +128,5 @@ const char *cudaGetErrorString(int code) {
 
 /* For the tests: the device and pinned buffers not yet freed. */
 int64_t fakeCudaLiveDevice(void) { return liveDevice; }
+int64_t fakeCudaCopies(void) { return copies; }
 int64_t fakeCudaLivePinned(void) { return livePinned; }

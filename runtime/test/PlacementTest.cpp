@@ -351,11 +351,13 @@ std::string deviceLinearManifest(const std::string &target) {
   return devices;
 }
 
-// The trainer keeps its state in host memory and stages a device artifact's
-// buffers: every input copied to the device before a step, every output
-// back after it. With the fake CUDA runtime "device" memory is host memory,
-// so the CPU code of the linear artifact runs on it: the losses must be
-// those of the host artifact, bit for bit.
+// The trainer stages a device artifact's buffers: before a step it copies
+// the batch and the other inputs no step updates to the device, after it
+// the loss and the metrics back; the params and the optimizer state stay
+// on the device, their updates swapped in there. With the fake CUDA runtime
+// "device" memory is host memory, so the CPU code of the linear artifact
+// runs on it: the losses must be those of the host artifact, bit for bit,
+// and so must the params, read after the steps.
 TEST(Placement, TrainerStagesDeviceBuffers) {
   std::string dir = scratchDir();
   std::string data = dir + "/data.npz";
@@ -367,8 +369,15 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
   writeBytes(data, zipBytes({{"x.npy", npyBytes("<f4", {8, 2}, x)},
                              {"y.npy", npyBytes("<f4", {8}, y)}},
                             false));
-  auto losses = [&](tsr_artifact_t *artifact) {
-    std::vector<float> result;
+  // The losses of 4 steps, the copies each step made, then the params w
+  // and b (inputs 0 and 1) and the copies reading them made.
+  struct Run {
+    std::vector<float> losses, w, b;
+    std::vector<int64_t> copies;
+    int64_t readCopies = 0;
+  };
+  auto train = [&](tsr_artifact_t *artifact) {
+    Run run;
     tsr_trainer_t *trainer = nullptr;
     EXPECT_EQ(tsr_trainer_create(artifact, &trainer), TSR_OK)
         << tsr_last_error();
@@ -377,23 +386,107 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
         << tsr_last_error();
     for (int64_t step = 0; trainer && dataset && step < 4; ++step) {
       float loss = 0;
+      int64_t before = liveBuffers("fakeCudaCopies");
       EXPECT_EQ(tsr_trainer_step(trainer, dataset, step, &loss), TSR_OK)
           << tsr_last_error();
-      result.push_back(loss);
+      run.losses.push_back(loss);
+      run.copies.push_back(liveBuffers("fakeCudaCopies") - before);
+    }
+    if (trainer) {
+      int64_t before = liveBuffers("fakeCudaCopies");
+      run.w = elements<float>(tsr_trainer_input(trainer, 0));
+      run.b = elements<float>(tsr_trainer_input(trainer, 1));
+      run.readCopies = liveBuffers("fakeCudaCopies") - before;
     }
     tsr_dataset_destroy(dataset);
     tsr_trainer_destroy(trainer);
-    return result;
+    return run;
   };
   int64_t device0 = liveBuffers("fakeCudaLiveDevice");
   ArtifactPtr host = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
   ArtifactPtr device = loadArtifact(artifactWithManifest(
       dir, deviceLinearManifest("cuda"), TSR_TEST_LINEAR_ARTIFACT));
   ASSERT_TRUE(host && device);
-  std::vector<float> expected = losses(host.get());
-  ASSERT_EQ(expected.size(), 4u);
-  EXPECT_EQ(losses(device.get()), expected);
+  Run expected = train(host.get());
+  ASSERT_EQ(expected.losses.size(), 4u);
+  EXPECT_EQ(expected.copies, std::vector<int64_t>(4, 0));
+  Run got = train(device.get());
+  EXPECT_EQ(got.losses, expected.losses);
+  EXPECT_EQ(got.w, expected.w);
+  EXPECT_EQ(got.b, expected.b);
+  // The first step copies all 6 inputs in; later ones the 3 no step
+  // updates (lr, x, y; not w, b, step); every step the loss and the
+  // prediction out. Reading the params copies w, b and step back once.
+  EXPECT_EQ(got.copies, (std::vector<int64_t>{8, 5, 5, 5}));
+  EXPECT_EQ(got.readCopies, 3);
   EXPECT_EQ(liveBuffers("fakeCudaLiveDevice"), device0);
+}
+
+// A device trainer's checkpoint holds the state its steps left on the
+// device, and a loaded checkpoint reaches the device at the next step: 2
+// steps, a checkpoint, 2 more steps, the checkpoint loaded again and the 2
+// steps again give the host trainer's 4 losses, and the first step after
+// the load copies every input in again.
+TEST(Placement, DeviceTrainerCheckpointsItsDeviceState) {
+  std::string dir = scratchDir();
+  std::string data = dir + "/data.npz";
+  std::vector<float> x(16), y(8);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.5f - 0.125f * static_cast<float>(i);
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<float>(i) - 2.0f;
+  writeBytes(data, zipBytes({{"x.npy", npyBytes("<f4", {8, 2}, x)},
+                             {"y.npy", npyBytes("<f4", {8}, y)}},
+                            false));
+  ArtifactPtr host = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
+  ArtifactPtr device = loadArtifact(artifactWithManifest(
+      dir, deviceLinearManifest("cuda"), TSR_TEST_LINEAR_ARTIFACT));
+  ASSERT_TRUE(host && device);
+  tsr_dataset_t *raw = nullptr;
+  ASSERT_EQ(tsr_dataset_open_npz(host.get(), data.c_str(), &raw), TSR_OK)
+      << tsr_last_error();
+  std::unique_ptr<tsr_dataset_t, void (*)(tsr_dataset_t *)> dataset(
+      raw, tsr_dataset_destroy);
+  auto steps = [&](tsr_trainer_t *trainer, int64_t from, int64_t to) {
+    std::vector<float> losses;
+    for (int64_t step = from; step < to; ++step) {
+      float loss = 0;
+      EXPECT_EQ(tsr_trainer_step(trainer, dataset.get(), step, &loss), TSR_OK)
+          << tsr_last_error();
+      losses.push_back(loss);
+    }
+    return losses;
+  };
+  auto create = [](tsr_artifact_t *artifact) {
+    tsr_trainer_t *trainer = nullptr;
+    EXPECT_EQ(tsr_trainer_create(artifact, &trainer), TSR_OK)
+        << tsr_last_error();
+    return std::unique_ptr<tsr_trainer_t, void (*)(tsr_trainer_t *)>(
+        trainer, tsr_trainer_destroy);
+  };
+  auto reference = create(host.get());
+  ASSERT_TRUE(reference);
+  std::vector<float> expected = steps(reference.get(), 0, 4);
+  auto first = create(device.get());
+  ASSERT_TRUE(first);
+  std::vector<float> got = steps(first.get(), 0, 2);
+  std::string saved = dir + "/ckpt";
+  ASSERT_EQ(tsr_trainer_save_checkpoint(first.get(), saved.c_str(), 2), TSR_OK)
+      << tsr_last_error();
+  EXPECT_EQ(steps(first.get(), 2, 4),
+            std::vector<float>(expected.begin() + 2, expected.end()));
+  int64_t done = 0;
+  ASSERT_EQ(tsr_trainer_load_checkpoint(first.get(), saved.c_str(), &done),
+            TSR_OK)
+      << tsr_last_error();
+  EXPECT_EQ(done, 2);
+  int64_t before = liveBuffers("fakeCudaCopies");
+  std::vector<float> more = steps(first.get(), 2, 3);
+  EXPECT_EQ(liveBuffers("fakeCudaCopies") - before, 8);
+  std::vector<float> last = steps(first.get(), 3, 4);
+  got.insert(got.end(), more.begin(), more.end());
+  got.insert(got.end(), last.begin(), last.end());
+  EXPECT_EQ(got, expected);
 }
 
 // The device memory of compiled CUDA programs (the launch ABI's

@@ -495,7 +495,12 @@ TSR_API tsr_status_t tsr_trainer_create(const tsr_artifact_t *artifact,
 TSR_API void tsr_trainer_destroy(tsr_trainer_t *trainer);
 
 /* The current buffer of input or output `index` (null if out of range). The
- * trainer keeps ownership; the data pointer changes at every step. */
+ * trainer keeps ownership; the data pointer changes at every step. For an
+ * artifact whose buffers live in device memory the trainer keeps the params
+ * and optimizer state on the device between steps: tsr_trainer_input first
+ * copies their current values to the host tensor it returns (as
+ * checkpoints, the ONNX export and the end of tsr_trainer_run do), and an
+ * output that updates one of them holds no current value on the host. */
 TSR_API tsr_tensor_t *tsr_trainer_input(tsr_trainer_t *trainer, size_t index);
 TSR_API tsr_tensor_t *tsr_trainer_output(tsr_trainer_t *trainer, size_t index);
 
