@@ -343,6 +343,178 @@ Value identity(OpBuilder &b, Location loc, gpu::AllReduceOperation kind,
   return arith::ConstantOp::create(b, loc, FloatAttr::get(type, value));
 }
 
+/// Widest access, in bytes, of a vectorized elementwise kernel: one
+/// 128-bit load or store per operand and thread (ld.global.v4.f32).
+constexpr int64_t kVectorBytes = 16;
+
+/// How an elementwise op runs `width` consecutive elements of its innermost
+/// dimension per thread: which operands are read along it (a vector access)
+/// and which body values differ between those elements.
+struct VectorPlan {
+  int64_t width;
+  llvm::SmallBitVector alongInner;
+  llvm::SmallPtrSet<Value, 16> varying;
+};
+
+/// Bytes of an element that a vector access loads as it is stored: integers
+/// and floats of whole bytes (an i1 buffer holds a byte per element, a
+/// vector<Nxi1> is packed bits), not index.
+std::optional<int64_t> vectorElementBytes(Type type) {
+  if (!isa<IntegerType, FloatType>(type) || type.getIntOrFloatBitWidth() % 8)
+    return std::nullopt;
+  return type.getIntOrFloatBitWidth() / 8;
+}
+
+/// `value` through `map` as a vector of `width`: a uniform (scalar) value
+/// broadcast.
+Value widen(IRRewriter &rewriter, Location loc, IRMapping &map, Value value,
+            int64_t width) {
+  Value mapped = map.lookupOrDefault(value);
+  if (isa<VectorType>(mapped.getType()))
+    return mapped;
+  return vector::BroadcastOp::create(
+      rewriter, loc, VectorType::get({width}, mapped.getType()), mapped);
+}
+
+/// The plan of `op` if each thread can run `width` > 1 consecutive
+/// iterations of loop `inner`: static bounds, every indexing map's results
+/// dimensions or constants, an operand read along `inner` only through its
+/// own innermost dimension (unit stride; the offset and the other strides
+/// multiples of `width`, so that each thread's access is aligned), at least
+/// one input and (unless `reduction`, whose output is written per element
+/// of the other loops) every output read along it, and a body of
+/// elementwise arith and math ops in which only values not depending on
+/// `inner` may be indices. `width` is 16 bytes of the narrowest element
+/// read along `inner`, halved until it divides `inner`'s trip count and
+/// the layouts.
+std::optional<VectorPlan> planVectorAccess(linalg::LinalgOp op, unsigned inner,
+                                           bool reduction) {
+  if (!op.hasPureBufferSemantics() || op->getNumRegions() != 1 ||
+      op.getNumLoops() == 0)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges))
+    return std::nullopt;
+  Block *body = op.getBlock();
+  VectorPlan plan;
+  plan.alongInner.resize(op->getNumOperands());
+  int64_t narrowest = kVectorBytes;
+  // Layout constraints on the width: every stride but the innermost and the
+  // offset of an operand read along the innermost loop.
+  SmallVector<int64_t> multiples;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (reduction && op.isDpsInit(&operand))
+      continue;
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type) {
+      if (op.isDpsInit(&operand))
+        return std::nullopt;
+      continue;
+    }
+    std::optional<int64_t> bytes = vectorElementBytes(type.getElementType());
+    if (!bytes)
+      return std::nullopt;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    std::optional<unsigned> position;
+    for (auto [i, result] : llvm::enumerate(map.getResults())) {
+      if (isa<AffineConstantExpr>(result))
+        continue;
+      auto dim = dyn_cast<AffineDimExpr>(result);
+      if (!dim)
+        return std::nullopt;
+      if (dim.getPosition() == inner) {
+        if (position)
+          return std::nullopt;
+        position = i;
+      }
+    }
+    if (!position) {
+      if (op.isDpsInit(&operand))
+        return std::nullopt;
+      continue;
+    }
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (*position != map.getNumResults() - 1 ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1 || ShapedType::isDynamic(offset) ||
+        ShapedType::isDynamicShape(strides))
+      return std::nullopt;
+    plan.alongInner.set(operand.getOperandNumber());
+    plan.varying.insert(op.getMatchingBlockArgument(&operand));
+    narrowest = std::min(narrowest, *bytes);
+    multiples.push_back(offset);
+    llvm::append_range(multiples, ArrayRef(strides).drop_back());
+  }
+  if (plan.alongInner.none())
+    return std::nullopt;
+  for (Operation &nested : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(nested)) {
+      if (index.getDim() == inner)
+        return std::nullopt;
+      continue;
+    }
+    if (nested.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    if (nested.getNumRegions() != 0 || nested.getNumResults() == 0 ||
+        !nested.hasTrait<OpTrait::Elementwise>() ||
+        !isa<arith::ArithDialect, math::MathDialect>(nested.getDialect()))
+      return std::nullopt;
+    if (llvm::none_of(nested.getOperands(),
+                      [&](Value v) { return plan.varying.contains(v); }))
+      continue;
+    for (Value result : nested.getResults()) {
+      if (!isa<IntegerType, FloatType>(result.getType()))
+        return std::nullopt;
+      plan.varying.insert(result);
+    }
+  }
+  for (plan.width = kVectorBytes / narrowest; plan.width > 1; plan.width /= 2)
+    if (ranges[inner] % plan.width == 0 &&
+        llvm::all_of(multiples, [&](int64_t m) { return m % plan.width == 0; }))
+      return plan;
+  return std::nullopt;
+}
+
+/// The plan of the elementwise `op` (every loop parallel) if its elements
+/// can run `width` > 1 to a thread along its innermost loop.
+std::optional<VectorPlan> planVectorized(linalg::LinalgOp op) {
+  if (op.getNumLoops() == 0 || op.getNumLoops() != op.getNumParallelLoops())
+    return std::nullopt;
+  return planVectorAccess(op, op.getNumLoops() - 1, /*reduction=*/false);
+}
+
+/// Clones the ops of `body` (but `skip`) at the insertion point, through
+/// `map`: an op on values that differ between the `plan.width` elements a
+/// thread runs as the op on vectors, its uniform operands broadcast, the
+/// others as they are; `linalg.index` of dimension d is `ivs[d]`.
+void cloneVectorBody(IRRewriter &rewriter, Location loc, Block *body,
+                     const VectorPlan &plan, ArrayRef<Value> ivs,
+                     IRMapping &map, Operation *skip = nullptr) {
+  for (Operation &nested : body->without_terminator()) {
+    if (&nested == skip)
+      continue;
+    if (auto linalgIndex = dyn_cast<linalg::IndexOp>(nested)) {
+      map.map(linalgIndex.getResult(), ivs[linalgIndex.getDim()]);
+      continue;
+    }
+    if (!plan.varying.contains(nested.getResult(0))) {
+      rewriter.clone(nested, map);
+      continue;
+    }
+    SmallVector<Value> operands;
+    for (Value operand : nested.getOperands())
+      operands.push_back(widen(rewriter, loc, map, operand, plan.width));
+    SmallVector<Type> types;
+    for (Type type : nested.getResultTypes())
+      types.push_back(VectorType::get({plan.width}, type));
+    OperationState state(nested.getLoc(), nested.getName(), operands, types,
+                         nested.getAttrs());
+    Operation *vectorOp = rewriter.create(state);
+    map.map(nested.getResults(), vectorOp->getResults());
+  }
+}
+
 /// Builds the pieces of a reduction kernel for the matched `op`: the
 /// parallel (output) and reduction index spaces, each linearized.
 class ReductionEmitter {
@@ -363,6 +535,10 @@ public:
   /// Output elements and reduction iterations.
   int64_t outputs = 1, reduced = 1;
 
+  /// The reduction loop that varies fastest in the linearized reduction
+  /// space.
+  unsigned innermostReduction() const { return reductionDims.back(); }
+
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   }
@@ -376,8 +552,11 @@ public:
 
   /// The fold of the elements of iterations first, first + step, ... of
   /// the linearized reduction space, from the combiner's identity: an
-  /// scf.for at the insertion point.
-  Value fold(Value first, int64_t step) {
+  /// scf.for at the insertion point. With `plan`, each of those iterations
+  /// starts `plan->width` consecutive ones along the innermost reduction
+  /// dimension: the inputs read along it are one aligned vector.load each,
+  /// the body runs on vectors, and the elements are combined in order.
+  Value fold(Value first, int64_t step, const VectorPlan *plan = nullptr) {
     auto type = cast<FloatType>(combiner.element.getType());
     auto loop = scf::ForOp::create(
         rewriter, loc, first, index(reduced), index(step),
@@ -390,17 +569,32 @@ public:
       ivs[d] = coord;
     IRMapping map;
     for (OpOperand *in : op.getDpsInputOperands())
-      map.map(op.getMatchingBlockArgument(in), load(in));
-    for (Operation &nested : op.getBlock()->without_terminator()) {
-      if (&nested == combiner.op)
-        continue;
-      if (auto position = dyn_cast<linalg::IndexOp>(nested))
-        map.map(position.getResult(), ivs[position.getDim()]);
-      else
-        rewriter.clone(nested, map);
+      map.map(op.getMatchingBlockArgument(in),
+              plan && plan->alongInner.test(in->getOperandNumber())
+                  ? loadVector(in, plan->width)
+                  : load(in));
+    Value folded = loop.getRegionIterArg(0);
+    if (plan) {
+      cloneVectorBody(rewriter, loc, op.getBlock(), *plan, ivs, map,
+                      combiner.op);
+      Value elements = map.lookupOrDefault(combiner.element);
+      for (int64_t k = 0; k < plan->width; ++k)
+        folded = combine(
+            folded, isa<VectorType>(elements.getType())
+                        ? vector::ExtractOp::create(rewriter, loc, elements, k)
+                              .getResult()
+                        : elements);
+    } else {
+      for (Operation &nested : op.getBlock()->without_terminator()) {
+        if (&nested == combiner.op)
+          continue;
+        if (auto position = dyn_cast<linalg::IndexOp>(nested))
+          map.map(position.getResult(), ivs[position.getDim()]);
+        else
+          rewriter.clone(nested, map);
+      }
+      folded = combine(folded, map.lookup(combiner.element));
     }
-    Value folded =
-        combine(loop.getRegionIterArg(0), map.lookup(combiner.element));
     scf::YieldOp::create(rewriter, loc, folded);
     // Outside the loop only the parallel indices exist.
     for (unsigned d : reductionDims)
@@ -441,6 +635,18 @@ private:
     return memref::LoadOp::create(rewriter, loc, source, indices(operand));
   }
 
+  /// `width` consecutive elements of `operand` along its innermost
+  /// dimension from the current indices, aligned to their bytes (at most
+  /// 16).
+  Value loadVector(OpOperand *operand, int64_t width) {
+    Type element = getElementTypeOrSelf(operand->get().getType());
+    return vector::LoadOp::create(
+        rewriter, loc, VectorType::get({width}, element), operand->get(),
+        indices(operand), /*nontemporal=*/false,
+        llvm::MaybeAlign(std::min<int64_t>(
+            kVectorBytes, width * *vectorElementBytes(element))));
+  }
+
   IRRewriter &rewriter;
   linalg::LinalgOp op;
   const Combiner &combiner;
@@ -455,10 +661,12 @@ constexpr int64_t kWarps = kBlockSize / tessera::kWarpSize;
 
 /// Replaces the row reduction `op` by a kernel with a warp per output
 /// element, eight to a block: lane `l` folds iterations l, l + 32, ... of
-/// the linearized reduction space, gpu.subgroup_reduce combines the lanes'
-/// values (butterfly shuffles on the GPU), and lane 0 combines the result
-/// into the output. The last block's surplus warps compute the last output
-/// again (the subgroup reduction stays outside any branch, as every lane
+/// the linearized reduction space (with 16-byte loads where the layout
+/// allows, planVectorAccess: iterations w·l to w·l + w - 1, then w·(l +
+/// 32) on, each run of w in order), gpu.subgroup_reduce combines the
+/// lanes' values (butterfly shuffles on the GPU), and lane 0 combines the
+/// result into the output. The last block's surplus warps compute the last
+/// output again (the subgroup reduction stays outside any branch, as every lane
 /// must reach it) and store nothing.
 void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
                      const Combiner &combiner) {
@@ -482,7 +690,16 @@ void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
       ValueRange{blockId, warp});
   emit.setOutput(
       arith::MinUIOp::create(rewriter, loc, row, emit.index(rows - 1)));
-  Value partial = emit.fold(lane, tessera::kWarpSize);
+  // 16 bytes of each row per lane and iteration where the layout allows:
+  // lane l folds elements [w·l, w·l + w), [w·(l + 32), ...), in order.
+  std::optional<VectorPlan> plan =
+      planVectorAccess(op, emit.innermostReduction(), /*reduction=*/true);
+  int64_t width = plan ? plan->width : 1;
+  Value start = affine::AffineApplyOp::create(
+      rewriter, loc, AffineMap::get(1, 0, rewriter.getAffineDimExpr(0) * width),
+      ValueRange{lane});
+  Value partial =
+      emit.fold(start, tessera::kWarpSize * width, plan ? &*plan : nullptr);
   Value total = gpu::SubgroupReduceOp::create(rewriter, loc, partial,
                                               combiner.kind, /*uniform=*/true);
   Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
@@ -553,122 +770,6 @@ void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
 }
 
-/// Widest access, in bytes, of a vectorized elementwise kernel: one
-/// 128-bit load or store per operand and thread (ld.global.v4.f32).
-constexpr int64_t kVectorBytes = 16;
-
-/// How an elementwise op runs `width` consecutive elements of its innermost
-/// dimension per thread: which operands are read along it (a vector access)
-/// and which body values differ between those elements.
-struct VectorPlan {
-  int64_t width;
-  llvm::SmallBitVector alongInner;
-  llvm::SmallPtrSet<Value, 16> varying;
-};
-
-/// Bytes of an element that a vector access loads as it is stored: integers
-/// and floats of whole bytes (an i1 buffer holds a byte per element, a
-/// vector<Nxi1> is packed bits), not index.
-std::optional<int64_t> vectorElementBytes(Type type) {
-  if (!isa<IntegerType, FloatType>(type) || type.getIntOrFloatBitWidth() % 8)
-    return std::nullopt;
-  return type.getIntOrFloatBitWidth() / 8;
-}
-
-/// The plan of `op` if its elements can run `width` > 1 to a thread: all
-/// loops parallel with static bounds, every indexing map's results
-/// dimensions or constants, an operand read along the innermost loop only
-/// through its own innermost dimension (unit stride; the offset and the
-/// other strides multiples of `width`, so that each thread's access is
-/// aligned), the outputs all read along it, and a body of elementwise arith
-/// and math ops in which only values not depending on the innermost loop
-/// may be indices. `width` is 16 bytes of the narrowest element, halved
-/// until it divides the innermost trip count and the layouts.
-std::optional<VectorPlan> planVectorized(linalg::LinalgOp op) {
-  if (!op.hasPureBufferSemantics() || op->getNumRegions() != 1 ||
-      op.getNumLoops() == 0 || op.getNumLoops() != op.getNumParallelLoops())
-    return std::nullopt;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ShapedType::isDynamicShape(ranges))
-    return std::nullopt;
-  unsigned inner = op.getNumLoops() - 1;
-  Block *body = op.getBlock();
-  VectorPlan plan;
-  plan.alongInner.resize(op->getNumOperands());
-  int64_t narrowest = kVectorBytes;
-  // Layout constraints on the width: every stride but the innermost and the
-  // offset of an operand read along the innermost loop.
-  SmallVector<int64_t> multiples;
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type) {
-      if (op.isDpsInit(&operand))
-        return std::nullopt;
-      continue;
-    }
-    std::optional<int64_t> bytes = vectorElementBytes(type.getElementType());
-    if (!bytes)
-      return std::nullopt;
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    std::optional<unsigned> position;
-    for (auto [i, result] : llvm::enumerate(map.getResults())) {
-      if (isa<AffineConstantExpr>(result))
-        continue;
-      auto dim = dyn_cast<AffineDimExpr>(result);
-      if (!dim)
-        return std::nullopt;
-      if (dim.getPosition() == inner) {
-        if (position)
-          return std::nullopt;
-        position = i;
-      }
-    }
-    if (!position) {
-      if (op.isDpsInit(&operand))
-        return std::nullopt;
-      continue;
-    }
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (*position != map.getNumResults() - 1 ||
-        failed(type.getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1 || ShapedType::isDynamic(offset) ||
-        ShapedType::isDynamicShape(strides))
-      return std::nullopt;
-    plan.alongInner.set(operand.getOperandNumber());
-    plan.varying.insert(op.getMatchingBlockArgument(&operand));
-    narrowest = std::min(narrowest, *bytes);
-    multiples.push_back(offset);
-    llvm::append_range(multiples, ArrayRef(strides).drop_back());
-  }
-  for (Operation &nested : body->without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(nested)) {
-      if (index.getDim() == inner)
-        return std::nullopt;
-      continue;
-    }
-    if (nested.hasTrait<OpTrait::ConstantLike>())
-      continue;
-    if (nested.getNumRegions() != 0 || nested.getNumResults() == 0 ||
-        !nested.hasTrait<OpTrait::Elementwise>() ||
-        !isa<arith::ArithDialect, math::MathDialect>(nested.getDialect()))
-      return std::nullopt;
-    if (llvm::none_of(nested.getOperands(),
-                      [&](Value v) { return plan.varying.contains(v); }))
-      continue;
-    for (Value result : nested.getResults()) {
-      if (!isa<IntegerType, FloatType>(result.getType()))
-        return std::nullopt;
-      plan.varying.insert(result);
-    }
-  }
-  for (plan.width = kVectorBytes / narrowest; plan.width > 1; plan.width /= 2)
-    if (ranges[inner] % plan.width == 0 &&
-        llvm::all_of(multiples, [&](int64_t m) { return m % plan.width == 0; }))
-      return plan;
-  return std::nullopt;
-}
-
 /// Replaces the elementwise `op` by a kernel in which each thread runs
 /// `plan.width` consecutive elements of the innermost dimension: an operand
 /// read along it is one aligned vector.load, another one scalar load; the
@@ -730,39 +831,13 @@ void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
                                           indicesOf(operand)));
     }
   }
-  // A uniform value where an op on vectors uses it.
-  auto widened = [&](Value scalar) -> Value {
-    Value mapped = map.lookupOrDefault(scalar);
-    if (isa<VectorType>(mapped.getType()))
-      return mapped;
-    return vector::BroadcastOp::create(rewriter, loc,
-                                       vectorOf(mapped.getType()), mapped);
-  };
   Block *body = op.getBlock();
-  for (Operation &nested : body->without_terminator()) {
-    if (auto linalgIndex = dyn_cast<linalg::IndexOp>(nested)) {
-      map.map(linalgIndex.getResult(), ivs[linalgIndex.getDim()]);
-      continue;
-    }
-    if (!plan.varying.contains(nested.getResult(0))) {
-      rewriter.clone(nested, map);
-      continue;
-    }
-    SmallVector<Value> operands;
-    for (Value operand : nested.getOperands())
-      operands.push_back(widened(operand));
-    SmallVector<Type> types;
-    for (Type type : nested.getResultTypes())
-      types.push_back(vectorOf(type));
-    OperationState state(nested.getLoc(), nested.getName(), operands, types,
-                         nested.getAttrs());
-    Operation *vectorOp = rewriter.create(state);
-    map.map(nested.getResults(), vectorOp->getResults());
-  }
+  cloneVectorBody(rewriter, loc, body, plan, ivs, map);
   for (auto [yielded, init] :
        llvm::zip(body->getTerminator()->getOperands(), op.getDpsInitsMutable()))
-    vector::StoreOp::create(rewriter, loc, widened(yielded), init.get(),
-                            indicesOf(init), /*nontemporal=*/false,
+    vector::StoreOp::create(rewriter, loc,
+                            widen(rewriter, loc, map, yielded, plan.width),
+                            init.get(), indicesOf(init), /*nontemporal=*/false,
                             alignment(yielded.getType()));
   rewriter.eraseOp(op);
 }

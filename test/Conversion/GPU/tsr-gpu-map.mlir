@@ -160,11 +160,12 @@ func.func @widths(%h: memref<8x64xbf16>, %y: memref<8x64xf32>, %m: memref<8x64xi
 // -----
 
 // A row reduction: a warp per row, eight to a block (40 rows: five blocks).
-// Lane l folds columns l, l + 32, ... from the identity (-0.0 for a sum),
+// Lane l folds columns l, l + 32, ... from the identity (-0.0 for a sum;
+// 49 columns: no vector width divides them, a column at a time),
 // gpu.subgroup_reduce combines the lanes, and lane 0 of a warp with a row
 // adds the result to the output; the surplus warps of the last block read
 // the last row (39) again and store nothing. A full reduction to a scalar
-// is one row: one warp.
+// is one row: one warp (its 40 sums read four at a time).
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @reductions
@@ -177,7 +178,7 @@ func.func @widths(%h: memref<8x64xbf16>, %y: memref<8x64xf32>, %m: memref<8x64xi
 // CHECK-NEXT: %[[WL:.*]]:2 = affine.delinearize_index %[[T]] into (8, 32)
 // CHECK-NEXT: %[[ROW:.*]] = affine.apply #{{.*}}(%[[B]], %[[WL]]#0)
 // CHECK-NEXT: %[[R:.*]] = arith.minui %[[ROW]], %c39
-// CHECK-NEXT: %[[PART:.*]] = scf.for %[[K:.*]] = %[[WL]]#1 to %c50 step %c32 iter_args(%[[ACC:.*]] = %[[ID]]) -> (f32) {
+// CHECK-NEXT: %[[PART:.*]] = scf.for %[[K:.*]] = %[[WL]]#1 to %c49 step %c32 iter_args(%[[ACC:.*]] = %[[ID]]) -> (f32) {
 // CHECK-NEXT: %[[A:.*]] = memref.load %arg0[%[[R]], %[[K]]]
 // CHECK-NEXT: %[[S:.*]] = arith.addf %[[ACC]], %[[A]]
 // CHECK-NEXT: scf.yield %[[S]]
@@ -191,14 +192,15 @@ func.func @widths(%h: memref<8x64xbf16>, %y: memref<8x64xf32>, %m: memref<8x64xi
 // CHECK-NEXT: memref.store %[[N]], %arg1[%[[R]]]
 // CHECK: scf.forall (%{{.*}}) in (1) {
 // CHECK-NEXT: scf.forall (%{{.*}}) in (32) {
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c40 step %c32
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c40 step %c128
+// CHECK: vector.load %arg1[%{{.*}}] {alignment = 16 : i64} : memref<40xf32>, vector<4xf32>
 // CHECK: gpu.subgroup_reduce add
 // CHECK: memref.store %{{.*}}, %arg2[] : memref<f32>
-func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>) {
+func.func @reductions(%x: memref<40x49xf32>, %s: memref<40xf32>, %t: memref<f32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<40x50xf32>) outs(%s : memref<40xf32>) {
+      ins(%x : memref<40x49xf32>) outs(%s : memref<40xf32>) {
   ^bb0(%a: f32, %o: f32):
     %r = arith.addf %a, %o : f32
     linalg.yield %r : f32
@@ -216,7 +218,7 @@ func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>
 // The warp mapping takes the other combiners with their identities (a
 // softmax's maximum: -inf), the element computed by the body in the loop
 // (here exp(x - m)), several reduction dimensions (linearized, the lanes
-// striding through them) and f64.
+// striding through them) and f64 (odd rows: no vector loads).
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #row3 = affine_map<(d0, d1, d2) -> (d0)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -224,29 +226,29 @@ func.func @reductions(%x: memref<40x50xf32>, %s: memref<40xf32>, %t: memref<f32>
 // CHECK-LABEL: func.func @combiners
 // CHECK-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f64
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c50 step %c32 iter_args(%{{.*}} = %[[NINF]]) -> (f32)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c49 step %c32 iter_args(%{{.*}} = %[[NINF]]) -> (f32)
 // CHECK: arith.maximumf
 // CHECK: gpu.subgroup_reduce maximumf
-// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c50 step %c32 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c49 step %c32 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
 // CHECK: %[[E:.*]] = math.exp
 // CHECK-NEXT: arith.addf %[[ACC]], %[[E]]
 // CHECK: gpu.subgroup_reduce add
 // CHECK: scf.forall (%{{.*}}) in (1) {
 // CHECK-NEXT: scf.forall (%{{.*}}) in (128) {
-// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c60 step %c32 iter_args(%{{.*}} = %[[ONE]]) -> (f64)
-// CHECK-NEXT: %[[JK:.*]]:2 = affine.delinearize_index %[[K]] into (6, 10)
-// CHECK-NEXT: memref.load %arg3[%{{.*}}, %[[JK]]#0, %[[JK]]#1] : memref<4x6x10xf64>
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c54 step %c32 iter_args(%{{.*}} = %[[ONE]]) -> (f64)
+// CHECK-NEXT: %[[JK:.*]]:2 = affine.delinearize_index %[[K]] into (6, 9)
+// CHECK-NEXT: memref.load %arg3[%{{.*}}, %[[JK]]#0, %[[JK]]#1] : memref<4x6x9xf64>
 // CHECK: gpu.subgroup_reduce mul
-func.func @combiners(%x: memref<40x50xf32>, %m: memref<40xf32>, %s: memref<40xf32>,
-                     %y: memref<4x6x10xf64>, %p: memref<4xf64>) {
+func.func @combiners(%x: memref<40x49xf32>, %m: memref<40xf32>, %s: memref<40xf32>,
+                     %y: memref<4x6x9xf64>, %p: memref<4xf64>) {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<40x50xf32>) outs(%m : memref<40xf32>) {
+      ins(%x : memref<40x49xf32>) outs(%m : memref<40xf32>) {
   ^bb0(%a: f32, %o: f32):
     %r = arith.maximumf %a, %o : f32
     linalg.yield %r : f32
   }
   linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%x, %m : memref<40x50xf32>, memref<40xf32>) outs(%s : memref<40xf32>) {
+      ins(%x, %m : memref<40x49xf32>, memref<40xf32>) outs(%s : memref<40xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %d = arith.subf %a, %b : f32
     %e = math.exp %d : f32
@@ -254,10 +256,73 @@ func.func @combiners(%x: memref<40x50xf32>, %m: memref<40xf32>, %s: memref<40xf3
     linalg.yield %r : f32
   }
   linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "reduction", "reduction"]}
-      ins(%y : memref<4x6x10xf64>) outs(%p : memref<4xf64>) {
+      ins(%y : memref<4x6x9xf64>) outs(%p : memref<4xf64>) {
   ^bb0(%a: f64, %o: f64):
     %r = arith.mulf %o, %a : f64
     linalg.yield %r : f64
+  }
+  return
+}
+
+// -----
+
+// A row reduction whose rows are 16-byte multiples reads 16 bytes per lane
+// and iteration: lane l folds columns 4l to 4l + 3, then 4(l + 32) on, each
+// run of four in order (64 f32 columns: the lanes cover a row in one
+// iteration of step 128). A value per row (the softmax's maximum) is
+// broadcast where the body's vector ops use it; 8 bf16 go in 16 bytes.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @row_vectorized
+// CHECK: %[[WL:.*]]:2 = affine.delinearize_index %{{.*}} into (8, 32)
+// CHECK: %[[R:.*]] = arith.minui
+// CHECK-NEXT: %[[START:.*]] = affine.apply #{{.*}}(%[[WL]]#1)
+// CHECK-NEXT: %[[PART:.*]] = scf.for %[[K:.*]] = %[[START]] to %c64 step %c128 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK-NEXT: %[[V:.*]] = vector.load %arg0[%[[R]], %[[K]]] {alignment = 16 : i64} : memref<40x64xf32>, vector<4xf32>
+// CHECK-NEXT: %[[E0:.*]] = vector.extract %[[V]][0] : f32 from vector<4xf32>
+// CHECK-NEXT: %[[M0:.*]] = arith.maximumf %[[ACC]], %[[E0]] : f32
+// CHECK-NEXT: %[[E1:.*]] = vector.extract %[[V]][1] : f32 from vector<4xf32>
+// CHECK-NEXT: %[[M1:.*]] = arith.maximumf %[[M0]], %[[E1]] : f32
+// CHECK-NEXT: %[[E2:.*]] = vector.extract %[[V]][2] : f32 from vector<4xf32>
+// CHECK-NEXT: %[[M2:.*]] = arith.maximumf %[[M1]], %[[E2]] : f32
+// CHECK-NEXT: %[[E3:.*]] = vector.extract %[[V]][3] : f32 from vector<4xf32>
+// CHECK-NEXT: %[[M3:.*]] = arith.maximumf %[[M2]], %[[E3]] : f32
+// CHECK-NEXT: scf.yield %[[M3]]
+// CHECK: gpu.subgroup_reduce maximumf %[[PART]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c128
+// CHECK: %[[X:.*]] = vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<40x64xf32>, vector<4xf32>
+// CHECK-NEXT: %[[MAX:.*]] = memref.load %arg1[
+// CHECK-NEXT: %[[B:.*]] = vector.broadcast %[[MAX]] : f32 to vector<4xf32>
+// CHECK-NEXT: %[[D:.*]] = arith.subf %[[X]], %[[B]] : vector<4xf32>
+// CHECK-NEXT: math.exp %[[D]] : vector<4xf32>
+// CHECK-COUNT-4: arith.addf
+// CHECK: gpu.subgroup_reduce add
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c256
+// CHECK: vector.load %arg3[{{.*}}] {alignment = 16 : i64} : memref<40x64xbf16>, vector<8xbf16>
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-COUNT-8: arith.addf
+func.func @row_vectorized(%x: memref<40x64xf32>, %m: memref<40xf32>, %s: memref<40xf32>,
+                          %h: memref<40x64xbf16>, %t: memref<40xf32>) {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%m : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : memref<40x64xf32>, memref<40xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %o, %e : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%h : memref<40x64xbf16>) outs(%t : memref<40xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %r = arith.addf %o, %w : f32
+    linalg.yield %r : f32
   }
   return
 }
