@@ -53,7 +53,11 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     a reduction dimension or the last parallel one. A row reduction
     (softmax, LayerNorm, a loss, a full reduction) gets a warp per output
     element, eight to a block: lane `l` folds iterations `l, l + 32, ...`
-    of the linearized reduction space from the combiner's identity,
+    of the linearized reduction space from the combiner's identity (where
+    the inputs read along the innermost reduced dimension allow it, as for
+    the elementwise vectors, 16 bytes at a time: iterations `w·l` to
+    `w·l + w - 1`, then `w·(l + 32)` on, from one vector.load per input,
+    combined in order),
     `gpu.subgroup_reduce` combines the 32 partial values, and lane 0
     combines the result into the output; the last block's surplus warps
     recompute the last row and store nothing, so that every lane reaches
