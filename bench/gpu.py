@@ -27,6 +27,9 @@ PyTorch) and compiled with ``--mode=train --target=cuda``, cross-entropy,
 Adam, batch 16, in f32; at ``--run`` 30 steps of ``tessera-run --train``
 and 30 steps of the same module in PyTorch eager (the same class, loss,
 optimizer and batch, TF32 off), each the median step of steps 11 to 30.
+The same step in bf16 too (``--precision=bf16``: products in bf16 with f32
+accumulation, attention and its backward pass through cuDNN's fused SDPA)
+against PyTorch eager under ``torch.autocast(dtype=torch.bfloat16)``.
 
 The memory-bound rows: an elementwise chain (``x * sigmoid(x) + x``, one
 fused kernel), a row softmax (warp reductions) and a column sum (block
@@ -126,11 +129,13 @@ def prepare(work, bin_dir):
     run([TORCH_PYTHON, os.path.join(ROOT, "python", "tessera_examples",
                                     "make_torch_gpt.py"), "--out", gpt,
          *[f"--{k.replace('_', '-')}={v}" for k, v in GPT.items()]])
-    run([os.path.join(bin_dir, "tessera-compile"),
-         os.path.join(gpt, "torch_gpt.onnx"), "--mode=train",
-         "--loss=cross_entropy", "--logits=logits",
-         f"--batch-size={GPT_BATCH}", "--optimizer=adam", "--lr=3e-3",
-         "--target=cuda", "-o", os.path.join(work, "gpt_train")])
+    for name, flags in (("gpt_train", []),
+                        ("gpt_train_bf16", ["--precision=bf16"])):
+        run([os.path.join(bin_dir, "tessera-compile"),
+             os.path.join(gpt, "torch_gpt.onnx"), "--mode=train",
+             "--loss=cross_entropy", "--logits=logits",
+             f"--batch-size={GPT_BATCH}", "--optimizer=adam", "--lr=3e-3",
+             "--target=cuda", "-o", os.path.join(work, name), *flags])
     np.random.default_rng(0).integers(
         0, GPT["vocab"], GPT_BATCH * (GPT["seq"] + 1) * (STEPS + 1),
         dtype=np.uint16).tofile(os.path.join(work, "tokens.bin"))
@@ -170,7 +175,8 @@ def write_inputs(directory, m, n, k):
             rng.standard_normal((k, n), dtype=np.float32))
 
 
-def torch_step_ms():
+def torch_step_ms(bf16=False):
+    import contextlib
     import statistics
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python", "tessera_examples"))
@@ -186,9 +192,12 @@ def torch_step_ms():
     for _ in range(STEPS):
         start, end = torch.cuda.Event(True), torch.cuda.Event(True)
         start.record()
-        logits = model(tokens[:, :-1])
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, GPT["vocab"]), tokens[:, 1:].reshape(-1))
+        with (torch.autocast("cuda", dtype=torch.bfloat16) if bf16
+              else contextlib.nullcontext()):
+            logits = model(tokens[:, :-1])
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, GPT["vocab"]).float(),
+                tokens[:, 1:].reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -252,10 +261,10 @@ def bandwidth_rows(work, tessera_run, repeat):
               f"{gbs(ours) / copy_gbs:.2f} |")
 
 
-def tessera_step_ms(work, tessera_run):
+def tessera_step_ms(work, tessera_run, name="gpt_train"):
     import statistics
-    log = os.path.join(work, "gpt_train.log.json")
-    run([tessera_run, os.path.join(work, "gpt_train"), "--train", "--data",
+    log = os.path.join(work, f"{name}.log.json")
+    run([tessera_run, os.path.join(work, name), "--train", "--data",
          os.path.join(work, "tokens.bin"), "--steps", str(STEPS),
          "--log-json", log])
     with open(log) as f:
@@ -288,13 +297,16 @@ def run_phase(work, bin_dir, repeat):
               f"{flops / ours / 1e9:.1f} | {theirs:.3f} | "
               f"{flops / theirs / 1e9:.1f} | {ours / theirs:.2f} |")
     bandwidth_rows(work, tessera_run, repeat)
-    ours, theirs = tessera_step_ms(work, tessera_run), torch_step_ms()
     print(f"\nGPT training step ({GPT['layers']} layers, d_model "
-          f"{GPT['d_model']}, {GPT['seq']} tokens, batch {GPT_BATCH}, Adam, "
-          f"f32), median of steps 11-{STEPS}")
-    print("| Tessera ms | PyTorch eager ms | Tessera / PyTorch |")
-    print("|---:|---:|---:|")
-    print(f"| {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
+          f"{GPT['d_model']}, {GPT['seq']} tokens, batch {GPT_BATCH}, Adam), "
+          f"median of steps 11-{STEPS}")
+    print("| precision | Tessera ms | PyTorch eager ms | Tessera / PyTorch |")
+    print("|---|---:|---:|---:|")
+    for precision, name in (("f32", "gpt_train"), ("bf16", "gpt_train_bf16")):
+        ours = tessera_step_ms(work, tessera_run, name)
+        theirs = torch_step_ms(bf16=precision == "bf16")
+        print(f"| {precision} | {ours:.2f} | {theirs:.2f} | "
+              f"{ours / theirs:.2f} |")
 
 
 def main():
