@@ -70,6 +70,7 @@ struct tsr_trainer {
   /// when something reads them (syncHost: checkpoints, the ONNX export,
   /// tsr_trainer_input, the end of a run), and a host write to them (a
   /// checkpoint loaded) makes the next step copy them to the device again.
+  /// The host tensors of what crosses at every step are pinned.
   std::vector<std::unique_ptr<tsr_tensor>> deviceInputs, deviceOutputs;
   std::vector<bool> resident;
   /// Whether the device copies of resident inputs are current (after a
@@ -593,6 +594,30 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
       for (const auto &[output, input] : trainer->swaps)
         trainer->resident[input] =
             static_cast<int64_t>(input) != trainer->lossScaleInput;
+    // What crosses at every step (the batch, seeds, loss, metrics) is
+    // staged in pinned host memory, which the device reads and writes
+    // directly.
+    std::vector<bool> residentOutput(manifest.outputs.size(), false);
+    for (const auto &[output, input] : trainer->swaps)
+      residentOutput[output] = trainer->resident[input];
+    auto pin = [](std::unique_ptr<tsr_tensor> &tensor) {
+      tsr_tensor_t *pinned = nullptr;
+      if (tsr_status_t s = createTensor(tensor->dtype, tensor->shape, &pinned,
+                                        TSR_PLACEMENT_PINNED_HOST))
+        return withContext(s, "the pinned staging of '" + tensor->name + "'");
+      std::memcpy(pinned->data, tensor->data, tensor->byteSize);
+      pinned->name = tensor->name;
+      tensor.reset(pinned);
+      return TSR_OK;
+    };
+    for (size_t i = 0; i < trainer->inputs.size(); ++i)
+      if (!trainer->resident[i])
+        if (tsr_status_t s = pin(trainer->inputs[i]))
+          return s;
+    for (size_t i = 0; i < trainer->outputs.size(); ++i)
+      if (!residentOutput[i])
+        if (tsr_status_t s = pin(trainer->outputs[i]))
+          return s;
   }
   if (!artifact.onnxPath.empty())
     if (tsr_status_t s = loadModel(*trainer))

@@ -357,7 +357,8 @@ std::string deviceLinearManifest(const std::string &target) {
 // on the device, their updates swapped in there. With the fake CUDA runtime
 // "device" memory is host memory, so the CPU code of the linear artifact
 // runs on it: the losses must be those of the host artifact, bit for bit,
-// and so must the params, read after the steps.
+// and so must the params, read after the steps. What crosses at every step
+// is staged in pinned host memory.
 TEST(Placement, TrainerStagesDeviceBuffers) {
   std::string dir = scratchDir();
   std::string data = dir + "/data.npz";
@@ -375,6 +376,8 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
     std::vector<float> losses, w, b;
     std::vector<int64_t> copies;
     int64_t readCopies = 0;
+    /// Of the host tensors of the 6 inputs and 5 outputs.
+    std::vector<tsr_placement_t> placements;
   };
   auto train = [&](tsr_artifact_t *artifact) {
     Run run;
@@ -397,12 +400,19 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
       run.w = elements<float>(tsr_trainer_input(trainer, 0));
       run.b = elements<float>(tsr_trainer_input(trainer, 1));
       run.readCopies = liveBuffers("fakeCudaCopies") - before;
+      for (size_t i = 0; i < 6; ++i)
+        run.placements.push_back(
+            tsr_tensor_placement(tsr_trainer_input(trainer, i)));
+      for (size_t i = 0; i < 5; ++i)
+        run.placements.push_back(
+            tsr_tensor_placement(tsr_trainer_output(trainer, i)));
     }
     tsr_dataset_destroy(dataset);
     tsr_trainer_destroy(trainer);
     return run;
   };
   int64_t device0 = liveBuffers("fakeCudaLiveDevice");
+  int64_t pinned0 = liveBuffers("fakeCudaLivePinned");
   ArtifactPtr host = loadArtifact(TSR_TEST_LINEAR_ARTIFACT);
   ArtifactPtr device = loadArtifact(artifactWithManifest(
       dir, deviceLinearManifest("cuda"), TSR_TEST_LINEAR_ARTIFACT));
@@ -419,7 +429,16 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
   // prediction out. Reading the params copies w, b and step back once.
   EXPECT_EQ(got.copies, (std::vector<int64_t>{8, 5, 5, 5}));
   EXPECT_EQ(got.readCopies, 3);
+  // What crosses at every step is staged in pinned memory (lr, x, y; loss,
+  // prediction), the resident state's host copies in pageable memory.
+  constexpr tsr_placement_t kHost = TSR_PLACEMENT_HOST,
+                            kPinned = TSR_PLACEMENT_PINNED_HOST;
+  EXPECT_EQ(got.placements, (std::vector<tsr_placement_t>{
+                                kHost, kHost, kPinned, kHost, kPinned, kPinned,
+                                kPinned, kHost, kHost, kHost, kPinned}));
+  EXPECT_EQ(expected.placements, std::vector<tsr_placement_t>(11, kHost));
   EXPECT_EQ(liveBuffers("fakeCudaLiveDevice"), device0);
+  EXPECT_EQ(liveBuffers("fakeCudaLivePinned"), pinned0);
 }
 
 // A device trainer's checkpoint holds the state its steps left on the
