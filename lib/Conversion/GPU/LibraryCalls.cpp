@@ -91,6 +91,13 @@ struct CallBuilder {
   }
 };
 
+/// Calls the runtime's `name` with `args`, declared on first use.
+void emitCall(ModuleOp module, CallBuilder &c, StringRef name,
+              ValueRange args) {
+  func::CallOp::create(
+      c.b, c.loc, getDeclaration(module, c.b, name, args.getTypes()), args);
+}
+
 /// `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, transpose_a,
 /// transpose_b, accumulate, bias, epilogue)`.
 void callGemm(ModuleOp module, CallBuilder &c, Value stream,
@@ -116,9 +123,7 @@ void callGemm(ModuleOp module, CallBuilder &c, Value stream,
                           c.i32(op.getAccumulate()),
                           c.address(op.getBias()),
                           c.i32(epilogueCode(op.getEpilogue()))};
-  func::CallOp::create(
-      c.b, c.loc,
-      getDeclaration(module, c.b, kGemm, ValueRange(args).getTypes()), args);
+  emitCall(module, c, kGemm, args);
 }
 
 /// The logical [B, H, S, D] of an attention operand stored in `layout`'s
@@ -154,6 +159,13 @@ SmallVector<Value> getAttentionPrefix(CallBuilder &c, Value stream, OpT op,
           c.i32(dtypeCode(element))};
 }
 
+/// Appends `buffer`'s address and its layout's code to `args`.
+void appendOperand(CallBuilder &c, SmallVectorImpl<Value> &args, Value buffer,
+                   ArrayRef<int64_t> layout) {
+  args.push_back(c.address(buffer));
+  args.push_back(c.i32(layoutCode(layout)));
+}
+
 /// `tsrt_gpu_attention(stream, b, h, sq, skv, d, dtype, q, q_layout, k,
 /// k_layout, v, v_layout, o, o_layout, stats, scale, bias, bias_broadcast,
 /// flags)`.
@@ -161,21 +173,14 @@ void callAttention(ModuleOp module, CallBuilder &c, Value stream,
                    tsrt::GpuAttentionOp op) {
   int32_t broadcast;
   SmallVector<Value> args = getAttentionPrefix(c, stream, op, broadcast);
-  auto add = [&](Value buffer, ArrayRef<int64_t> layout) {
-    args.push_back(c.address(buffer));
-    args.push_back(c.i32(layoutCode(layout)));
-  };
-  add(op.getQ(), op.getQLayout());
-  add(op.getK(), op.getKLayout());
-  add(op.getV(), op.getVLayout());
-  add(op.getOut(), op.getOutLayout());
+  appendOperand(c, args, op.getQ(), op.getQLayout());
+  appendOperand(c, args, op.getK(), op.getKLayout());
+  appendOperand(c, args, op.getV(), op.getVLayout());
+  appendOperand(c, args, op.getOut(), op.getOutLayout());
   args.append({c.address(op.getStats()), c.address(op.getScale()),
                c.address(op.getBias()), c.i32(broadcast),
                c.i32(op.getCausal() ? TSR_ATTENTION_CAUSAL : 0)});
-  func::CallOp::create(
-      c.b, c.loc,
-      getDeclaration(module, c.b, kAttention, ValueRange(args).getTypes()),
-      args);
+  emitCall(module, c, kAttention, args);
 }
 
 /// `tsrt_gpu_attention_backward(stream, b, h, sq, skv, d, dtype, q,
@@ -186,27 +191,20 @@ void callAttentionBackward(ModuleOp module, CallBuilder &c, Value stream,
                            tsrt::GpuAttentionBackwardOp op) {
   int32_t broadcast;
   SmallVector<Value> args = getAttentionPrefix(c, stream, op, broadcast);
-  auto add = [&](Value buffer, ArrayRef<int64_t> layout) {
-    args.push_back(c.address(buffer));
-    args.push_back(c.i32(layoutCode(layout)));
-  };
   ValueRange grads = op.getInits();
-  add(op.getQ(), op.getQLayout());
-  add(op.getK(), op.getKLayout());
-  add(op.getV(), op.getVLayout());
-  add(op.getOut(), op.getOutLayout());
-  add(op.getDOut(), op.getDOutLayout());
+  appendOperand(c, args, op.getQ(), op.getQLayout());
+  appendOperand(c, args, op.getK(), op.getKLayout());
+  appendOperand(c, args, op.getV(), op.getVLayout());
+  appendOperand(c, args, op.getOut(), op.getOutLayout());
+  appendOperand(c, args, op.getDOut(), op.getDOutLayout());
   args.push_back(c.address(op.getStats()));
-  add(grads[0], op.getDqLayout());
-  add(grads[1], op.getDkLayout());
-  add(grads[2], op.getDvLayout());
+  appendOperand(c, args, grads[0], op.getDqLayout());
+  appendOperand(c, args, grads[1], op.getDkLayout());
+  appendOperand(c, args, grads[2], op.getDvLayout());
   args.append({c.address(op.getScale()), c.address(op.getBias()),
                c.i32(broadcast),
                c.i32(op.getCausal() ? TSR_ATTENTION_CAUSAL : 0)});
-  func::CallOp::create(c.b, c.loc,
-                       getDeclaration(module, c.b, kAttentionBackward,
-                                      ValueRange(args).getTypes()),
-                       args);
+  emitCall(module, c, kAttentionBackward, args);
 }
 
 struct TsrGpuLibraryCallsPass
