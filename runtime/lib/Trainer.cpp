@@ -72,7 +72,8 @@ struct tsr_trainer {
   /// checkpoint loaded) makes the next step copy them to the device again.
   /// The host tensors of what crosses at every step are pinned.
   std::vector<std::unique_ptr<tsr_tensor>> deviceInputs, deviceOutputs;
-  std::vector<bool> resident;
+  /// Per input, and per output (one that updates a resident input).
+  std::vector<bool> resident, residentOutputs;
   /// Whether the device copies of resident inputs are current (after a
   /// step), and the host copies (before the first step, after syncHost).
   bool deviceCurrent = false;
@@ -597,9 +598,9 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
     // What crosses at every step (the batch, seeds, loss, metrics) is
     // staged in pinned host memory, which the device reads and writes
     // directly.
-    std::vector<bool> residentOutput(manifest.outputs.size(), false);
+    trainer->residentOutputs.assign(manifest.outputs.size(), false);
     for (const auto &[output, input] : trainer->swaps)
-      residentOutput[output] = trainer->resident[input];
+      trainer->residentOutputs[output] = trainer->resident[input];
     auto pin = [](std::unique_ptr<tsr_tensor> &tensor) {
       tsr_tensor_t *pinned = nullptr;
       if (tsr_status_t s = createTensor(tensor->dtype, tensor->shape, &pinned,
@@ -615,7 +616,7 @@ tsr_status_t createTrainer(const tsr_artifact_t &artifact,
         if (tsr_status_t s = pin(trainer->inputs[i]))
           return s;
     for (size_t i = 0; i < trainer->outputs.size(); ++i)
-      if (!residentOutput[i])
+      if (!trainer->residentOutputs[i])
         if (tsr_status_t s = pin(trainer->outputs[i]))
           return s;
   }
@@ -682,11 +683,7 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
   for (auto &tensor : trainer.outputs)
     outputs.push_back(tensor.get());
   bool device = !trainer.deviceInputs.empty();
-  // Outputs that update a resident input stay on the device.
-  std::vector<bool> residentOutput(outputs.size(), false);
   if (device) {
-    for (const auto &[output, input] : trainer.swaps)
-      residentOutput[output] = trainer.resident[input];
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!(trainer.resident[i] && trainer.deviceCurrent))
         if (tsr_status_t s = tsr_tensor_copy(trainer.deviceInputs[i].get(),
@@ -708,7 +705,8 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
     return s;
   if (device) {
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (!residentOutput[i])
+      // Outputs that update a resident input stay on the device.
+      if (!trainer.residentOutputs[i])
         if (tsr_status_t s =
                 tsr_tensor_copy(trainer.outputs[i].get(), outputs[i], nullptr))
           return s;

@@ -49,8 +49,6 @@ struct Match {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-bool hasOneUse(Value v) { return v.hasOneUse(); }
-
 /// Whether `v` holds one element (rank 0, or all dimensions 1).
 bool isScalar(Value v) { return typeOf(v).getNumElements() == 1; }
 
@@ -94,7 +92,7 @@ std::optional<Match> matchAttention(tsr::SoftmaxOp softmax) {
   // Walk back from the softmax's input: an optional bias, an optional
   // scale, the scores.
   Value x = softmax.getX();
-  if (auto add = x.getDefiningOp<tsr::AddOp>(); add && hasOneUse(x)) {
+  if (auto add = x.getDefiningOp<tsr::AddOp>(); add && x.hasOneUse()) {
     // The scores are the operand computed by the scaling or the product.
     auto isScores = [](Value v) {
       Operation *def = v.getDefiningOp();
@@ -110,7 +108,7 @@ std::optional<Match> matchAttention(tsr::SoftmaxOp softmax) {
     }
   }
   if (Operation *def = x.getDefiningOp();
-      def && isa<tsr::MulOp, tsr::DivOp>(def) && hasOneUse(x)) {
+      def && isa<tsr::MulOp, tsr::DivOp>(def) && x.hasOneUse()) {
     Value other = def->getOperand(1);
     Value scores = def->getOperand(0);
     if (isa<tsr::MulOp>(def) && isScalar(scores) && !isScalar(other))
@@ -123,7 +121,7 @@ std::optional<Match> matchAttention(tsr::SoftmaxOp softmax) {
     }
   }
   m.scores = x.getDefiningOp<tsr::MatMulOp>();
-  if (!m.scores || !hasOneUse(x))
+  if (!m.scores || !x.hasOneUse())
     return std::nullopt;
   // Q [B, H, Sq, D], Kᵀ [B, H, D, Skv], V [B, H, Skv, D]: no broadcasting.
   RankedTensorType q = typeOf(m.scores.getLhs()),
