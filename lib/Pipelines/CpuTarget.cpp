@@ -30,6 +30,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/CollectivesToRuntime/Passes.h"
 #include "tessera/Conversion/GPU/Passes.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Dominators.h"
@@ -91,11 +92,6 @@ public:
     return {/*alpha=*/5e-6, /*beta=*/1e-9};
   }
 
-  /// MPI has no streams: collectives pass a null pointer.
-  CollectiveStreamBuilder getCollectiveStream() const override {
-    return buildNullStream;
-  }
-
   /// Emulating the CUDA target, its library decisions too: attention to
   /// cuDNN (which the runtime's fake cuDNN computes on the host in tests).
   void buildTsrPipeline(OpPassManager &pm) const override {
@@ -112,7 +108,10 @@ public:
   // canonicalize runs on vector code: MLIR 22's vector.shape_cast
   // canonicalization miscompiles some shape_cast(broadcast) pairs (see
   // tsr-cpu-vectorize's description).
+  /// Collectives become calls first, with a null stream (MPI has none).
   void buildCodegenPipeline(OpPassManager &pm) const override {
+    pm.addNestedPass<func::FuncOp>(createTsrContiguousCollectives());
+    pm.addPass(createTsrCollectivesToRuntime());
     pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
     pm.addPass(createTsrCpuMemoryPlan());
     if (!options.gpuMapping.empty()) {

@@ -29,6 +29,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "tessera/Conversion/CPU/Passes.h"
+#include "tessera/Conversion/CollectivesToRuntime/Passes.h"
 #include "tessera/Conversion/GPU/Passes.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -80,12 +81,6 @@ public:
     return {/*alpha=*/10e-6, /*beta=*/1.0 / 200e9};
   }
 
-  /// The legacy default stream, which orders a collective after every
-  /// kernel queued before it and every kernel after it.
-  CollectiveStreamBuilder getCollectiveStream() const override {
-    return buildNullStream;
-  }
-
   /// Attention to cuDNN, while its pattern is still tsr ops.
   void buildTsrPipeline(OpPassManager &pm) const override {
     pm.addNestedPass<func::FuncOp>(createTsrGpuAttention());
@@ -96,6 +91,8 @@ public:
   }
 
   void buildCodegenPipeline(OpPassManager &pm) const override {
+    // A strided collective buffer's copies become kernels like any copy.
+    pm.addNestedPass<func::FuncOp>(createTsrContiguousCollectives());
     pm.addNestedPass<func::FuncOp>(createTsrCpuEarlyDealloc());
     pm.addPass(createTsrCpuMemoryPlan());
     pm.addNestedPass<func::FuncOp>(createTsrGpuGemm());
@@ -108,6 +105,10 @@ public:
     pm.addPass(createGpuKernelOutliningPass());
     pm.addPass(createTsrGpuMergeKernels());
     pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+    // Collectives are async ops on the stream now: their calls pass it, and
+    // the runtime orders its communication stream after it with events, so
+    // the host never waits for one.
+    pm.addPass(createTsrCollectivesToRuntime());
     // A module pass: it declares the runtime function in the module.
     pm.addPass(createTsrGpuLibraryCalls());
     pm.addPass(memref::createExpandStridedMetadataPass());

@@ -7,7 +7,6 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "tessera/Conversion/CollectivesToRuntime/Passes.h"
 #include "tessera/Conversion/TsrToLinalg/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 
@@ -60,7 +59,6 @@ void mlir::tessera::buildLoweringPipeline(OpPassManager &pm,
                                           const TargetBackend &target) {
   buildTsrToLinalgPipeline(pm, &target);
   buildBufferizationPipeline(pm);
-  pm.addPass(createTsrCollectivesToRuntime(target.getCollectiveStream()));
   target.buildCodegenPipeline(pm);
 }
 

@@ -9,15 +9,27 @@
 // status, so a failure prints "tessera-run: rank R: <description>: <error>"
 // and exits with status 1.
 //
-// Collectives on bound axes run on one communication thread in issue order;
-// the *_start variants return at once and tsrt_wait completes them, which
-// is how a gradient bucket overlaps the rest of the backward pass.
+// Code compiled for the CPU passes a null stream: collectives on bound axes
+// run on one communication thread in issue order; the *_start variants
+// return at once and tsrt_wait completes them, which is how a gradient
+// bucket overlaps the rest of the backward pass.
+//
+// Code compiled for a GPU passes its compute stream, and the host never
+// waits for the device: a collective is enqueued on the communication
+// stream (Streams.cpp) after an event recorded on the compute stream, and
+// the compute stream waits for an event recorded after it, at once for a
+// blocking collective, at tsrt_wait for an asynchronous one. NCCL enqueues
+// without blocking the host, so no thread is needed: the one communication
+// stream runs the collectives in issue order. A group of one rank copies on
+// the compute stream.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
 #include "RuntimeInternal.h"
+#include "tessera-runtime/Device.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -112,18 +124,32 @@ tsr_comm_t *groupComm(int64_t id, int64_t axis) {
 }
 
 /// Checks the arguments as a communicator would, then copies `count`
-/// elements: the collective of a one-rank axis.
+/// elements: the collective of a one-rank axis. On a GPU (`stream` not
+/// null) the buffers are device memory, which the host must not touch: the
+/// copy is queued on `stream`.
 tsr_status_t copyAlone(const char *what, const void *send, void *recv,
-                       int64_t count, int64_t dtype) {
+                       int64_t count, int64_t dtype, void *stream) {
   if (tsr_status_t s = checkDtype(what, dtype))
     return s;
   size_t elementSize = tsr_dtype_size(static_cast<tsr_dtype_t>(dtype));
   if (count < 0)
     return fail(TSR_ERROR_INVALID_ARGUMENT,
                 std::string(what) + ": negative count");
-  if (count > 0 && send != recv)
-    std::memmove(recv, send, static_cast<size_t>(count) * elementSize);
+  if (count == 0 || send == recv)
+    return TSR_OK;
+  size_t bytes = static_cast<size_t>(count) * elementSize;
+  if (stream)
+    return tsr_device_memcpy(recv, send, bytes, stream);
+  std::memmove(recv, send, bytes);
   return TSR_OK;
+}
+
+[[noreturn]] void nothingInFlight(void *recv) {
+  std::fprintf(stderr,
+               "tessera-run: rank %d: tsrt_wait: no collective in flight "
+               "writes %p\n",
+               processRank(), recv);
+  std::exit(1);
 }
 
 } // namespace
@@ -366,60 +392,196 @@ std::shared_ptr<std::vector<char>> stage(const void *send, int64_t elements,
   return copy;
 }
 
-/// Runs `work` later on its staged send data.
-void runLaterStaged(tsr_comm_t *comm, int64_t id, void *recv, size_t recvBytes,
-                    std::shared_ptr<std::vector<char>> staged,
-                    const Work &work) {
-  runLater(comm, id, recv, recvBytes, [work, staged] { return work(); });
+/// Issues one collective on `comm` (null: a group of one rank, which
+/// copies), reading its data from `send`, ordered on `on`: null on the CPU,
+/// the stream it is enqueued on on a GPU. Returns its status.
+using Issue = std::function<tsr_status_t(const void *send, void *on)>;
+
+//===----------------------------------------------------------------------===//
+// Collectives of code compiled for a GPU
+//===----------------------------------------------------------------------===//
+
+/// An asynchronous collective of GPU code between its start and its wait.
+struct InFlight {
+  void *recv = nullptr;
+  /// Recorded on the communication stream after the collective; null for a
+  /// group of one rank, whose copy is on the compute stream already.
+  void *done = nullptr;
+  /// The block of the device pool holding the send data, or null.
+  void *staging = nullptr;
+  int64_t id = -1;
+  std::string label;
+};
+
+/// The asynchronous collectives in flight. Never destroyed, like the
+/// Engine.
+struct DeviceState {
+  std::mutex mutex;
+  std::vector<InFlight> inFlight;
+};
+
+DeviceState &deviceState() {
+  static DeviceState *state = new DeviceState();
+  return *state;
 }
 
-Work allReduceWork(tsr_comm_t *comm, std::string label, const void *send,
-                   void *recv, int64_t count, int64_t dtype, int64_t op,
-                   void *stream) {
-  return [=] {
+/// The communication stream, after the work queued on `stream` so far.
+void *communicationAfter(void *stream) {
+  void *on = communicationStream();
+  return on && orderStreams(on, stream) == TSR_OK ? on : nullptr;
+}
+
+// The device path never calls noteResult: tagGradientBuffer counts blocks
+// of the host allocator (Memory.cpp, which finds them by their address),
+// and a GPU program's buffers are device pool blocks, which it never holds.
+
+/// A blocking collective of GPU code: it runs after the work queued on
+/// `stream` before the call, and the work queued after the call waits for
+/// it. The host only enqueues.
+void runOnDevice(tsr_comm_t *comm, int64_t id, const void *send, void *stream,
+                 const Issue &issue) {
+  std::string label = describe(id);
+  if (!comm) {
+    if (issue(send, stream) != TSR_OK)
+      die(label);
+    return;
+  }
+  void *on = communicationAfter(stream);
+  if (!on || issue(send, on) != TSR_OK || orderStreams(stream, on) != TSR_OK)
+    die(label);
+}
+
+/// Starts an asynchronous collective of GPU code that tsrt_wait(recv, ...)
+/// completes. `sendBytes` is what it reads from `send`.
+void startOnDevice(tsr_comm_t *comm, int64_t id, const void *send,
+                   size_t sendBytes, void *recv, void *stream,
+                   const Issue &issue) {
+  InFlight task;
+  task.recv = recv;
+  task.id = id;
+  task.label = describe(id);
+  if (!comm) {
+    // The copy is queued on `stream` before whatever compiled code queues
+    // there later (an overwrite of `send` included): no staging, and the
+    // wait has nothing to order.
+    if (issue(send, stream) != TSR_OK)
+      die(task.label);
+  } else {
+    // Compiled code may overwrite or free `send` as soon as this returns,
+    // by work on `stream` that does not wait for the collective: it reads
+    // a copy made on `stream` first. In place (`send` is `recv`) the
+    // buffer stays untouched until the wait.
+    const void *from = send;
+    if (send != recv && sendBytes > 0) {
+      if (allocateDeviceBlock(sendBytes, &task.staging) != TSR_OK ||
+          tsr_device_memcpy(task.staging, send, sendBytes, stream) != TSR_OK)
+        die(task.label);
+      from = task.staging;
+    }
+    void *on = communicationAfter(stream);
+    if (!on || issue(from, on) != TSR_OK ||
+        takeOrderingEvent(&task.done) != TSR_OK ||
+        tsr_event_record(task.done, on) != TSR_OK)
+      die(task.label);
+  }
+  DeviceState &state = deviceState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.inFlight.push_back(std::move(task));
+}
+
+void waitOnDevice(void *recv, void *stream) {
+  DeviceState &state = deviceState();
+  InFlight task;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    auto it = std::find_if(state.inFlight.begin(), state.inFlight.end(),
+                           [&](const InFlight &t) { return t.recv == recv; });
+    if (it == state.inFlight.end())
+      nothingInFlight(recv);
+    task = std::move(*it);
+    state.inFlight.erase(it);
+  }
+  if (task.done) {
+    if (tsr_stream_wait_event(stream, task.done) != TSR_OK)
+      die(task.label);
+    giveOrderingEvent(task.done);
+  }
+  // Whoever gets the staging block next writes it by work queued on
+  // `stream` after this wait, so after the collective has read it.
+  freeDeviceBlock(task.staging);
+}
+
+//===----------------------------------------------------------------------===//
+// Both targets
+//===----------------------------------------------------------------------===//
+
+/// A blocking collective: done when this returns on the CPU; on a GPU,
+/// what `stream` runs after the call waits for it.
+void runBlocking(tsr_comm_t *comm, int64_t id, const void *send, void *recv,
+                 size_t recvBytes, void *stream, const Issue &issue) {
+  if (stream)
+    return runOnDevice(comm, id, send, stream, issue);
+  runNow(comm, id, recv, recvBytes,
+         [issue, send] { return issue(send, nullptr); });
+}
+
+/// An asynchronous collective reading `sendElements` of `dtype` from
+/// `send`, which tsrt_wait(recv, stream) completes.
+void start(tsr_comm_t *comm, int64_t id, const void *send, int64_t sendElements,
+           int64_t dtype, void *recv, size_t recvBytes, void *stream,
+           const Issue &issue) {
+  if (stream)
+    return startOnDevice(comm, id, send, bytesOf(sendElements, dtype), recv,
+                         stream, issue);
+  auto staged = stage(send, sendElements, dtype);
+  runLater(comm, id, recv, recvBytes,
+           [issue, staged] { return issue(staged->data(), nullptr); });
+}
+
+Issue allReduceIssue(tsr_comm_t *comm, std::string label, void *recv,
+                     int64_t count, int64_t dtype, int64_t op) {
+  return [=](const void *send, void *on) {
     tsr_status_t status = checkReduction("all_reduce", dtype, op);
     if (status != TSR_OK)
       return status;
     if (!comm)
-      return copyAlone("all_reduce", send, recv, count, dtype);
+      return copyAlone("all_reduce", send, recv, count, dtype, on);
     tsr_comm_set_label(comm, label.c_str());
     return count < 0
                ? fail(TSR_ERROR_INVALID_ARGUMENT, "all_reduce: negative count")
                : tsr_comm_all_reduce(comm, send, recv, count,
                                      static_cast<tsr_dtype_t>(dtype),
-                                     static_cast<tsr_reduce_op_t>(op), stream);
+                                     static_cast<tsr_reduce_op_t>(op), on);
   };
 }
 
-Work reduceScatterWork(tsr_comm_t *comm, std::string label, const void *send,
-                       void *recv, int64_t count, int64_t dtype, int64_t op,
-                       void *stream) {
-  return [=] {
+Issue reduceScatterIssue(tsr_comm_t *comm, std::string label, void *recv,
+                         int64_t count, int64_t dtype, int64_t op) {
+  return [=](const void *send, void *on) {
     tsr_status_t status = checkReduction("reduce_scatter", dtype, op);
     if (status != TSR_OK)
       return status;
     if (!comm)
-      return copyAlone("reduce_scatter", send, recv, count, dtype);
+      return copyAlone("reduce_scatter", send, recv, count, dtype, on);
     tsr_comm_set_label(comm, label.c_str());
-    return count < 0 ? fail(TSR_ERROR_INVALID_ARGUMENT,
-                            "reduce_scatter: negative count")
-                     : tsr_comm_reduce_scatter(comm, send, recv, count,
-                                               static_cast<tsr_dtype_t>(dtype),
-                                               static_cast<tsr_reduce_op_t>(op),
-                                               stream);
+    return count < 0
+               ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                      "reduce_scatter: negative count")
+               : tsr_comm_reduce_scatter(comm, send, recv, count,
+                                         static_cast<tsr_dtype_t>(dtype),
+                                         static_cast<tsr_reduce_op_t>(op), on);
   };
 }
 
-Work allGatherWork(tsr_comm_t *comm, std::string label, const void *send,
-                   void *recv, int64_t count, int64_t dtype, void *stream) {
-  return [=] {
+Issue allGatherIssue(tsr_comm_t *comm, std::string label, void *recv,
+                     int64_t count, int64_t dtype) {
+  return [=](const void *send, void *on) {
     if (!comm)
-      return copyAlone("all_gather", send, recv, count, dtype);
+      return copyAlone("all_gather", send, recv, count, dtype, on);
     tsr_comm_set_label(comm, label.c_str());
-    return count < 0
-               ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
-               : tsr_comm_all_gather(comm, send, recv, count,
-                                     static_cast<tsr_dtype_t>(dtype), stream);
+    return count < 0 ? fail(TSR_ERROR_INVALID_ARGUMENT, "negative count")
+                     : tsr_comm_all_gather(comm, send, recv, count,
+                                           static_cast<tsr_dtype_t>(dtype), on);
   };
 }
 
@@ -428,57 +590,51 @@ Work allGatherWork(tsr_comm_t *comm, std::string label, const void *send,
 void tsrt_all_reduce(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, int64_t op, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  runNow(
-      comm, id, recv, bytesOf(count, dtype),
-      allReduceWork(comm, describe(id), send, recv, count, dtype, op, stream));
+  runBlocking(comm, id, send, recv, bytesOf(count, dtype), stream,
+              allReduceIssue(comm, describe(id), recv, count, dtype, op));
 }
 
 void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                            void *recv, int64_t count, int64_t dtype, int64_t op,
                            void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  auto staged = stage(send, count, dtype);
-  runLaterStaged(comm, id, recv, bytesOf(count, dtype), staged,
-                 allReduceWork(comm, describe(id), staged->data(), recv, count,
-                               dtype, op, stream));
+  start(comm, id, send, count, dtype, recv, bytesOf(count, dtype), stream,
+        allReduceIssue(comm, describe(id), recv, count, dtype, op));
 }
 
 void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send, void *recv,
                          int64_t recv_count, int64_t dtype, int64_t op,
                          void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  runNow(comm, id, recv, bytesOf(recv_count, dtype),
-         reduceScatterWork(comm, describe(id), send, recv, recv_count, dtype,
-                           op, stream));
+  runBlocking(
+      comm, id, send, recv, bytesOf(recv_count, dtype), stream,
+      reduceScatterIssue(comm, describe(id), recv, recv_count, dtype, op));
 }
 
 void tsrt_reduce_scatter_start(int64_t id, int64_t axis, const void *send,
                                void *recv, int64_t recv_count, int64_t dtype,
                                int64_t op, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  auto staged = stage(send, recv_count * tsr_comm_size(comm), dtype);
-  runLaterStaged(comm, id, recv, bytesOf(recv_count, dtype), staged,
-                 reduceScatterWork(comm, describe(id), staged->data(), recv,
-                                   recv_count, dtype, op, stream));
+  start(comm, id, send, recv_count * tsr_comm_size(comm), dtype, recv,
+        bytesOf(recv_count, dtype), stream,
+        reduceScatterIssue(comm, describe(id), recv, recv_count, dtype, op));
 }
 
 void tsrt_all_gather(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t send_count, int64_t dtype, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  runNow(
-      comm, id, recv, bytesOf(send_count * tsr_comm_size(comm), dtype),
-      allGatherWork(comm, describe(id), send, recv, send_count, dtype, stream));
+  runBlocking(comm, id, send, recv,
+              bytesOf(send_count * tsr_comm_size(comm), dtype), stream,
+              allGatherIssue(comm, describe(id), recv, send_count, dtype));
 }
 
 void tsrt_all_gather_start(int64_t id, int64_t axis, const void *send,
                            void *recv, int64_t send_count, int64_t dtype,
                            void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
-  auto staged = stage(send, send_count, dtype);
-  runLaterStaged(comm, id, recv,
-                 bytesOf(send_count * tsr_comm_size(comm), dtype), staged,
-                 allGatherWork(comm, describe(id), staged->data(), recv,
-                               send_count, dtype, stream));
+  start(comm, id, send, send_count, dtype, recv,
+        bytesOf(send_count * tsr_comm_size(comm), dtype), stream,
+        allGatherIssue(comm, describe(id), recv, send_count, dtype));
 }
 
 void tsrt_permute(int64_t id, int64_t axis, const void *send, void *recv,
@@ -486,31 +642,30 @@ void tsrt_permute(int64_t id, int64_t axis, const void *send, void *recv,
                   int64_t send_to, int64_t recv_from, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
-  runNow(comm, id, recv, recv_from >= 0 ? bytesOf(recv_count, dtype) : 0, [=] {
-    if (!comm)
-      return fail(TSR_ERROR_INVALID_ARGUMENT,
-                  "permute: the group has one rank, so there is no peer");
-    tsr_comm_set_label(comm, label.c_str());
-    auto type = static_cast<tsr_dtype_t>(dtype);
-    if (send_to >= 0)
-      if (tsr_status_t s =
-              tsr_comm_send(comm, send, send_count, type, send_to, stream))
-        return s;
-    if (recv_from >= 0)
-      return tsr_comm_recv(comm, recv, recv_count, type, recv_from, stream);
-    return TSR_OK;
-  });
+  runBlocking(
+      comm, id, send, recv, recv_from >= 0 ? bytesOf(recv_count, dtype) : 0,
+      stream, [=](const void *from, void *on) {
+        if (!comm)
+          return fail(TSR_ERROR_INVALID_ARGUMENT,
+                      "permute: the group has one rank, so there is no peer");
+        tsr_comm_set_label(comm, label.c_str());
+        auto type = static_cast<tsr_dtype_t>(dtype);
+        if (send_to >= 0)
+          if (tsr_status_t s =
+                  tsr_comm_send(comm, from, send_count, type, send_to, on))
+            return s;
+        if (recv_from >= 0)
+          return tsr_comm_recv(comm, recv, recv_count, type, recv_from, on);
+        return TSR_OK;
+      });
 }
 
-void tsrt_wait(void *recv, void * /*stream*/) {
+void tsrt_wait(void *recv, void *stream) {
+  if (stream)
+    return waitOnDevice(recv, stream);
   std::shared_ptr<Task> task = Engine::get().unpark(recv);
-  if (!task) {
-    std::fprintf(stderr,
-                 "tessera-run: rank %d: tsrt_wait: no collective in flight "
-                 "writes %p\n",
-                 processRank(), recv);
-    std::exit(1);
-  }
+  if (!task)
+    nothingInFlight(recv);
   Engine::get().wait(*task);
   if (task->status != TSR_OK)
     dieWith(*task);
@@ -521,36 +676,40 @@ void tsrt_all_to_all(int64_t id, int64_t axis, const void *send, void *recv,
                      int64_t count, int64_t dtype, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
-  runNow(comm, id, recv, bytesOf(count, dtype), [=] {
-    if (!comm)
-      return copyAlone("all_to_all", send, recv, count, dtype);
-    tsr_comm_set_label(comm, label.c_str());
-    int64_t size = tsr_comm_size(comm);
-    return count < 0 || count % size != 0
-               ? fail(TSR_ERROR_INVALID_ARGUMENT,
-                      "all_to_all: " + std::to_string(count) +
-                          " elements do not split into " +
-                          std::to_string(size) + " blocks")
-               : tsr_comm_all_to_all(comm, send, recv, count / size,
-                                     static_cast<tsr_dtype_t>(dtype), stream);
-  });
+  runBlocking(comm, id, send, recv, bytesOf(count, dtype), stream,
+              [=](const void *from, void *on) {
+                if (!comm)
+                  return copyAlone("all_to_all", from, recv, count, dtype, on);
+                tsr_comm_set_label(comm, label.c_str());
+                int64_t size = tsr_comm_size(comm);
+                return count < 0 || count % size != 0
+                           ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                                  "all_to_all: " + std::to_string(count) +
+                                      " elements do not split into " +
+                                      std::to_string(size) + " blocks")
+                           : tsr_comm_all_to_all(
+                                 comm, from, recv, count / size,
+                                 static_cast<tsr_dtype_t>(dtype), on);
+              });
 }
 
 void tsrt_broadcast(int64_t id, int64_t axis, const void *send, void *recv,
                     int64_t count, int64_t dtype, int64_t root, void *stream) {
   tsr_comm_t *comm = groupComm(id, axis);
   std::string label = describe(id);
-  runNow(comm, id, recv, bytesOf(count, dtype), [=] {
-    tsr_status_t status = copyAlone("broadcast", send, recv, count, dtype);
-    if (status != TSR_OK || !comm)
-      return status;
-    tsr_comm_set_label(comm, label.c_str());
-    return root < 0 || root >= tsr_comm_size(comm)
-               ? fail(TSR_ERROR_INVALID_ARGUMENT,
-                      "broadcast: root " + std::to_string(root) +
-                          " is not a rank of the axis")
-               : tsr_comm_broadcast(comm, recv, count,
-                                    static_cast<tsr_dtype_t>(dtype),
-                                    static_cast<int>(root), stream);
-  });
+  runBlocking(comm, id, send, recv, bytesOf(count, dtype), stream,
+              [=](const void *from, void *on) {
+                tsr_status_t status =
+                    copyAlone("broadcast", from, recv, count, dtype, on);
+                if (status != TSR_OK || !comm)
+                  return status;
+                tsr_comm_set_label(comm, label.c_str());
+                return root < 0 || root >= tsr_comm_size(comm)
+                           ? fail(TSR_ERROR_INVALID_ARGUMENT,
+                                  "broadcast: root " + std::to_string(root) +
+                                      " is not a rank of the axis")
+                           : tsr_comm_broadcast(comm, recv, count,
+                                                static_cast<tsr_dtype_t>(dtype),
+                                                static_cast<int>(root), on);
+              });
 }

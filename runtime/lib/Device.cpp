@@ -33,7 +33,9 @@ struct CudaRuntime {
   int (*streamCreate)(void **);
   int (*streamDestroy)(void *);
   int (*streamSynchronize)(void *);
+  int (*streamWaitEvent)(void *, void *, unsigned);
   int (*eventCreate)(void **);
+  int (*eventCreateWithFlags)(void **, unsigned);
   int (*eventDestroy)(void *);
   int (*eventRecord)(void *, void *);
   int (*eventSynchronize)(void *);
@@ -42,6 +44,9 @@ struct CudaRuntime {
 };
 
 constexpr int kMemcpyDefault = 4;
+/// cudaEventDisableTiming: an event that only orders work, which CUDA records
+/// and waits on without taking timestamps.
+constexpr unsigned kEventDisableTiming = 2;
 
 CudaRuntime cuda;
 bool loaded = false;
@@ -71,7 +76,9 @@ void load() {
            bind(cuda.streamCreate, "cudaStreamCreate") &&
            bind(cuda.streamDestroy, "cudaStreamDestroy") &&
            bind(cuda.streamSynchronize, "cudaStreamSynchronize") &&
+           bind(cuda.streamWaitEvent, "cudaStreamWaitEvent") &&
            bind(cuda.eventCreate, "cudaEventCreate") &&
+           bind(cuda.eventCreateWithFlags, "cudaEventCreateWithFlags") &&
            bind(cuda.eventDestroy, "cudaEventDestroy") &&
            bind(cuda.eventRecord, "cudaEventRecord") &&
            bind(cuda.eventSynchronize, "cudaEventSynchronize") &&
@@ -210,6 +217,20 @@ tsr_status_t tsr_event_synchronize(void *event) {
   if (tsr_status_t s = ready("tsr_event_synchronize"))
     return s;
   return check(cuda.eventSynchronize(event), "cudaEventSynchronize");
+}
+
+tsr_status_t tsr_stream_wait_event(void *stream, void *event) {
+  if (tsr_status_t s = ready("tsr_stream_wait_event"))
+    return s;
+  return check(cuda.streamWaitEvent(stream, event, 0), "cudaStreamWaitEvent");
+}
+
+tsr_status_t tsr::createOrderingEvent(void **outEvent) {
+  *outEvent = nullptr;
+  if (tsr_status_t s = ready("creating an event"))
+    return s;
+  return check(cuda.eventCreateWithFlags(outEvent, kEventDisableTiming),
+               "cudaEventCreateWithFlags");
 }
 
 tsr_status_t tsr_event_elapsed_ms(void *start, void *end, float *out_ms) {

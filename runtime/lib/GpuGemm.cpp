@@ -19,7 +19,13 @@
 //
 // An epilogue (ReLU, a bias, both) is cuBLASLt's: the bias of each column
 // of the row-major result is the bias of each row of the column-major one,
-// which is how cuBLASLt applies it (a vector as long as D's rows).
+// which is how cuBLASLt applies it (a vector as long as D's rows). A bias
+// gradient is cuBLASLt's BGRAD epilogue of the swapped operand: the sum of
+// the program's op(A) over k (one value per row of the result) is BGRADB,
+// that of op(B) (one per column) BGRADA. cuBLASLt does not offer every
+// epilogue for every shape and type: where its heuristic has no algorithm
+// with a BGRAD epilogue, the product runs without it and the sum runs as a
+// second product with a vector of ones (ones[1, K]·op(B), op(A)·ones[K, 1]).
 //
 // The types and enumerators below are cuBLASLt's (cublasLt.h, CUDA 12 and
 // 13), written out in GpuGemm.h so that the runtime builds without the
@@ -32,10 +38,13 @@
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Device.h"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 using namespace tsr::cublaslt;
 
@@ -59,13 +68,18 @@ struct Library {
   const char *(*getStatusString)(int);
 };
 
-/// One shape's plan: descriptors made once, the heuristic's algorithm.
+/// One shape's plan: descriptors made once, the heuristic's algorithm; or,
+/// for a bias gradient that cuBLASLt has no algorithm for, none (`sum`:
+/// the product and the sum run as two plain products).
 struct Plan {
   void *operation = nullptr;
   void *first = nullptr, *second = nullptr, *result = nullptr;
   Algo algo{};
   size_t workspace = 0;
+  bool sum = false;
 };
+
+constexpr const char *kNoAlgorithm = "cuBLASLt has no algorithm for it";
 
 /// batch, m, n, k, dtype, transpose_a, transpose_b, epilogue.
 using Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t, bool,
@@ -82,6 +96,11 @@ int32_t cublasEpilogue(int32_t epilogue) {
     return kEpilogueBias;
   case TSR_GEMM_EPILOGUE_RELU_BIAS:
     return kEpilogueReluBias;
+  // cuBLASLt's first operand is the program's B, its second A.
+  case TSR_GEMM_EPILOGUE_BIAS_GRAD_A:
+    return kEpilogueBgradB;
+  case TSR_GEMM_EPILOGUE_BIAS_GRAD_B:
+    return kEpilogueBgradA;
   default:
     return 0;
   }
@@ -98,6 +117,9 @@ struct State {
   void *preference = nullptr;
   void *workspace = nullptr;
   std::map<Shape, Plan> plans;
+  /// Device vectors of ones by dtype and length, for the sums of
+  /// bias gradients cuBLASLt has no epilogue for; kept like the plans.
+  std::map<std::pair<int32_t, int64_t>, void *> ones;
 };
 
 State &state() {
@@ -180,8 +202,7 @@ void destroyPlan(const Library &l, Plan &plan) {
 
 /// Makes the plan of `shape` (with `bias`, whose alignment the heuristic
 /// reads); "" or what failed.
-std::string makePlan(State &s, const Shape &shape, const float *bias,
-                     Plan &plan) {
+std::string makePlan(State &s, const Shape &shape, float *bias, Plan &plan) {
   auto [batch, m, n, k, dtype, transposeA, transposeB, epilogue] = shape;
   const Library &l = s.lib;
   int input = dtype == TSR_DTYPE_BFLOAT16  ? kBf16
@@ -227,9 +248,93 @@ std::string makePlan(State &s, const Shape &shape, const float *bias,
                                     s.preference, 1, &result, &found))
     return status(code, "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0 || result.state != kSuccess)
-    return "cuBLASLt has no algorithm for it";
+    return kNoAlgorithm;
   plan.algo = result.algo;
   plan.workspace = result.workspaceSize;
+  return "";
+}
+
+bool isBiasGradient(int32_t mode) {
+  return mode == kEpilogueBgradA || mode == kEpilogueBgradB;
+}
+
+/// A device vector of `count` ones of `dtype`, made on first use.
+void *onesVector(State &s, int32_t dtype, int64_t count, std::string &error) {
+  void *&ones = s.ones[{dtype, count}];
+  if (ones)
+    return ones;
+  size_t width = tsr_dtype_size(static_cast<tsr_dtype_t>(dtype));
+  std::vector<unsigned char> host(count * width);
+  // 1.0 in f32, bf16 (0x3f80) and f16 (0x3c00), little-endian.
+  float one = 1.0f;
+  uint16_t half = dtype == TSR_DTYPE_BFLOAT16 ? 0x3f80 : 0x3c00;
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(&host[i * width],
+                width == 4 ? static_cast<const void *>(&one) : &half, width);
+  void *device = nullptr;
+  if (tsr_device_alloc(host.size(), &device) != TSR_OK ||
+      tsr_device_memcpy(device, host.data(), host.size(), nullptr) != TSR_OK) {
+    tsr_device_free(device);
+    error = std::string("a vector of ones for a bias gradient: ") +
+            tsr_last_error();
+    return nullptr;
+  }
+  return ones = device;
+}
+
+/// Queues the product of `shape` on `stream` with its plan, made on first
+/// use; "" or what failed. Holds the state's lock.
+std::string enqueue(State &s, void *stream, const Shape &shape, const void *a,
+                    const void *b, float *c, bool accumulate, float *bias) {
+  auto it = s.plans.find(shape);
+  if (it == s.plans.end()) {
+    Plan plan;
+    std::string error = makePlan(s, shape, bias, plan);
+    if (!error.empty()) {
+      destroyPlan(s.lib, plan);
+      if (error != kNoAlgorithm || !isBiasGradient(std::get<7>(shape)))
+        return error;
+      plan.sum = true;
+    }
+    it = s.plans.emplace(shape, plan).first;
+  }
+  const Plan &plan = it->second;
+  auto [batch, m, n, k, dtype, transposeA, transposeB, mode] = shape;
+  if (plan.sum) {
+    // The product, then the sum over k as a product with ones.
+    Shape plain{batch, m,          n,          k,
+                dtype, transposeA, transposeB, kEpilogueDefault};
+    if (std::string error =
+            enqueue(s, stream, plain, a, b, c, accumulate, nullptr);
+        !error.empty())
+      return error;
+    std::string error;
+    void *ones = onesVector(s, dtype, k, error);
+    if (!ones)
+      return error;
+    return mode == kEpilogueBgradB
+               ? enqueue(s, stream,
+                         Shape{1, m, 1, k, dtype, transposeA, false,
+                               kEpilogueDefault},
+                         a, ones, bias, false, nullptr)
+               : enqueue(s, stream,
+                         Shape{1, 1, n, k, dtype, false, transposeB,
+                               kEpilogueDefault},
+                         ones, b, bias, false, nullptr);
+  }
+  // The plan keeps the first call's bias; each call reads (or writes) its
+  // own (the descriptor is read when the product is queued).
+  if (bias)
+    if (int code = s.lib.matmulDescSetAttribute(
+            plan.operation, kDescBiasPointer, &bias, sizeof(bias)))
+      return std::string("cublasLtMatmulDescSetAttribute (bias): ") +
+             s.lib.getStatusString(code);
+  float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  if (int code =
+          s.lib.matmul(s.handle, plan.operation, &one, b, plan.first, a,
+                       plan.second, &beta, c, plan.result, c, plan.result,
+                       &plan.algo, s.workspace, plan.workspace, stream))
+    return std::string("cublasLtMatmul: ") + s.lib.getStatusString(code);
   return "";
 }
 
@@ -239,7 +344,7 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
                                       int64_t n, int64_t k, const void *a,
                                       const void *b, float *c, int32_t dtype,
                                       int32_t transposeA, int32_t transposeB,
-                                      int32_t accumulate, const float *bias,
+                                      int32_t accumulate, float *bias,
                                       int32_t epilogue) {
   auto fail = [&](const std::string &what) {
     tsr::noteKernelError(
@@ -249,7 +354,8 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
         std::to_string(k) + "x" + std::to_string(n) + ": " + what);
   };
   int32_t mode = cublasEpilogue(epilogue);
-  bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias;
+  bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias ||
+                isBiasGradient(mode);
   if (mode == 0 || biased != (bias != nullptr) || (biased && batch != 1))
     return fail("epilogue " + std::to_string(epilogue) +
                 (bias ? " with" : " without") +
@@ -260,27 +366,8 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
     return fail(s.loadError);
   std::lock_guard<std::mutex> lock(s.mutex);
   Shape shape{batch, m, n, k, dtype, transposeA != 0, transposeB != 0, mode};
-  auto it = s.plans.find(shape);
-  if (it == s.plans.end()) {
-    Plan plan;
-    if (std::string error = makePlan(s, shape, bias, plan); !error.empty()) {
-      destroyPlan(s.lib, plan);
-      return fail(error);
-    }
-    it = s.plans.emplace(shape, plan).first;
-  }
-  const Plan &plan = it->second;
-  // The plan keeps the first call's bias; each call reads its own (the
-  // descriptor is read when the product is queued).
-  if (biased)
-    if (int code = s.lib.matmulDescSetAttribute(
-            plan.operation, kDescBiasPointer, &bias, sizeof(bias)))
-      return fail(std::string("cublasLtMatmulDescSetAttribute (bias): ") +
-                  s.lib.getStatusString(code));
-  float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  if (int code =
-          s.lib.matmul(s.handle, plan.operation, &one, b, plan.first, a,
-                       plan.second, &beta, c, plan.result, c, plan.result,
-                       &plan.algo, s.workspace, plan.workspace, stream))
-    fail(std::string("cublasLtMatmul: ") + s.lib.getStatusString(code));
+  if (std::string error =
+          enqueue(s, stream, shape, a, b, c, accumulate != 0, bias);
+      !error.empty())
+    fail(error);
 }

@@ -46,6 +46,8 @@ enum : int {
   kEpilogueRelu = 2,             // CUBLASLT_EPILOGUE_RELU
   kEpilogueBias = 4,             // CUBLASLT_EPILOGUE_BIAS
   kEpilogueReluBias = 6,         // CUBLASLT_EPILOGUE_RELU_BIAS
+  kEpilogueBgradA = 256,         // CUBLASLT_EPILOGUE_BGRADA
+  kEpilogueBgradB = 512,         // CUBLASLT_EPILOGUE_BGRADB
 };
 
 /// The workspace offered to cuBLASLt's kernels: 32 MiB, what NVIDIA's

@@ -137,9 +137,18 @@ struct LazyModule {
 /// The device memory of compiled programs: sizes by pointer, for the
 /// accounting (tsr_memory_stats counts the bytes asked for, as for host
 /// code), and freed blocks by size, reused before cudaMalloc (which
-/// synchronizes the device) is called again, up to kCacheLimit bytes. Every
-/// program runs on one stream, so a block a kernel still reads is only ever
-/// reused by work queued after that kernel.
+/// synchronizes the device) is called again, up to kCacheLimit bytes. A
+/// freed block is handed out again at once, with no event: whoever gets it
+/// writes it by work queued on the compute stream after the free, so after
+/// every kernel and copy of that stream that used it. The communication
+/// stream uses blocks too (NCCL reads a collective's send buffer and writes
+/// its recv buffer), and reuse stays safe: the compute stream's work
+/// queued after a blocking collective waits for it, so a block freed after
+/// the call is reused after NCCL is done with it. An asynchronous collective
+/// reads a staging block of its own (CommEntry.cpp), not the send buffer
+/// compiled code may free at once; its recv buffer is left alone until
+/// tsrt_wait (Comm.h), which makes the compute stream wait for the
+/// collective before it returns the staging block here.
 class DevicePool {
 public:
   void *take(size_t bytes) {
@@ -192,16 +201,28 @@ DevicePool &pool() {
   return *instance;
 }
 
-/// The stream every compiled program runs on.
-void *computeStream = nullptr;
-std::once_flag streamOnce;
-
 } // namespace
 
 void tsr::noteKernelError(const std::string &message) {
   std::lock_guard<std::mutex> lock(errorMutex);
   if (kernelError.empty())
     kernelError = message;
+}
+
+tsr_status_t tsr::allocateDeviceBlock(size_t bytes, void **outPtr) {
+  *outPtr = pool().take(bytes);
+  if (*outPtr)
+    return TSR_OK;
+  if (tsr_status_t s = tsr_device_alloc(bytes ? bytes : 1, outPtr))
+    return withContext(s,
+                       "device buffer of " + std::to_string(bytes) + " bytes");
+  pool().add(*outPtr, bytes);
+  return TSR_OK;
+}
+
+void tsr::freeDeviceBlock(void *ptr) {
+  if (ptr && !pool().give(ptr))
+    tsr_device_free(ptr);
 }
 
 std::string tsr::takeKernelError() {
@@ -277,13 +298,12 @@ TSR_API void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
              std::to_string(blockX) + "): " + describe(code));
 }
 
-/// Every program runs on one stream, created on first use and kept.
+/// Every program runs on the compute stream (Streams.cpp).
 TSR_API void *mgpuStreamCreate() {
-  std::call_once(streamOnce, [] {
-    if (tsr_stream_create(&computeStream) != TSR_OK)
-      setError(tsr_last_error());
-  });
-  return computeStream;
+  void *stream = tsr::computeStream();
+  if (!stream)
+    setError(tsr_last_error());
+  return stream;
 }
 
 TSR_API void mgpuStreamDestroy(void * /*stream*/) {}
@@ -297,21 +317,14 @@ TSR_API void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/,
                            bool /*hostShared*/) {
   if (failed())
     return nullptr;
-  if (void *ptr = pool().take(bytes))
-    return ptr;
   void *ptr = nullptr;
-  if (tsr_device_alloc(bytes ? bytes : 1, &ptr) != TSR_OK) {
-    setError(std::string("device buffer of ") + std::to_string(bytes) +
-             " bytes: " + tsr_last_error());
-    return nullptr;
-  }
-  pool().add(ptr, bytes);
+  if (tsr::allocateDeviceBlock(bytes, &ptr) != TSR_OK)
+    setError(tsr_last_error());
   return ptr;
 }
 
 TSR_API void mgpuMemFree(void *ptr, void * /*stream*/) {
-  if (ptr && !pool().give(ptr))
-    tsr_device_free(ptr);
+  tsr::freeDeviceBlock(ptr);
 }
 
 TSR_API void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {

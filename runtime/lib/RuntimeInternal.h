@@ -254,6 +254,40 @@ TSR_API std::string takeKernelError();
 /// Records `message` as that failure unless one is already recorded.
 void noteKernelError(const std::string &message);
 
+/// The streams of compiled CUDA programs (Streams.cpp), each created on the
+/// current device on first use and kept for the life of the process: the
+/// compute stream every kernel and copy of a program runs on (what
+/// mgpuStreamCreate returns), the communication stream the collectives
+/// enqueue on (CommEntry.cpp), and the transfer stream for copies between
+/// device and host that overlap both. Null with tsr_last_error() set when
+/// it cannot be created (no CUDA: a later call fails the same way).
+/// Exported for the runtime's tests of stream order (CommStreamTest.cpp).
+TSR_API void *computeStream();
+TSR_API void *communicationStream();
+TSR_API void *transferStream();
+
+/// Creates an event that orders streams only (cudaEventDisableTiming): no
+/// timestamps, so cheaper to record and wait on than tsr_event_create's.
+tsr_status_t createOrderingEvent(void **outEvent);
+
+/// An ordering event from a pool of idle ones (Streams.cpp), and its
+/// return: an event may be recorded again as soon as the waits for its
+/// last record are queued (a wait holds on to the record it saw).
+tsr_status_t takeOrderingEvent(void **outEvent);
+void giveOrderingEvent(void *event);
+
+/// Makes the work queued on `waiter` from now on wait for the work queued
+/// on `stream` so far (an event recorded on one, waited for by the other);
+/// the host does not wait.
+tsr_status_t orderStreams(void *waiter, void *stream);
+
+/// A block of `bytes` from the device pool of compiled code (mgpuMemAlloc's,
+/// Kernels.cpp), counted in tsr_memory_stats, and its return to the pool.
+/// Its reuse is ordered by the compute stream: free a block only once the
+/// work queued after the free on that stream may overwrite it.
+tsr_status_t allocateDeviceBlock(size_t bytes, void **outPtr);
+void freeDeviceBlock(void *ptr);
+
 /// Leaves what runs in its scope out of a running profile (Profile.cpp):
 /// evaluation during training.
 class ProfilePause {

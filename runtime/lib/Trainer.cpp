@@ -683,14 +683,23 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
   for (auto &tensor : trainer.outputs)
     outputs.push_back(tensor.get());
   bool device = !trainer.deviceInputs.empty();
+  void *transfer = nullptr;
   if (device) {
+    // The copies in run on the transfer stream, and the program's work on
+    // the compute stream waits for them (an event), not the host.
+    transfer = transferStream();
+    void *compute = transfer ? computeStream() : nullptr;
+    if (!compute)
+      return withContext(TSR_ERROR_UNSUPPORTED, "the step's streams");
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!(trainer.resident[i] && trainer.deviceCurrent))
         if (tsr_status_t s = tsr_tensor_copy(trainer.deviceInputs[i].get(),
-                                             inputs[i], nullptr))
+                                             inputs[i], transfer))
           return s;
       inputs[i] = trainer.deviceInputs[i].get();
     }
+    if (tsr_status_t s = orderStreams(compute, transfer))
+      return withContext(s, "ordering the step after its inputs' copies");
     for (size_t i = 0; i < outputs.size(); ++i)
       outputs[i] = trainer.deviceOutputs[i].get();
   }
@@ -704,12 +713,16 @@ tsr_status_t invokeStep(tsr_trainer &trainer, int64_t step, float &outLoss) {
                               outputs.data(), outputs.size()))
     return s;
   if (device) {
+    // The program synchronized its stream before it returned; the outputs
+    // come back on the transfer stream, which the host then waits for.
     for (size_t i = 0; i < outputs.size(); ++i)
       // Outputs that update a resident input stay on the device.
       if (!trainer.residentOutputs[i])
         if (tsr_status_t s =
-                tsr_tensor_copy(trainer.outputs[i].get(), outputs[i], nullptr))
+                tsr_tensor_copy(trainer.outputs[i].get(), outputs[i], transfer))
           return s;
+    if (tsr_status_t s = tsr_stream_synchronize(transfer))
+      return s;
     trainer.deviceCurrent = true;
   }
   size_t loss = trainer.artifact->manifest.train.lossOutput;

@@ -36,4 +36,6 @@ static_assert(kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
 static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
               kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
-              kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS);
+              kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS &&
+              kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA &&
+              kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB);

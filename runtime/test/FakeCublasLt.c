@@ -22,7 +22,7 @@ typedef struct {
   int compute, scale;
   int32_t transA, transB;
   uint32_t epilogue;
-  const float *bias;
+  float *bias;
 } Desc;
 
 /* What the last cublasLtMatmul saw, for the tests (fakeCublasLtLast). */
@@ -32,7 +32,14 @@ static Record last;
 static int handles, heuristics, destroyed;
 static uint64_t maxWorkspace;
 
+/* When set, the heuristic finds no algorithm with a BGRAD epilogue, as
+ * cuBLASLt may for some shapes and types. */
+static int refuseBiasGradients;
+
 const Record *fakeCublasLtLast(void) { return &last; }
+void fakeCublasLtRefuseBiasGradients(int refuse) {
+  refuseBiasGradients = refuse;
+}
 int fakeCublasLtHeuristics(void) { return heuristics; }
 int fakeCublasLtDestroyed(void) { return destroyed; }
 
@@ -63,7 +70,8 @@ int cublasLtMatmulDescDestroy(void *desc) {
 }
 
 /* CUBLASLT_MATMUL_DESC_TRANSA (3), TRANSB (4), EPILOGUE (7: DEFAULT 1,
- * RELU 2, BIAS 4, RELU_BIAS 6) and BIAS_POINTER (8) only. */
+ * RELU 2, BIAS 4, RELU_BIAS 6, BGRADA 256, BGRADB 512) and BIAS_POINTER (8)
+ * only. */
 int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
                                    size_t size) {
   Desc *d = desc;
@@ -74,7 +82,8 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
   if (attr == 7 && size == sizeof(uint32_t)) {
     uint32_t mode;
     memcpy(&mode, buf, size);
-    if (mode != 1 && mode != 2 && mode != 4 && mode != 6)
+    if (mode != 1 && mode != 2 && mode != 4 && mode != 6 && mode != 256 &&
+        mode != 512)
       return kNotSupported;
     d->epilogue = mode;
     return kSuccess;
@@ -140,13 +149,17 @@ typedef struct {
 int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *b,
                                    void *c, void *d, void *pref, int requested,
                                    Heuristic *results, int *returned) {
-  (void)handle, (void)desc, (void)b, (void)c, (void)d, (void)pref;
+  (void)handle, (void)b, (void)c, (void)d, (void)pref;
   ++heuristics;
   Layout *la = a;
+  const Desc *dd = desc;
   if (requested < 1)
     return kInvalidValue;
   memset(results, 0, sizeof(Heuristic));
-  *returned = la->rows == 7 && la->cols == 7 ? 0 : 1;
+  *returned = (la->rows == 7 && la->cols == 7) ||
+                      (refuseBiasGradients && dd->epilogue >= 256)
+                  ? 0
+                  : 1;
   results[0].data[0] = 42;
   results[0].workspaceSize = 1 << 20;
   return kSuccess;
@@ -177,9 +190,13 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
            inner = dd->transA ? la->rows : la->cols,
            innerB = dd->transB ? lb->cols : lb->rows,
            cols = dd->transB ? lb->rows : lb->cols;
-  int biased = (dd->epilogue & 4) != 0, relu = (dd->epilogue & 2) != 0;
+  int gradA = dd->epilogue == 256, gradB = dd->epilogue == 512;
+  int biased = !gradA && !gradB && (dd->epilogue & 4) != 0,
+      relu = !gradA && !gradB && (dd->epilogue & 2) != 0;
   if (algo->data[0] != 42 || inner != innerB || rows != lc->rows ||
-      cols != lc->cols || lc->type != kF32 || C != D || (biased && !dd->bias))
+      cols != lc->cols || lc->type != kF32 || C != D ||
+      ((biased || gradA || gradB) && !dd->bias) ||
+      ((gradA || gradB) && lc->batch != 1))
     return kInvalidValue;
   ++last.calls;
   last.a = *la, last.b = *lb, last.c = *lc, last.d = *ld;
@@ -210,5 +227,21 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
           value = 0.0f;
         *slot = value;
       }
+  /* A bias gradient: the sum over k of op(A)'s rows (BGRADA, one value per
+   * row of D) or of op(B)'s columns (BGRADB, one per column), in f32. */
+  if (gradA)
+    for (uint64_t i = 0; i < rows; ++i) {
+      float sum = 0.0f;
+      for (uint64_t p = 0; p < inner; ++p)
+        sum += load(la->type, A, dd->transA ? p + i * la->ld : i + p * la->ld);
+      dd->bias[i] = sum;
+    }
+  if (gradB)
+    for (uint64_t j = 0; j < cols; ++j) {
+      float sum = 0.0f;
+      for (uint64_t p = 0; p < inner; ++p)
+        sum += load(lb->type, B, dd->transB ? j + p * lb->ld : p + j * lb->ld);
+      dd->bias[j] = sum;
+    }
   return kSuccess;
 }

@@ -24,7 +24,7 @@ typedef struct {
   void *stream;
   int32_t transA, transB;
   uint32_t epilogue; /* CUBLASLT_EPILOGUE_*, 1 (default) when never set */
-  const float *bias;
+  float *bias;
 } FakeRecord;
 
 #endif /* TESSERA_RUNTIME_TEST_FAKECUBLASLT_H */

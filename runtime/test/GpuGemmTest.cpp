@@ -25,7 +25,7 @@ extern "C" void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m, int64_t n,
                               int64_t k, const void *a, const void *b, float *c,
                               int32_t dtype, int32_t transposeA,
                               int32_t transposeB, int32_t accumulate,
-                              const float *bias, int32_t epilogue);
+                              float *bias, int32_t epilogue);
 namespace tsr {
 std::string takeKernelError();
 } // namespace tsr
@@ -265,6 +265,110 @@ TEST(GpuGemm, AppliesBiasAndReluEpiloguesPerColumnOfTheRowMajorResult) {
   EXPECT_EQ(heuristics(), before);
   EXPECT_EQ(last().bias, other.data());
   EXPECT_EQ(c[n + 3], plain[n + 3] + 4.0f);
+}
+
+/// Bias gradients beside weight gradients, the sums over k the CPU target
+/// computes as reductions: dW = xᵀ·dy with db[j] = sum_i dy[i, j]
+/// (BIAS_GRAD_B, of op(b)), and dWᵀ = dyᵀ·x (a weight stored [out, in])
+/// with the same sum, now of op(a) (BIAS_GRAD_A). The program's A is
+/// cuBLASLt's second operand, so BIAS_GRAD_A is BGRADB and BIAS_GRAD_B
+/// BGRADA; the fake computes their documented semantics. Small integers:
+/// the sums are exact.
+TEST(GpuGemm, ComputesBiasGradientsAsCublasLtsBgradEpilogues) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t rows = 6, in = 3, out = 4;
+  std::vector<float> x = matrix(1, rows, in, 1), dy = matrix(1, rows, out, 3);
+  std::vector<float> db(out, 0.0f);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < out; ++j)
+      db[j] += dy[i * out + j];
+  std::vector<float> dw(in * out, 0.0f), dwt(out * in, 0.0f);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t p = 0; p < in; ++p)
+      for (int64_t j = 0; j < out; ++j) {
+        dw[p * out + j] += x[i * in + p] * dy[i * out + j];
+        dwt[j * in + p] += x[i * in + p] * dy[i * out + j];
+      }
+
+  std::vector<float> c(in * out, 99.0f), bias(out, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, in, out, rows, x.data(), dy.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 1, 0, 0, bias.data(),
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_B);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(c, dw);
+  EXPECT_EQ(bias, db);
+  EXPECT_EQ(last().epilogue, 256u); // CUBLASLT_EPILOGUE_BGRADA
+  EXPECT_EQ(last().bias, bias.data());
+
+  std::vector<float> ct(out * in, 99.0f), biasT(out, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, out, in, rows, dy.data(), x.data(), ct.data(),
+                TSR_DTYPE_FLOAT32, 1, 0, 0, biasT.data(),
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_A);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(ct, dwt);
+  EXPECT_EQ(biasT, db);
+  EXPECT_EQ(last().epilogue, 512u); // CUBLASLT_EPILOGUE_BGRADB
+
+  // bf16 operands: the sums are f32 (cuBLASLt's output type).
+  std::vector<uint16_t> xh(x.size()), dyh(dy.size());
+  auto bf16 = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<uint16_t>(bits >> 16);
+  };
+  std::transform(x.begin(), x.end(), xh.begin(), bf16);
+  std::transform(dy.begin(), dy.end(), dyh.begin(), bf16);
+  std::vector<float> ch(in * out), biasH(out);
+  tsrt_gpu_gemm(nullptr, 1, in, out, rows, xh.data(), dyh.data(), ch.data(),
+                TSR_DTYPE_BFLOAT16, 1, 0, 0, biasH.data(),
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_B);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(ch, dw);
+  EXPECT_EQ(biasH, db);
+}
+
+/// Where cuBLASLt has no algorithm with a BGRAD epilogue, the product runs
+/// without it and the sum as a product with ones: the same numbers, two
+/// calls, and the plan remembers it (no heuristic query on the next call).
+TEST(GpuGemm, SumsABiasGradientWithOnesWhereCublasLtHasNoEpilogueForIt) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  auto refuse = reinterpret_cast<void (*)(int)>(
+      dlsym(fakeCublasLt(), "fakeCublasLtRefuseBiasGradients"));
+  refuse(1);
+  const int64_t rows = 5, in = 2, out = 3;
+  std::vector<float> x = matrix(1, rows, in, 4), dy = matrix(1, rows, out, 6);
+  std::vector<float> db(out, 0.0f), dw(in * out, 0.0f);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < out; ++j) {
+      db[j] += dy[i * out + j];
+      for (int64_t p = 0; p < in; ++p)
+        dw[p * out + j] += x[i * in + p] * dy[i * out + j];
+    }
+  for (int round = 0; round < 2; ++round) {
+    int calls = last().calls, queries = heuristics();
+    std::vector<float> c(in * out, 99.0f), bias(out, 99.0f);
+    tsrt_gpu_gemm(nullptr, 1, in, out, rows, x.data(), dy.data(), c.data(),
+                  TSR_DTYPE_FLOAT32, 1, 0, 0, bias.data(),
+                  TSR_GEMM_EPILOGUE_BIAS_GRAD_B);
+    ASSERT_EQ(tsr::takeKernelError(), "") << "round " << round;
+    EXPECT_EQ(c, dw) << "round " << round;
+    EXPECT_EQ(bias, db) << "round " << round;
+    EXPECT_EQ(last().calls, calls + 2) << "round " << round;
+    // The last call is the sum: ones[1, rows]·dy, column-major out x 1.
+    EXPECT_EQ(last().epilogue, 1u);
+    EXPECT_EQ(last().c.rows, static_cast<uint64_t>(out));
+    EXPECT_EQ(last().c.cols, 1u);
+    // The first round asks for the BGRAD plan, then the two plain ones.
+    EXPECT_EQ(heuristics(), queries + (round == 0 ? 3 : 0));
+  }
+  // The sum of op(a) over k likewise: dWᵀ = dyᵀ·x, db of dy's columns.
+  std::vector<float> ct(out * in), biasT(out, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, out, in, rows, dy.data(), x.data(), ct.data(),
+                TSR_DTYPE_FLOAT32, 1, 0, 0, biasT.data(),
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_A);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(biasT, db);
+  refuse(0);
 }
 
 TEST(GpuGemm, RefusesAnEpilogueItDoesNotRun) {

@@ -17,6 +17,10 @@
 
 using namespace tsr::test;
 
+namespace tsr {
+void *transferStream(); // RuntimeInternal.h
+} // namespace tsr
+
 namespace {
 
 /// The fake CUDA runtime, loaded before any test runs.
@@ -30,6 +34,13 @@ const bool kFakeLoaded = fakeCudart() != nullptr;
 int64_t liveBuffers(const char *counter) {
   auto count = reinterpret_cast<int64_t (*)()>(dlsym(fakeCudart(), counter));
   return count ? count() : -1;
+}
+
+/// The copies the fake saw queued on `stream`.
+int64_t copiesOn(void *stream) {
+  auto count = reinterpret_cast<int64_t (*)(void *)>(
+      dlsym(fakeCudart(), "fakeCudaCopiesOn"));
+  return count && stream ? count(stream) : -1;
 }
 
 TensorPtr makePlaced(tsr_placement_t placement, tsr_dtype_t dtype,
@@ -374,7 +385,8 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
   // and b (inputs 0 and 1) and the copies reading them made.
   struct Run {
     std::vector<float> losses, w, b;
-    std::vector<int64_t> copies;
+    /// All copies, those on the transfer stream, the streams' waits.
+    std::vector<int64_t> copies, transfers, waits;
     int64_t readCopies = 0;
     /// Of the host tensors of the 6 inputs and 5 outputs.
     std::vector<tsr_placement_t> placements;
@@ -390,10 +402,15 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
     for (int64_t step = 0; trainer && dataset && step < 4; ++step) {
       float loss = 0;
       int64_t before = liveBuffers("fakeCudaCopies");
+      int64_t transfersBefore = copiesOn(tsr::transferStream());
+      int64_t waitsBefore = liveBuffers("fakeCudaStreamWaits");
       EXPECT_EQ(tsr_trainer_step(trainer, dataset, step, &loss), TSR_OK)
           << tsr_last_error();
       run.losses.push_back(loss);
       run.copies.push_back(liveBuffers("fakeCudaCopies") - before);
+      run.transfers.push_back(copiesOn(tsr::transferStream()) -
+                              transfersBefore);
+      run.waits.push_back(liveBuffers("fakeCudaStreamWaits") - waitsBefore);
     }
     if (trainer) {
       int64_t before = liveBuffers("fakeCudaCopies");
@@ -428,6 +445,11 @@ TEST(Placement, TrainerStagesDeviceBuffers) {
   // updates (lr, x, y; not w, b, step); every step the loss and the
   // prediction out. Reading the params copies w, b and step back once.
   EXPECT_EQ(got.copies, (std::vector<int64_t>{8, 5, 5, 5}));
+  // All on the transfer stream, the compute stream waiting for those in
+  // (one event) rather than the host.
+  EXPECT_EQ(got.transfers, got.copies);
+  EXPECT_EQ(got.waits, std::vector<int64_t>(4, 1));
+  EXPECT_EQ(expected.waits, std::vector<int64_t>(4, 0));
   EXPECT_EQ(got.readCopies, 3);
   // What crosses at every step is staged in pinned memory (lr, x, y; loss,
   // prediction), the resident state's host copies in pageable memory.

@@ -10,7 +10,6 @@
 
 #include "tessera/Analysis/ClusterSpec.h"
 #include "tessera/Analysis/CostModel.h"
-#include "tessera/Conversion/CollectivesToRuntime/CollectivesToRuntime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -281,12 +280,11 @@ public:
   /// Adds the target's passes on linalg over tensors (fusion), run on every
   /// function between canonicalize and cse, before bufferization.
   virtual void buildTensorPipeline(OpPassManager &funcPm) const = 0;
-  /// The stream argument of the runtime's collective calls, which
-  /// `tsr-collectives-to-runtime` builds before each call: the stream the
-  /// target orders collectives on (a CUDA stream for NCCL).
-  virtual CollectiveStreamBuilder getCollectiveStream() const = 0;
   /// Adds the passes from bufferized IR (memrefs with explicit deallocation,
-  /// collectives already runtime calls) to the target's lowest dialect.
+  /// collectives still tsrt ops) to the target's lowest dialect; where the
+  /// collectives become runtime calls (tsr-contiguous-collectives, then
+  /// tsr-collectives-to-runtime) is the target's choice: the CUDA target
+  /// makes them once they are queued on its stream.
   virtual void buildCodegenPipeline(OpPassManager &pm) const = 0;
   /// Emits `dir`/model.so from the fully lowered module, timing its stages
   /// under `timing`.

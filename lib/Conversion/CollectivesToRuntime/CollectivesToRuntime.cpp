@@ -10,12 +10,11 @@
 //
 // tsrt.wait becomes tsrt_wait(recv, stream) and tsrt.axis_rank
 // tsrt_axis_rank(group). The dtype and reduction codes are the runtime's
-// (the enums' values, checked against its header below); the stream is the
-// target's. The runtime reads and writes contiguous memory, so a strided
-// view goes through a contiguous temporary: an operand is copied into one
-// before the call, a destination receives into one that is copied back
-// after the call, or, for an async collective, after its wait (which then
-// waits on the temporary).
+// (the enums' values, checked against its header below). The stream is
+// null, or, for an op that gpu-async-region queued on the CUDA target's
+// stream, that stream: the op's async dependency cast to a pointer, which
+// gpu-to-llvm resolves to the stream, and the op's token becomes that
+// dependency. Buffers are contiguous (tsr-contiguous-collectives).
 //
 // The transfer ops to host memory and back (tsr.offload_start and the rest,
 // TsrTransferOps.td) become tsrt_<op>(transfer, address[, bytes]), declared
@@ -28,6 +27,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
@@ -57,29 +57,19 @@ static_assert(int(tsrt::Reduction::sum) == TSR_REDUCE_SUM &&
               int(tsrt::Reduction::max) == TSR_REDUCE_MAX &&
               int(tsrt::Reduction::min) == TSR_REDUCE_MIN);
 
-Value mlir::tessera::buildNullStream(OpBuilder &b, Location loc) {
+namespace {
+
+/// The stream of a call with none: a null pointer, which MPI ignores.
+Value buildNullStream(OpBuilder &b, Location loc) {
   return LLVM::ZeroOp::create(b, loc,
                               LLVM::LLVMPointerType::get(b.getContext()));
 }
-
-namespace {
 
 /// Whether the runtime can take `buffer` as it is: its elements one after
 /// the other in row-major order (a view at an offset qualifies).
 bool isContiguous(Value buffer) {
   return memref::isStaticShapeAndContiguousRowMajor(
       cast<MemRefType>(buffer.getType()));
-}
-
-/// A fresh contiguous buffer of `buffer`'s shape, element type and memory
-/// space.
-Value allocateLike(OpBuilder &b, Location loc, Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  return memref::AllocOp::create(
-      b, loc,
-      MemRefType::get(type.getShape(), type.getElementType(),
-                      MemRefLayoutAttrInterface(), type.getMemorySpace()),
-      b.getI64IntegerAttr(64));
 }
 
 Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
@@ -139,19 +129,6 @@ LogicalResult callRuntime(Operation *op, ConversionPatternRewriter &rewriter,
   return success();
 }
 
-/// The tsrt.wait that completes the async collective `op` writing
-/// `buffer`: the first one on `buffer` after `op` in its block.
-tsrt::WaitOp findWait(Operation *op, Value buffer) {
-  tsrt::WaitOp first;
-  for (Operation *user : buffer.getUsers()) {
-    auto wait = dyn_cast<tsrt::WaitOp>(user);
-    if (wait && wait->getBlock() == op->getBlock() &&
-        op->isBeforeInBlock(wait) && (!first || wait->isBeforeInBlock(first)))
-      first = wait;
-  }
-  return first;
-}
-
 /// The element count the runtime entry point of `op` takes.
 template <typename OpT> int64_t getCount(OpT op) {
   auto shaped = [](Value v) { return cast<ShapedType>(v.getType()); };
@@ -186,36 +163,50 @@ template <typename OpT> bool isAsync(OpT op) {
     return false;
 }
 
+/// The stream `op` runs on: its one async dependency as a pointer, or null
+/// (no stream: the CPU).
+Value streamOf(OpBuilder &b, Location loc, ValueRange deps) {
+  if (deps.empty())
+    return buildNullStream(b, loc);
+  return UnrealizedConversionCastOp::create(
+             b, loc, LLVM::LLVMPointerType::get(b.getContext()), deps[0])
+      .getResult(0);
+}
+
+/// Replaces `op` once its call is made: its token, if any, by the
+/// dependency, the stream the work after it stays queued on.
+void replaceDone(ConversionPatternRewriter &rewriter, Operation *op,
+                 ValueRange deps) {
+  if (op->getNumResults() == 1)
+    rewriter.replaceOp(op, deps);
+  else
+    rewriter.eraseOp(op);
+}
+
+/// Whether the bufferized `op` can become a call: contiguous buffers and at
+/// most one token to queue after.
+bool isLowerable(DestinationStyleOpInterface op, ValueRange deps) {
+  return op.hasPureBufferSemantics() && deps.size() <= 1 &&
+         llvm::all_of(op->getOperands(), [](Value v) {
+           return isa<gpu::AsyncTokenType>(v.getType()) || isContiguous(v);
+         });
+}
+
 template <typename OpT> struct CollectiveToCall : OpConversionPattern<OpT> {
-  CollectiveToCall(MLIRContext *ctx, CollectiveStreamBuilder stream)
-      : OpConversionPattern<OpT>(ctx), stream(std::move(stream)) {}
+  using OpConversionPattern<OpT>::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.hasPureBufferSemantics())
-      return rewriter.notifyMatchFailure(op, "not bufferized");
+    ValueRange deps = adaptor.getAsyncDependencies();
+    if (!isLowerable(op, deps))
+      return rewriter.notifyMatchFailure(op, "not lowerable");
     Location loc = op.getLoc();
     Value send = adaptor.getInput(), recv = adaptor.getInit();
-    bool async = isAsync(op);
-    tsrt::WaitOp wait;
-    if (!isContiguous(recv) && async && !(wait = findWait(op, op.getInit())))
-      return rewriter.notifyMatchFailure(op, "strided destination, no wait");
-
-    Value sendTemp, recvTemp;
-    if (!isContiguous(send)) {
-      sendTemp = allocateLike(rewriter, loc, send);
-      memref::CopyOp::create(rewriter, loc, send, sendTemp);
-    }
-    if (!isContiguous(recv))
-      recvTemp = allocateLike(rewriter, loc, recv);
-    Value sendBuffer = sendTemp ? sendTemp : send;
-    Value recvBuffer = recvTemp ? recvTemp : recv;
     // An in-place collective passes one address twice.
-    Value sendAddress = addressOf(rewriter, loc, sendBuffer);
-    Value recvAddress = sendBuffer == recvBuffer
-                            ? sendAddress
-                            : addressOf(rewriter, loc, recvBuffer);
+    Value sendAddress = addressOf(rewriter, loc, send);
+    Value recvAddress =
+        send == recv ? sendAddress : addressOf(rewriter, loc, recv);
     SmallVector<Value> args{
         i64Constant(rewriter, loc, static_cast<int64_t>(op.getId())),
         i64Constant(rewriter, loc, static_cast<int64_t>(op.getGroup())),
@@ -225,53 +216,34 @@ template <typename OpT> struct CollectiveToCall : OpConversionPattern<OpT> {
         i64Constant(rewriter, loc, static_cast<int64_t>(op.getDtype()))};
     for (int64_t extra : getExtraArguments(op))
       args.push_back(i64Constant(rewriter, loc, extra));
-    args.push_back(stream(rewriter, loc));
+    args.push_back(streamOf(rewriter, loc, deps));
     std::string callee =
-        ("tsrt_" + op->getName().stripDialect() + (async ? "_start" : ""))
+        ("tsrt_" + op->getName().stripDialect() + (isAsync(op) ? "_start" : ""))
             .str();
     if (failed(callRuntime(op, rewriter, callee, args)))
       return failure();
-
-    if (sendTemp)
-      memref::DeallocOp::create(rewriter, loc, sendTemp);
-    if (recvTemp) {
-      if (wait) {
-        // The wait completes the temporary; the copy follows it.
-        rewriter.modifyOpInPlace(
-            wait, [&] { wait.getPendingMutable().assign(recvTemp); });
-        rewriter.setInsertionPointAfter(wait);
-      }
-      memref::CopyOp::create(rewriter, loc, recvTemp, recv);
-      memref::DeallocOp::create(rewriter, loc, recvTemp);
-    }
-    rewriter.eraseOp(op);
+    replaceDone(rewriter, op, deps);
     return success();
   }
-
-  CollectiveStreamBuilder stream;
 };
 
 struct WaitToCall : OpConversionPattern<tsrt::WaitOp> {
-  WaitToCall(MLIRContext *ctx, CollectiveStreamBuilder stream)
-      : OpConversionPattern(ctx), stream(std::move(stream)) {}
+  using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(tsrt::WaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.hasPureBufferSemantics())
-      return rewriter.notifyMatchFailure(op, "not bufferized");
-    Value buffer = adaptor.getPending();
-    if (!isContiguous(buffer))
-      return rewriter.notifyMatchFailure(op, "strided buffer");
+    ValueRange deps = adaptor.getAsyncDependencies();
+    if (!isLowerable(op, deps))
+      return rewriter.notifyMatchFailure(op, "not lowerable");
     Location loc = op.getLoc();
-    Value args[] = {addressOf(rewriter, loc, buffer), stream(rewriter, loc)};
+    Value args[] = {addressOf(rewriter, loc, adaptor.getPending()),
+                    streamOf(rewriter, loc, deps)};
     if (failed(callRuntime(op, rewriter, "tsrt_wait", args)))
       return failure();
-    rewriter.eraseOp(op);
+    replaceDone(rewriter, op, deps);
     return success();
   }
-
-  CollectiveStreamBuilder stream;
 };
 
 struct AxisRankToCall : OpConversionPattern<tsrt::AxisRankOp> {
@@ -336,14 +308,14 @@ template <typename OpT> struct TransferToCall : OpConversionPattern<OpT> {
 } // namespace
 
 void mlir::tessera::populateCollectivesToRuntimePatterns(
-    RewritePatternSet &patterns, CollectiveStreamBuilder stream) {
+    RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<CollectiveToCall<tsrt::AllReduceOp>,
                CollectiveToCall<tsrt::ReduceScatterOp>,
                CollectiveToCall<tsrt::AllGatherOp>,
                CollectiveToCall<tsrt::AllToAllOp>,
                CollectiveToCall<tsrt::BroadcastOp>,
-               CollectiveToCall<tsrt::PermuteOp>, WaitToCall>(ctx, stream);
+               CollectiveToCall<tsrt::PermuteOp>, WaitToCall>(ctx);
   patterns.add<AxisRankToCall, TransferToCall<tsr::OffloadStartOp>,
                TransferToCall<tsr::OffloadWaitOp>,
                TransferToCall<tsr::PrefetchStartOp>,

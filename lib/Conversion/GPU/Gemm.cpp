@@ -261,6 +261,147 @@ void fuseEpilogue(IRRewriter &rewriter, tsrt::GpuGemmOp gemm) {
   eraseIfUnused(rewriter, c);
 }
 
+/// Whether `generic` sums the stored dimension `reduced` of the rank-2
+/// buffer `operand` into a fresh f32 vector over the other dimension:
+/// `out[j] += x[k, j]` (or `x[j, k]`), the operand's elements widened to f32
+/// first if they are bf16 or f16. With `reduced` 0, `operand` may also be of
+/// higher rank, summed over every dimension but the last (the buffer whose
+/// rows a collapse_shape flattens into the product's operand). Returns the
+/// vector.
+Value matchOperandSum(linalg::GenericOp generic, Value operand,
+                      unsigned reduced) {
+  auto type = dyn_cast<MemRefType>(operand.getType());
+  if (!type || (type.getRank() != 2 && reduced != 0) || type.getRank() < 2 ||
+      !generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != type.getRank() ||
+      generic.getDpsInputOperand(0)->get() != operand)
+    return {};
+  OpOperand *in = generic.getDpsInputOperand(0);
+  OpOperand *out = generic.getDpsInitOperand(0);
+  MLIRContext *ctx = generic.getContext();
+  unsigned rank = type.getRank();
+  // The kept dimension: the last, or with a 2-D row sum the first.
+  unsigned kept = rank == 2 ? 1 - reduced : rank - 1;
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  for (unsigned d = 0; d < rank; ++d)
+    if (iterators[d] != (d == kept ? utils::IteratorType::parallel
+                                   : utils::IteratorType::reduction))
+      return {};
+  auto vector = dyn_cast<MemRefType>(out->get().getType());
+  if (!generic.getMatchingIndexingMap(in).isIdentity() ||
+      generic.getMatchingIndexingMap(out) !=
+          AffineMap::get(rank, 0, getAffineDimExpr(kept, ctx)) ||
+      !vector || !vector.getElementType().isF32() ||
+      !vector.getLayout().isIdentity() ||
+      !out->get().getDefiningOp<memref::AllocOp>())
+    return {};
+  Block *body = generic.getBlock();
+  Value x = generic.getMatchingBlockArgument(in);
+  Value acc = generic.getMatchingBlockArgument(out);
+  auto add = cast<linalg::YieldOp>(body->getTerminator())
+                 .getValues()[0]
+                 .getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return {};
+  Value element = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != acc && add.getRhs() != acc) || element == acc)
+    return {};
+  size_t ops = 2;
+  if (auto ext = element.getDefiningOp<arith::ExtFOp>()) {
+    element = ext.getIn();
+    ++ops;
+  }
+  if (element != x || body->getOperations().size() != ops)
+    return {};
+  return out->get();
+}
+
+/// The buffers a sum of `operand`'s stored dimension `reduced` may read:
+/// the operand, and where it is a collapse_shape of identity layout that
+/// flattens the leading dimensions of a buffer into its rows, that buffer
+/// (summed over all its dimensions but the last).
+SmallVector<Value> getSummedViews(Value operand, unsigned reduced) {
+  SmallVector<Value> views{operand};
+  auto collapse = operand.getDefiningOp<memref::CollapseShapeOp>();
+  if (!collapse || reduced != 0)
+    return views;
+  auto source = cast<MemRefType>(collapse.getSrc().getType());
+  SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
+  if (source.getLayout().isIdentity() && groups.size() == 2 &&
+      groups[1].size() == 1)
+    views.push_back(collapse.getSrc());
+  return views;
+}
+
+/// Folds the bias gradient that comes with a weight gradient into
+/// cuBLASLt's BGRAD epilogue: a sum of one operand of `gemm` over the
+/// product's k dimension (`sum_k op(a)[i, k]` or `sum_k op(b)[k, j]`, the
+/// bias gradient of `y = x·W + b` beside `dW = xᵀ·dy`), computed into a
+/// zero-filled fresh f32 vector in the same block, becomes the epilogue's
+/// output, and the reduction and its fill go. Nothing between the two may
+/// write the operand or touch the vector; a product that already has an
+/// epilogue keeps the reduction.
+void fuseBiasGradient(IRRewriter &rewriter, tsrt::GpuGemmOp gemm) {
+  auto c = cast<MemRefType>(gemm.getC().getType());
+  if (c.getRank() != 2 || gemm.getEpilogue() != "none")
+    return;
+  struct Candidate {
+    Value operand;
+    unsigned reduced;
+    StringRef name;
+  };
+  // The stored dimension of each operand that is the product's k.
+  Candidate candidates[] = {
+      {gemm.getA(), gemm.getTransposeA() ? 0u : 1u, "bias_grad_a"},
+      {gemm.getB(), gemm.getTransposeB() ? 1u : 0u, "bias_grad_b"}};
+  for (const Candidate &candidate : candidates) {
+    SmallVector<Operation *> users;
+    for (Value view : getSummedViews(candidate.operand, candidate.reduced))
+      users.append(view.user_begin(), view.user_end());
+    for (Operation *user : users) {
+      auto sum = dyn_cast<linalg::GenericOp>(user);
+      if (!sum || sum->getBlock() != gemm->getBlock() ||
+          sum.getNumDpsInputs() != 1)
+        continue;
+      Value bias = matchOperandSum(sum, sum.getDpsInputOperand(0)->get(),
+                                   candidate.reduced);
+      if (!bias)
+        continue;
+      Operation *first =
+          sum->isBeforeInBlock(gemm) ? sum.getOperation() : gemm.getOperation();
+      Operation *last = first == sum ? gemm.getOperation() : sum;
+      if (mayWriteOrFreeBetween(first, last, getRootBuffer(candidate.operand)))
+        continue;
+      // The vector's fill, the sum and readers after both; nothing else.
+      linalg::FillOp fill = tessera::getZeroFill(sum, bias);
+      auto alloc = bias.getDefiningOp<memref::AllocOp>();
+      auto afterBoth = [&](Operation *u) {
+        Operation *at = gemm->getBlock()->findAncestorOpInBlock(*u);
+        return at && last->isBeforeInBlock(at);
+      };
+      if (!fill || alloc->getBlock() != gemm->getBlock() ||
+          (gemm->isBeforeInBlock(alloc) && alloc->getNumOperands() != 0) ||
+          llvm::any_of(bias.getUsers(), [&](Operation *u) {
+            return u != sum && u != fill && !afterBoth(u);
+          }))
+        continue;
+      // A vector allocated after the product is allocated before it.
+      if (gemm->isBeforeInBlock(alloc))
+        rewriter.moveOpBefore(alloc, gemm);
+      rewriter.setInsertionPoint(gemm);
+      tsrt::GpuGemmOp::create(rewriter, gemm.getLoc(), Type(), ValueRange{},
+                              gemm.getA(), gemm.getB(), gemm.getC(), bias,
+                              gemm.getTransposeA(), gemm.getTransposeB(),
+                              gemm.getAccumulate(), candidate.name);
+      rewriter.eraseOp(sum);
+      rewriter.eraseOp(fill);
+      rewriter.eraseOp(gemm);
+      return;
+    }
+  }
+}
+
 struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> gemms;
@@ -295,6 +436,11 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
         eraseIfUnused(rewriter, b);
       fuseEpilogue(rewriter, gemm);
     }
+    // The bias gradients, once every product is a library call.
+    SmallVector<tsrt::GpuGemmOp> calls;
+    getOperation().walk([&](tsrt::GpuGemmOp gemm) { calls.push_back(gemm); });
+    for (tsrt::GpuGemmOp gemm : calls)
+      fuseBiasGradient(rewriter, gemm);
   }
 };
 

@@ -40,6 +40,8 @@ int32_t epilogueCode(StringRef epilogue) {
       .Case("relu", TSR_GEMM_EPILOGUE_RELU)
       .Case("bias", TSR_GEMM_EPILOGUE_BIAS)
       .Case("relu_bias", TSR_GEMM_EPILOGUE_RELU_BIAS)
+      .Case("bias_grad_a", TSR_GEMM_EPILOGUE_BIAS_GRAD_A)
+      .Case("bias_grad_b", TSR_GEMM_EPILOGUE_BIAS_GRAD_B)
       .Default(TSR_GEMM_EPILOGUE_NONE);
 }
 

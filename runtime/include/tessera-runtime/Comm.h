@@ -144,11 +144,16 @@ TSR_API void tsr_comm_set_step(int64_t step);
 
 TSR_API int64_t tsrt_axis_rank(int64_t axis);
 TSR_API int64_t tsrt_axis_size(int64_t axis);
-/* dtype is a tsr_dtype_t, op a tsr_reduce_op_t. `stream` is the stream the
- * collective is ordered on, passed to the communicator (a CUDA stream for
- * NCCL); code compiled for the CPU target passes NULL, which MPI ignores.
- * tsrt_wait's `stream` is the one that waits for the collective (NULL on
- * the CPU). */
+/* dtype is a tsr_dtype_t, op a tsr_reduce_op_t. `stream` says how the
+ * collective is ordered. Code compiled for the CPU passes NULL: buffers are
+ * host memory, and the collective is done when the call returns. Code
+ * compiled for a GPU passes its compute stream (mgpuStreamCreate's):
+ * buffers are device memory, and the host never waits for the device. The
+ * collective is enqueued on the runtime's communication stream after the
+ * work queued on `stream` before the call, and the work queued on `stream`
+ * after the call waits for it (ordered by events); a group of one rank
+ * copies on `stream` itself. tsrt_wait's `stream` is the one that waits for
+ * the collective (NULL on the CPU). */
 TSR_API void tsrt_all_reduce(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t count, int64_t dtype,
                              int64_t op, void *stream);
@@ -158,12 +163,19 @@ TSR_API void tsrt_reduce_scatter(int64_t id, int64_t axis, const void *send,
 TSR_API void tsrt_all_gather(int64_t id, int64_t axis, const void *send,
                              void *recv, int64_t send_count, int64_t dtype,
                              void *stream);
-/* Asynchronous forms: the send data is copied before they return (the
- * caller may then reuse or free `send`), and the collective runs on the
- * runtime's communication thread after every collective issued before it,
- * while the caller goes on; tsrt_wait(recv) blocks until the one writing
- * `recv` is done (and exits, like the blocking forms, if it failed). `recv`
- * must stay untouched until then. */
+/* Asynchronous forms: the caller may reuse or free `send` as soon as they
+ * return, and must leave `recv` untouched until tsrt_wait(recv, stream).
+ * On the CPU the send data is copied before they return, and the
+ * collective runs on the runtime's communication thread after every
+ * collective issued before it, while the caller goes on; tsrt_wait blocks
+ * until the one writing `recv` is done (and exits, like the blocking forms,
+ * if it failed). On a GPU the send data is copied on `stream` into a
+ * staging block of device memory (unless `send` is `recv`), and the
+ * collective, reading that block, is enqueued on the communication stream
+ * after the copy, in issue order with every other collective; tsrt_wait
+ * makes the work queued on `stream` after it wait for the collective. The
+ * host never blocks, and what `stream` runs between the start and the wait
+ * overlaps the collective. */
 TSR_API void tsrt_all_reduce_start(int64_t id, int64_t axis, const void *send,
                                    void *recv, int64_t count, int64_t dtype,
                                    int64_t op, void *stream);

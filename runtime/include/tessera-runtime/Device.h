@@ -63,6 +63,13 @@ TSR_API tsr_status_t tsr_event_create(void **out_event);
 TSR_API tsr_status_t tsr_event_destroy(void *event);
 TSR_API tsr_status_t tsr_event_record(void *event, void *stream);
 TSR_API tsr_status_t tsr_event_synchronize(void *event);
+/* Makes the work queued on `stream` after this call wait until the work
+ * before the latest tsr_event_record of `event` is done
+ * (cudaStreamWaitEvent); the host does not block. The wait is on that
+ * record only: `event` may be recorded again, or destroyed, right away. An
+ * event never recorded is no wait. This is how one stream's work is
+ * ordered after another's. */
+TSR_API tsr_status_t tsr_stream_wait_event(void *stream, void *event);
 /* Milliseconds between two recorded, completed events. */
 TSR_API tsr_status_t tsr_event_elapsed_ms(void *start, void *end,
                                           float *out_ms);
@@ -70,12 +77,17 @@ TSR_API tsr_status_t tsr_event_elapsed_ms(void *start, void *end,
 /* What cuBLASLt's epilogue applies to a compiled program's matrix product
  * before it is written (tsrt.gpu_gemm's `epilogue`, tsrt_gpu_gemm's
  * argument): nothing, max(x, 0), a bias per column of the row-major
- * result, or the bias then max(x, 0). */
+ * result, or the bias then max(x, 0); or, besides the product, the sum of
+ * an operand over k written to the bias buffer (a bias gradient): of
+ * op(a), one f32 per row of the result (BIAS_GRAD_A), or of op(b), one per
+ * column (BIAS_GRAD_B). */
 typedef enum {
   TSR_GEMM_EPILOGUE_NONE = 0,
   TSR_GEMM_EPILOGUE_RELU = 1,
   TSR_GEMM_EPILOGUE_BIAS = 2,
   TSR_GEMM_EPILOGUE_RELU_BIAS = 3,
+  TSR_GEMM_EPILOGUE_BIAS_GRAD_A = 4,
+  TSR_GEMM_EPILOGUE_BIAS_GRAD_B = 5,
 } tsr_gemm_epilogue_t;
 
 /* tsrt_gpu_attention's flags. */

@@ -107,49 +107,27 @@ func.func @offsets(%x: memref<8xf32>, %y: memref<2x3xf32, strided<[3, 1], offset
 
 // -----
 
-// The runtime never sees a strided view: an operand is copied into a
-// contiguous temporary first, a destination receives into one that is
-// copied back after the call.
-// CHECK-LABEL: func.func @strided(
-// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<4x2xf32, strided<[4, 1]>>, %[[Y:[a-z0-9]+]]: memref<8x2xf32>, %[[Z:[a-z0-9]+]]: memref<4x2xf32, strided<[4, 1], offset: 2>>
-func.func @strided(%x: memref<4x2xf32, strided<[4, 1]>>, %y: memref<8x2xf32>,
-                   %z: memref<4x2xf32, strided<[4, 1], offset: 2>>) {
-  // CHECK: %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
-  // CHECK-NEXT: memref.copy %[[X]], %[[T]] : memref<4x2xf32, strided<[4, 1]>> to memref<4x2xf32>
-  // CHECK-NEXT: memref.extract_aligned_pointer_as_index %[[T]]
-  // CHECK: call @tsrt_all_gather(
-  // CHECK-NEXT: memref.dealloc %[[T]] : memref<4x2xf32>
-  tsrt.all_gather ins(%x : memref<4x2xf32, strided<[4, 1]>>) outs(%y : memref<8x2xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64}
-  // CHECK: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
-  // CHECK-NOT: memref.copy
-  // CHECK: call @tsrt_reduce_scatter(
-  // CHECK-NEXT: memref.copy %[[R]], %[[Z]] : memref<4x2xf32> to memref<4x2xf32, strided<[4, 1], offset: 2>>
-  // CHECK-NEXT: memref.dealloc %[[R]] : memref<4x2xf32>
-  tsrt.reduce_scatter ins(%y : memref<8x2xf32>) outs(%z : memref<4x2xf32, strided<[4, 1], offset: 2>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
-  return
-}
-
-// -----
-
-// An async collective with a strided destination receives into a
-// temporary until its wait, which waits on the temporary and then copies
-// it back.
-// CHECK-LABEL: func.func @async_strided(
-// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8x2xf32>, %[[Z:[a-z0-9]+]]: memref<4x2xf32, strided<[4, 1]>>
-func.func @async_strided(%x: memref<8x2xf32>, %z: memref<4x2xf32, strided<[4, 1]>>) {
-  // CHECK: %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
-  // CHECK: call @tsrt_reduce_scatter_start(
-  // CHECK-NOT: memref.copy
-  // CHECK: linalg.fill
-  // CHECK: memref.extract_aligned_pointer_as_index %[[R]]
-  // CHECK: call @tsrt_wait(
-  // CHECK-NEXT: memref.copy %[[R]], %[[Z]] : memref<4x2xf32> to memref<4x2xf32, strided<[4, 1]>>
-  // CHECK-NEXT: memref.dealloc %[[R]] : memref<4x2xf32>
-  tsrt.reduce_scatter async ins(%x : memref<8x2xf32>) outs(%z : memref<4x2xf32, strided<[4, 1]>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
-  %c = arith.constant 1.0 : f32
-  linalg.fill ins(%c : f32) outs(%x : memref<8x2xf32>)
-  tsrt.wait outs(%z : memref<4x2xf32, strided<[4, 1]>>)
-  return
+// On the CUDA target gpu-async-region has queued the collectives on the
+// compute stream: each call passes that stream (its dependency cast to a
+// pointer, which gpu-to-llvm resolves) and its token becomes the
+// dependency, so the work after it stays queued and no host
+// synchronization comes between.
+// CHECK-LABEL: func.func @on_stream(
+// CHECK-SAME: %[[G:[a-z0-9]+]]: memref<6xf32>, %[[S:[a-z0-9]+]]: memref<f32>, %[[T:[a-z0-9]+]]: !gpu.async.token
+func.func @on_stream(%g: memref<6xf32>, %s: memref<f32>, %t: !gpu.async.token) -> !gpu.async.token {
+  // CHECK: %[[P0:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+  // CHECK-NEXT: call @tsrt_all_reduce_start({{.*}}, %[[P0]])
+  %0 = tsrt.all_reduce async [%t] ins(%g : memref<6xf32>) outs(%g : memref<6xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, id = 0 : i64, reduction = #tsrt.reduction<mean>} -> !gpu.async.token
+  // CHECK: %[[P1:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+  // CHECK-NEXT: call @tsrt_all_reduce({{.*}}, %[[P1]])
+  %1 = tsrt.all_reduce [%0] ins(%s : memref<f32>) outs(%s : memref<f32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, id = 1 : i64, reduction = #tsrt.reduction<mean>} -> !gpu.async.token
+  // CHECK: %[[P2:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+  // CHECK-NEXT: call @tsrt_wait({{.*}}, %[[P2]])
+  %2 = tsrt.wait [%1] outs(%g : memref<6xf32>) -> !gpu.async.token
+  // CHECK: %[[D:.*]] = gpu.wait async [%[[T]]]
+  %3 = gpu.wait async [%2]
+  // CHECK-NEXT: return %[[D]]
+  return %3 : !gpu.async.token
 }
 
 // -----

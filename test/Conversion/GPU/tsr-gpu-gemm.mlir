@@ -254,3 +254,156 @@ func.func @no_epilogue(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %acc: memref<
   }
   return %y, %c2, %y2, %y3 : memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>
 }
+
+// -----
+
+// The bias gradient beside a weight gradient is cuBLASLt's BGRAD epilogue:
+// dW = xᵀ·dy with db = sum over the rows of dy (the product's k) is
+// bias_grad_b; dWᵀ = dyᵀ·x (a weight stored [out, in]) with the same sum is
+// bias_grad_a; in bf16 the sum widens each element. The sums and their
+// fills go; the gradients' readers after both stay.
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @bias_gradients
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<16x8xf32>, %[[DY:[a-z0-9]+]]: memref<16x4xf32>, %[[XH:[a-z0-9]+]]: memref<16x8xbf16>, %[[DYH:[a-z0-9]+]]: memref<16x4xbf16>
+// CHECK: %[[DB:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.fill
+// CHECK: tsrt.gpu_gemm ins(%[[X]], %[[DY]] : memref<16x8xf32>, memref<16x4xf32>) outs(%{{.*}} : memref<8x4xf32>) bias(%[[DB]] : memref<4xf32>) {epilogue = "bias_grad_b", transpose_a = true}
+// CHECK: %[[DB2:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: tsrt.gpu_gemm ins(%[[DYH]], %[[XH]] : memref<16x4xbf16>, memref<16x8xbf16>) outs(%{{.*}} : memref<4x8xf32>) bias(%[[DB2]] : memref<4xf32>) {epilogue = "bias_grad_a", transpose_a = true}
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @bias_gradients(%x: memref<16x8xf32>, %dy: memref<16x4xf32>, %xh: memref<16x8xbf16>, %dyh: memref<16x4xbf16>) -> (memref<8x4xf32>, memref<4xf32>, memref<4x8xf32>, memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %db = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<4xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<16x4xf32>) outs(%db : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  %xt = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%x : memref<16x8xf32>) outs(%xt : memref<8x16xf32>) permutation = [1, 0]
+  %dw = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%dw : memref<8x4xf32>)
+  linalg.matmul ins(%xt, %dy : memref<8x16xf32>, memref<16x4xf32>) outs(%dw : memref<8x4xf32>)
+  memref.dealloc %xt : memref<8x16xf32>
+  %dyt = memref.alloc() : memref<4x16xbf16>
+  linalg.transpose ins(%dyh : memref<16x4xbf16>) outs(%dyt : memref<4x16xbf16>) permutation = [1, 0]
+  %dwt = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%dwt : memref<4x8xf32>)
+  linalg.matmul ins(%dyt, %xh : memref<4x16xbf16>, memref<16x8xbf16>) outs(%dwt : memref<4x8xf32>)
+  memref.dealloc %dyt : memref<4x16xbf16>
+  %db2 = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%db2 : memref<4xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%dyh : memref<16x4xbf16>) outs(%db2 : memref<4xf32>) {
+  ^bb0(%in: bf16, %acc: f32):
+    %e = arith.extf %in : bf16 to f32
+    %s = arith.addf %acc, %e : f32
+    linalg.yield %s : f32
+  }
+  return %dw, %db, %dwt, %db2 : memref<8x4xf32>, memref<4xf32>, memref<4x8xf32>, memref<4xf32>
+}
+
+// -----
+
+// The sum stays where it does more than add, where its operand is written
+// between it and the product, or where something reads the vector before
+// the product.
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @bias_gradient_squares
+// CHECK: linalg.generic
+// CHECK-NOT: bias_grad
+func.func @bias_gradient_squares(%x: memref<16x8xf32>, %dy: memref<16x4xf32>) -> (memref<8x4xf32>, memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %db = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<4xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<16x4xf32>) outs(%db : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.mulf %in, %in : f32
+    %s = arith.addf %m, %acc : f32
+    linalg.yield %s : f32
+  }
+  %dw = memref.alloc() : memref<8x4xf32>
+  tsrt.gpu_gemm ins(%x, %dy : memref<16x8xf32>, memref<16x4xf32>) outs(%dw : memref<8x4xf32>) {transpose_a = true}
+  return %dw, %db : memref<8x4xf32>, memref<4xf32>
+}
+
+// -----
+
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @bias_gradient_operand_written
+// CHECK: linalg.generic
+// CHECK-NOT: bias_grad
+func.func @bias_gradient_operand_written(%x: memref<16x8xf32>, %dy: memref<16x4xf32>) -> (memref<8x4xf32>, memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %db = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<4xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<16x4xf32>) outs(%db : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%dy : memref<16x4xf32>)
+  %dw = memref.alloc() : memref<8x4xf32>
+  tsrt.gpu_gemm ins(%x, %dy : memref<16x8xf32>, memref<16x4xf32>) outs(%dw : memref<8x4xf32>) {transpose_a = true}
+  return %dw, %db : memref<8x4xf32>, memref<4xf32>
+}
+
+// -----
+
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @bias_gradient_read_before
+// CHECK: linalg.generic
+// CHECK-NOT: bias_grad
+func.func @bias_gradient_read_before(%x: memref<16x8xf32>, %dy: memref<16x4xf32>, %probe: memref<4xf32>) -> (memref<8x4xf32>, memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %db = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<4xf32>)
+  linalg.generic {indexing_maps = [#rows, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<16x4xf32>) outs(%db : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %db, %probe : memref<4xf32> to memref<4xf32>
+  %dw = memref.alloc() : memref<8x4xf32>
+  tsrt.gpu_gemm ins(%x, %dy : memref<16x8xf32>, memref<16x4xf32>) outs(%dw : memref<8x4xf32>) {transpose_a = true}
+  return %dw, %db : memref<8x4xf32>, memref<4xf32>
+}
+
+// -----
+
+// A [B, S, N] gradient flattened into the product's rows: its sum over B
+// and S is the sum over the product's k.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#last = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @bias_gradient_of_rows
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8x4xf32>, %[[DY:[a-z0-9]+]]: memref<2x4x3xf32>
+// CHECK: %[[DB:.*]] = memref.alloc() : memref<3xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[ROWS:.*]] = memref.collapse_shape %[[DY]]
+// CHECK: tsrt.gpu_gemm ins(%[[X]], %[[ROWS]] : memref<8x4xf32>, memref<8x3xf32>) outs(%{{.*}} : memref<4x3xf32>) bias(%[[DB]] : memref<3xf32>) {epilogue = "bias_grad_b", transpose_a = true}
+func.func @bias_gradient_of_rows(%x: memref<8x4xf32>, %dy: memref<2x4x3xf32>) -> (memref<4x3xf32>, memref<3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %db = memref.alloc() : memref<3xf32>
+  linalg.fill ins(%zero : f32) outs(%db : memref<3xf32>)
+  linalg.generic {indexing_maps = [#id3, #last], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy : memref<2x4x3xf32>) outs(%db : memref<3xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  %rows = memref.collapse_shape %dy [[0, 1], [2]] : memref<2x4x3xf32> into memref<8x3xf32>
+  %dw = memref.alloc() : memref<4x3xf32>
+  tsrt.gpu_gemm ins(%x, %rows : memref<8x4xf32>, memref<8x3xf32>) outs(%dw : memref<4x3xf32>) {transpose_a = true}
+  return %dw, %db : memref<4x3xf32>, memref<3xf32>
+}

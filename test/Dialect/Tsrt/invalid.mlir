@@ -189,7 +189,7 @@ func.func @gemm_rank(%a: memref<2x8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x
 // -----
 
 func.func @gemm_epilogue_name(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias or relu_bias, not 'gelu'}}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, bias_grad_a or bias_grad_b, not 'gelu'}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "gelu"}
   return
 }
@@ -280,5 +280,39 @@ func.func @attention_backward_grad(%q: memref<1x2x8x8xbf16>, %dk: memref<1x2x4x8
 func.func @attention_backward_outs(%q: memref<1x2x8x8xbf16>, %st: memref<1x2x8xf32>, %s: memref<f32>) {
   // expected-error @+1 {{'tsrt.gpu_attention_backward' op expects outs (dq, dk, dv)}}
   tsrt.gpu_attention_backward ins(%q, %q, %q, %q, %q, %st, %s : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>, memref<1x2x8xf32>, memref<f32>) outs(%q, %q : memref<1x2x8x8xbf16>, memref<1x2x8x8xbf16>) {q_layout = array<i64: 0, 1, 2, 3>, k_layout = array<i64: 0, 1, 2, 3>, v_layout = array<i64: 0, 1, 2, 3>, out_layout = array<i64: 0, 1, 2, 3>, d_out_layout = array<i64: 0, 1, 2, 3>, dq_layout = array<i64: 0, 1, 2, 3>, dk_layout = array<i64: 0, 1, 2, 3>, dv_layout = array<i64: 0, 1, 2, 3>}
+  return
+}
+
+// -----
+
+// A collective on tensors is not on a stream yet.
+func.func @collective_token_on_tensors(%x: tensor<4xf32>, %t: !gpu.async.token) -> tensor<4xf32> {
+  // expected-error @+1 {{'tsrt.all_reduce' op expects one result per destination on tensors, none or an async token on memrefs}}
+  %y = tsrt.all_reduce [%t] ins(%x : tensor<4xf32>) outs(%x : tensor<4xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>} -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_returns_memref(%x: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.wait' op expects one result per destination on tensors, none or an async token on memrefs}}
+  %y = tsrt.wait outs(%x : memref<4xf32>) -> memref<4xf32>
+  return
+}
+
+// -----
+
+// The sum of op(a) over k has one element per row of the product.
+func.func @bias_grad_length(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %db: memref<4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects an f32 bias gradient of 8 elements with epilogue 'bias_grad_a', got 'memref<4xf32>'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<16x8xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%db : memref<4xf32>) {epilogue = "bias_grad_a", transpose_a = true}
+  return
+}
+
+// -----
+
+func.func @bias_grad_without_bias(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a bias with epilogue 'bias_grad_b'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<16x8xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "bias_grad_b", transpose_a = true}
   return
 }

@@ -57,3 +57,15 @@ func.func @gpu_gemm(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%bias : memref<4xf32>) {epilogue = "relu_bias"}
   return
 }
+
+// On the CUDA target's stream (what gpu-async-region makes of them): queued
+// after a token, returning one.
+// CHECK-LABEL: func.func @on_stream(
+// CHECK-SAME: %[[G:[a-z0-9]+]]: memref<6xf32>, %[[T:[a-z0-9]+]]: !gpu.async.token
+func.func @on_stream(%g: memref<6xf32>, %t: !gpu.async.token) -> !gpu.async.token {
+  // CHECK: %[[A:.*]] = tsrt.all_reduce async[%[[T]]] ins(%[[G]] : memref<6xf32>) outs(%[[G]] : memref<6xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<mean>} -> !gpu.async.token
+  %a = tsrt.all_reduce async [%t] ins(%g : memref<6xf32>) outs(%g : memref<6xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<mean>} -> !gpu.async.token
+  // CHECK-NEXT: %[[W:.*]] = tsrt.wait[%[[A]]] outs(%[[G]] : memref<6xf32>) -> !gpu.async.token
+  %w = tsrt.wait [%a] outs(%g : memref<6xf32>) -> !gpu.async.token
+  return %w : !gpu.async.token
+}

@@ -10,24 +10,13 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
-#include <functional>
-
 namespace mlir::tessera {
 
-/// Builds, at the builder's insertion point, the `void *stream` that every
-/// collective call passes to the runtime: the stream a target orders
-/// collectives on (a CUDA stream for NCCL).
-using CollectiveStreamBuilder = std::function<Value(OpBuilder &, Location)>;
-
-/// The stream of a target without streams: a null pointer, which MPI
-/// ignores (the CPU target, and `tsr-collectives-to-runtime` run alone).
-Value buildNullStream(OpBuilder &b, Location loc);
-
 /// Patterns lowering every `tsrt` op on memrefs to a runtime call,
-/// declaring the `tsrt_*` functions in the module as they are first used;
-/// strided buffers go through contiguous temporaries.
-void populateCollectivesToRuntimePatterns(RewritePatternSet &patterns,
-                                          CollectiveStreamBuilder stream);
+/// declaring the `tsrt_*` functions in the module as they are first used,
+/// on the stream of the op's async dependency, or a null one. Buffers must
+/// be contiguous (tsr-contiguous-collectives).
+void populateCollectivesToRuntimePatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tessera
 

@@ -9,11 +9,6 @@ namespace mlir::tessera {
 #define GEN_PASS_DECL
 #include "tessera/Conversion/CollectivesToRuntime/Passes.h.inc"
 
-/// `tsr-collectives-to-runtime` with the stream a target supplies (the
-/// pass built without one passes a null stream).
-std::unique_ptr<Pass>
-createTsrCollectivesToRuntime(CollectiveStreamBuilder stream);
-
 #define GEN_PASS_REGISTRATION
 #include "tessera/Conversion/CollectivesToRuntime/Passes.h.inc"
 } // namespace mlir::tessera

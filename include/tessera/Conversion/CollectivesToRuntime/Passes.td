@@ -14,7 +14,11 @@ def TsrCollectivesToRuntime : Pass<"tsr-collectives-to-runtime", "ModuleOp"> {
     count the entry point takes, the runtime's dtype and reduction codes
     (the enums' values, checked against the header at compile time) and,
     last, the stream the target orders collectives on (a null pointer on
-    the CPU and when the pass runs alone):
+    the CPU; on the CUDA target, where `gpu-async-region` has put the op on
+    the compute stream, that stream: the op's one async dependency, cast to
+    a pointer, and the op's token is replaced by that dependency, so the
+    work after it stays queued on the stream and the host never waits for
+    a collective):
 
     | op | call |
     |---|---|
@@ -28,11 +32,9 @@ def TsrCollectivesToRuntime : Pass<"tsr-collectives-to-runtime", "ModuleOp"> {
 
     `async` collectives call the `_start` entry points. The functions are
     declared in the module on first use. The runtime reads and writes
-    contiguous memory: a strided operand is copied into a temporary buffer
-    before the call, a strided destination receives into one that is copied
-    back after the call (after the wait, for an async collective). A
-    collective still on tensors, or an async collective on a strided
-    destination with no tsrt.wait of it later in its block, is an error.
+    contiguous memory, which `tsr-contiguous-collectives` arranges before
+    codegen: a collective still on tensors or on a strided view, or one
+    queued after several tokens, is an error.
 
     Before:
 
@@ -73,6 +75,50 @@ def TsrCollectivesToRuntime : Pass<"tsr-collectives-to-runtime", "ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect"];
+}
+
+def TsrContiguousCollectives
+    : Pass<"tsr-contiguous-collectives", "mlir::func::FuncOp"> {
+  let summary = "Give every bufferized tsrt collective contiguous buffers";
+  let description = [{
+    The runtime's collectives read and write contiguous memory. A strided
+    operand of a collective on memrefs is copied into a fresh contiguous
+    buffer before the op (freed after it: an async start has copied what it
+    sends when it returns); a strided destination is received into one that
+    is copied back after the op or, for an `async` collective, after the
+    `tsrt.wait` that completes it, which then waits on the temporary. An
+    in-place collective on a strided view gets one temporary for both.
+    The copies are `memref.copy` ops, which each target's codegen lowers as
+    it lowers any copy (a kernel on the CUDA target), so the pass runs
+    before codegen and `tsr-collectives-to-runtime` may run after it (on
+    the CUDA target after `gpu-async-region`). An async collective on a
+    strided destination that no later `tsrt.wait` in its block completes,
+    and a wait on a strided view that no collective writes, are errors.
+
+    Before:
+
+    ```mlir
+    func.func @step(%x: memref<8x2xf32>, %z: memref<4x2xf32, strided<[4, 1]>>) {
+      tsrt.reduce_scatter async ins(%x : memref<8x2xf32>) outs(%z : memref<4x2xf32, strided<[4, 1]>>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+      tsrt.wait outs(%z : memref<4x2xf32, strided<[4, 1]>>)
+      return
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @step(%arg0: memref<8x2xf32>, %arg1: memref<4x2xf32, strided<[4, 1]>>) {
+      %alloc = memref.alloc() {alignment = 64 : i64} : memref<4x2xf32>
+      tsrt.reduce_scatter async ins(%arg0 : memref<8x2xf32>) outs(%alloc : memref<4x2xf32>) {dtype = #tsrt.dtype<float32>, group = 1 : i64, reduction = #tsrt.reduction<sum>}
+      tsrt.wait outs(%alloc : memref<4x2xf32>)
+      memref.copy %alloc, %arg1 : memref<4x2xf32> to memref<4x2xf32, strided<[4, 1]>>
+      memref.dealloc %alloc : memref<4x2xf32>
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 #endif // TESSERA_CONVERSION_COLLECTIVESTORUNTIME_PASSES_TD

@@ -152,8 +152,19 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
     its last two dimensions writes and only the product reads, and nothing
     writes or frees the transpose's source in between, the product reads
     the source transposed (`transpose_a`, `transpose_b`: cuBLASLt's
-    transpose flags) and the copy and its buffer go. Any other matmul (an empty one, other types, strided views) stays
-    for tsr-gpu-map.
+    transpose flags) and the copy and its buffer go. Any other matmul (an
+    empty one, other types, strided views) stays for tsr-gpu-map.
+
+    Then cuBLASLt's epilogues take the elementwise work they compute: a
+    fresh product whose only other reader is an elementwise
+    `c + bias[j]`, `max(c + bias[j], 0)` or `max(c, 0)` is written straight
+    to that op's output (`bias`, `relu_bias`, `relu`), and a sum of an
+    operand over the product's k dimension into a zero-filled fresh f32
+    vector (the bias gradient beside a weight gradient, `out[j] += dy[i, j]`
+    with `dW = xᵀ·dy`) is written by the product (`bias_grad_b`, or
+    `bias_grad_a` for op(a)), with nothing between the two writing the
+    operand or touching the vector; the consumer or the reduction, and the
+    buffers only they used, go.
 
     Before:
 

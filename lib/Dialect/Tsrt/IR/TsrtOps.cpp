@@ -55,6 +55,23 @@ bool mlir::tsrt::isCompatibleDType(DType dtype, Type elementType) {
 // Verifiers
 //===----------------------------------------------------------------------===//
 
+/// What every destination-style tsrt op checks of its form: all operands
+/// (but the tokens) tensors or all memrefs, and one result per destination
+/// (`inits` of them) on tensors, none or an async token on memrefs.
+static LogicalResult verifyDpsForm(Operation *op, ValueRange deps, size_t inits,
+                                   ValueRange results, bool hasToken) {
+  bool tensors = isa<TensorType>(op->getOperand(deps.size()).getType());
+  for (Value v : op->getOperands())
+    if (!isa<gpu::AsyncTokenType>(v.getType()) &&
+        isa<TensorType>(v.getType()) != tensors)
+      return op->emitOpError("expects all operands tensors or all memrefs");
+  if (tensors ? results.size() != inits || !deps.empty()
+              : results.size() > 1 || (results.size() == 1 && !hasToken))
+    return op->emitOpError("expects one result per destination on tensors, "
+                           "none or an async token on memrefs");
+  return success();
+}
+
 namespace {
 
 ShapedType getShaped(Value v) { return cast<ShapedType>(v.getType()); }
@@ -65,6 +82,9 @@ template <typename OpT> LogicalResult verifyCollective(OpT op) {
   ShapedType in = getShaped(op.getInput()), out = getShaped(op.getInit());
   if (isa<TensorType>(in) != isa<TensorType>(out))
     return op.emitOpError("ins and outs must both be tensors or both memrefs");
+  if (failed(verifyDpsForm(op, op.getAsyncDependencies(), 1, op.getResult(),
+                           bool(op.getAsyncToken()))))
+    return failure();
   if (in.getElementType() != out.getElementType())
     return op.emitOpError("ins and outs have different element types (")
            << in.getElementType() << ", " << out.getElementType() << ")";
@@ -85,7 +105,8 @@ template <typename OpT> LogicalResult verifyCollective(OpT op) {
 /// An async collective on tensors is completed by its result's one use, a
 /// tsrt.wait.
 LogicalResult verifyAsync(Operation *op, bool async) {
-  if (!async || op->getNumResults() == 0)
+  if (!async || op->getNumResults() == 0 ||
+      !isa<TensorType>(op->getResult(0).getType()))
     return success();
   Value result = op->getResult(0);
   if (!result.hasOneUse() || !isa<WaitOp>(*result.getUsers().begin()))
@@ -184,6 +205,9 @@ LogicalResult PermuteOp::verify() {
 }
 
 LogicalResult WaitOp::verify() {
+  if (failed(verifyDpsForm(*this, getAsyncDependencies(), 1, getResult(),
+                           bool(getAsyncToken()))))
+    return failure();
   if (!isa<TensorType>(getPending().getType()))
     return success();
   Operation *def = getPending().getDefiningOp();
@@ -221,14 +245,29 @@ LogicalResult GpuGemmOp::verify() {
     return emitOpError("expects shapes [B,] M x K, K x N and M x N (of a "
                        "and b as transposed)");
   StringRef epilogue = getEpilogue();
+  bool gradient = epilogue == "bias_grad_a" || epilogue == "bias_grad_b";
   bool biased = epilogue == "bias" || epilogue == "relu_bias";
-  if (!biased && epilogue != "none" && epilogue != "relu")
-    return emitOpError("expects epilogue none, relu, bias or relu_bias, not '")
+  if (!biased && !gradient && epilogue != "none" && epilogue != "relu")
+    return emitOpError("expects epilogue none, relu, bias, relu_bias, "
+                       "bias_grad_a or bias_grad_b, not '")
            << epilogue << "'";
-  if (biased != bool(getBias()))
-    return emitOpError(biased ? "expects a bias with epilogue '"
-                              : "expects no bias with epilogue '")
+  if ((biased || gradient) != bool(getBias()))
+    return emitOpError(biased || gradient ? "expects a bias with epilogue '"
+                                          : "expects no bias with epilogue '")
            << epilogue << "'";
+  if (gradient) {
+    // The sum of op(a) over k has one element per row of c, that of op(b)
+    // one per column.
+    int64_t length = epilogue == "bias_grad_a" ? sc[0] : sc[1];
+    auto bias = cast<MemRefType>(getBias().getType());
+    if (r != 2)
+      return emitOpError("expects a bias gradient of a rank-2 product");
+    if (bias.getRank() != 1 || bias.getDimSize(0) != length ||
+        !bias.getElementType().isF32() || !bias.getLayout().isIdentity())
+      return emitOpError("expects an f32 bias gradient of ")
+             << length << " elements with epilogue '" << epilogue << "', got "
+             << bias;
+  }
   if (biased) {
     auto bias = cast<MemRefType>(getBias().getType());
     if (r != 2 || getAccumulate())
@@ -262,24 +301,6 @@ static ShapedType shapedType(Value v) { return cast<ShapedType>(v.getType()); }
 static bool isDense(ShapedType t) {
   auto memref = dyn_cast<MemRefType>(t);
   return !memref || memref.getLayout().isIdentity();
-}
-
-/// What both attention ops check of their form: all operands tensors or
-/// all memrefs, `inits` destinations, and one result per destination on
-/// tensors, none or an async token on memrefs.
-static LogicalResult verifyAttentionForm(Operation *op, ValueRange deps,
-                                         size_t inits, ValueRange results,
-                                         bool hasToken) {
-  bool tensors = isa<TensorType>(op->getOperand(deps.size()).getType());
-  for (Value v : op->getOperands())
-    if (!isa<gpu::AsyncTokenType>(v.getType()) &&
-        isa<TensorType>(v.getType()) != tensors)
-      return op->emitOpError("expects all operands tensors or all memrefs");
-  if (tensors ? results.size() != inits || !deps.empty()
-              : results.size() > 1 || (results.size() == 1 && !hasToken))
-    return op->emitOpError("expects one result per destination on tensors, "
-                           "none or an async token on memrefs");
-  return success();
 }
 
 /// The logical [B, H, S, D] of the attention operand `v`, stored in
@@ -340,9 +361,8 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value qValue,
 LogicalResult GpuAttentionOp::verify() {
   if (getInits().empty() || getInits().size() > 2)
     return emitOpError("expects outs (out) or (out, stats)");
-  if (failed(verifyAttentionForm(*this, getAsyncDependencies(),
-                                 getInits().size(), getResults(),
-                                 bool(getAsyncToken()))))
+  if (failed(verifyDpsForm(*this, getAsyncDependencies(), getInits().size(),
+                           getResults(), bool(getAsyncToken()))))
     return failure();
   Operation *op = *this;
   auto q = getAttentionDims(op, getQ(), getQLayout(), "q");
@@ -371,8 +391,8 @@ LogicalResult GpuAttentionOp::verify() {
 LogicalResult GpuAttentionBackwardOp::verify() {
   if (getInits().size() != 3)
     return emitOpError("expects outs (dq, dk, dv)");
-  if (failed(verifyAttentionForm(*this, getAsyncDependencies(), 3, getResults(),
-                                 bool(getAsyncToken()))))
+  if (failed(verifyDpsForm(*this, getAsyncDependencies(), 3, getResults(),
+                           bool(getAsyncToken()))))
     return failure();
   Operation *op = *this;
   ValueRange inits = getInits();
@@ -471,8 +491,13 @@ void GpuGemmOp::getEffects(Effects &effects) {
   };
   add(MemoryEffects::Read::get(), getAMutable());
   add(MemoryEffects::Read::get(), getBMutable());
+  // The BGRAD epilogues write the bias gradient; the others read a bias.
+  bool gradient = getEpilogue().starts_with("bias_grad");
   if (getBias())
-    add(MemoryEffects::Read::get(), getBiasMutable()[0]);
+    add(gradient
+            ? static_cast<MemoryEffects::Effect *>(MemoryEffects::Write::get())
+            : MemoryEffects::Read::get(),
+        getBiasMutable()[0]);
   if (getAccumulate())
     add(MemoryEffects::Read::get(), getCMutable());
   add(MemoryEffects::Write::get(), getCMutable());

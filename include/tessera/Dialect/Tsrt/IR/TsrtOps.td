@@ -28,30 +28,52 @@ class Tsrt_Doc<string semantics, string call, string example> {
     "collective's number in the artifact's manifest (-1, the default, when "
     "the artifact writer has not numbered it). `ins` and `outs` are both "
     "tensors, and the op returns the written destination, or both memrefs, "
-    "and the op returns nothing. `outs` is written whole and never read.\n\n"
+    "and the op returns nothing or, once `gpu-async-region` has put it on "
+    "the CUDA target's stream, a `!gpu.async.token`: queued after the tokens "
+    "`[deps]` it lists, the runtime runs it on its communication stream "
+    "ordered by events, without blocking the host. `outs` is written whole "
+    "and never read.\n\n"
     "Implements the runtime's `", call, "` "
     "(`runtime/include/tessera-runtime/Comm.h`), to which "
     "`tsr-collectives-to-runtime` lowers it.\n\nExample:\n\n```mlir\n",
     example, "\n```\n");
 }
 
+defvar Tsrt_AsyncTokenMethod = [{
+    /// The token of the op's device work (AsyncOpInterface), or null.
+    ::mlir::Value getAsyncToken() {
+      auto results = getResult();
+      return results.size() == 1 &&
+                     ::mlir::isa<::mlir::gpu::AsyncTokenType>(
+                         results[0].getType())
+                 ? results[0]
+                 : ::mlir::Value();
+    }
+}];
+
+// The result is the written destination on tensors; on memrefs nothing, or
+// the `!gpu.async.token` of the work when `gpu-async-region` has put the op
+// on a stream (one variadic list: that pass rebuilds the op with one more
+// result).
 class Tsrt_CollectiveOp<string mnemonic, string asyncFormat = "">
     : Tsrt_Op<mnemonic, [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
-                         DestinationStyleOpInterface]> {
-  let results = (outs Variadic<AnyStaticShapeTensor>:$result);
+                         DestinationStyleOpInterface, GPU_AsyncOpInterface]> {
+  let results = (outs Variadic<AnyType>:$result);
   let assemblyFormat = !strconcat(asyncFormat, [{
+    (`[` $asyncDependencies^ `]`)?
     `ins` `(` $input `:` type($input) `)` `outs` `(` $init `:` type($init) `)`
     attr-dict (`->` type($result)^)?
   }]);
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = !strconcat([{
     ::mlir::MutableOperandRange getDpsInitsMutable() {
       return getInitMutable();
     }
-  }];
+  }], Tsrt_AsyncTokenMethod);
 }
 
-defvar Tsrt_CommAttrs = (ins Tsrt_Buffer:$input, Tsrt_Buffer:$init,
+defvar Tsrt_CommAttrs = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+    Tsrt_Buffer:$input, Tsrt_Buffer:$init,
     I64Attr:$group, Tsrt_DTypeAttr:$dtype,
     DefaultValuedAttr<I64Attr, "-1">:$id);
 defvar Tsrt_AsyncFormat = "(`async` $async^)?";
@@ -132,13 +154,14 @@ def Tsrt_PermuteOp : Tsrt_CollectiveOp<"permute"> {
 
 def Tsrt_WaitOp : Tsrt_Op<"wait", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
-    DestinationStyleOpInterface]> {
+    DestinationStyleOpInterface, GPU_AsyncOpInterface]> {
   let summary = "completes an asynchronous collective";
   let description = [{
     Blocks until the `async` collective writing `outs` has completed. On
     tensors `outs` is that collective's result and the op returns it, now
     complete (bufferization keeps it in the same buffer); on memrefs `outs`
-    is the collective's destination buffer.
+    is the collective's destination buffer, and on the CUDA target's stream
+    (`[deps]`, returning a token) the stream, not the host, waits.
 
     Implements the runtime's `tsrt_wait`
     (`runtime/include/tessera-runtime/Comm.h`), to which
@@ -152,17 +175,19 @@ def Tsrt_WaitOp : Tsrt_Op<"wait", [
     %r = tsrt.wait outs(%p : tensor<3xf32>) -> tensor<3xf32>
     ```
   }];
-  let arguments = (ins Tsrt_Buffer:$pending);
-  let results = (outs Variadic<AnyStaticShapeTensor>:$result);
+  let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+                       Tsrt_Buffer:$pending);
+  let results = (outs Variadic<AnyType>:$result);
   let assemblyFormat = [{
+    (`[` $asyncDependencies^ `]`)?
     `outs` `(` $pending `:` type($pending) `)` attr-dict (`->` type($result)^)?
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = !strconcat([{
     ::mlir::MutableOperandRange getDpsInitsMutable() {
       return getPendingMutable();
     }
-  }];
+  }], Tsrt_AsyncTokenMethod);
 }
 
 def Tsrt_AxisRankOp : Tsrt_Op<"axis_rank", [Pure]> {
@@ -202,7 +227,12 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     `epilogue` is what cuBLASLt's epilogue applies to the product before it
     writes `c`: `none`, `relu` (`max(x, 0)`), `bias` (`x + bias[j]` in every
     row, `bias` an f32 `[N]` buffer) or `relu_bias` (the bias, then ReLU).
-    A bias needs a rank-2 product without `accumulate`.
+    A bias needs a rank-2 product without `accumulate`. Or it also writes
+    a bias gradient into `bias`, cuBLASLt's BGRAD epilogues (a rank-2
+    product, `accumulate` allowed): `bias_grad_a` writes the f32 `[M]`
+    `bias[i] = sum_k op(a)[i, k]`, `bias_grad_b` the f32 `[N]`
+    `bias[j] = sum_k op(b)[k, j]` (the bias gradient of `y = x·W + b`
+    beside the weight gradient `dW = xᵀ·dy` is `bias_grad_b`).
 
     Like a `gpu` op it runs asynchronously on the device: with
     `async [deps]` it is queued after its dependencies and returns a token
