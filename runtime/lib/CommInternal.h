@@ -105,6 +105,11 @@ const char *reduceOpName(tsr_reduce_op_t op);
 /// This process's rank in the world communicator (0 before one exists).
 int processRank();
 
+/// How many collectives of NCCL communicators the device watchdog still
+/// watches (CommNccl.cpp): those issued on a stream with a timeout whose
+/// completion it has not seen yet. For the tests.
+TSR_API size_t watchedDeviceCollectives();
+
 /// Multiplies `count` floating-point elements by `factor` in place.
 void scaleElements(void *data, size_t count, tsr_dtype_t dtype, double factor);
 

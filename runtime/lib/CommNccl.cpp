@@ -5,16 +5,53 @@
 // never needs CUDA. This file finds the plugin, bootstraps the world (rank,
 // size and NCCL's unique id over MPI or TCP) and forwards the collectives.
 //
+// The device watchdog. Compiled GPU code enqueues NCCL collectives on a
+// stream and the host never waits for them (CommEntry.cpp), so MPI's
+// watchdog, which times a blocking call on the host, cannot see them: a
+// peer that died or never issued its collective leaves the NCCL kernel
+// spinning and the host blocked for ever in the step's final
+// cudaStreamSynchronize. So a communicator with a timeout brackets each
+// collective, send and recv issued on a stream with two events, `ready`
+// just before the NCCL call and `done` right after, and hands them to one
+// thread per process that polls them with cudaEventQuery every 50 ms.
+//  - Events, not a thread blocked in cudaEventSynchronize per collective:
+//    the issuing thread only records two events and pushes an entry under
+//    a mutex, one thread watches any number of collectives and
+//    communicators, and the poll also asks NCCL for asynchronous errors
+//    (ncclCommGetAsyncError), which a blocked thread could not.
+//  - The deadline starts when `ready` is first seen complete, that is when
+//    the communication stream has reached the collective, not when the
+//    host enqueued it: the host runs far ahead of the device, and a
+//    collective waits for the compute before it (a long backward pass, a
+//    first step's autotuning), which must not count against its timeout.
+//    Collectives on one stream run in order, so only the one that is stuck
+//    runs out of time; those queued behind it have not started.
+// Past the deadline, or on an asynchronous error, the watchdog prints one
+// line naming the collective, aborts the NCCL communicator (ncclCommAbort,
+// which also closes its connections so that the peers fail quickly) and
+// ends the process with status 1: a host blocked on the device cannot be
+// unwound. A done collective's events go back to the pool.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
 #include "CommPlugin.h"
 #include "RuntimeInternal.h"
 
+#include "tessera-runtime/Device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace tsr;
 
@@ -90,12 +127,188 @@ bool launchedByMpi() {
          std::getenv("PMIX_RANK");
 }
 
+//===----------------------------------------------------------------------===//
+// The device watchdog
+//===----------------------------------------------------------------------===//
+
+constexpr std::chrono::milliseconds kPollInterval(50);
+
+int64_t nowNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A collective of a communicator with a timeout, queued on a stream
+/// between its two events.
+struct Watched {
+  /// The NcclComm that issued it, whose destructor forgets it.
+  const void *owner;
+  /// The plugin's communicator.
+  void *handle;
+  std::string label;
+  void *ready, *done;
+  double timeout;
+  int device;
+  /// When `ready` was first seen complete; 0 until then.
+  int64_t readySince = 0;
+};
+
+/// The thread that polls the events of every watched collective of the
+/// process. Never destroyed: the process may exit with work in flight.
+class DeviceWatchdog {
+public:
+  /// The watchdog of this process, started on first use. A forked child (a
+  /// gtest death test, say) has no copy of the thread, and its parent's
+  /// may have held the mutex at the fork: it gets one of its own.
+  static DeviceWatchdog &get() {
+    if (DeviceWatchdog *watchdog = existing())
+      return *watchdog;
+    static std::mutex *creating = new std::mutex;
+    std::lock_guard<std::mutex> lock(*creating);
+    if (DeviceWatchdog *watchdog = existing())
+      return *watchdog;
+    auto *watchdog = new DeviceWatchdog;
+    current().store(watchdog, std::memory_order_release);
+    return *watchdog;
+  }
+
+  /// This process's watchdog, or null before the first watched collective.
+  static DeviceWatchdog *existing() {
+    DeviceWatchdog *watchdog = current().load(std::memory_order_acquire);
+    return watchdog && watchdog->pid == getpid() ? watchdog : nullptr;
+  }
+
+  void watch(Watched entry) {
+    std::lock_guard<std::mutex> lock(mutex);
+    watched.push_back(std::move(entry));
+    // An idle thread sleeps until the first entry; a busy one polls anyway.
+    if (watched.size() == 1)
+      wake.notify_one();
+  }
+
+  /// Drops the entries of `owner` (a communicator being destroyed) and
+  /// gives their events back.
+  void forget(const void *owner) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto gone = std::stable_partition(
+        watched.begin(), watched.end(),
+        [&](const Watched &entry) { return entry.owner != owner; });
+    std::for_each(gone, watched.end(), release);
+    watched.erase(gone, watched.end());
+  }
+
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return watched.size();
+  }
+
+private:
+  DeviceWatchdog() : pid(getpid()), thread([this] { loop(); }) {
+    thread.detach();
+  }
+
+  static std::atomic<DeviceWatchdog *> &current() {
+    static std::atomic<DeviceWatchdog *> *instance =
+        new std::atomic<DeviceWatchdog *>(nullptr);
+    return *instance;
+  }
+
+  static void release(const Watched &entry) {
+    giveOrderingEvent(entry.ready);
+    giveOrderingEvent(entry.done);
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return !watched.empty(); });
+      wake.wait_for(lock, kPollInterval);
+      poll(nowNanoseconds());
+    }
+  }
+
+  /// Drops the collectives that are done, starts the deadline of those the
+  /// stream has reached and ends the process for one past its deadline or
+  /// a communicator that failed. Holds `mutex`, so that no destructor frees
+  /// what it looks at.
+  void poll(int64_t now) {
+    auto kept = watched.begin();
+    for (Watched &entry : watched) {
+      useDevice(entry.device);
+      int done = 0;
+      // A query that fails reports an error of the device, which the host's
+      // next CUDA call reports as well, without hanging: nothing to watch.
+      if (tsr_event_query(entry.done, &done) != TSR_OK || done) {
+        release(entry);
+        continue;
+      }
+      int ready = 0;
+      if (entry.readySince == 0) {
+        if (tsr_event_query(entry.ready, &ready) == TSR_OK && ready)
+          entry.readySince = now;
+      } else if (now - entry.readySince >
+                 static_cast<int64_t>(entry.timeout * 1e9)) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", entry.timeout);
+        die(entry, entry.label + " did not complete on the device within " +
+                       seconds +
+                       " s (a peer stopped, died or never issued it); "
+                       "aborting the NCCL communicator");
+      }
+      if (&*kept != &entry)
+        *kept = std::move(entry);
+      ++kept;
+    }
+    watched.erase(kept, watched.end());
+    // Once per communicator with work in flight, naming its oldest.
+    std::vector<void *> asked;
+    for (const Watched &entry : watched) {
+      if (std::find(asked.begin(), asked.end(), entry.handle) != asked.end())
+        continue;
+      asked.push_back(entry.handle);
+      useDevice(entry.device);
+      if (plugin->async_error(entry.handle) != TSR_OK)
+        die(entry, entry.label +
+                       ": NCCL failed on the device: " + plugin->last_error());
+    }
+  }
+
+  /// Makes the device of the events current: a query is of the current
+  /// device's context.
+  void useDevice(int device) {
+    if (device != currentDevice && tsr_device_set(device) == TSR_OK)
+      currentDevice = device;
+  }
+
+  [[noreturn]] void die(const Watched &entry, const std::string &message) {
+    std::fprintf(stderr, "tessera-run: rank %d: %s\n", processRank(),
+                 message.c_str());
+    std::fflush(stderr);
+    plugin->abort(entry.handle);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+
+  const pid_t pid;
+  std::mutex mutex;
+  std::condition_variable wake;
+  /// In issue order.
+  std::vector<Watched> watched;
+  int currentDevice = -1;
+  std::thread thread;
+};
+
 class NcclComm final : public CommBackend {
 public:
-  NcclComm(void *handle, int rank, int size, int worldRankOfSelf, bool holdsMpi)
+  NcclComm(void *handle, int rank, int size, int worldRankOfSelf, bool holdsMpi,
+           double timeout, int device)
       : handle(handle), myRank(rank), mySize(size),
-        worldRankOfSelf(worldRankOfSelf), holdsMpi(holdsMpi) {}
+        worldRankOfSelf(worldRankOfSelf), holdsMpi(holdsMpi), timeout(timeout),
+        device(device) {}
   ~NcclComm() override {
+    if (DeviceWatchdog *watchdog = DeviceWatchdog::existing())
+      watchdog->forget(this);
     plugin->destroy(handle);
     if (holdsMpi)
       releaseMpi();
@@ -109,50 +322,53 @@ public:
   int worldRank(int rank) const override {
     return rank == myRank ? worldRankOfSelf : rank;
   }
-  void begin(const std::string &, int) override {}
+  void begin(const std::string &label, int) override { activeLabel = label; }
   void end() override {}
 
   tsr_status_t allReduce(const void *send, void *recv, size_t count,
                          tsr_dtype_t dtype, tsr_reduce_op_t op,
                          void *stream) override {
-    return pluginStatus(
-        plugin->all_reduce(handle, send, recv, count, dtype, op, stream),
-        "ncclAllReduce");
+    return issue("ncclAllReduce", stream, [&] {
+      return plugin->all_reduce(handle, send, recv, count, dtype, op, stream);
+    });
   }
   tsr_status_t reduceScatter(const void *send, void *recv, size_t recvCount,
                              tsr_dtype_t dtype, tsr_reduce_op_t op,
                              void *stream) override {
-    return pluginStatus(plugin->reduce_scatter(handle, send, recv, recvCount,
-                                               dtype, op, stream),
-                        "ncclReduceScatter");
+    return issue("ncclReduceScatter", stream, [&] {
+      return plugin->reduce_scatter(handle, send, recv, recvCount, dtype, op,
+                                    stream);
+    });
   }
   tsr_status_t allGather(const void *send, void *recv, size_t sendCount,
                          tsr_dtype_t dtype, void *stream) override {
-    return pluginStatus(
-        plugin->all_gather(handle, send, recv, sendCount, dtype, stream),
-        "ncclAllGather");
+    return issue("ncclAllGather", stream, [&] {
+      return plugin->all_gather(handle, send, recv, sendCount, dtype, stream);
+    });
   }
   tsr_status_t allToAll(const void *send, void *recv, size_t count,
                         tsr_dtype_t dtype, void *stream) override {
-    return pluginStatus(
-        plugin->all_to_all(handle, send, recv, count, dtype, stream),
-        "all_to_all (ncclSend/ncclRecv)");
+    return issue("all_to_all (ncclSend/ncclRecv)", stream, [&] {
+      return plugin->all_to_all(handle, send, recv, count, dtype, stream);
+    });
   }
   tsr_status_t broadcast(void *buffer, size_t count, tsr_dtype_t dtype,
                          int root, void *stream) override {
-    return pluginStatus(
-        plugin->broadcast(handle, buffer, count, dtype, root, stream),
-        "ncclBroadcast");
+    return issue("ncclBroadcast", stream, [&] {
+      return plugin->broadcast(handle, buffer, count, dtype, root, stream);
+    });
   }
   tsr_status_t send(const void *buffer, size_t count, tsr_dtype_t dtype,
                     int peer, void *stream) override {
-    return pluginStatus(
-        plugin->send(handle, buffer, count, dtype, peer, stream), "ncclSend");
+    return issue("ncclSend", stream, [&] {
+      return plugin->send(handle, buffer, count, dtype, peer, stream);
+    });
   }
   tsr_status_t recv(void *buffer, size_t count, tsr_dtype_t dtype, int peer,
                     void *stream) override {
-    return pluginStatus(
-        plugin->recv(handle, buffer, count, dtype, peer, stream), "ncclRecv");
+    return issue("ncclRecv", stream, [&] {
+      return plugin->recv(handle, buffer, count, dtype, peer, stream);
+    });
   }
   tsr_status_t recvAny(void *, size_t, tsr_dtype_t, int &) override {
     return fail(TSR_ERROR_UNSUPPORTED,
@@ -176,14 +392,49 @@ public:
       return s;
     }
     out = std::make_unique<NcclComm>(child, childRank, childSize,
-                                     worldRankOfSelf, false);
+                                     worldRankOfSelf, false, timeout, device);
     return TSR_OK;
   }
 
 private:
+  /// Makes the plugin call `call` ("what" names it in errors), which
+  /// queues its work on `stream`. With a timeout and a stream, between two
+  /// events that the device watchdog polls; the host never waits.
+  template <typename Call>
+  tsr_status_t issue(const char *what, void *stream, Call &&call) {
+    if (timeout <= 0 || !stream)
+      return pluginStatus(call(), what);
+    void *ready = nullptr, *done = nullptr;
+    if (tsr_status_t s = takeOrderingEvent(&ready))
+      return s;
+    if (tsr_status_t s = takeOrderingEvent(&done)) {
+      giveOrderingEvent(ready);
+      return s;
+    }
+    tsr_status_t status = tsr_event_record(ready, stream);
+    if (status == TSR_OK)
+      status = pluginStatus(call(), what);
+    if (status == TSR_OK)
+      status = tsr_event_record(done, stream);
+    if (status != TSR_OK) {
+      giveOrderingEvent(ready);
+      giveOrderingEvent(done);
+      return status;
+    }
+    DeviceWatchdog::get().watch(
+        {this, handle, activeLabel, ready, done, timeout, device});
+    return TSR_OK;
+  }
+
   void *handle;
   int myRank, mySize, worldRankOfSelf;
   bool holdsMpi;
+  /// The watchdog's timeout in seconds (0: none) and the device of the
+  /// communicator's streams.
+  double timeout;
+  int device;
+  /// The label begin() gave the operation being issued.
+  std::string activeLabel;
 };
 
 } // namespace
@@ -235,6 +486,12 @@ tsr_status_t tsr::createNcclWorld(const tsr_comm_options_t &options,
       releaseMpi();
     return s;
   }
-  out = std::make_unique<NcclComm>(handle, rank, size, rank, holdsMpi);
+  out = std::make_unique<NcclComm>(handle, rank, size, rank, holdsMpi,
+                                   options.timeout_seconds, device);
   return TSR_OK;
+}
+
+size_t tsr::watchedDeviceCollectives() {
+  DeviceWatchdog *watchdog = DeviceWatchdog::existing();
+  return watchdog ? watchdog->size() : 0;
 }

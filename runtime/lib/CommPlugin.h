@@ -17,7 +17,10 @@
 extern "C" {
 #endif
 
-#define TSR_COMM_PLUGIN_ABI 1
+/* ABI 2 appended async_error and abort, for the device watchdog
+ * (CommNccl.cpp). The entry point keeps its name, so that a plugin of
+ * another ABI is refused by its number rather than not found. */
+#define TSR_COMM_PLUGIN_ABI 2
 #define TSR_COMM_PLUGIN_ENTRY "tessera_comm_plugin_v1"
 
 typedef struct tsr_comm_plugin_t {
@@ -49,6 +52,15 @@ typedef struct tsr_comm_plugin_t {
               int peer, void *stream);
   /* Waits for every operation issued on the communicator so far. */
   int (*barrier)(void *comm);
+  /* Whether the communicator has failed on the device (a peer gone, a
+   * network error): TSR_OK while ncclCommGetAsyncError reports ncclSuccess
+   * or ncclInProgress, else an error status whose last_error names NCCL's
+   * error. Safe to call from any thread while the communicator is used. */
+  int (*async_error)(void *comm);
+  /* Cancels the communicator's operations (ncclCommAbort), which unblocks
+   * the host waiting on them; destroy then frees the rest without touching
+   * the NCCL communicator. Any thread may call it. */
+  void (*abort)(void *comm);
 } tsr_comm_plugin_t;
 
 typedef const tsr_comm_plugin_t *(*tsr_comm_plugin_entry_t)(void);

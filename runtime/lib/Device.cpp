@@ -39,11 +39,14 @@ struct CudaRuntime {
   int (*eventDestroy)(void *);
   int (*eventRecord)(void *, void *);
   int (*eventSynchronize)(void *);
+  int (*eventQuery)(void *);
   int (*eventElapsedTime)(float *, void *, void *);
   const char *(*getErrorString)(int);
 };
 
 constexpr int kMemcpyDefault = 4;
+/// cudaErrorNotReady: what cudaEventQuery answers for work not yet done.
+constexpr int kErrorNotReady = 600;
 /// cudaEventDisableTiming: an event that only orders work, which CUDA records
 /// and waits on without taking timestamps.
 constexpr unsigned kEventDisableTiming = 2;
@@ -82,6 +85,7 @@ void load() {
            bind(cuda.eventDestroy, "cudaEventDestroy") &&
            bind(cuda.eventRecord, "cudaEventRecord") &&
            bind(cuda.eventSynchronize, "cudaEventSynchronize") &&
+           bind(cuda.eventQuery, "cudaEventQuery") &&
            bind(cuda.eventElapsedTime, "cudaEventElapsedTime") &&
            bind(cuda.getErrorString, "cudaGetErrorString");
   if (!loaded)
@@ -217,6 +221,19 @@ tsr_status_t tsr_event_synchronize(void *event) {
   if (tsr_status_t s = ready("tsr_event_synchronize"))
     return s;
   return check(cuda.eventSynchronize(event), "cudaEventSynchronize");
+}
+
+tsr_status_t tsr_event_query(void *event, int *out_done) {
+  if (!out_done)
+    return fail(TSR_ERROR_INVALID_ARGUMENT, "tsr_event_query: null out_done");
+  *out_done = 0;
+  if (tsr_status_t s = ready("tsr_event_query"))
+    return s;
+  int code = cuda.eventQuery(event);
+  if (code == kErrorNotReady)
+    return TSR_OK;
+  *out_done = code == 0;
+  return check(code, "cudaEventQuery");
 }
 
 tsr_status_t tsr_stream_wait_event(void *stream, void *event) {

@@ -11,17 +11,26 @@
 // queued on the compute stream (fakeCudaEnqueue). The fake's device memory
 // is host memory, so a test may look at it directly to see what has run.
 //
+// The world has a timeout, so every collective goes through the device
+// watchdog (CommNccl.cpp), and each test ends by checking that the watchdog
+// has let go of them all. The watchdog's own tests make collectives hang
+// with a gate of the fake runtime (fakeNcclHang), which blocks the host's
+// synchronization as a hung NCCL kernel does.
+//
 //===----------------------------------------------------------------------===//
 
+#include "CommInternal.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Comm.h"
 #include "tessera-runtime/Device.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <thread>
 #include <vector>
 
 extern "C" void *mgpuStreamCreate();
@@ -71,6 +80,26 @@ std::string ncclLastCall() {
   return symbol<const char *()>(fakeNccl(), "fakeNcclLastCall")();
 }
 int64_t ncclCalls() { return symbol<int64_t()>(fakeNccl(), "fakeNcclCalls")(); }
+void release(void *stream) {
+  symbol<void(void *, int)>(fakeCudart(), "fakeCudaHoldStream")(stream, 0);
+}
+void ncclHang(int on) { symbol<void(int)>(fakeNccl(), "fakeNcclHang")(on); }
+void ncclSetAsyncError(const char *message) {
+  symbol<void(const char *)>(fakeNccl(), "fakeNcclSetAsyncError")(message);
+}
+int64_t ncclAborts() {
+  return symbol<int64_t()>(fakeNccl(), "fakeNcclAborts")();
+}
+
+/// Waits up to 2 s for the device watchdog to see every collective done
+/// (it polls every 50 ms) and returns how many it still watches.
+size_t watchedAfterPolls() {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (tsr::watchedDeviceCollectives() > 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return tsr::watchedDeviceCollectives();
+}
 
 /// A kernel writing `values` to `dst`.
 struct Fill {
@@ -109,10 +138,14 @@ bool untouched(const float *buffer, size_t n) {
   return true;
 }
 
-/// The group the fake NCCL world is bound to, and one with no communicator
-/// (and no mesh registered): a group of one rank.
+/// The group the fake NCCL world is bound to, one with no communicator
+/// (and no mesh registered): a group of one rank, and the one of a test's
+/// own communicator (CommStream::commWithTimeout).
 constexpr int64_t kAxis = 1;
 constexpr int64_t kAlone = 2;
+constexpr int64_t kOwnAxis = 4;
+/// The world's watchdog timeout: long enough never to fire in a test.
+constexpr double kWorldTimeout = 5;
 constexpr size_t kCount = 64;
 constexpr size_t kBytes = kCount * sizeof(float);
 
@@ -122,7 +155,7 @@ protected:
     if (!kFakeLoaded)
       return;
     setenv("TESSERA_COMM_NCCL_PLUGIN", TSR_TEST_FAKE_NCCL, 1);
-    tsr_comm_options_t options = {0, 0};
+    tsr_comm_options_t options = {kWorldTimeout, 0};
     if (tsr_comm_init(TSR_COMM_NCCL, &options, &world) != TSR_OK)
       initError = tsr_last_error();
     else
@@ -145,9 +178,29 @@ protected:
   }
 
   void TearDown() override {
+    ncclHang(0);
+    ncclSetAsyncError(nullptr);
     setDeferred(0);
+    // Every stream has run to its end: the watchdog gives every event back.
+    EXPECT_EQ(watchedAfterPolls(), 0u);
+    if (own) {
+      tsr_comm_bind_axis(kOwnAxis, nullptr);
+      tsr_comm_destroy(own);
+    }
     for (void *buffer : buffers)
       tsr_device_free(buffer);
+  }
+
+  /// A communicator of its own for the test, with the watchdog's `timeout`
+  /// (0: none), bound to kOwnAxis; destroyed after the test.
+  tsr_comm_t *commWithTimeout(double timeout) {
+    tsr_comm_options_t options = {timeout, 0};
+    if (tsr_comm_init(TSR_COMM_NCCL, &options, &own) != TSR_OK) {
+      ADD_FAILURE() << tsr_last_error();
+      return nullptr;
+    }
+    tsr_comm_bind_axis(kOwnAxis, own);
+    return own;
   }
 
   /// kCount floats of fresh device memory, freed after the test.
@@ -172,6 +225,7 @@ protected:
 
   static tsr_comm_t *world;
   static std::string initError;
+  tsr_comm_t *own = nullptr;
   void *compute = nullptr, *communication = nullptr;
   std::vector<void *> buffers;
 };
@@ -235,6 +289,8 @@ TEST_F(CommStream, AllReduceWaitsForTheProducer) {
   // below.
   EXPECT_GT(pending(communication), 0);
   EXPECT_TRUE(untouched(recv, kCount));
+  // Not done, so the watchdog holds it.
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 1u);
   std::vector<float> host;
   consume(host, recv);
   EXPECT_EQ(host, std::vector<float>(kCount, -1.0f));
@@ -418,7 +474,123 @@ TEST_F(CommStream, GroupOfOneStartIsACopyInOrder) {
 }
 
 TEST_F(CommStream, WaitWithoutStartExits) {
+  // Earlier tests may have started the device watchdog's thread.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   float *recv = device();
   EXPECT_EXIT(tsrt_wait(recv, compute), ::testing::ExitedWithCode(1),
               "tsrt_wait: no collective in flight writes");
+}
+
+//===----------------------------------------------------------------------===//
+// The device watchdog
+//===----------------------------------------------------------------------===//
+
+// A collective that never completes on the device (a peer died): the host
+// blocks in the step's synchronization, and the watchdog ends the process
+// once the collective has waited its timeout on the communication stream.
+// The fake NCCL says when it is aborted.
+TEST_F(CommStream, DeviceWatchdogEndsAHungCollective) {
+  // The watchdog's thread may run in this process already: a fork would
+  // copy its locks, not the thread.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float *send = device(), *recv = device();
+  EXPECT_EXIT(
+      {
+        commWithTimeout(0.3);
+        tsr_comm_describe_collective(20, "all_reduce #0 (the loss)");
+        ncclHang(1);
+        tsrt_all_reduce(20, kOwnAxis, send, recv, kCount, TSR_DTYPE_FLOAT32,
+                        TSR_REDUCE_SUM, compute);
+        tsr_stream_synchronize(compute);
+      },
+      ::testing::ExitedWithCode(1),
+      "tessera-run: rank 0: all_reduce #0 \\(the loss\\) did not complete on "
+      "the device within 0\\.3 s \\(a peer stopped, died or never issued "
+      "it\\); aborting the NCCL communicator\nfake NCCL: communicator "
+      "aborted");
+}
+
+// The deadline starts when the communication stream reaches the collective:
+// one waiting for a compute stream busy for three times its timeout (a long
+// backward pass) completes, and nothing is aborted.
+TEST_F(CommStream, DeviceDeadlineStartsWhenTheStreamReachesIt) {
+  ASSERT_TRUE(commWithTimeout(0.3));
+  float *send = device(), *recv = device();
+  Fill producer{send, iota(kCount, 4)};
+  hold(compute);
+  enqueue(compute, runFill, &producer);
+  int64_t aborts = ncclAborts();
+  tsrt_all_reduce(21, kOwnAxis, send, recv, kCount, TSR_DTYPE_FLOAT32,
+                  TSR_REDUCE_SUM, compute);
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 1u);
+  EXPECT_TRUE(untouched(recv, kCount));
+  release(compute);
+  finish();
+  EXPECT_EQ(peek(recv, kCount), producer.values);
+  EXPECT_EQ(watchedAfterPolls(), 0u);
+  EXPECT_EQ(ncclAborts(), aborts);
+}
+
+// NCCL reports a failure of the communicator (a peer's process exited)
+// while its collective hangs: the watchdog ends the process at its next
+// poll, long before the timeout.
+TEST_F(CommStream, DeviceWatchdogEndsOnAnAsyncError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float *send = device(), *recv = device();
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EXIT(
+      {
+        commWithTimeout(30);
+        tsr_comm_describe_collective(22, "all_reduce #1 (bucket 0: fc.weight)");
+        ncclHang(1);
+        tsrt_all_reduce(22, kOwnAxis, send, recv, kCount, TSR_DTYPE_FLOAT32,
+                        TSR_REDUCE_SUM, compute);
+        ncclSetAsyncError("ncclCommGetAsyncError: remote process exited or "
+                          "there was a network error (fake: rank 1 is gone)");
+        tsr_stream_synchronize(compute);
+      },
+      ::testing::ExitedWithCode(1),
+      "tessera-run: rank 0: all_reduce #1 \\(bucket 0: fc\\.weight\\): NCCL "
+      "failed on the device: ncclCommGetAsyncError: remote process exited "
+      "or there was a network error \\(fake: rank 1 is gone\\)\nfake NCCL: "
+      "communicator aborted");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+}
+
+// Without a timeout nothing is watched: no events, no thread's work.
+TEST_F(CommStream, ZeroTimeoutWatchesNothing) {
+  ASSERT_TRUE(commWithTimeout(0));
+  float *send = device(), *recv = device();
+  Fill producer{send, iota(kCount, 9)};
+  hold(compute);
+  enqueue(compute, runFill, &producer);
+  tsrt_all_reduce(23, kOwnAxis, send, recv, kCount, TSR_DTYPE_FLOAT32,
+                  TSR_REDUCE_SUM, compute);
+  EXPECT_EQ(ncclLastStream(), communication);
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 0u);
+  finish();
+  EXPECT_EQ(peek(recv, kCount), producer.values);
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 0u);
+}
+
+// A communicator destroyed with collectives in flight takes them off the
+// watchdog, and their events go back to the pool.
+TEST_F(CommStream, DestroyedCommunicatorIsNoLongerWatched) {
+  tsr_comm_t *comm = commWithTimeout(30);
+  ASSERT_TRUE(comm);
+  float *send = device(), *recv = device();
+  Fill producer{send, iota(kCount, 6)};
+  hold(compute);
+  enqueue(compute, runFill, &producer);
+  tsrt_all_reduce(24, kOwnAxis, send, recv, kCount, TSR_DTYPE_FLOAT32,
+                  TSR_REDUCE_SUM, compute);
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 1u);
+  tsr_comm_bind_axis(kOwnAxis, nullptr);
+  tsr_comm_destroy(comm);
+  own = nullptr;
+  EXPECT_EQ(tsr::watchedDeviceCollectives(), 0u);
+  finish();
+  EXPECT_EQ(peek(recv, kCount), producer.values);
 }

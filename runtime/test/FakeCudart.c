@@ -25,7 +25,19 @@
  * as the legacy default stream does. Whenever work runs, the streams that
  * waited for it go on. A wait is on the event's latest record when it is
  * queued, as in CUDA. The functions queued with fakeCudaEnqueue run with
- * the fake's lock held: they must not call the fake. */
+ * the fake's lock held: they must not call the fake.
+ *
+ * cudaEventQuery only looks: it answers whether the event's latest record
+ * has run, and runs nothing that the rules above have not run already, so
+ * that a watchdog polling it sees the device as it is.
+ *
+ * Gates. fakeCudaEnqueueGate queues an op that cannot run, held stream or
+ * not, until fakeCudaOpenGates opens every gate queued so far: what follows
+ * it on its stream waits, and so does every stream waiting for that. A
+ * synchronization (or a synchronous call) that reaches a closed gate blocks
+ * on a condition variable, with the fake's lock released, until the gates
+ * open: a hung NCCL kernel, which the fake NCCL queues with fakeNcclHang.
+ * Other threads may meanwhile query events and queue work. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,7 +53,7 @@ static int64_t copies;
  * queued work (synchronizations and the synchronous calls). */
 static int64_t streamWaits, hostWaits;
 
-typedef enum { kCopy, kRecord, kWait, kCall } OpKind;
+typedef enum { kCopy, kRecord, kWait, kCall, kGate } OpKind;
 
 struct Stream;
 
@@ -78,6 +90,10 @@ typedef struct {
 } Event;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Signalled when fakeCudaOpenGates opens the gates queued up to serial
+ * `gatesOpenThrough`. */
+static pthread_cond_t gatesOpened = PTHREAD_COND_INITIALIZER;
+static int64_t gatesOpenThrough;
 static int deferred;
 static int64_t serials;
 /* Every stream ever created: a destroyed one is drained and kept, as waits
@@ -89,6 +105,8 @@ static int hasRun(const Stream *stream, int64_t serial) {
 }
 
 static int canRun(const Op *op) {
+  if (op->kind == kGate)
+    return op->serial <= gatesOpenThrough;
   return op->kind != kWait || hasRun(op->on, op->record);
 }
 
@@ -127,14 +145,19 @@ static void progress(void) {
 }
 
 /* Runs `stream`'s queue up to its op of serial `until`, first running what
- * each wait in the way waits for. Waits name records queued before them,
- * so this ends. */
+ * each wait in the way waits for, and blocking at a closed gate until the
+ * gates open. Waits name records queued before them, so this ends once the
+ * gates in the way open. */
 static void drain(Stream *stream, int64_t until) {
   while (stream->head && stream->head->serial <= until) {
     Op *op = stream->head;
     if (canRun(op)) {
       runHead(stream);
       progress();
+    } else if (op->kind == kGate) {
+      /* Releases the lock: whoever opens the gates may run `op` meanwhile,
+       * so look again. */
+      pthread_cond_wait(&gatesOpened, &lock);
     } else {
       /* That may run `op` too (when `stream` is not held): look again. */
       drain(op->on, op->record);
@@ -343,6 +366,15 @@ int cudaEventSynchronize(void *e) {
   return kSuccess;
 }
 
+int cudaEventQuery(void *e) {
+  enum { kNotReady = 600 };
+  Event *event = e;
+  pthread_mutex_lock(&lock);
+  int done = hasRun(event->stream, event->record);
+  pthread_mutex_unlock(&lock);
+  return done ? kSuccess : kNotReady;
+}
+
 int cudaEventElapsedTime(float *ms, void *start, void *end) {
   (void)start;
   (void)end;
@@ -366,6 +398,24 @@ void fakeCudaEnqueue(void *stream, void (*fn)(void *), void *arg) {
   op->arg = arg;
   pthread_mutex_lock(&lock);
   submit(stream, op);
+  pthread_mutex_unlock(&lock);
+}
+
+/* Queues a gate on `stream`: nothing after it there runs until
+ * fakeCudaOpenGates. */
+void fakeCudaEnqueueGate(void *stream) {
+  pthread_mutex_lock(&lock);
+  submit(stream, newOp(kGate));
+  pthread_mutex_unlock(&lock);
+}
+
+/* Opens every gate queued so far, waking the synchronizations blocked on
+ * them, and runs what can run. */
+void fakeCudaOpenGates(void) {
+  pthread_mutex_lock(&lock);
+  gatesOpenThrough = serials;
+  pthread_cond_broadcast(&gatesOpened);
+  progress();
   pthread_mutex_unlock(&lock);
 }
 

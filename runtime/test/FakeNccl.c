@@ -8,7 +8,13 @@
  * are reduce-scatter, all-gather and all-to-all; a broadcast changes
  * nothing; a send to self is received by the next recv. It remembers the
  * stream of the last call, for the tests. Selected with
- * TESSERA_COMM_NCCL_PLUGIN. */
+ * TESSERA_COMM_NCCL_PLUGIN.
+ *
+ * For the device watchdog (CommNccl.cpp): with fakeNcclHang(1) every
+ * collective queues a gate (FakeCudart.c) before its copy, so that it never
+ * completes, as when a peer has died; fakeNcclSetAsyncError makes
+ * async_error fail with a message, as ncclCommGetAsyncError does after a
+ * network error; and it counts the aborts. */
 #include "CommPlugin.h"
 
 #include <stdint.h>
@@ -20,11 +26,18 @@
 int cudaGetDeviceCount(int *count);
 int cudaStreamSynchronize(void *stream);
 void fakeCudaEnqueue(void *stream, void (*fn)(void *), void *arg);
+void fakeCudaEnqueueGate(void *stream);
 
-static char lastError[256];
+/* Per thread, like the real plugin's: the watchdog thread asks too. */
+static _Thread_local char lastError[256];
 static void *lastStream;
 static int64_t calls;
 static const char *lastCall = "";
+/* Set by the tests while the runtime's watchdog thread reads them. */
+static _Atomic int hanging;
+static _Atomic int64_t aborts;
+static char asyncErrorText[256];
+static _Atomic int hasAsyncError;
 
 /* A send to self waiting for its recv (NCCL pairs them in order). */
 static const void *sent;
@@ -106,6 +119,8 @@ static int enqueue(const char *what, const void *src, void *dst, size_t count,
   lastStream = stream;
   lastCall = what;
   ++calls;
+  if (hanging)
+    fakeCudaEnqueueGate(stream);
   fakeCudaEnqueue(stream, runCopy, copy);
   return TSR_OK;
 }
@@ -175,6 +190,20 @@ static int barrier(void *comm) {
              : failWith(TSR_ERROR_IO, "cudaStreamSynchronize");
 }
 
+static int asyncError(void *comm) {
+  (void)comm;
+  if (!hasAsyncError)
+    return TSR_OK;
+  return failWith(TSR_ERROR_IO, asyncErrorText);
+}
+
+/* Says so on stderr, where a death test sees it after the runtime's line. */
+static void abortComm(void *comm) {
+  (void)comm;
+  ++aborts;
+  fputs("fake NCCL: communicator aborted\n", stderr);
+}
+
 static const tsr_comm_plugin_t kTable = {
     TSR_COMM_PLUGIN_ABI,
     16,
@@ -193,6 +222,8 @@ static const tsr_comm_plugin_t kTable = {
     sendTo,
     recvFrom,
     barrier,
+    asyncError,
+    abortComm,
 };
 
 const tsr_comm_plugin_t *tessera_comm_plugin_v1(void) { return &kTable; }
@@ -202,3 +233,19 @@ const tsr_comm_plugin_t *tessera_comm_plugin_v1(void) { return &kTable; }
 void *fakeNcclLastStream(void) { return lastStream; }
 const char *fakeNcclLastCall(void) { return lastCall; }
 int64_t fakeNcclCalls(void) { return calls; }
+
+/* Makes the collectives issued from now on hang (on) or complete (off). */
+void fakeNcclHang(int on) { hanging = on; }
+
+/* Makes async_error fail with `message` ("ncclCommGetAsyncError: ..."), or
+ * succeed again (null). Set before the watchdog can look. */
+void fakeNcclSetAsyncError(const char *message) {
+  hasAsyncError = 0;
+  if (message) {
+    snprintf(asyncErrorText, sizeof(asyncErrorText), "%s", message);
+    hasAsyncError = 1;
+  }
+}
+
+/* How many times the runtime aborted a communicator. */
+int64_t fakeNcclAborts(void) { return aborts; }

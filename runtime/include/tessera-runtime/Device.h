@@ -63,6 +63,11 @@ TSR_API tsr_status_t tsr_event_create(void **out_event);
 TSR_API tsr_status_t tsr_event_destroy(void *event);
 TSR_API tsr_status_t tsr_event_record(void *event, void *stream);
 TSR_API tsr_status_t tsr_event_synchronize(void *event);
+/* Asks, without blocking, whether the work queued before the latest
+ * tsr_event_record of `event` has completed (cudaEventQuery): *out_done is
+ * 1 when it has (or the event was never recorded), 0 when not yet. Any
+ * other answer of CUDA fails with its message. */
+TSR_API tsr_status_t tsr_event_query(void *event, int *out_done);
 /* Makes the work queued on `stream` after this call wait until the work
  * before the latest tsr_event_record of `event` is done
  * (cudaStreamWaitEvent); the host does not block. The wait is on that

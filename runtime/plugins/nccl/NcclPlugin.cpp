@@ -289,6 +289,31 @@ int barrier(void *handle) {
                    "cudaStreamSynchronize");
 }
 
+int asyncError(void *handle) {
+  Comm *comm = static_cast<Comm *>(handle);
+  if (!comm->nccl)
+    return failWith(TSR_ERROR_IO, "the NCCL communicator was aborted");
+  ncclResult_t state = ncclSuccess;
+  if (int s = check(ncclCommGetAsyncError(comm->nccl, &state),
+                    "ncclCommGetAsyncError"))
+    return s;
+  // ncclInProgress: a nonblocking communicator still initializing or
+  // splitting, which is no failure.
+  if (state == ncclInProgress)
+    return TSR_OK;
+  return check(state, "ncclCommGetAsyncError");
+}
+
+void abortComm(void *handle) {
+  Comm *comm = static_cast<Comm *>(handle);
+  if (!comm || !comm->nccl)
+    return;
+  cudaSetDevice(comm->device);
+  ncclCommAbort(comm->nccl);
+  // ncclCommAbort frees the communicator: destroy must not see it again.
+  comm->nccl = nullptr;
+}
+
 const tsr_comm_plugin_t kTable = {
     TSR_COMM_PLUGIN_ABI,
     sizeof(ncclUniqueId),
@@ -307,6 +332,8 @@ const tsr_comm_plugin_t kTable = {
     send,
     recv,
     barrier,
+    asyncError,
+    abortComm,
 };
 
 } // namespace
