@@ -27,6 +27,12 @@
 // with a BGRAD epilogue, the product runs without it and the sum runs as a
 // second product with a vector of ones (ones[1, K]·op(B), op(A)·ones[K, 1]).
 //
+// ReLU's backward form is DRELU, which multiplies the product by the bit
+// mask that RELU_AUX(_BIAS) wrote in the forward pass (cuBLASLt's own
+// format; the compiler allocates it and passes it from one to the other).
+// Its leading dimension, in bits, is the column-major result's rows (the
+// program's n) rounded up to 128, as cuBLASLt requires.
+//
 // The types and enumerators below are cuBLASLt's (cublasLt.h, CUDA 12 and
 // 13), written out in GpuGemm.h so that the runtime builds without the
 // toolkit; runtime/test/CublasLtAbiCheck.cpp checks them against the header
@@ -96,6 +102,12 @@ int32_t cublasEpilogue(int32_t epilogue) {
     return kEpilogueBias;
   case TSR_GEMM_EPILOGUE_RELU_BIAS:
     return kEpilogueReluBias;
+  case TSR_GEMM_EPILOGUE_RELU_AUX:
+    return kEpilogueReluAux;
+  case TSR_GEMM_EPILOGUE_RELU_AUX_BIAS:
+    return kEpilogueReluAuxBias;
+  case TSR_GEMM_EPILOGUE_DRELU:
+    return kEpilogueDrelu;
   // cuBLASLt's first operand is the program's B, its second A.
   case TSR_GEMM_EPILOGUE_BIAS_GRAD_A:
     return kEpilogueBgradB;
@@ -200,9 +212,15 @@ void destroyPlan(const Library &l, Plan &plan) {
   plan = Plan();
 }
 
-/// Makes the plan of `shape` (with `bias`, whose alignment the heuristic
-/// reads); "" or what failed.
-std::string makePlan(State &s, const Shape &shape, float *bias, Plan &plan) {
+bool isMasked(int32_t mode) {
+  return mode == kEpilogueReluAux || mode == kEpilogueReluAuxBias ||
+         mode == kEpilogueDrelu;
+}
+
+/// Makes the plan of `shape` (with `bias` and `aux`, whose alignment the
+/// heuristic reads); "" or what failed.
+std::string makePlan(State &s, const Shape &shape, float *bias, void *aux,
+                     Plan &plan) {
   auto [batch, m, n, k, dtype, transposeA, transposeB, epilogue] = shape;
   const Library &l = s.lib;
   int input = dtype == TSR_DTYPE_BFLOAT16  ? kBf16
@@ -233,6 +251,16 @@ std::string makePlan(State &s, const Shape &shape, float *bias, Plan &plan) {
     if (int code = l.matmulDescSetAttribute(plan.operation, kDescBiasPointer,
                                             &bias, sizeof(bias)))
       return status(code, "cublasLtMatmulDescSetAttribute (bias)");
+  if (isMasked(epilogue)) {
+    // In bits: the column-major result's rows, rounded up to 128.
+    int64_t ld = (n + 127) / 128 * 128;
+    if (int code = l.matmulDescSetAttribute(plan.operation, kDescAuxPointer,
+                                            &aux, sizeof(aux)))
+      return status(code, "cublasLtMatmulDescSetAttribute (aux)");
+    if (int code = l.matmulDescSetAttribute(plan.operation, kDescAuxLd, &ld,
+                                            sizeof(ld)))
+      return status(code, "cublasLtMatmulDescSetAttribute (aux ld)");
+  }
   if (int code = transposeB ? makeLayout(l, &plan.first, input, k, n, batch)
                             : makeLayout(l, &plan.first, input, n, k, batch))
     return status(code, "cublasLtMatrixLayoutCreate");
@@ -285,11 +313,12 @@ void *onesVector(State &s, int32_t dtype, int64_t count, std::string &error) {
 /// Queues the product of `shape` on `stream` with its plan, made on first
 /// use; "" or what failed. Holds the state's lock.
 std::string enqueue(State &s, void *stream, const Shape &shape, const void *a,
-                    const void *b, float *c, bool accumulate, float *bias) {
+                    const void *b, float *c, bool accumulate, float *bias,
+                    void *aux = nullptr) {
   auto it = s.plans.find(shape);
   if (it == s.plans.end()) {
     Plan plan;
-    std::string error = makePlan(s, shape, bias, plan);
+    std::string error = makePlan(s, shape, bias, aux, plan);
     if (!error.empty()) {
       destroyPlan(s.lib, plan);
       if (error != kNoAlgorithm || !isBiasGradient(std::get<7>(shape)))
@@ -329,6 +358,11 @@ std::string enqueue(State &s, void *stream, const Shape &shape, const void *a,
             plan.operation, kDescBiasPointer, &bias, sizeof(bias)))
       return std::string("cublasLtMatmulDescSetAttribute (bias): ") +
              s.lib.getStatusString(code);
+  if (aux)
+    if (int code = s.lib.matmulDescSetAttribute(plan.operation, kDescAuxPointer,
+                                                &aux, sizeof(aux)))
+      return std::string("cublasLtMatmulDescSetAttribute (aux): ") +
+             s.lib.getStatusString(code);
   float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   if (int code =
           s.lib.matmul(s.handle, plan.operation, &one, b, plan.first, a,
@@ -345,7 +379,7 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
                                       const void *b, float *c, int32_t dtype,
                                       int32_t transposeA, int32_t transposeB,
                                       int32_t accumulate, float *bias,
-                                      int32_t epilogue) {
+                                      int32_t epilogue, void *aux) {
   auto fail = [&](const std::string &what) {
     tsr::noteKernelError(
         std::string(tsr_dtype_name(static_cast<tsr_dtype_t>(dtype))) +
@@ -355,11 +389,17 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   };
   int32_t mode = cublasEpilogue(epilogue);
   bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias ||
-                isBiasGradient(mode);
+                mode == kEpilogueReluAuxBias || isBiasGradient(mode);
+  bool masked = isMasked(mode);
   if (mode == 0 || biased != (bias != nullptr) || (biased && batch != 1))
     return fail("epilogue " + std::to_string(epilogue) +
                 (bias ? " with" : " without") +
                 " a bias is not one tsrt_gpu_gemm runs");
+  if (masked != (aux != nullptr) || (masked && (batch != 1 || accumulate != 0)))
+    return fail("epilogue " + std::to_string(epilogue) +
+                (aux ? " with" : " without") +
+                " a mask (or of a batch, or accumulating) is not one "
+                "tsrt_gpu_gemm runs");
   State &s = state();
   std::call_once(s.once, [&] { load(s); });
   if (!s.loadError.empty())
@@ -367,7 +407,7 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   std::lock_guard<std::mutex> lock(s.mutex);
   Shape shape{batch, m, n, k, dtype, transposeA != 0, transposeB != 0, mode};
   if (std::string error =
-          enqueue(s, stream, shape, a, b, c, accumulate != 0, bias);
+          enqueue(s, stream, shape, a, b, c, accumulate != 0, bias, aux);
       !error.empty())
     fail(error);
 }

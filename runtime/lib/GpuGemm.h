@@ -41,11 +41,16 @@ enum : int {
   kDescTransB = 4,               // CUBLASLT_MATMUL_DESC_TRANSB
   kDescEpilogue = 7,             // CUBLASLT_MATMUL_DESC_EPILOGUE
   kDescBiasPointer = 8,          // CUBLASLT_MATMUL_DESC_BIAS_POINTER
+  kDescAuxPointer = 11,          // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER
+  kDescAuxLd = 12,               // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD
   kOpT = 1,                      // CUBLAS_OP_T
   kEpilogueDefault = 1,          // CUBLASLT_EPILOGUE_DEFAULT
   kEpilogueRelu = 2,             // CUBLASLT_EPILOGUE_RELU
   kEpilogueBias = 4,             // CUBLASLT_EPILOGUE_BIAS
   kEpilogueReluBias = 6,         // CUBLASLT_EPILOGUE_RELU_BIAS
+  kEpilogueReluAux = 130,        // CUBLASLT_EPILOGUE_RELU_AUX
+  kEpilogueReluAuxBias = 134,    // CUBLASLT_EPILOGUE_RELU_AUX_BIAS
+  kEpilogueDrelu = 136,          // CUBLASLT_EPILOGUE_DRELU
   kEpilogueBgradA = 256,         // CUBLASLT_EPILOGUE_BGRADA
   kEpilogueBgradB = 512,         // CUBLASLT_EPILOGUE_BGRADB
 };

@@ -32,10 +32,15 @@ static_assert(kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
               kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
 static_assert(kOpT == CUBLAS_OP_T);
 static_assert(kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
-              kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+              kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
+              kDescAuxPointer == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER &&
+              kDescAuxLd == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
 static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
               kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
               kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS &&
+              kEpilogueReluAux == CUBLASLT_EPILOGUE_RELU_AUX &&
+              kEpilogueReluAuxBias == CUBLASLT_EPILOGUE_RELU_AUX_BIAS &&
+              kEpilogueDrelu == CUBLASLT_EPILOGUE_DRELU &&
               kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA &&
               kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB);

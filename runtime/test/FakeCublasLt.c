@@ -6,7 +6,13 @@
  * whose "device" memory is host memory, a test can check both the call plan
  * (layouts, batch strides, beta, workspace) and that it multiplies the
  * row-major matrices the compiled program meant. Only what GpuGemm.cpp sets
- * is supported; anything else fails with CUBLAS_STATUS_NOT_SUPPORTED (15). */
+ * is supported; anything else fails with CUBLAS_STATUS_NOT_SUPPORTED (15).
+ *
+ * The ReLU mask of the AUX epilogues is cuBLASLt's private format, which
+ * only cuBLASLt reads back (DRELU): here bit i % 8 of byte
+ * (j * ld + i) / 8 says whether element (i, j) of D was positive before the
+ * ReLU, ld (in bits) a multiple of 128 no less than D's rows, as cuBLASLt
+ * requires of CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD. */
 #include "FakeCublasLt.h"
 
 #include <stdint.h>
@@ -23,6 +29,8 @@ typedef struct {
   int32_t transA, transB;
   uint32_t epilogue;
   float *bias;
+  void *aux;
+  int64_t auxLd;
 } Desc;
 
 /* What the last cublasLtMatmul saw, for the tests (fakeCublasLtLast). */
@@ -70,8 +78,9 @@ int cublasLtMatmulDescDestroy(void *desc) {
 }
 
 /* CUBLASLT_MATMUL_DESC_TRANSA (3), TRANSB (4), EPILOGUE (7: DEFAULT 1,
- * RELU 2, BIAS 4, RELU_BIAS 6, BGRADA 256, BGRADB 512) and BIAS_POINTER (8)
- * only. */
+ * RELU 2, BIAS 4, RELU_BIAS 6, RELU_AUX 130, RELU_AUX_BIAS 134, DRELU 136,
+ * BGRADA 256, BGRADB 512), BIAS_POINTER (8), EPILOGUE_AUX_POINTER (11)
+ * and EPILOGUE_AUX_LD (12) only. */
 int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
                                    size_t size) {
   Desc *d = desc;
@@ -82,14 +91,22 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
   if (attr == 7 && size == sizeof(uint32_t)) {
     uint32_t mode;
     memcpy(&mode, buf, size);
-    if (mode != 1 && mode != 2 && mode != 4 && mode != 6 && mode != 256 &&
-        mode != 512)
+    if (mode != 1 && mode != 2 && mode != 4 && mode != 6 && mode != 130 &&
+        mode != 134 && mode != 136 && mode != 256 && mode != 512)
       return kNotSupported;
     d->epilogue = mode;
     return kSuccess;
   }
   if (attr == 8 && size == sizeof(void *)) {
     memcpy(&d->bias, buf, size);
+    return kSuccess;
+  }
+  if (attr == 11 && size == sizeof(void *)) {
+    memcpy(&d->aux, buf, size);
+    return kSuccess;
+  }
+  if (attr == 12 && size == sizeof(int64_t)) {
+    memcpy(&d->auxLd, buf, size);
     return kSuccess;
   }
   return kNotSupported;
@@ -191,12 +208,16 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
            innerB = dd->transB ? lb->cols : lb->rows,
            cols = dd->transB ? lb->rows : lb->cols;
   int gradA = dd->epilogue == 256, gradB = dd->epilogue == 512;
-  int biased = !gradA && !gradB && (dd->epilogue & 4) != 0,
-      relu = !gradA && !gradB && (dd->epilogue & 2) != 0;
+  int drelu = dd->epilogue == 136;
+  int biased = !gradA && !gradB && !drelu && (dd->epilogue & 4) != 0,
+      relu = !gradA && !gradB && !drelu && (dd->epilogue & 2) != 0;
+  int masks = dd->epilogue == 130 || dd->epilogue == 134;
   if (algo->data[0] != 42 || inner != innerB || rows != lc->rows ||
       cols != lc->cols || lc->type != kF32 || C != D ||
       ((biased || gradA || gradB) && !dd->bias) ||
-      ((gradA || gradB) && lc->batch != 1))
+      ((gradA || gradB || masks || drelu) && lc->batch != 1) ||
+      ((masks || drelu) &&
+       (!dd->aux || dd->auxLd % 128 != 0 || dd->auxLd < (int64_t)lc->rows)))
     return kInvalidValue;
   ++last.calls;
   last.a = *la, last.b = *lb, last.c = *lc, last.d = *ld;
@@ -207,6 +228,8 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
   last.stream = stream;
   last.transA = dd->transA, last.transB = dd->transB;
   last.epilogue = dd->epilogue, last.bias = dd->bias;
+  last.aux = dd->aux, last.auxLd = dd->auxLd;
+  unsigned char *mask = dd->aux;
   float *out = D;
   for (int32_t batch = 0; batch < lc->batch; ++batch)
     for (uint64_t j = 0; j < lc->cols; ++j)
@@ -223,6 +246,15 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
         /* The bias of D's row i (broadcast over its columns), then ReLU. */
         if (biased)
           value += dd->bias[i];
+        int64_t bit = (int64_t)j * dd->auxLd + (int64_t)i;
+        if (masks) {
+          if (value > 0.0f)
+            mask[bit / 8] |= (unsigned char)(1u << bit % 8);
+          else
+            mask[bit / 8] &= (unsigned char)~(1u << bit % 8);
+        }
+        if (drelu && !(mask[bit / 8] >> bit % 8 & 1))
+          value = 0.0f;
         if (relu && !(value > 0.0f))
           value = 0.0f;
         *slot = value;

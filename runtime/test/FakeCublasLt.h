@@ -25,6 +25,10 @@ typedef struct {
   int32_t transA, transB;
   uint32_t epilogue; /* CUBLASLT_EPILOGUE_*, 1 (default) when never set */
   float *bias;
+  /* CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER and _AUX_LD (in bits for a
+   * ReLU mask). */
+  void *aux;
+  int64_t auxLd;
 } FakeRecord;
 
 #endif /* TESSERA_RUNTIME_TEST_FAKECUBLASLT_H */

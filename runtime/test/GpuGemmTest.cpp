@@ -25,7 +25,7 @@ extern "C" void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m, int64_t n,
                               int64_t k, const void *a, const void *b, float *c,
                               int32_t dtype, int32_t transposeA,
                               int32_t transposeB, int32_t accumulate,
-                              float *bias, int32_t epilogue);
+                              float *bias, int32_t epilogue, void *aux);
 namespace tsr {
 std::string takeKernelError();
 } // namespace tsr
@@ -86,7 +86,7 @@ TEST(GpuGemm, PlansARowMajorBatchAsCublasLtsColumnMajorProduct) {
   void *stream = reinterpret_cast<void *>(0x5eed);
   tsrt_gpu_gemm(stream, batch, m, n, k, a.data(), b.data(), c.data(),
                 TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/0, nullptr,
-                TSR_GEMM_EPILOGUE_NONE);
+                TSR_GEMM_EPILOGUE_NONE, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, product(a, b, batch, m, n, k));
 
@@ -139,7 +139,7 @@ TEST(GpuGemm, ReadsTransposedOperandsWithCublasLtsTransposeFlags) {
     std::vector<float> c(batch * m * n, 99.0f);
     tsrt_gpu_gemm(nullptr, batch, m, n, k, ta ? at.data() : a.data(),
                   tb ? bt.data() : b.data(), c.data(), TSR_DTYPE_FLOAT32, ta,
-                  tb, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
+                  tb, 0, nullptr, TSR_GEMM_EPILOGUE_NONE, nullptr);
     ASSERT_EQ(tsr::takeKernelError(), "");
     EXPECT_EQ(c, expected) << "transpose_a " << ta << ", transpose_b " << tb;
     const Record &r = last();
@@ -166,7 +166,7 @@ TEST(GpuGemm, AccumulatesWithBetaOne) {
     expected[i] += c[i];
   tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
                 TSR_DTYPE_FLOAT32, 0, 0, /*accumulate=*/1, nullptr,
-                TSR_GEMM_EPILOGUE_NONE);
+                TSR_GEMM_EPILOGUE_NONE, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, expected);
   EXPECT_EQ(last().beta, 1.0f);
@@ -189,7 +189,8 @@ TEST(GpuGemm, MultipliesBf16OperandsIntoF32) {
   std::vector<uint16_t> a16 = bf16(a), b16 = bf16(b);
   std::vector<float> c(m * n, -1.0f);
   tsrt_gpu_gemm(nullptr, 1, m, n, k, a16.data(), b16.data(), c.data(),
-                TSR_DTYPE_BFLOAT16, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
+                TSR_DTYPE_BFLOAT16, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE,
+                nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, product(a, b, 1, m, n, k));
   EXPECT_EQ(last().a.type, 14); // CUDA_R_16BF
@@ -203,7 +204,8 @@ TEST(GpuGemm, MakesOnePlanPerShape) {
   int before = heuristics();
   for (int i = 0; i < 3; ++i)
     tsrt_gpu_gemm(nullptr, 1, 6, 6, 5, a.data(), b.data(), c.data(),
-                  TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
+                  TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE,
+                  nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(heuristics(), before + 1);
 }
@@ -215,7 +217,8 @@ TEST(GpuGemm, ReportsAShapeWithoutAnAlgorithmAndFreesItsPlan) {
   int before = destroyed();
   std::vector<float> a(49), b(49), c(49);
   tsrt_gpu_gemm(nullptr, 1, 7, 7, 7, a.data(), b.data(), c.data(),
-                TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE);
+                TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_NONE,
+                nullptr);
   EXPECT_EQ(tsr::takeKernelError(), "float32 GPU matmul 7x7 by 7x7: cuBLASLt "
                                     "has no algorithm for it");
   // The operation descriptor and the three layouts of the failed plan.
@@ -249,7 +252,7 @@ TEST(GpuGemm, AppliesBiasAndReluEpiloguesPerColumnOfTheRowMajorResult) {
     std::vector<float> c(m * n, 99.0f);
     tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
                   TSR_DTYPE_FLOAT32, 0, 0, 0, e.biased ? bias.data() : nullptr,
-                  e.epilogue);
+                  e.epilogue, nullptr);
     ASSERT_EQ(tsr::takeKernelError(), "") << "epilogue " << e.epilogue;
     EXPECT_EQ(c, expected) << "epilogue " << e.epilogue;
     EXPECT_EQ(last().epilogue, e.cublas);
@@ -260,7 +263,7 @@ TEST(GpuGemm, AppliesBiasAndReluEpiloguesPerColumnOfTheRowMajorResult) {
   int before = heuristics();
   tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
                 TSR_DTYPE_FLOAT32, 0, 0, 0, other.data(),
-                TSR_GEMM_EPILOGUE_BIAS);
+                TSR_GEMM_EPILOGUE_BIAS, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(heuristics(), before);
   EXPECT_EQ(last().bias, other.data());
@@ -293,7 +296,7 @@ TEST(GpuGemm, ComputesBiasGradientsAsCublasLtsBgradEpilogues) {
   std::vector<float> c(in * out, 99.0f), bias(out, 99.0f);
   tsrt_gpu_gemm(nullptr, 1, in, out, rows, x.data(), dy.data(), c.data(),
                 TSR_DTYPE_FLOAT32, 1, 0, 0, bias.data(),
-                TSR_GEMM_EPILOGUE_BIAS_GRAD_B);
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_B, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(c, dw);
   EXPECT_EQ(bias, db);
@@ -303,7 +306,7 @@ TEST(GpuGemm, ComputesBiasGradientsAsCublasLtsBgradEpilogues) {
   std::vector<float> ct(out * in, 99.0f), biasT(out, 99.0f);
   tsrt_gpu_gemm(nullptr, 1, out, in, rows, dy.data(), x.data(), ct.data(),
                 TSR_DTYPE_FLOAT32, 1, 0, 0, biasT.data(),
-                TSR_GEMM_EPILOGUE_BIAS_GRAD_A);
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_A, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(ct, dwt);
   EXPECT_EQ(biasT, db);
@@ -321,10 +324,67 @@ TEST(GpuGemm, ComputesBiasGradientsAsCublasLtsBgradEpilogues) {
   std::vector<float> ch(in * out), biasH(out);
   tsrt_gpu_gemm(nullptr, 1, in, out, rows, xh.data(), dyh.data(), ch.data(),
                 TSR_DTYPE_BFLOAT16, 1, 0, 0, biasH.data(),
-                TSR_GEMM_EPILOGUE_BIAS_GRAD_B);
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_B, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(ch, dw);
   EXPECT_EQ(biasH, db);
+}
+
+/// ReLU's forward and backward through cuBLASLt's mask: a hidden layer
+/// h = relu(x·W1 + b1) by RELU_AUX_BIAS, which also writes the mask, then
+/// the gradient of its input dpre = (dy·W2ᵀ) * (x·W1 + b1 > 0) by DRELU
+/// reading it, both against what the CPU target computes (the bias add,
+/// max(x, 0), and autodiff's select). n = 130 needs two 128-bit words per
+/// row: the leading dimension is 256 bits. Small integers: exact.
+TEST(GpuGemm, PassesReluMasksFromRELU_AUX_BIASToDRELU) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t rows = 3, in = 4, hidden = 130, out = 2;
+  std::vector<float> x = matrix(1, rows, in, 1), w1 = matrix(1, in, hidden, 2),
+                     dy = matrix(1, rows, out, 3),
+                     w2t = matrix(1, out, hidden, 5), b1(hidden);
+  for (int64_t j = 0; j < hidden; ++j)
+    b1[j] = static_cast<float>(j % 5) - 2.0f;
+  std::vector<float> pre = product(x, w1, 1, rows, hidden, in);
+  std::vector<float> h(pre.size()), dpre(pre.size());
+  std::vector<float> dh = product(dy, w2t, 1, rows, hidden, out);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < hidden; ++j) {
+      float &v = pre[i * hidden + j];
+      v += b1[j];
+      h[i * hidden + j] = std::max(v, 0.0f);
+      dpre[i * hidden + j] = v > 0.0f ? dh[i * hidden + j] : 0.0f;
+    }
+  const int64_t maskBytes = (hidden + 127) / 128 * 16;
+  std::vector<unsigned char> mask(rows * maskBytes, 0xA5);
+  std::vector<float> c(rows * hidden, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, in, x.data(), w1.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, 0, b1.data(),
+                TSR_GEMM_EPILOGUE_RELU_AUX_BIAS, mask.data());
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(c, h);
+  EXPECT_EQ(last().epilogue, 134u); // CUBLASLT_EPILOGUE_RELU_AUX_BIAS
+  EXPECT_EQ(last().aux, mask.data());
+  EXPECT_EQ(last().auxLd, 256);
+
+  // dh = dy·W2ᵀ with W2 stored [hidden, out]: W2ᵀ is read transposed.
+  std::vector<float> w2(hidden * out);
+  for (int64_t j = 0; j < hidden; ++j)
+    for (int64_t p = 0; p < out; ++p)
+      w2[j * out + p] = w2t[p * hidden + j];
+  std::vector<float> d(rows * hidden, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
+                TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DRELU,
+                mask.data());
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(d, dpre);
+  EXPECT_EQ(last().epilogue, 136u); // CUBLASLT_EPILOGUE_DRELU
+  EXPECT_EQ(last().auxLd, 256);
+
+  // Without its mask, or of a batch, the call is refused with a reason.
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
+                TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DRELU,
+                nullptr);
+  EXPECT_NE(tsr::takeKernelError().find("without a mask"), std::string::npos);
 }
 
 /// Where cuBLASLt has no algorithm with a BGRAD epilogue, the product runs
@@ -349,7 +409,7 @@ TEST(GpuGemm, SumsABiasGradientWithOnesWhereCublasLtHasNoEpilogueForIt) {
     std::vector<float> c(in * out, 99.0f), bias(out, 99.0f);
     tsrt_gpu_gemm(nullptr, 1, in, out, rows, x.data(), dy.data(), c.data(),
                   TSR_DTYPE_FLOAT32, 1, 0, 0, bias.data(),
-                  TSR_GEMM_EPILOGUE_BIAS_GRAD_B);
+                  TSR_GEMM_EPILOGUE_BIAS_GRAD_B, nullptr);
     ASSERT_EQ(tsr::takeKernelError(), "") << "round " << round;
     EXPECT_EQ(c, dw) << "round " << round;
     EXPECT_EQ(bias, db) << "round " << round;
@@ -365,7 +425,7 @@ TEST(GpuGemm, SumsABiasGradientWithOnesWhereCublasLtHasNoEpilogueForIt) {
   std::vector<float> ct(out * in), biasT(out, 99.0f);
   tsrt_gpu_gemm(nullptr, 1, out, in, rows, dy.data(), x.data(), ct.data(),
                 TSR_DTYPE_FLOAT32, 1, 0, 0, biasT.data(),
-                TSR_GEMM_EPILOGUE_BIAS_GRAD_A);
+                TSR_GEMM_EPILOGUE_BIAS_GRAD_A, nullptr);
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(biasT, db);
   refuse(0);
@@ -375,12 +435,13 @@ TEST(GpuGemm, RefusesAnEpilogueItDoesNotRun) {
   ASSERT_NE(fakeCublasLt(), nullptr);
   std::vector<float> a(6), b(6), c(4), bias(2);
   tsrt_gpu_gemm(nullptr, 1, 2, 2, 3, a.data(), b.data(), c.data(),
-                TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_BIAS);
+                TSR_DTYPE_FLOAT32, 0, 0, 0, nullptr, TSR_GEMM_EPILOGUE_BIAS,
+                nullptr);
   EXPECT_EQ(tsr::takeKernelError(),
             "float32 GPU matmul 2x3 by 3x2: epilogue 2 without a bias is not "
             "one tsrt_gpu_gemm runs");
   tsrt_gpu_gemm(nullptr, 1, 2, 2, 3, a.data(), b.data(), c.data(),
-                TSR_DTYPE_FLOAT32, 0, 0, 0, bias.data(), 9);
+                TSR_DTYPE_FLOAT32, 0, 0, 0, bias.data(), 9, nullptr);
   EXPECT_EQ(tsr::takeKernelError(),
             "float32 GPU matmul 2x3 by 3x2: epilogue 9 with a bias is not "
             "one tsrt_gpu_gemm runs");

@@ -24,7 +24,9 @@ Without either, both phases run in a temporary directory. The cases:
   elementwise and broadcast ops only: outputs against onnxruntime (rtol
   1e-4, as e2e-examples) and against the CPU target;
 * the gradients (``--mode=grad``) of the character LM for its initial
-  weights and first batch, every one against the CPU target's;
+  weights and first batch, and of a two-layer MLP with a hidden ReLU
+  (whose ReLU and its derivative the GPU computes in cuBLASLt's epilogues),
+  every one against the CPU target's;
 * 20 Adam steps of the character LM and of a 2-layer GPT exported by
   PyTorch: every loss against the CPU target's;
 * 20 Adam steps of that GPT in bf16, whose attention and its backward pass
@@ -127,19 +129,25 @@ def call(root, bin_dir, art, inputs_dir, out_dir):
         np.save(os.path.join(out_dir, f"output_{i}.npy"), result)
 
 
-def grad_inputs(model_path, manifest, tokens, out_dir):
+def grad_inputs(model_path, manifest, tokens, out_dir, classes=None):
     """input_<i>.npy for a --mode=grad artifact: initializers by name, the
-    first windows of `tokens` for the data and its shifted labels."""
+    first windows of `tokens` for the data and its shifted labels; or, with
+    `classes`, normal data and labels in [0, classes) of a fixed seed."""
     import onnx
     from onnx import numpy_helper
     model = onnx.load(model_path)
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    stream = np.fromfile(tokens, dtype="<u2")
+    stream = np.fromfile(tokens, dtype="<u2") if tokens else None
+    rng = np.random.default_rng(5)
     os.makedirs(out_dir, exist_ok=True)
     for i, spec in enumerate(manifest["programs"][0]["inputs"]):
         shape = spec["shape"]
         if spec["name"] in inits:
             value = inits[spec["name"]]
+        elif classes:
+            value = (rng.integers(0, classes, shape)
+                     if spec.get("role") == "label"
+                     else rng.standard_normal(shape))
         else:
             count = int(np.prod(shape))
             offset = 1 if spec.get("role") == "label" else 0
@@ -206,6 +214,21 @@ def prepare(root, bin_dir, py, work, emulate):
     call(root, bin_dir, os.path.join(work, "charlm_grad.cpu"), grad_in,
          os.path.join(work, "charlm_grad.cpu.out"))
     plan["grad"].append("charlm_grad")
+    # Two layers with a hidden ReLU: on the GPU its forward and backward run
+    # in cuBLASLt's RELU_AUX_BIAS and DRELU epilogues (tsr-gpu-gemm).
+    mlp2 = os.path.join(work, "mlp2.onnx")
+    run([py, os.path.join(root, "test", "Import", "ONNX", "Inputs",
+                          "make_model.py"), "mlp2", mlp2])
+    both("mlp2_grad", mlp2, ["--mode=grad", "--loss=cross_entropy",
+                             "--logits=y", "--batch-size=4"])
+    with open(os.path.join(work, "mlp2_grad.cpu", "manifest.json")) as f:
+        manifest = json.load(f)
+    grad_inputs(mlp2, manifest, None, os.path.join(work, "mlp2_grad_inputs"),
+                classes=4)
+    call(root, bin_dir, os.path.join(work, "mlp2_grad.cpu"),
+         os.path.join(work, "mlp2_grad_inputs"),
+         os.path.join(work, "mlp2_grad.cpu.out"))
+    plan["grad"].append("mlp2_grad")
 
     for name, model, batch in (("charlm", lm, 16),
                                ("gpt", os.path.join(work, "gpt",

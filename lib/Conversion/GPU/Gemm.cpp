@@ -254,7 +254,8 @@ void fuseEpilogue(IRRewriter &rewriter, tsrt::GpuGemmOp gemm) {
   rewriter.setInsertionPoint(gemm);
   tsrt::GpuGemmOp::create(rewriter, gemm.getLoc(), Type(), ValueRange{},
                           gemm.getA(), gemm.getB(), d, epilogue->bias,
-                          gemm.getTransposeA(), gemm.getTransposeB(),
+                          /*aux=*/Value(), gemm.getTransposeA(),
+                          gemm.getTransposeB(),
                           /*accumulate=*/false, epilogue->name);
   rewriter.eraseOp(consumer);
   rewriter.eraseOp(gemm);
@@ -392,14 +393,167 @@ void fuseBiasGradient(IRRewriter &rewriter, tsrt::GpuGemmOp gemm) {
       rewriter.setInsertionPoint(gemm);
       tsrt::GpuGemmOp::create(rewriter, gemm.getLoc(), Type(), ValueRange{},
                               gemm.getA(), gemm.getB(), gemm.getC(), bias,
-                              gemm.getTransposeA(), gemm.getTransposeB(),
-                              gemm.getAccumulate(), candidate.name);
+                              /*aux=*/Value(), gemm.getTransposeA(),
+                              gemm.getTransposeB(), gemm.getAccumulate(),
+                              candidate.name);
       rewriter.eraseOp(sum);
       rewriter.eraseOp(fill);
       rewriter.eraseOp(gemm);
       return;
     }
   }
+}
+
+/// Whether `generic` is the input gradient of a ReLU: elementwise, of
+/// identity maps, `select(pre > 0, grad, 0)` into a buffer of pre's type
+/// (what autodiff writes for tsr.relu, with `pre` its input). Returns the
+/// gradient operand, or null.
+Value matchReluGradient(linalg::GenericOp generic, Value pre) {
+  if (!generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 2 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
+      generic.getDpsInitOperand(0)->get().getType() != pre.getType() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return {};
+  OpOperand *first = generic.getDpsInputOperand(0),
+            *second = generic.getDpsInputOperand(1);
+  if (second->get() == pre)
+    std::swap(first, second);
+  if (first->get() != pre || second->get() == pre ||
+      second->get().getType() != pre.getType())
+    return {};
+  Block *body = generic.getBlock();
+  auto select = cast<linalg::YieldOp>(body->getTerminator())
+                    .getValues()[0]
+                    .getDefiningOp<arith::SelectOp>();
+  if (!select || body->getOperations().size() != 3 ||
+      select.getTrueValue() != generic.getMatchingBlockArgument(second) ||
+      !matchPattern(select.getFalseValue(), m_AnyZeroFloat()))
+    return {};
+  auto compare = select.getCondition().getDefiningOp<arith::CmpFOp>();
+  if (!compare || compare.getPredicate() != arith::CmpFPredicate::OGT ||
+      compare.getLhs() != generic.getMatchingBlockArgument(first) ||
+      !matchPattern(compare.getRhs(), m_AnyZeroFloat()))
+    return {};
+  return second->get();
+}
+
+/// Whether every user of the fresh buffer `buffer` but `writer` (and its
+/// allocation) is after `writer` in its block: the value may then be
+/// written earlier, at a point before `writer`, as long as that point is
+/// after the allocation (moved up where needed).
+bool onlyReadAfter(Value buffer, Operation *writer) {
+  return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+    if (user == writer)
+      return true;
+    Operation *at = writer->getBlock()->findAncestorOpInBlock(*user);
+    return at && writer->isBeforeInBlock(at);
+  });
+}
+
+/// Moves `buffer`'s allocation (without operands) before `op` if it is
+/// after it; fails for any other definition.
+bool allocateBefore(IRRewriter &rewriter, Value buffer, Operation *op) {
+  auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getBlock() != op->getBlock() ||
+      alloc->getNumOperands() != 0)
+    return false;
+  if (op->isBeforeInBlock(alloc))
+    rewriter.moveOpBefore(alloc, op);
+  return true;
+}
+
+/// Folds a hidden ReLU and its backward form into cuBLASLt's epilogues.
+/// In a training step the ReLU's input `pre` (the product `forward` wrote,
+/// its bias added) is read twice: by the ReLU, `h = max(pre, 0)`, and by
+/// its gradient, `dpre = select(pre > 0, dh, 0)`, where `dh` is a later
+/// product's fresh result. The forward product then writes `h` itself with
+/// RELU_AUX(_BIAS), which also records the mask `pre > 0` in a new i8
+/// buffer; the backward product writes `dpre` with DRELU reading that mask.
+/// The ReLU kernel, the select kernel and `pre`'s buffer go, and the mask
+/// (one bit per element) lives from one product to the other instead.
+/// `pre` must have no other reader, the two kernels and both products must
+/// share a block, and what they wrote must be read only after them.
+bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
+  Value pre = forward.getC();
+  auto type = cast<MemRefType>(pre.getType());
+  StringRef epilogue = forward.getEpilogue();
+  if (type.getRank() != 2 || forward.getAccumulate() ||
+      (epilogue != "none" && epilogue != "bias") ||
+      !pre.getDefiningOp<memref::AllocOp>())
+    return false;
+  Block *block = forward->getBlock();
+  linalg::GenericOp relu, gradient;
+  SmallVector<Operation *> deallocs;
+  for (Operation *user : pre.getUsers()) {
+    if (user == forward.getOperation())
+      continue;
+    if (isa<memref::DeallocOp>(user)) {
+      deallocs.push_back(user);
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || generic->getBlock() != block)
+      return false;
+    std::optional<Epilogue> e = matchEpilogue(generic, pre);
+    if (e && e->name == "relu" && !relu)
+      relu = generic;
+    else if (!gradient && matchReluGradient(generic, pre))
+      gradient = generic;
+    else
+      return false;
+  }
+  if (!relu || !gradient || !forward->isBeforeInBlock(relu))
+    return false;
+  Value dh = matchReluGradient(gradient, pre);
+  tsrt::GpuGemmOp backward;
+  for (Operation *user : dh.getUsers())
+    if (auto gemm = dyn_cast<tsrt::GpuGemmOp>(user); gemm && gemm.getC() == dh)
+      backward = gemm;
+  if (!backward || backward->getBlock() != block ||
+      backward.getEpilogue() != "none" || backward.getAccumulate() ||
+      !forward->isBeforeInBlock(backward) ||
+      !backward->isBeforeInBlock(gradient) ||
+      !dh.getDefiningOp<memref::AllocOp>() ||
+      !llvm::all_of(dh.getUsers(), [&](Operation *user) {
+        return user == backward.getOperation() || user == gradient ||
+               isa<memref::DeallocOp>(user);
+      }))
+    return false;
+  Value h = relu.getDpsInitOperand(0)->get();
+  Value dpre = gradient.getDpsInitOperand(0)->get();
+  if (!onlyReadAfter(h, relu) || !onlyReadAfter(dpre, gradient) ||
+      !allocateBefore(rewriter, h, forward) ||
+      !allocateBefore(rewriter, dpre, backward))
+    return false;
+  // cuBLASLt's mask: each row of the result padded to 128 bits.
+  rewriter.setInsertionPoint(forward);
+  auto maskType = MemRefType::get(
+      {type.getDimSize(0),
+       static_cast<int64_t>(llvm::divideCeil(type.getDimSize(1), 128)) * 16},
+      rewriter.getI8Type());
+  Value mask = memref::AllocOp::create(rewriter, forward.getLoc(), maskType,
+                                       rewriter.getI64IntegerAttr(64));
+  tsrt::GpuGemmOp::create(rewriter, forward.getLoc(), Type(), ValueRange{},
+                          forward.getA(), forward.getB(), h, forward.getBias(),
+                          mask, forward.getTransposeA(),
+                          forward.getTransposeB(), /*accumulate=*/false,
+                          forward.getBias() ? "relu_aux_bias" : "relu_aux");
+  rewriter.setInsertionPoint(backward);
+  auto drelu = tsrt::GpuGemmOp::create(
+      rewriter, backward.getLoc(), Type(), ValueRange{}, backward.getA(),
+      backward.getB(), dpre, /*bias=*/Value(), mask, backward.getTransposeA(),
+      backward.getTransposeB(), /*accumulate=*/false, "drelu");
+  rewriter.setInsertionPointAfter(drelu);
+  memref::DeallocOp::create(rewriter, drelu.getLoc(), mask);
+  for (Operation *op : {relu.getOperation(), gradient.getOperation(),
+                        forward.getOperation(), backward.getOperation()})
+    rewriter.eraseOp(op);
+  for (Operation *op : deallocs)
+    rewriter.eraseOp(op);
+  eraseIfUnused(rewriter, pre);
+  eraseIfUnused(rewriter, dh);
+  return true;
 }
 
 struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
@@ -424,7 +578,7 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
       rewriter.setInsertionPoint(op);
       auto gemm = tsrt::GpuGemmOp::create(
           rewriter, op.getLoc(), Type(), ValueRange{}, sourceA ? sourceA : a,
-          sourceB ? sourceB : b, c, /*bias=*/Value(),
+          sourceB ? sourceB : b, c, /*bias=*/Value(), /*aux=*/Value(),
           /*transpose_a=*/bool(sourceA),
           /*transpose_b=*/bool(sourceB),
           /*accumulate=*/!fill, /*epilogue=*/"none");
@@ -436,8 +590,19 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
         eraseIfUnused(rewriter, b);
       fuseEpilogue(rewriter, gemm);
     }
-    // The bias gradients, once every product is a library call.
+    // ReLU's backward form and the bias gradients, once every product is a
+    // library call.
     SmallVector<tsrt::GpuGemmOp> calls;
+    // A fusion erases a later product too: look again after each.
+    for (bool fused = true; fused;) {
+      fused = false;
+      calls.clear();
+      getOperation().walk([&](tsrt::GpuGemmOp gemm) { calls.push_back(gemm); });
+      for (tsrt::GpuGemmOp gemm : calls)
+        if ((fused = fuseReluBackward(rewriter, gemm)))
+          break;
+    }
+    calls.clear();
     getOperation().walk([&](tsrt::GpuGemmOp gemm) { calls.push_back(gemm); });
     for (tsrt::GpuGemmOp gemm : calls)
       fuseBiasGradient(rewriter, gemm);

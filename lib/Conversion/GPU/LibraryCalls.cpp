@@ -42,6 +42,9 @@ int32_t epilogueCode(StringRef epilogue) {
       .Case("relu_bias", TSR_GEMM_EPILOGUE_RELU_BIAS)
       .Case("bias_grad_a", TSR_GEMM_EPILOGUE_BIAS_GRAD_A)
       .Case("bias_grad_b", TSR_GEMM_EPILOGUE_BIAS_GRAD_B)
+      .Case("relu_aux", TSR_GEMM_EPILOGUE_RELU_AUX)
+      .Case("relu_aux_bias", TSR_GEMM_EPILOGUE_RELU_AUX_BIAS)
+      .Case("drelu", TSR_GEMM_EPILOGUE_DRELU)
       .Default(TSR_GEMM_EPILOGUE_NONE);
 }
 
@@ -101,7 +104,7 @@ void emitCall(ModuleOp module, CallBuilder &c, StringRef name,
 }
 
 /// `tsrt_gpu_gemm(stream, batch, m, n, k, a, b, c, dtype, transpose_a,
-/// transpose_b, accumulate, bias, epilogue)`.
+/// transpose_b, accumulate, bias, epilogue, aux)`.
 void callGemm(ModuleOp module, CallBuilder &c, Value stream,
               tsrt::GpuGemmOp op) {
   auto out = cast<MemRefType>(op.getC().getType());
@@ -124,7 +127,8 @@ void callGemm(ModuleOp module, CallBuilder &c, Value stream,
                           c.i32(op.getTransposeB()),
                           c.i32(op.getAccumulate()),
                           c.address(op.getBias()),
-                          c.i32(epilogueCode(op.getEpilogue()))};
+                          c.i32(epilogueCode(op.getEpilogue())),
+                          c.address(op.getAux())};
   emitCall(module, c, kGemm, args);
 }
 

@@ -85,7 +85,11 @@ TSR_API tsr_status_t tsr_event_elapsed_ms(void *start, void *end,
  * result, or the bias then max(x, 0); or, besides the product, the sum of
  * an operand over k written to the bias buffer (a bias gradient): of
  * op(a), one f32 per row of the result (BIAS_GRAD_A), or of op(b), one per
- * column (BIAS_GRAD_B). */
+ * column (BIAS_GRAD_B). RELU_AUX and RELU_AUX_BIAS are RELU and RELU_BIAS
+ * that also write which elements were positive before the ReLU to `aux`,
+ * cuBLASLt's bit mask (a row of the result per row, padded to a multiple
+ * of 128 bits: ceil(n / 128) * 16 bytes per row); DRELU multiplies the
+ * product by such a mask, ReLU's backward form. */
 typedef enum {
   TSR_GEMM_EPILOGUE_NONE = 0,
   TSR_GEMM_EPILOGUE_RELU = 1,
@@ -93,6 +97,9 @@ typedef enum {
   TSR_GEMM_EPILOGUE_RELU_BIAS = 3,
   TSR_GEMM_EPILOGUE_BIAS_GRAD_A = 4,
   TSR_GEMM_EPILOGUE_BIAS_GRAD_B = 5,
+  TSR_GEMM_EPILOGUE_RELU_AUX = 6,
+  TSR_GEMM_EPILOGUE_RELU_AUX_BIAS = 7,
+  TSR_GEMM_EPILOGUE_DRELU = 8,
 } tsr_gemm_epilogue_t;
 
 /* tsrt_gpu_attention's flags. */

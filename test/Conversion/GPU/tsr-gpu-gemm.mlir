@@ -407,3 +407,99 @@ func.func @bias_gradient_of_rows(%x: memref<8x4xf32>, %dy: memref<2x4x3xf32>) ->
   tsrt.gpu_gemm ins(%x, %rows : memref<8x4xf32>, memref<8x3xf32>) outs(%dw : memref<4x3xf32>) {transpose_a = true}
   return %dw, %db : memref<4x3xf32>, memref<3xf32>
 }
+
+// -----
+
+// A hidden ReLU in a training step: pre = x·W1 + b1 is read by the ReLU
+// and by its gradient select(pre > 0, dh, 0), dh = dy·W2ᵀ. The forward
+// product writes h with RELU_AUX_BIAS and a mask of 4 rows of 16 bytes
+// (130 columns padded to 256 bits); the backward product writes dpre with
+// DRELU reading it; both kernels and pre's buffer go.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @relu_backward
+// CHECK: %[[H:.*]] = memref.alloc() : memref<4x130xf32>
+// CHECK: %[[MASK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x32xi8>
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<4x8xf32>, memref<8x130xf32>) outs(%[[H]] : memref<4x130xf32>) bias(%{{.*}} : memref<130xf32>) aux(%[[MASK]] : memref<4x32xi8>) {epilogue = "relu_aux_bias"}
+// CHECK: %[[DPRE:.*]] = memref.alloc() : memref<4x130xf32>
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<4x2xf32>, memref<130x2xf32>) outs(%[[DPRE]] : memref<4x130xf32>) aux(%[[MASK]] : memref<4x32xi8>) {epilogue = "drelu", transpose_b = true}
+// CHECK-NEXT: memref.dealloc %[[MASK]]
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[H]], %[[DPRE]]
+func.func @relu_backward(%x: memref<4x8xf32>, %w1: memref<8x130xf32>, %b1: memref<130xf32>,
+                         %dy: memref<4x2xf32>, %w2: memref<130x2xf32>) -> (memref<4x130xf32>, memref<4x130xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x130xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x130xf32>)
+  linalg.matmul ins(%x, %w1 : memref<4x8xf32>, memref<8x130xf32>) outs(%c : memref<4x130xf32>)
+  %pre = memref.alloc() : memref<4x130xf32>
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b1 : memref<4x130xf32>, memref<130xf32>) outs(%pre : memref<4x130xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %s = arith.addf %in, %bias : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c : memref<4x130xf32>
+  %h = memref.alloc() : memref<4x130xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre : memref<4x130xf32>) outs(%h : memref<4x130xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  %w2t = memref.alloc() : memref<2x130xf32>
+  linalg.transpose ins(%w2 : memref<130x2xf32>) outs(%w2t : memref<2x130xf32>) permutation = [1, 0]
+  %dh = memref.alloc() : memref<4x130xf32>
+  linalg.fill ins(%zero : f32) outs(%dh : memref<4x130xf32>)
+  linalg.matmul ins(%dy, %w2t : memref<4x2xf32>, memref<2x130xf32>) outs(%dh : memref<4x130xf32>)
+  memref.dealloc %w2t : memref<2x130xf32>
+  %dpre = memref.alloc() : memref<4x130xf32>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre, %dh : memref<4x130xf32>, memref<4x130xf32>) outs(%dpre : memref<4x130xf32>) {
+  ^bb0(%p: f32, %g: f32, %out: f32):
+    %positive = arith.cmpf ogt, %p, %zero : f32
+    %d = arith.select %positive, %g, %zero : f32
+    linalg.yield %d : f32
+  }
+  memref.dealloc %dh : memref<4x130xf32>
+  memref.dealloc %pre : memref<4x130xf32>
+  return %h, %dpre : memref<4x130xf32>, memref<4x130xf32>
+}
+
+// -----
+
+// Kept: pre is also returned (a third reader), and elsewhere the gradient's
+// product dh is read by another op too. Each pair keeps its kernels.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @relu_backward_kept
+// CHECK-NOT: aux(
+// CHECK-NOT: drelu
+// CHECK: return
+func.func @relu_backward_kept(%x: memref<4x8xf32>, %w1: memref<8x16xf32>, %dy: memref<4x2xf32>,
+                              %w2t: memref<2x16xf32>, %probe: memref<4x16xf32>)
+    -> (memref<4x16xf32>, memref<4x16xf32>, memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %pre = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%pre : memref<4x16xf32>)
+  linalg.matmul ins(%x, %w1 : memref<4x8xf32>, memref<8x16xf32>) outs(%pre : memref<4x16xf32>)
+  %h = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre : memref<4x16xf32>) outs(%h : memref<4x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  %dh = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%dh : memref<4x16xf32>)
+  linalg.matmul ins(%dy, %w2t : memref<4x2xf32>, memref<2x16xf32>) outs(%dh : memref<4x16xf32>)
+  %dpre = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre, %dh : memref<4x16xf32>, memref<4x16xf32>) outs(%dpre : memref<4x16xf32>) {
+  ^bb0(%p: f32, %g: f32, %out: f32):
+    %positive = arith.cmpf ogt, %p, %zero : f32
+    %d = arith.select %positive, %g, %zero : f32
+    linalg.yield %d : f32
+  }
+  memref.dealloc %dh : memref<4x16xf32>
+  return %h, %dpre, %pre : memref<4x16xf32>, memref<4x16xf32>, memref<4x16xf32>
+}

@@ -5,9 +5,9 @@
 // it becomes a call of the runtime on that work's stream (the dependency
 // token, cast to a pointer), with the buffers' addresses, the shape (K from
 // a transposed a), the runtime's dtype code (16: bfloat16), transpose_a (1),
-// transpose_b (0) and accumulate (0), no bias (null) and no epilogue (0,
-// TSR_GEMM_EPILOGUE_NONE), and what waited on its token waits on its
-// dependency.
+// transpose_b (0) and accumulate (0), no bias (null), no epilogue (0,
+// TSR_GEMM_EPILOGUE_NONE) and no mask (null), and what waited on its token
+// waits on its dependency.
 // CHECK-LABEL: func.func @gemm
 // CHECK: %[[T0:.*]] = gpu.wait async
 // CHECK: %[[S:.*]] = builtin.unrealized_conversion_cast %[[T0]] : !gpu.async.token to !llvm.ptr
@@ -21,7 +21,8 @@
 // CHECK-DAG: memref.extract_aligned_pointer_as_index %arg0
 // CHECK-DAG: memref.extract_aligned_pointer_as_index %arg2
 // CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: call @tsrt_gpu_gemm(%[[S]], %[[BATCH]], %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %{{.*}}, %[[DTYPE]], %[[ONE]], %[[ZERO]], %{{.*}}, %[[NULL]], %{{.*}}) : (!llvm.ptr, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, !llvm.ptr, i32) -> ()
+// CHECK-DAG: %[[NOMASK:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @tsrt_gpu_gemm(%[[S]], %[[BATCH]], %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %{{.*}}, %[[DTYPE]], %[[ONE]], %[[ZERO]], %{{.*}}, %[[NULL]], %{{.*}}, %[[NOMASK]]) : (!llvm.ptr, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32, i32, !llvm.ptr, i32, !llvm.ptr) -> ()
 // CHECK-NOT: tsrt.gpu_gemm
 // CHECK: gpu.wait [%[[T0]]]
 
@@ -39,17 +40,28 @@ func.func @gemm(%a: memref<3x16x8xbf16>, %b: memref<3x16x4xbf16>, %c: memref<3x8
 }
 
 // A bias epilogue passes the bias buffer's address and the runtime's code
-// for the epilogue (3: TSR_GEMM_EPILOGUE_RELU_BIAS).
+// for the epilogue (3: TSR_GEMM_EPILOGUE_RELU_BIAS); one with a mask also
+// the mask's address (7: TSR_GEMM_EPILOGUE_RELU_AUX_BIAS, 8:
+// TSR_GEMM_EPILOGUE_DRELU).
 // CHECK-LABEL: func.func @epilogue
 // CHECK: %[[BIAS:.*]] = memref.extract_aligned_pointer_as_index %arg2
 // CHECK-NEXT: %[[BIAS64:.*]] = arith.index_cast %[[BIAS]]
 // CHECK-NEXT: %[[BIASPTR:.*]] = llvm.inttoptr %[[BIAS64]]
 // CHECK: %[[CODE:.*]] = arith.constant 3 : i32
-// CHECK-NEXT: call @tsrt_gpu_gemm({{.*}}, %[[BIASPTR]], %[[CODE]])
-func.func @epilogue(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32>, %y: memref<8x4xf32>) {
+// CHECK: call @tsrt_gpu_gemm({{.*}}, %[[BIASPTR]], %[[CODE]], %{{.*}})
+// CHECK: %[[CODE7:.*]] = arith.constant 7 : i32
+// CHECK: %[[MASK:.*]] = memref.extract_aligned_pointer_as_index %arg4
+// CHECK-NEXT: %[[MASK64:.*]] = arith.index_cast %[[MASK]]
+// CHECK-NEXT: %[[MASKPTR:.*]] = llvm.inttoptr %[[MASK64]]
+// CHECK-NEXT: call @tsrt_gpu_gemm({{.*}}, %[[CODE7]], %[[MASKPTR]])
+// CHECK: %[[CODE8:.*]] = arith.constant 8 : i32
+// CHECK: call @tsrt_gpu_gemm({{.*}}, %[[CODE8]], %{{.*}})
+func.func @epilogue(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32>, %y: memref<8x4xf32>, %mask: memref<8x16xi8>) {
   %t0 = gpu.wait async
   %t1 = tsrt.gpu_gemm async [%t0] ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%y : memref<8x4xf32>) bias(%b : memref<4xf32>) {epilogue = "relu_bias"}
-  gpu.wait [%t1]
+  %t2 = tsrt.gpu_gemm async [%t1] ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%y : memref<8x4xf32>) bias(%b : memref<4xf32>) aux(%mask : memref<8x16xi8>) {epilogue = "relu_aux_bias"}
+  %t3 = tsrt.gpu_gemm async [%t2] ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%y : memref<8x4xf32>) aux(%mask : memref<8x16xi8>) {epilogue = "drelu"}
+  gpu.wait [%t3]
   return
 }
 

@@ -189,7 +189,7 @@ func.func @gemm_rank(%a: memref<2x8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x
 // -----
 
 func.func @gemm_epilogue_name(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, bias_grad_a or bias_grad_b, not 'gelu'}}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias or drelu, not 'gelu'}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "gelu"}
   return
 }
@@ -314,5 +314,38 @@ func.func @bias_grad_length(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memr
 func.func @bias_grad_without_bias(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
   // expected-error @+1 {{'tsrt.gpu_gemm' op expects a bias with epilogue 'bias_grad_b'}}
   tsrt.gpu_gemm ins(%a, %b : memref<16x8xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "bias_grad_b", transpose_a = true}
+  return
+}
+
+// -----
+
+func.func @drelu_without_mask(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a mask (aux) with epilogue 'drelu'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "drelu"}
+  return
+}
+
+// -----
+
+func.func @mask_without_aux_epilogue(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x16xi8>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects no aux with epilogue 'relu'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x16xi8>) {epilogue = "relu"}
+  return
+}
+
+// -----
+
+// Four columns take one 128-bit word (16 bytes) per row.
+func.func @mask_shape(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x4xi8>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects an i8 mask of 8x16 with epilogue 'relu_aux', got 'memref<8x4xi8>'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x4xi8>) {epilogue = "relu_aux"}
+  return
+}
+
+// -----
+
+func.func @mask_accumulate(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x16xi8>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a mask on a rank-2 product without accumulate}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x16xi8>) {epilogue = "drelu", accumulate = true}
   return
 }

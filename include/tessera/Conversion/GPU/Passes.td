@@ -164,7 +164,13 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
     with `dW = xᵀ·dy`) is written by the product (`bias_grad_b`, or
     `bias_grad_a` for op(a)), with nothing between the two writing the
     operand or touching the vector; the consumer or the reduction, and the
-    buffers only they used, go.
+    buffers only they used, go. A hidden ReLU of a training step, whose
+    input `pre` (a product's result) only the ReLU `max(pre, 0)` and its
+    gradient `select(pre > 0, dh, 0)` read, with `dh` a later fresh
+    product only the gradient reads, all in one block, becomes
+    `relu_aux_bias` (or `relu_aux`) on the forward product, writing the
+    ReLU's output and a new i8 bit mask (`aux`), and `drelu` on the
+    backward one, reading it; the two kernels and `pre`'s buffer go.
 
     Before:
 

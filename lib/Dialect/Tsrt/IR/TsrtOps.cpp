@@ -246,11 +246,34 @@ LogicalResult GpuGemmOp::verify() {
                        "and b as transposed)");
   StringRef epilogue = getEpilogue();
   bool gradient = epilogue == "bias_grad_a" || epilogue == "bias_grad_b";
-  bool biased = epilogue == "bias" || epilogue == "relu_bias";
-  if (!biased && !gradient && epilogue != "none" && epilogue != "relu")
+  bool biased = epilogue == "bias" || epilogue == "relu_bias" ||
+                epilogue == "relu_aux_bias";
+  bool masked = epilogue == "relu_aux" || epilogue == "relu_aux_bias" ||
+                epilogue == "drelu";
+  if (!biased && !gradient && !masked && epilogue != "none" &&
+      epilogue != "relu")
     return emitOpError("expects epilogue none, relu, bias, relu_bias, "
-                       "bias_grad_a or bias_grad_b, not '")
+                       "bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias or "
+                       "drelu, not '")
            << epilogue << "'";
+  if (masked != bool(getAux()))
+    return emitOpError(masked ? "expects a mask (aux) with epilogue '"
+                              : "expects no aux with epilogue '")
+           << epilogue << "'";
+  if (masked) {
+    // cuBLASLt's bit mask: a row of the result per row, padded to 128 bits.
+    auto aux = cast<MemRefType>(getAux().getType());
+    if (r != 2 || getAccumulate())
+      return emitOpError("expects a mask on a rank-2 product without "
+                         "accumulate");
+    int64_t bytes = llvm::divideCeil(sc[1], 128) * 16;
+    if (aux.getRank() != 2 || aux.getDimSize(0) != sc[0] ||
+        aux.getDimSize(1) != bytes || !aux.getElementType().isInteger(8) ||
+        !aux.getLayout().isIdentity())
+      return emitOpError("expects an i8 mask of ")
+             << sc[0] << "x" << bytes << " with epilogue '" << epilogue
+             << "', got " << aux;
+  }
   if ((biased || gradient) != bool(getBias()))
     return emitOpError(biased || gradient ? "expects a bias with epilogue '"
                                           : "expects no bias with epilogue '")
@@ -498,6 +521,12 @@ void GpuGemmOp::getEffects(Effects &effects) {
             ? static_cast<MemoryEffects::Effect *>(MemoryEffects::Write::get())
             : MemoryEffects::Read::get(),
         getBiasMutable()[0]);
+  // The forward ReLU writes its mask, the backward one reads it.
+  if (getAux())
+    add(getEpilogue() == "drelu"
+            ? static_cast<MemoryEffects::Effect *>(MemoryEffects::Read::get())
+            : MemoryEffects::Write::get(),
+        getAuxMutable()[0]);
   if (getAccumulate())
     add(MemoryEffects::Read::get(), getCMutable());
   add(MemoryEffects::Write::get(), getCMutable());

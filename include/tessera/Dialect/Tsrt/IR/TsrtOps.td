@@ -234,6 +234,17 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     `bias[j] = sum_k op(b)[k, j]` (the bias gradient of `y = x·W + b`
     beside the weight gradient `dW = xᵀ·dy` is `bias_grad_b`).
 
+    ReLU's backward form needs which elements the forward's ReLU kept:
+    `relu_aux` and `relu_aux_bias` are `relu` and `relu_bias` that also
+    write that bit mask (`x > 0` of each element before the ReLU) into
+    `aux`, and `drelu` multiplies the product by a mask written so:
+    `c = (op(a) · op(b)) * (mask ? 1 : 0)`, the input gradient of a ReLU
+    from the output gradient. The mask is cuBLASLt's own (its
+    `EPILOGUE_AUX` bit matrix, a row of the result padded to a multiple of
+    128 bits): `aux` is an i8 `[M, ceil(N / 128) * 16]` buffer that only
+    these epilogues read and write, all three rank-2 products without
+    `accumulate`.
+
     Like a `gpu` op it runs asynchronously on the device: with
     `async [deps]` it is queued after its dependencies and returns a token
     (what `gpu-async-region` makes of it), without, the host waits for it.
@@ -246,12 +257,14 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     ```mlir
     %t1 = tsrt.gpu_gemm async [%t0] ins(%a, %b : memref<8x16xbf16>, memref<4x16xbf16>) outs(%c : memref<8x4xf32>) {transpose_b = true}
     %t2 = tsrt.gpu_gemm async [%t1] ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%y : memref<8x4xf32>) bias(%bias : memref<4xf32>) {epilogue = "relu_bias"}
+    %t3 = tsrt.gpu_gemm async [%t2] ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%y : memref<8x4xf32>) bias(%bias : memref<4xf32>) aux(%mask : memref<8x16xi8>) {epilogue = "relu_aux_bias"}
     ```
   }];
   let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
                        AnyStaticShapeMemRef:$a, AnyStaticShapeMemRef:$b,
                        AnyStaticShapeMemRef:$c,
                        Optional<AnyStaticShapeMemRef>:$bias,
+                       Optional<AnyStaticShapeMemRef>:$aux,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
                        DefaultValuedAttr<BoolAttr, "false">:$accumulate,
@@ -261,7 +274,8 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     custom<AsyncDependencies>(type($asyncToken), $asyncDependencies)
     `ins` `(` $a `,` $b `:` type($a) `,` type($b) `)`
     `outs` `(` $c `:` type($c) `)`
-    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`aux` `(` $aux^ `:` type($aux) `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
