@@ -80,6 +80,12 @@ tsr_status_t getPlacement(const tsr_artifact_t *artifact, const char *kind,
 } // namespace
 
 tsr_artifact::~tsr_artifact() {
+  // The device copies of its constants are keyed by their addresses in
+  // model.so, which the next library loaded there may reuse.
+  Dl_info library;
+  if (!entries.empty() &&
+      dladdr(reinterpret_cast<void *>(entries.front()), &library))
+    tsr::forgetDeviceConstants(library.dli_fbase);
   if (handle)
     dlclose(handle);
 }

@@ -15,6 +15,20 @@
 // launches are skipped, and tsr_artifact_invoke reports it after the call
 // (tsr::takeKernelError).
 //
+// Constants. tsr-gpu-launch copies each constant the program reads
+// (`memref.get_global`, in model.so's read-only data) into a device buffer
+// of the call with mgpuMemcpy. A copy from pageable host memory is staged
+// by CUDA through a bounce buffer that the host fills, so each call would
+// make the host wait at every constant (and cudaMemcpyAsync from pageable
+// memory may wait for the stream first). So the first copy of a constant
+// uploads it once into a device block kept for the artifact's life, and
+// every copy, that one included, is then a device-to-device copy on the
+// stream: the host never waits for a constant after the first call. A
+// constant is a source inside a loaded shared object (dladdr finds it;
+// device memory is in none); the blocks of an artifact's constants go when
+// it is unloaded (tsr::forgetDeviceConstants), as its addresses may then be
+// another library's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeInternal.h"
@@ -22,6 +36,7 @@
 
 #include <cstdint>
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -232,6 +247,77 @@ std::string tsr::takeKernelError() {
   return error;
 }
 
+namespace {
+
+/// The device copies of compiled code's constants, by their address in the
+/// loaded library and their size; each with the library's base address.
+struct Resident {
+  void *device = nullptr;
+  const void *base = nullptr;
+};
+
+struct Constants {
+  std::mutex mutex;
+  std::map<std::pair<const void *, size_t>, Resident> copies;
+};
+
+Constants &constants() {
+  static Constants *instance = new Constants; // Outlives static destructors.
+  return *instance;
+}
+
+/// Where a copy from `src` should read: a device copy of it if `src` is a
+/// constant of a loaded library (uploaded on first use), else `src`.
+tsr_status_t residentConstant(const void *src, size_t bytes,
+                              const void **from) {
+  Dl_info info;
+  if (bytes == 0 || !dladdr(src, &info) || !info.dli_fbase)
+    return TSR_OK;
+  Constants &c = constants();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  Resident &resident = c.copies[{src, bytes}];
+  if (!resident.device) {
+    // Once per constant: a synchronous copy, before the stream's first use
+    // of it.
+    if (tsr_status_t s = tsr_device_alloc(bytes, &resident.device)) {
+      c.copies.erase({src, bytes});
+      return s;
+    }
+    resident.base = info.dli_fbase;
+    if (tsr_status_t s =
+            tsr_device_memcpy(resident.device, src, bytes, nullptr)) {
+      tsr_device_free(resident.device);
+      c.copies.erase({src, bytes});
+      return s;
+    }
+  }
+  *from = resident.device;
+  return TSR_OK;
+}
+
+} // namespace
+
+void tsr::forgetDeviceConstants(const void *base) {
+  Constants &c = constants();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto it = c.copies.begin(); it != c.copies.end();) {
+    if (it->second.base != base) {
+      ++it;
+      continue;
+    }
+    // The stream may still copy from it: wait for the device first.
+    tsr_stream_synchronize(nullptr);
+    tsr_device_free(it->second.device);
+    it = c.copies.erase(it);
+  }
+}
+
+size_t tsr::residentDeviceConstants() {
+  Constants &c = constants();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.copies.size();
+}
+
 extern "C" {
 
 TSR_API void *mgpuModuleLoad(void *data, size_t /*size*/) {
@@ -330,7 +416,11 @@ TSR_API void mgpuMemFree(void *ptr, void * /*stream*/) {
 TSR_API void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (failed())
     return;
-  if (tsr_device_memcpy(dst, src, bytes, stream) != TSR_OK)
+  const void *from = src;
+  if (tsr_status_t s = residentConstant(src, bytes, &from); s != TSR_OK)
+    return setError(std::string("upload of a constant of ") +
+                    std::to_string(bytes) + " bytes: " + tsr_last_error());
+  if (tsr_device_memcpy(dst, from, bytes, stream) != TSR_OK)
     setError(std::string("copy of ") + std::to_string(bytes) +
              " bytes: " + tsr_last_error());
 }

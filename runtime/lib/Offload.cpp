@@ -1,9 +1,10 @@
-//===- Offload.cpp - Activation offload: host pool and transfer thread ----===//
+//===- Offload.cpp - Activation offload: host pool, transfer thread/stream ===//
 //
 // Compiled code copies a saved activation to host memory after the forward
 // pass has made it and back before the backward pass reads it
 // (tsr-offload), through four calls per transfer: tsrt_offload_start,
-// tsrt_offload_wait, tsrt_prefetch_start, tsrt_prefetch_wait. A transfer is
+// tsrt_offload_wait, tsrt_prefetch_start, tsrt_prefetch_wait, each with the
+// stream of the code that calls it (null on a CPU). A transfer is
 // named by the number the compiler gave it; between its copy out and its
 // copy back the runtime holds the bytes in a block of the *host pool*, which
 // is counted apart from compiled code's allocations (the *device pool*,
@@ -22,6 +23,17 @@
 // statistics separate the transfer thread's busy time from the time
 // compiled code spent blocked in the waits; the difference was hidden.
 //
+// Code compiled for a GPU passes its compute stream, and the host neither
+// touches device memory nor waits for the device, as with the collectives
+// (CommEntry.cpp): a transfer's block is pinned host memory, each copy is
+// queued on the transfer stream (Streams.cpp) after an event recorded on
+// the compute stream, and the wait makes the compute stream wait for an
+// event recorded after the copy. cudaMemcpyAsync does not block the host,
+// so no thread is needed, and the copy engine behind the one transfer
+// stream runs the copies in the order they start. The host measures no
+// copy time there (tsr_set_host_bandwidth does not apply either): what the
+// device hid is for a profile of the device to say.
+//
 // The same thread makes the copies around a host program (a step whose
 // optimizer update runs on the host, tsr-offload-optimizer): the gradients
 // down before it, the parameters up before the next device program
@@ -30,14 +42,16 @@
 // pool too (tsr::noteHostPoolBytes).
 //
 // Compiled code cannot take a status: misuse of a transfer (a wait with no
-// copy in flight, a number started twice, a size that changed) and a host
-// allocation that fails print one line and end the process, as the
-// collectives do (CommEntry.cpp).
+// copy in flight, a number started twice, a size that changed, a wait on
+// the other path than its start's) and a host allocation or CUDA call that
+// fails print one line and end the process, as the collectives do
+// (CommEntry.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
 #include "RuntimeInternal.h"
+#include "tessera-runtime/Device.h"
 
 #include <atomic>
 #include <chrono>
@@ -82,10 +96,15 @@ struct Transfer {
   Phase phase = Phase::Idle;
   char *host = nullptr;
   size_t bytes = 0;
+  /// Whether the latest start was on a stream (GPU code): the copies run on
+  /// the transfer stream, and `host` is pinned.
+  bool onStream = false;
   /// The device buffer of the copy in flight.
   const void *device = nullptr;
-  /// The serial number of its copy in flight.
+  /// The serial number of its copy in flight on the transfer thread.
   uint64_t ticket = 0;
+  /// Recorded on the transfer stream after its copy in flight there.
+  void *done = nullptr;
 };
 
 struct Job {
@@ -122,10 +141,11 @@ public:
     if (worker.joinable())
       worker.join();
     for (Transfer &t : table)
-      freeHost(t.host, t.bytes);
+      freeHost(t.host, t.bytes, t.onStream);
   }
 
-  void offloadStart(int64_t number, const void *device, int64_t bytes) {
+  void offloadStart(int64_t number, const void *device, int64_t bytes,
+                    void *stream) {
     std::unique_lock<std::mutex> lock(mutex);
     Transfer &t = at(number, "tsrt_offload_start");
     if (t.phase != Phase::Idle)
@@ -133,26 +153,41 @@ public:
     if (bytes < 0)
       die(label(number) + ": a negative size (" + std::to_string(bytes) +
           " bytes)");
+    bool onStream = stream != nullptr;
     // The next step offloads the same bytes under the same number: its
-    // block is kept (already faulted in) rather than mapped again.
-    if (t.host && t.bytes != static_cast<size_t>(bytes)) {
-      freeHost(t.host, t.bytes);
+    // block is kept (already faulted in, or pinned) rather than made again.
+    // Freeing a pinned block synchronizes the device (cudaFreeHost), so the
+    // previous copy back has read it by then.
+    if (t.host &&
+        (t.bytes != static_cast<size_t>(bytes) || t.onStream != onStream)) {
+      freeHost(t.host, t.bytes, t.onStream);
       t.host = nullptr;
     }
     t.bytes = static_cast<size_t>(bytes);
+    t.onStream = onStream;
     if (!t.host)
-      t.host = allocateHost(t.bytes);
+      t.host = allocateHost(t.bytes, onStream);
     if (!t.host && t.bytes > 0)
       die(label(number) + ": cannot allocate " + std::to_string(t.bytes) +
-          " bytes of host memory");
+          (onStream ? " bytes of pinned host memory: " +
+                          std::string(tsr_last_error())
+                    : " bytes of host memory"));
     t.phase = Phase::CopyingOut;
     t.device = device;
-    t.ticket = enqueue(device, t.host, t.bytes, false);
+    // On a stream, a kept block was last read by the previous step's copy
+    // back, queued on the transfer stream too: the stream runs its copies
+    // in order, so this one overwrites the block only once that one has
+    // read it, with no event between them.
+    if (onStream)
+      t.done = copyOnStream(number, "tsrt_offload_start", t.host, device,
+                            t.bytes, stream);
+    else
+      t.ticket = enqueue(device, t.host, t.bytes, false);
     values.toHost += t.bytes;
     ++values.count;
   }
 
-  void offloadWait(int64_t number, const void *device) {
+  void offloadWait(int64_t number, const void *device, void *stream) {
     std::unique_lock<std::mutex> lock(mutex);
     Transfer &t = at(number, "tsrt_offload_wait");
     if (t.phase != Phase::CopyingOut)
@@ -161,11 +196,18 @@ public:
     if (device != t.device)
       die(label(number) + ": tsrt_offload_wait on another buffer than the "
                           "one its copy reads");
-    waitFor(lock, t.ticket, values);
+    checkPath(t, number, "tsrt_offload_wait", stream);
+    // On a stream, the work queued there from now on (a kernel that reuses
+    // the device buffer, or its free) runs after the copy has read it.
+    if (stream)
+      waitOnStream(t, number, "tsrt_offload_wait", stream);
+    else
+      waitFor(lock, t.ticket, values);
     t.phase = Phase::OnHost;
   }
 
-  void prefetchStart(int64_t number, void *device, int64_t bytes) {
+  void prefetchStart(int64_t number, void *device, int64_t bytes,
+                     void *stream) {
     std::unique_lock<std::mutex> lock(mutex);
     Transfer &t = at(number, "tsrt_prefetch_start");
     if (t.phase != Phase::OnHost)
@@ -174,13 +216,20 @@ public:
     if (bytes < 0 || static_cast<size_t>(bytes) != t.bytes)
       die(label(number) + ": copied back as " + std::to_string(bytes) +
           " bytes, offloaded as " + std::to_string(t.bytes));
+    checkPath(t, number, "tsrt_prefetch_start", stream);
     t.phase = Phase::CopyingIn;
     t.device = device;
-    t.ticket = enqueue(t.host, device, t.bytes, false);
+    // On a stream, `device` was allocated by work queued there and may
+    // still be read or written by it: the copy waits for that work.
+    if (stream)
+      t.done = copyOnStream(number, "tsrt_prefetch_start", device, t.host,
+                            t.bytes, stream);
+    else
+      t.ticket = enqueue(t.host, device, t.bytes, false);
     values.toDevice += t.bytes;
   }
 
-  void prefetchWait(int64_t number, const void *device) {
+  void prefetchWait(int64_t number, const void *device, void *stream) {
     std::unique_lock<std::mutex> lock(mutex);
     Transfer &t = at(number, "tsrt_prefetch_wait");
     if (t.phase != Phase::CopyingIn)
@@ -188,7 +237,13 @@ public:
     if (device != t.device)
       die(label(number) + ": tsrt_prefetch_wait on another buffer than the "
                           "one its copy writes");
-    waitFor(lock, t.ticket, values);
+    checkPath(t, number, "tsrt_prefetch_wait", stream);
+    // On a stream, the work queued there from now on (the backward pass's
+    // reads) runs after the copy has written the buffer.
+    if (stream)
+      waitOnStream(t, number, "tsrt_prefetch_wait", stream);
+    else
+      waitFor(lock, t.ticket, values);
     t.phase = Phase::Idle;
     t.device = nullptr;
   }
@@ -258,11 +313,54 @@ private:
     return table[number];
   }
 
-  char *allocateHost(size_t bytes) {
+  /// A transfer's four calls come from code of one target: a copy on the
+  /// transfer stream has no ticket for the host to wait for, a copy of the
+  /// transfer thread no event for a stream to wait on.
+  static void checkPath(const Transfer &t, int64_t number, const char *call,
+                        void *stream) {
+    if (stream && !t.onStream)
+      die(label(number) + ": " + call +
+          " on a stream, for a transfer started without one");
+    if (!stream && t.onStream)
+      die(label(number) + ": " + call +
+          " without a stream, for a transfer started on one");
+  }
+
+  /// Queues a copy on the transfer stream after the work queued on
+  /// `stream` so far, and returns an event recorded after it. The host
+  /// only enqueues.
+  static void *copyOnStream(int64_t number, const char *call, void *to,
+                            const void *from, size_t bytes, void *stream) {
+    void *transfer = transferStream();
+    void *done = nullptr;
+    if (!transfer || orderStreams(transfer, stream) != TSR_OK ||
+        (bytes > 0 && tsr_device_memcpy(to, from, bytes, transfer) != TSR_OK) ||
+        takeOrderingEvent(&done) != TSR_OK ||
+        tsr_event_record(done, transfer) != TSR_OK)
+      die(label(number) + ": " + call + ": " + tsr_last_error());
+    return done;
+  }
+
+  /// Makes the work queued on `stream` from now on wait for `t`'s copy on
+  /// the transfer stream. The wait holds on to the record it saw, so the
+  /// event goes back to the pool at once.
+  static void waitOnStream(Transfer &t, int64_t number, const char *call,
+                           void *stream) {
+    if (tsr_stream_wait_event(stream, t.done) != TSR_OK)
+      die(label(number) + ": " + call + ": " + tsr_last_error());
+    giveOrderingEvent(t.done);
+    t.done = nullptr;
+  }
+
+  /// A block of the host pool: pinned host memory for copies on a stream.
+  char *allocateHost(size_t bytes, bool pinned) {
     if (bytes == 0)
       return nullptr;
     void *block;
-    if (bytes >= kMappedBytes) {
+    if (pinned) {
+      if (tsr_host_alloc_pinned(bytes, &block) != TSR_OK)
+        return nullptr;
+    } else if (bytes >= kMappedBytes) {
       block = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (block == MAP_FAILED)
@@ -275,10 +373,12 @@ private:
     return static_cast<char *>(block);
   }
 
-  void freeHost(char *block, size_t bytes) {
+  void freeHost(char *block, size_t bytes, bool pinned) {
     if (!block)
       return;
-    if (bytes >= kMappedBytes)
+    if (pinned)
+      tsr_host_free_pinned(block);
+    else if (bytes >= kMappedBytes)
       ::munmap(block, bytes);
     else
       std::free(block);
@@ -354,20 +454,22 @@ Transfers &transfers() {
 
 } // namespace
 
-void tsrt_offload_start(int64_t transfer, const void *device, int64_t bytes) {
-  transfers().offloadStart(transfer, device, bytes);
+void tsrt_offload_start(int64_t transfer, const void *device, int64_t bytes,
+                        void *stream) {
+  transfers().offloadStart(transfer, device, bytes, stream);
 }
 
-void tsrt_offload_wait(int64_t transfer, const void *device) {
-  transfers().offloadWait(transfer, device);
+void tsrt_offload_wait(int64_t transfer, const void *device, void *stream) {
+  transfers().offloadWait(transfer, device, stream);
 }
 
-void tsrt_prefetch_start(int64_t transfer, void *device, int64_t bytes) {
-  transfers().prefetchStart(transfer, device, bytes);
+void tsrt_prefetch_start(int64_t transfer, void *device, int64_t bytes,
+                         void *stream) {
+  transfers().prefetchStart(transfer, device, bytes, stream);
 }
 
-void tsrt_prefetch_wait(int64_t transfer, void *device) {
-  transfers().prefetchWait(transfer, device);
+void tsrt_prefetch_wait(int64_t transfer, void *device, void *stream) {
+  transfers().prefetchWait(transfer, device, stream);
 }
 
 tsr_status_t tsr_set_host_bandwidth(double bytes_per_second) {

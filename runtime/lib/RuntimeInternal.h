@@ -288,6 +288,12 @@ tsr_status_t orderStreams(void *waiter, void *stream);
 tsr_status_t allocateDeviceBlock(size_t bytes, void **outPtr);
 void freeDeviceBlock(void *ptr);
 
+/// The device copies of compiled code's constants (Kernels.cpp's
+/// mgpuMemcpy): those of the library loaded at `base` are freed (an
+/// artifact being unloaded), and how many there are.
+TSR_API void forgetDeviceConstants(const void *base);
+TSR_API size_t residentDeviceConstants();
+
 /// Leaves what runs in its scope out of a running profile (Profile.cpp):
 /// evaluation during training.
 class ProfilePause {

@@ -20,11 +20,11 @@ std::vector<float> ramp(size_t n) {
 /// compiled code reuses a freed buffer.
 void roundTrip(int64_t number, std::vector<float> &device) {
   int64_t bytes = static_cast<int64_t>(device.size() * sizeof(float));
-  tsrt_offload_start(number, device.data(), bytes);
-  tsrt_offload_wait(number, device.data());
+  tsrt_offload_start(number, device.data(), bytes, nullptr);
+  tsrt_offload_wait(number, device.data(), nullptr);
   std::fill(device.begin(), device.end(), -1.0f);
-  tsrt_prefetch_start(number, device.data(), bytes);
-  tsrt_prefetch_wait(number, device.data());
+  tsrt_prefetch_start(number, device.data(), bytes, nullptr);
+  tsrt_prefetch_wait(number, device.data(), nullptr);
 }
 
 } // namespace
@@ -47,16 +47,16 @@ TEST(Offload, RepeatsStepAfterStepAndCountsTheHostPool) {
   std::vector<float> ea = a, eb = b;
   for (int step = 0; step < 3; ++step) {
     // Two values in flight at once, completed in another order.
-    tsrt_offload_start(7, a.data(), a.size() * sizeof(float));
-    tsrt_offload_start(8, b.data(), b.size() * sizeof(float));
-    tsrt_offload_wait(8, b.data());
-    tsrt_offload_wait(7, a.data());
+    tsrt_offload_start(7, a.data(), a.size() * sizeof(float), nullptr);
+    tsrt_offload_start(8, b.data(), b.size() * sizeof(float), nullptr);
+    tsrt_offload_wait(8, b.data(), nullptr);
+    tsrt_offload_wait(7, a.data(), nullptr);
     std::fill(a.begin(), a.end(), 0.0f);
     std::fill(b.begin(), b.end(), 0.0f);
-    tsrt_prefetch_start(8, b.data(), b.size() * sizeof(float));
-    tsrt_prefetch_start(7, a.data(), a.size() * sizeof(float));
-    tsrt_prefetch_wait(7, a.data());
-    tsrt_prefetch_wait(8, b.data());
+    tsrt_prefetch_start(8, b.data(), b.size() * sizeof(float), nullptr);
+    tsrt_prefetch_start(7, a.data(), a.size() * sizeof(float), nullptr);
+    tsrt_prefetch_wait(7, a.data(), nullptr);
+    tsrt_prefetch_wait(8, b.data(), nullptr);
     EXPECT_EQ(a, ea);
     EXPECT_EQ(b, eb);
   }
@@ -83,8 +83,8 @@ TEST(Offload, EmulatesTheHostLinkAndMeasuresWhatComputeHid) {
   // Waiting at once: the wait lasts the copy (less only the call's own
   // time), so nearly nothing is hidden.
   tsr_transfer_reset_stats();
-  tsrt_offload_start(200, device.data(), bytes);
-  tsrt_offload_wait(200, device.data());
+  tsrt_offload_start(200, device.data(), bytes, nullptr);
+  tsrt_offload_wait(200, device.data(), nullptr);
   tsr_transfer_stats_t stats{};
   tsr_transfer_stats(&stats);
   EXPECT_GE(stats.busy_seconds, copy);
@@ -93,12 +93,12 @@ TEST(Offload, EmulatesTheHostLinkAndMeasuresWhatComputeHid) {
   // "Compute" until the copy is done (the thread counts its time when it
   // completes) before the wait: the wait blocks for no time at all.
   tsr_transfer_reset_stats();
-  tsrt_prefetch_start(200, device.data(), bytes);
+  tsrt_prefetch_start(200, device.data(), bytes, nullptr);
   do {
     std::this_thread::sleep_for(std::chrono::duration<double>(copy / 4));
     tsr_transfer_stats(&stats);
   } while (stats.busy_seconds == 0);
-  tsrt_prefetch_wait(200, device.data());
+  tsrt_prefetch_wait(200, device.data(), nullptr);
   tsr_transfer_stats(&stats);
   EXPECT_GE(stats.busy_seconds, copy);
   EXPECT_EQ(stats.waited_seconds, 0.0);
@@ -107,46 +107,64 @@ TEST(Offload, EmulatesTheHostLinkAndMeasuresWhatComputeHid) {
 }
 
 TEST(Offload, MisuseEndsTheProcessNamingTheTransfer) {
+  // Earlier tests in this process may have started the transfer thread: a
+  // fork would copy the runtime's record of it, not the thread, and a wait
+  // in the child would never return.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   float x[4] = {1, 2, 3, 4}, y[4];
-  EXPECT_EXIT(tsrt_offload_wait(300, x), testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_offload_wait(300, x, nullptr), testing::ExitedWithCode(1),
               "tessera-run: rank 0: transfer 300: tsrt_offload_wait with no "
               "copy to host memory in flight");
   EXPECT_EXIT(
       {
-        tsrt_offload_start(301, x, sizeof x);
-        tsrt_offload_start(301, x, sizeof x);
+        tsrt_offload_start(301, x, sizeof x, nullptr);
+        tsrt_offload_start(301, x, sizeof x, nullptr);
       },
       testing::ExitedWithCode(1),
       "transfer 301: started again before its copy back completed");
-  EXPECT_EXIT(tsrt_prefetch_start(302, y, sizeof y), testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_prefetch_start(302, y, sizeof y, nullptr),
+              testing::ExitedWithCode(1),
               "transfer 302: tsrt_prefetch_start of a value not on the host");
   EXPECT_EXIT(
       {
-        tsrt_offload_start(303, x, sizeof x);
-        tsrt_offload_wait(303, x);
-        tsrt_prefetch_start(303, y, 8);
+        tsrt_offload_start(303, x, sizeof x, nullptr);
+        tsrt_offload_wait(303, x, nullptr);
+        tsrt_prefetch_start(303, y, 8, nullptr);
       },
       testing::ExitedWithCode(1),
       "transfer 303: copied back as 8 bytes, offloaded as 16");
   EXPECT_EXIT(
       {
-        tsrt_offload_start(304, x, sizeof x);
-        tsrt_offload_wait(304, y);
+        tsrt_offload_start(304, x, sizeof x, nullptr);
+        tsrt_offload_wait(304, y, nullptr);
       },
       testing::ExitedWithCode(1),
       "transfer 304: tsrt_offload_wait on another buffer than the one its "
       "copy reads");
-  EXPECT_EXIT(tsrt_prefetch_wait(305, y), testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_prefetch_wait(305, y, nullptr), testing::ExitedWithCode(1),
               "transfer 305: tsrt_prefetch_wait with no copy back in flight");
-  EXPECT_EXIT(tsrt_offload_start(-1, x, sizeof x), testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_offload_start(-1, x, sizeof x, nullptr),
+              testing::ExitedWithCode(1),
               "tsrt_offload_start: transfer number -1 out of range");
-  EXPECT_EXIT(tsrt_offload_start(306, x, -4), testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_offload_start(306, x, -4, nullptr),
+              testing::ExitedWithCode(1),
               "transfer 306: a negative size \\(-4 bytes\\)");
   // More than any machine maps: the block cannot be allocated (no copy is
   // queued, so nothing reads past `x`).
-  EXPECT_EXIT(tsrt_offload_start(307, x, INT64_MAX), testing::ExitedWithCode(1),
+  EXPECT_EXIT(tsrt_offload_start(307, x, INT64_MAX, nullptr),
+              testing::ExitedWithCode(1),
               "transfer 307: cannot allocate 9223372036854775807 bytes of "
               "host memory");
+  // A wait on a stream has no event of the transfer thread's copy to wait
+  // for (this process has no CUDA: the check comes first).
+  EXPECT_EXIT(
+      {
+        tsrt_offload_start(308, x, sizeof x, nullptr);
+        tsrt_offload_wait(308, x, x);
+      },
+      testing::ExitedWithCode(1),
+      "transfer 308: tsrt_offload_wait on a stream, for a transfer started "
+      "without one");
 }
 
 TEST(Offload, DevicePoolCapacityStopsAnAllocationPastIt) {

@@ -18,8 +18,15 @@
 using namespace tsr::test;
 
 namespace tsr {
-void *transferStream(); // RuntimeInternal.h
+// RuntimeInternal.h
+void *transferStream();
+void forgetDeviceConstants(const void *base);
+size_t residentDeviceConstants();
+std::string takeKernelError();
 } // namespace tsr
+
+extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+extern "C" void *mgpuStreamCreate();
 
 namespace {
 
@@ -558,6 +565,52 @@ TEST(Placement, CompiledCodeDevicePool) {
   tsr_memory_stats(&current, &peak);
   EXPECT_EQ(current, current0);
   EXPECT_EQ(peak, current0 + 1024);
+}
+
+/// A constant of compiled code, in a loaded object's read-only data as
+/// model.so's are (here the test's own).
+const float kConstant[64] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+
+/// tsr-gpu-launch copies each constant into a device buffer of the call
+/// (mgpuMemcpy from model.so's data): the first copy uploads it once, with
+/// the host waiting, and every copy is then device to device on the stream,
+/// the host never waiting again; a source that is no loaded object's
+/// (device memory) is copied as it is; unloading the library forgets its
+/// constants.
+TEST(Placement, UploadsEachConstantOnce) {
+  auto hostWaits =
+      reinterpret_cast<int64_t (*)()>(dlsym(fakeCudart(), "fakeCudaHostWaits"));
+  ASSERT_NE(hostWaits, nullptr);
+  void *stream = mgpuStreamCreate();
+  const size_t bytes = sizeof(kConstant);
+  size_t resident = tsr::residentDeviceConstants();
+  auto *a = static_cast<float *>(mgpuMemAlloc(bytes, stream, false));
+  auto *b = static_cast<float *>(mgpuMemAlloc(bytes, stream, false));
+  ASSERT_TRUE(a && b) << tsr_last_error();
+  int64_t waits = hostWaits();
+  mgpuMemcpy(a, const_cast<float *>(kConstant), bytes, stream);
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(hostWaits(), waits + 1) << "the upload";
+  EXPECT_EQ(tsr::residentDeviceConstants(), resident + 1);
+  waits = hostWaits();
+  for (int call = 0; call < 3; ++call)
+    mgpuMemcpy(b, const_cast<float *>(kConstant), bytes, stream);
+  EXPECT_EQ(hostWaits(), waits) << "later copies queue on the stream";
+  EXPECT_EQ(tsr::residentDeviceConstants(), resident + 1);
+  ASSERT_EQ(tsr_stream_synchronize(stream), TSR_OK);
+  EXPECT_EQ(std::vector<float>(a, a + 64),
+            std::vector<float>(kConstant, kConstant + 64));
+  EXPECT_EQ(std::vector<float>(b, b + 64),
+            std::vector<float>(kConstant, kConstant + 64));
+  // Device memory to device memory: no upload.
+  mgpuMemcpy(a, b, bytes, stream);
+  EXPECT_EQ(tsr::residentDeviceConstants(), resident + 1);
+  Dl_info self;
+  ASSERT_TRUE(dladdr(kConstant, &self));
+  tsr::forgetDeviceConstants(self.dli_fbase);
+  EXPECT_EQ(tsr::residentDeviceConstants(), resident);
+  mgpuMemFree(a, stream);
+  mgpuMemFree(b, stream);
 }
 
 TEST(Placement, TrainerRefusesMixedBuffers) {

@@ -12,10 +12,12 @@ void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
 #ifdef TSR_TEST_OFFLOAD
-void tsrt_offload_start(int64_t transfer, const void *device, int64_t bytes);
-void tsrt_offload_wait(int64_t transfer, const void *device);
-void tsrt_prefetch_start(int64_t transfer, void *device, int64_t bytes);
-void tsrt_prefetch_wait(int64_t transfer, void *device);
+void tsrt_offload_start(int64_t transfer, const void *device, int64_t bytes,
+                        void *stream);
+void tsrt_offload_wait(int64_t transfer, const void *device, void *stream);
+void tsrt_prefetch_start(int64_t transfer, void *device, int64_t bytes,
+                         void *stream);
+void tsrt_prefetch_wait(int64_t transfer, void *device, void *stream);
 #endif
 
 enum { kBatch = 4, kFeatures = 2 };
@@ -52,13 +54,13 @@ void tessera_entry(void **args) {
 #ifdef TSR_TEST_OFFLOAD
   /* The residuals go to host memory, their buffer is freed, and they come
    * back into a new one before the backward loop reads them. */
-  tsrt_offload_start(0, residual, kBatch * sizeof(float));
-  tsrt_offload_wait(0, residual);
+  tsrt_offload_start(0, residual, kBatch * sizeof(float), NULL);
+  tsrt_offload_wait(0, residual, NULL);
   _mlir_memref_to_llvm_free(residual);
   residual =
       (float *)_mlir_memref_to_llvm_aligned_alloc(64, kBatch * sizeof(float));
-  tsrt_prefetch_start(0, residual, kBatch * sizeof(float));
-  tsrt_prefetch_wait(0, residual);
+  tsrt_prefetch_start(0, residual, kBatch * sizeof(float), NULL);
+  tsrt_prefetch_wait(0, residual, NULL);
 #endif
   for (int i = 0; i < kBatch; ++i) {
     float scale = 2 * residual[i] / kBatch;

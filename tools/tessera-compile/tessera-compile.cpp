@@ -185,7 +185,7 @@ static cl::opt<std::string> offloadPolicy(
     "offload", cl::init("auto"),
     cl::desc("Under --memory-budget: auto (copy saved activations to host "
              "memory and back when recomputation alone cannot meet the "
-             "budget; the CPU target only) or none"),
+             "budget) or none"),
     cl::cat(trainCat));
 static cl::opt<bool> offloadOptimizer(
     "offload-optimizer", cl::init(false),
@@ -753,9 +753,9 @@ buildTraining(ModuleOp module, tessera::CostParameters costs,
     options.remat.solver = rematSolver;
     options.remat.peakFlops = costs.peakFlops;
     options.remat.bandwidth = costs.memoryBandwidth;
-    // The runtime's transfers copy host memory; the CUDA target has no
-    // device-to-host path for them yet.
-    options.remat.offload = offloadPolicy == "auto" && targetName == "cpu";
+    // On the CPU the runtime's transfer thread copies; on the GPU its
+    // transfer stream, ordered after the program's stream by events.
+    options.remat.offload = offloadPolicy == "auto";
     options.remat.hostBandwidth = *parseRate(hostBandwidth);
   }
   // Experts first: tensor parallelism then splits inside each expert block.
@@ -1573,10 +1573,6 @@ int main(int argc, char **argv) {
        hostBandwidth.getNumOccurrences()) &&
       memoryBudget.empty())
     return fail("--offload and --host-bandwidth need --memory-budget");
-  if (offloadPolicy.getNumOccurrences() && offloadPolicy == "auto" &&
-      targetName != "cpu")
-    return fail("--offload=auto needs --target=cpu (the CUDA target cannot "
-                "offload yet)");
   if (offloadOptimizer)
     if (std::string why = offloadOptimizerRefusal(); !why.empty())
       return fail("--offload-optimizer " + why);

@@ -17,8 +17,9 @@
 // dependency. Buffers are contiguous (tsr-contiguous-collectives).
 //
 // The transfer ops to host memory and back (tsr.offload_start and the rest,
-// TsrTransferOps.td) become tsrt_<op>(transfer, address[, bytes]), declared
-// in runtime/include/tessera-runtime/Runtime.h.
+// TsrTransferOps.td) become tsrt_<op>(transfer, address[, bytes], stream),
+// declared in runtime/include/tessera-runtime/Runtime.h, the stream null
+// or their dependency as for the collectives.
 //
 //===----------------------------------------------------------------------===//
 #include "tessera/Conversion/CollectivesToRuntime/CollectivesToRuntime.h"
@@ -270,8 +271,11 @@ template <typename OpT> struct TransferToCall : OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
 
   LogicalResult
-  matchAndRewrite(OpT op, typename OpT::Adaptor,
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    ValueRange deps = adaptor.getAsyncDependencies();
+    if (deps.size() > 1)
+      return rewriter.notifyMatchFailure(op, "queued after several tokens");
     // The waits pass the address too: the runtime checks it, and the
     // buffer's deallocation, placed after its last use, stays after them.
     Value buffer;
@@ -297,10 +301,11 @@ template <typename OpT> struct TransferToCall : OpConversionPattern<OpT> {
       int64_t width = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
       args.push_back(i64Constant(rewriter, loc, type.getNumElements() * width));
     }
+    args.push_back(streamOf(rewriter, loc, deps));
     std::string callee = ("tsrt_" + op->getName().stripDialect()).str();
     if (failed(callRuntime(op, rewriter, callee, args)))
       return failure();
-    rewriter.eraseOp(op);
+    replaceDone(rewriter, op, deps);
     return success();
   }
 };

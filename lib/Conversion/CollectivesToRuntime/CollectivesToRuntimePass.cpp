@@ -38,6 +38,8 @@ LogicalResult checkLowerable(ModuleOp module) {
     if (isa<tsr::OffloadStartOp, tsr::OffloadWaitOp, tsr::PrefetchStartOp,
             tsr::PrefetchWaitOp>(op)) {
       for (Value operand : op->getOperands()) {
+        if (isa<gpu::AsyncTokenType>(operand.getType()))
+          continue;
         if (!isa<MemRefType>(operand.getType())) {
           op->emitOpError("is on tensors: tsr-collectives-to-runtime lowers "
                           "the bufferized form (run one-shot-bufferize "
@@ -50,6 +52,11 @@ LogicalResult checkLowerable(ModuleOp module) {
               << "): the runtime transfers contiguous buffers";
           return WalkResult::interrupt();
         }
+      }
+      if (cast<gpu::AsyncOpInterface>(op).getAsyncDependencies().size() > 1) {
+        op->emitOpError("is queued after several tokens: the runtime takes "
+                        "one stream (run gpu-async-region, which chains one)");
+        return WalkResult::interrupt();
       }
       return WalkResult::advance();
     }

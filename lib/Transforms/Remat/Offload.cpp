@@ -111,7 +111,9 @@ std::optional<Transfer> analyze(Operation *producer) {
       }
     }
   }
-  if (!t.firstBackward)
+  // A value the forward pass still reads after the backward pass first
+  // does is never free of the step.
+  if (!t.firstBackward || !t.lastForward->isBeforeInBlock(t.firstBackward))
     return std::nullopt;
   // Offloading frees the buffer only for ops between the last forward read
   // and the first backward one: without one that allocates, it cannot
@@ -144,9 +146,11 @@ int64_t mlir::tessera::applyOffload(func::FuncOp f, const CostModel &costs,
   if (transfers.empty())
     return firstTransfer;
   Timeline timeline = buildTimeline(body, costs, options.bandwidth);
+  // Where the backward pass starts: its first op that reads anything (its
+  // constants are hoisted to the top with the forward pass's).
   Operation *firstBackwardOp = nullptr;
   for (Operation &op : body)
-    if (isBackward(&op)) {
+    if (isBackward(&op) && op.getNumOperands() > 0) {
       firstBackwardOp = &op;
       break;
     }
@@ -182,9 +186,14 @@ int64_t mlir::tessera::applyOffload(func::FuncOp f, const CostModel &costs,
     double copy = double(t.bytes) / options.hostBandwidth;
     double outEnd = std::max(timeline.end[t.producer], queueFree) + copy;
     queueFree = outEnd;
-    Operation *waitOut = firstStartingAfter(
-        t.lastForward->getNextNode(),
-        firstBackwardOp ? firstBackwardOp : t.firstBackward, outEnd);
+    // The backward pass's first op bounds the wait, unless the forward
+    // pass reads the value after it.
+    Operation *limit =
+        firstBackwardOp && t.lastForward->isBeforeInBlock(firstBackwardOp)
+            ? firstBackwardOp
+            : t.firstBackward;
+    Operation *waitOut =
+        firstStartingAfter(t.lastForward->getNextNode(), limit, outEnd);
     if (t.firstBackward->isBeforeInBlock(waitOut))
       waitOut = t.firstBackward;
     placements.push_back({waitOut, nullptr, copy, outEnd,
@@ -232,17 +241,17 @@ int64_t mlir::tessera::applyOffload(func::FuncOp f, const CostModel &costs,
     Operation *waitOut = at.waitOut, *startIn = at.startIn;
 
     b.setInsertionPointAfter(t.producer);
-    auto start = tsr::OffloadStartOp::create(b, loc, value, number,
-                                             b.getF64FloatAttr(copy),
-                                             b.getF64FloatAttr(exposed));
+    auto start = tsr::OffloadStartOp::create(
+        b, loc, Type(), ValueRange{}, value, number, b.getF64FloatAttr(copy),
+        b.getF64FloatAttr(exposed));
     b.setInsertionPoint(waitOut);
-    tsr::OffloadWaitOp::create(b, loc, value, number);
+    tsr::OffloadWaitOp::create(b, loc, Type(), ValueRange{}, value, number);
     b.setInsertionPoint(startIn);
-    auto prefetch =
-        tsr::PrefetchStartOp::create(b, loc, value.getType(), Value(), number);
+    auto prefetch = tsr::PrefetchStartOp::create(b, loc, value.getType(),
+                                                 ValueRange{}, Value(), number);
     b.setInsertionPoint(t.firstBackward);
-    auto back = tsr::PrefetchWaitOp::create(b, loc, value.getType(),
-                                            prefetch.getResult(), number);
+    auto back = tsr::PrefetchWaitOp::create(
+        b, loc, value.getType(), ValueRange{}, prefetch.getResult(), number);
     prefetch->setAttr(tsr::attr::kBackward, b.getUnitAttr());
     back->setAttr(tsr::attr::kBackward, b.getUnitAttr());
     start->setAttr(tsr::attr::kReason,

@@ -763,42 +763,64 @@ TSR_API void tsr_memory_reset_peak(void);
 TSR_API tsr_status_t tsr_memory_set_device_capacity(size_t bytes);
 
 /*===----------------------------------------------------------------------===*
- * Activation offload: the host pool and the transfer thread (Offload.cpp)
+ * Activation offload: the host pool, the transfer thread and stream
+ * (Offload.cpp)
  *===----------------------------------------------------------------------===*/
 
 /* Called from compiled code (tsr-offload's transfers, numbered by the
- * compiler). tsrt_offload_start starts copying `bytes` bytes at `device`
- * into a new block of the host pool held under `transfer` and returns at
- * once; tsrt_offload_wait blocks until that copy has completed (the device
- * buffer may then be freed); tsrt_prefetch_start starts copying the block
- * back into `device` (the same byte count); tsrt_prefetch_wait blocks until
- * that copy has completed (the block is kept for the next step's copy of
- * the same transfer). Each wait names the device
- * buffer of the copy it waits for (checked). The copies run on one
- * transfer thread in the order they start. Misuse (a wait with no copy in
- * flight, a transfer started twice, another byte count) and a failed host
- * allocation print "tessera-run: rank R: transfer N: ..." and exit 1. */
+ * compiler). From CPU code (`stream` null): tsrt_offload_start starts
+ * copying `bytes` bytes at `device` into a new block of the host pool held
+ * under `transfer` and returns at once; tsrt_offload_wait blocks until that
+ * copy has completed (the device buffer may then be freed);
+ * tsrt_prefetch_start starts copying the block back into `device` (the
+ * same byte count); tsrt_prefetch_wait blocks until that copy has
+ * completed (the block is kept for the next step's copy of the same
+ * transfer). Each wait names the device buffer of the copy it waits for
+ * (checked). The copies run on one transfer thread in the order they
+ * start.
+ *
+ * From CUDA code `stream` is its compute stream (the one its kernels run
+ * on) and `device` device memory; the host neither touches it nor waits.
+ * The block is pinned host memory (tsr_host_alloc_pinned, counted in the
+ * host pool). Each start queues its copy on the runtime's transfer stream
+ * after the work queued on `stream` so far (the offloaded value's
+ * producer; the prefetched buffer's earlier users), and each wait makes
+ * the work queued on `stream` after it wait for that copy: after
+ * tsrt_offload_wait that work may overwrite or free the device buffer,
+ * after tsrt_prefetch_wait it may read the prefetched one. The transfer
+ * stream runs the copies in the order they start. All four calls of one
+ * transfer take a stream, or none does.
+ *
+ * Misuse (a wait with no copy in flight, a transfer started twice, another
+ * byte count, a wait on another buffer, a stream on some calls of a
+ * transfer only) and a failed host allocation or CUDA call print
+ * "tessera-run: rank R: transfer N: ..." and exit 1. */
 TSR_API void tsrt_offload_start(int64_t transfer, const void *device,
-                                int64_t bytes);
-TSR_API void tsrt_offload_wait(int64_t transfer, const void *device);
-TSR_API void tsrt_prefetch_start(int64_t transfer, void *device,
-                                 int64_t bytes);
-TSR_API void tsrt_prefetch_wait(int64_t transfer, void *device);
+                                int64_t bytes, void *stream);
+TSR_API void tsrt_offload_wait(int64_t transfer, const void *device,
+                               void *stream);
+TSR_API void tsrt_prefetch_start(int64_t transfer, void *device, int64_t bytes,
+                                 void *stream);
+TSR_API void tsrt_prefetch_wait(int64_t transfer, void *device, void *stream);
 
 /* Makes each copy last at least bytes / bytes_per_second (the transfer
  * thread sleeps out the rest after the memcpy): a host link's speed on a
  * machine whose "device" memory is host memory. 0 (the default): as fast
- * as memcpy. Fails with TSR_ERROR_INVALID_ARGUMENT for a negative rate. */
+ * as memcpy. Copies on a stream (CUDA code) run at the link's own speed:
+ * the rate does not apply to them. Fails with TSR_ERROR_INVALID_ARGUMENT
+ * for a negative rate. */
 TSR_API tsr_status_t tsr_set_host_bandwidth(double bytes_per_second);
 
 typedef struct tsr_transfer_stats {
-  /* Values offloaded, and the bytes copied each way. */
+  /* Values offloaded, and the bytes copied each way (on both paths). */
   uint64_t transfers;
   uint64_t bytes_to_host;
   uint64_t bytes_to_device;
   /* The transfer thread's time copying (the emulated link's included), and
    * compiled code's time blocked in the two waits: the difference is the
-   * copy time that compute hid. */
+   * copy time that compute hid. Copies on a stream add nothing to either:
+   * the host neither copies nor waits for them (the device's own profile
+   * has their time). */
   double busy_seconds;
   double waited_seconds;
 } tsr_transfer_stats_t;
@@ -813,8 +835,9 @@ TSR_API void tsr_host_program_stats(tsr_transfer_stats_t *out);
 /* Resets both. */
 TSR_API void tsr_transfer_reset_stats(void);
 
-/* Bytes of the host pool (the blocks of offloaded values, kept from step
- * to step, and what host programs hold and allocate) now, and the most at once since the last reset. Either pointer
+/* Bytes of the host pool (the blocks of offloaded values, pinned ones
+ * included, kept from step to step, and what host programs hold and
+ * allocate) now, and the most at once since the last reset. Either pointer
  * may be null. */
 TSR_API void tsr_host_pool_stats(size_t *out_current, size_t *out_peak);
 TSR_API void tsr_host_pool_reset_peak(void);

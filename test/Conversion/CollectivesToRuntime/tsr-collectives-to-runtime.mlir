@@ -153,24 +153,25 @@ func.func @permute(%x: memref<4x8xf32>, %e: memref<0xf32>) {
 
 // The transfers of an offloaded value become the runtime's calls with the
 // transfer's number, the buffer's address (the waits' too: the runtime
-// checks it, and the buffer's deallocation stays after them) and, to start
-// one, its bytes (8x64 f32: 2048 bytes).
-// CHECK-DAG: func.func private @tsrt_offload_start(i64, !llvm.ptr, i64)
-// CHECK-DAG: func.func private @tsrt_offload_wait(i64, !llvm.ptr)
-// CHECK-DAG: func.func private @tsrt_prefetch_start(i64, !llvm.ptr, i64)
-// CHECK-DAG: func.func private @tsrt_prefetch_wait(i64, !llvm.ptr)
+// checks it, and the buffer's deallocation stays after them), to start
+// one its bytes (8x64 f32: 2048 bytes), and a null stream (the CPU).
+// CHECK-DAG: func.func private @tsrt_offload_start(i64, !llvm.ptr, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_offload_wait(i64, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_prefetch_start(i64, !llvm.ptr, i64, !llvm.ptr)
+// CHECK-DAG: func.func private @tsrt_prefetch_wait(i64, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @transfers(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: memref<8x64xf32>, %[[Y:[a-z0-9]+]]: memref<8x64xf32>
 // CHECK: %[[XI:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
 // CHECK: %[[XP:.*]] = llvm.inttoptr
-// CHECK: call @tsrt_offload_start(%{{.*}}, %[[XP]], %{{.*}}) : (i64, !llvm.ptr, i64) -> ()
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @tsrt_offload_start(%{{.*}}, %[[XP]], %{{.*}}, %[[NULL]]) : (i64, !llvm.ptr, i64, !llvm.ptr) -> ()
 // CHECK: memref.extract_aligned_pointer_as_index %[[X]]
-// CHECK: call @tsrt_offload_wait(%{{.*}}, %{{.*}}) : (i64, !llvm.ptr) -> ()
+// CHECK: call @tsrt_offload_wait(%{{.*}}, %{{.*}}, %{{.*}}) : (i64, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: %[[YI:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
 // CHECK: %[[YP:.*]] = llvm.inttoptr
-// CHECK: call @tsrt_prefetch_start(%{{.*}}, %[[YP]], %{{.*}}) : (i64, !llvm.ptr, i64) -> ()
+// CHECK: call @tsrt_prefetch_start(%{{.*}}, %[[YP]], %{{.*}}, %{{.*}}) : (i64, !llvm.ptr, i64, !llvm.ptr) -> ()
 // CHECK: memref.extract_aligned_pointer_as_index %[[Y]]
-// CHECK: call @tsrt_prefetch_wait(%{{.*}}, %{{.*}}) : (i64, !llvm.ptr) -> ()
+// CHECK: call @tsrt_prefetch_wait(%{{.*}}, %{{.*}}, %{{.*}}) : (i64, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK-NOT: tsr.
 // CHECK: return
 func.func @transfers(%x: memref<8x64xf32>, %y: memref<8x64xf32>) {
@@ -178,5 +179,31 @@ func.func @transfers(%x: memref<8x64xf32>, %y: memref<8x64xf32>) {
   tsr.offload_wait %x {transfer = 5 : i64} : memref<8x64xf32>
   tsr.prefetch_start {transfer = 5 : i64} into %y : memref<8x64xf32>
   tsr.prefetch_wait %y {transfer = 5 : i64} : memref<8x64xf32>
+  return
+}
+
+// -----
+
+// On the CUDA target gpu-async-region has queued the transfers on the
+// program's stream: each call passes it (the dependency cast to a
+// pointer), and what waited on a transfer's token waits on its dependency.
+// CHECK-LABEL: func.func @queued_transfers
+// CHECK: %[[T:.*]] = gpu.wait async
+// CHECK: %[[S0:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+// CHECK: call @tsrt_offload_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[S0]])
+// CHECK: %[[S1:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+// CHECK: call @tsrt_offload_wait(%{{.*}}, %{{.*}}, %[[S1]])
+// CHECK: %[[S2:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+// CHECK: call @tsrt_prefetch_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[S2]])
+// CHECK: %[[S3:.*]] = builtin.unrealized_conversion_cast %[[T]] : !gpu.async.token to !llvm.ptr
+// CHECK: call @tsrt_prefetch_wait(%{{.*}}, %{{.*}}, %[[S3]])
+// CHECK: gpu.wait [%[[T]]]
+func.func @queued_transfers(%x: memref<8x64xf32>, %y: memref<8x64xf32>) {
+  %t0 = gpu.wait async
+  %t1 = tsr.offload_start [%t0] %x {transfer = 5 : i64} : memref<8x64xf32> -> !gpu.async.token
+  %t2 = tsr.offload_wait [%t1] %x {transfer = 5 : i64} : memref<8x64xf32> -> !gpu.async.token
+  %t3 = tsr.prefetch_start [%t2] {transfer = 5 : i64} into %y : memref<8x64xf32> -> !gpu.async.token
+  %t4 = tsr.prefetch_wait [%t3] %y {transfer = 5 : i64} : memref<8x64xf32> -> !gpu.async.token
+  gpu.wait [%t4]
   return
 }

@@ -84,3 +84,20 @@ func.func @transfers(%x: tensor<8x64xf32>, %b: memref<8x64xf32>) -> tensor<8x64x
   tsr.prefetch_wait %b {transfer = 4 : i64} : memref<8x64xf32>
   return %y : tensor<8x64xf32>
 }
+
+// Queued on the CUDA target's stream (gpu-async-region): the tokens of the
+// work before and a token of their own.
+// CHECK-LABEL: func.func @queued_transfers(
+// CHECK: %[[T1:.*]] = tsr.offload_start[%{{.*}}] %arg0 {transfer = 4 : i64} : memref<8x64xf32> -> !gpu.async.token
+// CHECK: %[[T2:.*]] = tsr.offload_wait[%[[T1]]] %arg0 {transfer = 4 : i64} : memref<8x64xf32> -> !gpu.async.token
+// CHECK: %[[T3:.*]] = tsr.prefetch_start[%[[T2]]] {transfer = 4 : i64} into %arg0 : memref<8x64xf32> -> !gpu.async.token
+// CHECK: tsr.prefetch_wait[%[[T3]]] %arg0 {transfer = 4 : i64} : memref<8x64xf32> -> !gpu.async.token
+func.func @queued_transfers(%b: memref<8x64xf32>) {
+  %t0 = gpu.wait async
+  %t1 = tsr.offload_start [%t0] %b {transfer = 4 : i64} : memref<8x64xf32> -> !gpu.async.token
+  %t2 = tsr.offload_wait [%t1] %b {transfer = 4 : i64} : memref<8x64xf32> -> !gpu.async.token
+  %t3 = tsr.prefetch_start [%t2] {transfer = 4 : i64} into %b : memref<8x64xf32> -> !gpu.async.token
+  %t4 = tsr.prefetch_wait [%t3] %b {transfer = 4 : i64} : memref<8x64xf32> -> !gpu.async.token
+  gpu.wait [%t4]
+  return
+}

@@ -239,3 +239,21 @@ func.func @negative_transfer(%x: tensor<4xf32>) {
   tsr.offload_start %x {transfer = -1 : i64} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @queued_tensor(%x: tensor<4xf32>) {
+  %t = gpu.wait async
+  // expected-error @+1 {{'tsr.offload_start' op is queued on a stream (async dependencies or a token) only on memrefs}}
+  tsr.offload_start [%t] %x {transfer = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @queued_prefetch_tensor() {
+  %t = gpu.wait async
+  // expected-error @+1 {{'tsr.prefetch_start' op is queued on a stream (async dependencies) only into a memref}}
+  %p = tsr.prefetch_start [%t] {transfer = 0 : i64} -> tensor<4xf32>
+  return
+}

@@ -172,18 +172,47 @@ LogicalResult WaitOp::verify() {
 // Transfers to and from host memory (TsrTransferOps.td)
 //===----------------------------------------------------------------------===//
 
+/// A transfer op is queued on a stream (`[deps]`, a token) only on memrefs.
+static LogicalResult verifyQueued(Operation *op, Value buffer, ValueRange deps,
+                                  bool token) {
+  if ((token || !deps.empty()) && !isa<MemRefType>(buffer.getType()))
+    return op->emitOpError("is queued on a stream (async dependencies or a "
+                           "token) only on memrefs");
+  return success();
+}
+
+LogicalResult OffloadStartOp::verify() {
+  return verifyQueued(*this, getX(), getAsyncDependencies(),
+                      bool(getAsyncToken()));
+}
+
+LogicalResult OffloadWaitOp::verify() {
+  return verifyQueued(*this, getX(), getAsyncDependencies(),
+                      bool(getAsyncToken()));
+}
+
 LogicalResult PrefetchStartOp::verify() {
-  if (bool(getBuffer()) == bool(getResult()))
+  Value result = getResult();
+  bool token = result && isa<gpu::AsyncTokenType>(result.getType());
+  if (bool(getBuffer()) == (result && !token))
     return emitOpError("needs a result (on tensors) or an `into` buffer (on "
                        "memrefs), not both");
+  if (result && !token && !isa<TensorType>(result.getType()))
+    return emitOpError("on tensors returns a tensor, not ") << result.getType();
+  if (!getBuffer() && !getAsyncDependencies().empty())
+    return emitOpError("is queued on a stream (async dependencies) only "
+                       "into a memref");
   return success();
 }
 
 LogicalResult PrefetchWaitOp::verify() {
   Type pending = getPending().getType();
+  if (failed(verifyQueued(*this, getPending(), getAsyncDependencies(),
+                          bool(getAsyncToken()))))
+    return failure();
   if (isa<MemRefType>(pending)) {
-    if (getResult())
-      return emitOpError("on a memref has no result");
+    if (getResult() && !getAsyncToken())
+      return emitOpError("on a memref has no result but an async token");
     return success();
   }
   if (!getResult() || getResult().getType() != pending)

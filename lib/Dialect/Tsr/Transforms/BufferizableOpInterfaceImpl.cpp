@@ -120,8 +120,8 @@ struct PrefetchStartOpInterface
         MemRefType::get(tensor.getShape(), tensor.getElementType()), {});
     if (failed(buffer))
       return failure();
-    tsr::PrefetchStartOp::create(rewriter, op->getLoc(), Type(), *buffer,
-                                 start.getTransfer());
+    tsr::PrefetchStartOp::create(rewriter, op->getLoc(), Type(), ValueRange{},
+                                 *buffer, start.getTransfer());
     replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();
   }
@@ -154,8 +154,8 @@ struct PrefetchWaitOpInterface
         getBuffer(rewriter, wait.getPending(), options, state);
     if (failed(buffer))
       return failure();
-    tsr::PrefetchWaitOp::create(rewriter, op->getLoc(), Type(), *buffer,
-                                wait.getTransfer());
+    tsr::PrefetchWaitOp::create(rewriter, op->getLoc(), Type(), ValueRange{},
+                                *buffer, wait.getTransfer());
     replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();
   }

@@ -19,6 +19,9 @@ def Tsr_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  // The transfer ops take and return `!gpu.async.token`s on the CUDA
+  // target (TsrTransferOps.td).
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
   // The `tsr.*` discardable attributes (TsrAttrNames.h) are verified.
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
