@@ -17,7 +17,8 @@
 // matrix of the other shape (M x K, or K x N) with cuBLASLt's transpose
 // flag set on it. Batches are strided, rows·cols elements apart.
 //
-// An epilogue (ReLU, a bias, both) is cuBLASLt's: the bias of each column
+// An epilogue (ReLU or GELU's tanh approximation, a bias, both) is
+// cuBLASLt's: the bias of each column
 // of the row-major result is the bias of each row of the column-major one,
 // which is how cuBLASLt applies it (a vector as long as D's rows). A bias
 // gradient is cuBLASLt's BGRAD epilogue of the swapped operand: the sum of
@@ -108,6 +109,10 @@ int32_t cublasEpilogue(int32_t epilogue) {
     return kEpilogueReluAuxBias;
   case TSR_GEMM_EPILOGUE_DRELU:
     return kEpilogueDrelu;
+  case TSR_GEMM_EPILOGUE_GELU:
+    return kEpilogueGelu;
+  case TSR_GEMM_EPILOGUE_GELU_BIAS:
+    return kEpilogueGeluBias;
   // cuBLASLt's first operand is the program's B, its second A.
   case TSR_GEMM_EPILOGUE_BIAS_GRAD_A:
     return kEpilogueBgradB;
@@ -389,7 +394,8 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   };
   int32_t mode = cublasEpilogue(epilogue);
   bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias ||
-                mode == kEpilogueReluAuxBias || isBiasGradient(mode);
+                mode == kEpilogueReluAuxBias || mode == kEpilogueGeluBias ||
+                isBiasGradient(mode);
   bool masked = isMasked(mode);
   if (mode == 0 || biased != (bias != nullptr) || (biased && batch != 1))
     return fail("epilogue " + std::to_string(epilogue) +

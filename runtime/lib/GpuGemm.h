@@ -51,6 +51,8 @@ enum : int {
   kEpilogueReluAux = 130,        // CUBLASLT_EPILOGUE_RELU_AUX
   kEpilogueReluAuxBias = 134,    // CUBLASLT_EPILOGUE_RELU_AUX_BIAS
   kEpilogueDrelu = 136,          // CUBLASLT_EPILOGUE_DRELU
+  kEpilogueGelu = 32,            // CUBLASLT_EPILOGUE_GELU
+  kEpilogueGeluBias = 36,        // CUBLASLT_EPILOGUE_GELU_BIAS
   kEpilogueBgradA = 256,         // CUBLASLT_EPILOGUE_BGRADA
   kEpilogueBgradB = 512,         // CUBLASLT_EPILOGUE_BGRADB
 };

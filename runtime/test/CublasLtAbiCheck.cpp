@@ -42,5 +42,7 @@ static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               kEpilogueReluAux == CUBLASLT_EPILOGUE_RELU_AUX &&
               kEpilogueReluAuxBias == CUBLASLT_EPILOGUE_RELU_AUX_BIAS &&
               kEpilogueDrelu == CUBLASLT_EPILOGUE_DRELU &&
+              kEpilogueGelu == CUBLASLT_EPILOGUE_GELU &&
+              kEpilogueGeluBias == CUBLASLT_EPILOGUE_GELU_BIAS &&
               kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA &&
               kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB);

@@ -15,6 +15,7 @@
  * requires of CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD. */
 #include "FakeCublasLt.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,8 @@ int cublasLtMatmulDescDestroy(void *desc) {
 }
 
 /* CUBLASLT_MATMUL_DESC_TRANSA (3), TRANSB (4), EPILOGUE (7: DEFAULT 1,
- * RELU 2, BIAS 4, RELU_BIAS 6, RELU_AUX 130, RELU_AUX_BIAS 134, DRELU 136,
+ * RELU 2, BIAS 4, RELU_BIAS 6, GELU 32, GELU_BIAS 36, RELU_AUX 130,
+ * RELU_AUX_BIAS 134, DRELU 136,
  * BGRADA 256, BGRADB 512), BIAS_POINTER (8), EPILOGUE_AUX_POINTER (11)
  * and EPILOGUE_AUX_LD (12) only. */
 int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
@@ -91,8 +93,9 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
   if (attr == 7 && size == sizeof(uint32_t)) {
     uint32_t mode;
     memcpy(&mode, buf, size);
-    if (mode != 1 && mode != 2 && mode != 4 && mode != 6 && mode != 130 &&
-        mode != 134 && mode != 136 && mode != 256 && mode != 512)
+    if (mode != 1 && mode != 2 && mode != 4 && mode != 6 && mode != 32 &&
+        mode != 36 && mode != 130 && mode != 134 && mode != 136 &&
+        mode != 256 && mode != 512)
       return kNotSupported;
     d->epilogue = mode;
     return kSuccess;
@@ -212,6 +215,7 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
   int biased = !gradA && !gradB && !drelu && (dd->epilogue & 4) != 0,
       relu = !gradA && !gradB && !drelu && (dd->epilogue & 2) != 0;
   int masks = dd->epilogue == 130 || dd->epilogue == 134;
+  int gelu = dd->epilogue == 32 || dd->epilogue == 36;
   if (algo->data[0] != 42 || inner != innerB || rows != lc->rows ||
       cols != lc->cols || lc->type != kF32 || C != D ||
       ((biased || gradA || gradB) && !dd->bias) ||
@@ -257,6 +261,11 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
           value = 0.0f;
         if (relu && !(value > 0.0f))
           value = 0.0f;
+        /* GELU's tanh approximation, cuBLASLt's documented GELU. */
+        if (gelu)
+          value = 0.5f * value *
+                  (1.0f + tanhf(0.7978845608f *
+                                (value + 0.044715f * value * value * value)));
         *slot = value;
       }
   /* A bias gradient: the sum over k of op(A)'s rows (BGRADA, one value per

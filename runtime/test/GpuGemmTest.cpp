@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
@@ -328,6 +329,38 @@ TEST(GpuGemm, ComputesBiasGradientsAsCublasLtsBgradEpilogues) {
   ASSERT_EQ(tsr::takeKernelError(), "");
   EXPECT_EQ(ch, dw);
   EXPECT_EQ(biasH, db);
+}
+
+/// GELU's tanh approximation after the bias (GELU_BIAS) and of the product
+/// alone (GELU), against the formula tsr.gelu {approximate = tanh} computes
+/// on the CPU target, in double: f32's rounding of the fake's tanhf and
+/// products, 1e-6 of each value at most.
+TEST(GpuGemm, AppliesGeluOfTanhAsCublasLtsGeluEpilogue) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t m = 5, n = 6, k = 3;
+  std::vector<float> a = matrix(1, m, k, 1), b = matrix(1, k, n, 2), bias(n);
+  for (int64_t j = 0; j < n; ++j)
+    bias[j] = 0.25f * static_cast<float>(j) - 0.5f;
+  std::vector<float> ab = product(a, b, 1, m, n, k);
+  for (bool biased : {true, false}) {
+    std::vector<float> c(m * n, 99.0f);
+    tsrt_gpu_gemm(nullptr, 1, m, n, k, a.data(), b.data(), c.data(),
+                  TSR_DTYPE_FLOAT32, 0, 0, 0, biased ? bias.data() : nullptr,
+                  biased ? TSR_GEMM_EPILOGUE_GELU_BIAS : TSR_GEMM_EPILOGUE_GELU,
+                  nullptr);
+    ASSERT_EQ(tsr::takeKernelError(), "");
+    EXPECT_EQ(last().epilogue, biased ? 36u : 32u); // GELU_BIAS, GELU
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double x = ab[i * n + j] + (biased ? bias[j] : 0.0f);
+        double gelu =
+            0.5 * x *
+            (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        EXPECT_NEAR(c[i * n + j], gelu, 1e-6 * std::max(1.0, std::abs(gelu)))
+            << "at " << i << ", " << j << (biased ? " with" : " without")
+            << " a bias";
+      }
+  }
 }
 
 /// ReLU's forward and backward through cuBLASLt's mask: a hidden layer

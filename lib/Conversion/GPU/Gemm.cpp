@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -146,10 +147,91 @@ struct Epilogue {
   Value bias;
 };
 
+/// Whether `v` is the f32 constant `expected` (to f32's precision).
+bool isConstant(Value v, double expected) {
+  APFloat value(0.0f);
+  if (!matchPattern(v, m_ConstantFloat(&value)))
+    return false;
+  double d = value.convertToDouble();
+  return std::abs(d - expected) <= 1e-7 * std::abs(expected);
+}
+
+/// The operands of `v` if it is a `OpT` (either order for a commutative
+/// one): the one that satisfies `first` first.
+template <typename OpT>
+std::optional<std::pair<Value, Value>>
+matchBinary(Value v, function_ref<bool(Value)> first,
+            SmallPtrSetImpl<Operation *> &seen) {
+  auto op = v.getDefiningOp<OpT>();
+  if (!op)
+    return std::nullopt;
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  if (!first(lhs))
+    std::swap(lhs, rhs);
+  if (!first(lhs))
+    return std::nullopt;
+  seen.insert(op);
+  return std::make_pair(lhs, rhs);
+}
+
+/// The `x` of `y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`, GELU's tanh
+/// approximation as tsr.gelu lowers it (and cuBLASLt's GELU epilogue
+/// computes it), or null; the ops matched go to `seen`.
+Value matchTanhGelu(Value y, SmallPtrSetImpl<Operation *> &seen) {
+  // (0.5·x)·(1 + t)
+  auto outer = matchBinary<arith::MulFOp>(
+      y,
+      [](Value v) {
+        auto mul = v.getDefiningOp<arith::MulFOp>();
+        return mul &&
+               (isConstant(mul.getLhs(), 0.5) || isConstant(mul.getRhs(), 0.5));
+      },
+      seen);
+  if (!outer)
+    return {};
+  auto halfX = matchBinary<arith::MulFOp>(
+      outer->first, [](Value v) { return isConstant(v, 0.5); }, seen);
+  auto onePlus = matchBinary<arith::AddFOp>(
+      outer->second, [](Value v) { return isConstant(v, 1.0); }, seen);
+  if (!halfX || !onePlus)
+    return {};
+  Value x = halfX->second;
+  auto tanh = onePlus->second.getDefiningOp<math::TanhOp>();
+  if (!tanh)
+    return {};
+  seen.insert(tanh);
+  // √(2/π)·(x + 0.044715·x³)
+  auto scaled = matchBinary<arith::MulFOp>(
+      tanh.getOperand(),
+      [](Value v) { return isConstant(v, 0.7978845608028654); }, seen);
+  if (!scaled)
+    return {};
+  auto sum = matchBinary<arith::AddFOp>(
+      scaled->second, [&](Value v) { return v == x; }, seen);
+  if (!sum)
+    return {};
+  auto cubic = matchBinary<arith::MulFOp>(
+      sum->second, [](Value v) { return isConstant(v, 0.044715); }, seen);
+  if (!cubic)
+    return {};
+  // x·(x·x)
+  auto cube = matchBinary<arith::MulFOp>(
+      cubic->second, [&](Value v) { return v == x; }, seen);
+  if (!cube)
+    return {};
+  auto square = matchBinary<arith::MulFOp>(
+      cube->second, [&](Value v) { return v == x; }, seen);
+  if (!square || square->second != x)
+    return {};
+  return x;
+}
+
 /// The epilogue that `generic` applies to the product `c` if it is one
-/// cuBLASLt's epilogue computes: `c + bias[j]`, `max(c + bias[j], 0)` or
-/// `max(c, 0)` elementwise into a buffer of c's type (a bias only for a
-/// rank-2 product: an f32 [N] buffer broadcast over the rows).
+/// cuBLASLt's epilogue computes: `c + bias[j]`, `max(c + bias[j], 0)`,
+/// `max(c, 0)`, or GELU's tanh approximation of `c` or `c + bias[j]`,
+/// elementwise into a buffer of c's type (a bias only for a rank-2 product:
+/// an f32 [N] buffer broadcast over the rows). GELU of erf (ONNX's default)
+/// is another function: it keeps its kernel.
 std::optional<Epilogue> matchEpilogue(linalg::GenericOp generic, Value c) {
   auto type = cast<MemRefType>(c.getType());
   if (!generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
@@ -181,6 +263,24 @@ std::optional<Epilogue> matchEpilogue(linalg::GenericOp generic, Value c) {
   Block *body = generic.getBlock();
   Value x = generic.getMatchingBlockArgument(product);
   Value y = cast<linalg::YieldOp>(body->getTerminator()).getValues()[0];
+  SmallPtrSet<Operation *, 16> gelu;
+  if (Value in = matchTanhGelu(y, gelu)) {
+    auto add = in.getDefiningOp<arith::AddFOp>();
+    Value b = bias ? generic.getMatchingBlockArgument(bias) : Value();
+    bool biased = b && add &&
+                  ((add.getLhs() == x && add.getRhs() == b) ||
+                   (add.getLhs() == b && add.getRhs() == x));
+    if (biased)
+      gelu.insert(add);
+    // Nothing else in the body but constants.
+    bool only = llvm::all_of(body->without_terminator(), [&](Operation &op) {
+      return gelu.contains(&op) || isa<arith::ConstantOp>(op);
+    });
+    if (only && (biased || (!bias && in == x)))
+      return Epilogue{biased ? "gelu_bias" : "gelu",
+                      biased ? bias->get() : Value()};
+    return std::nullopt;
+  }
   size_t ops = 0;
   bool relu = false;
   if (Operation *max = y.getDefiningOp();

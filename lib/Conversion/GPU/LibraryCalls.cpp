@@ -45,6 +45,8 @@ int32_t epilogueCode(StringRef epilogue) {
       .Case("relu_aux", TSR_GEMM_EPILOGUE_RELU_AUX)
       .Case("relu_aux_bias", TSR_GEMM_EPILOGUE_RELU_AUX_BIAS)
       .Case("drelu", TSR_GEMM_EPILOGUE_DRELU)
+      .Case("gelu", TSR_GEMM_EPILOGUE_GELU)
+      .Case("gelu_bias", TSR_GEMM_EPILOGUE_GELU_BIAS)
       .Default(TSR_GEMM_EPILOGUE_NONE);
 }
 

@@ -89,7 +89,9 @@ TSR_API tsr_status_t tsr_event_elapsed_ms(void *start, void *end,
  * that also write which elements were positive before the ReLU to `aux`,
  * cuBLASLt's bit mask (a row of the result per row, padded to a multiple
  * of 128 bits: ceil(n / 128) * 16 bytes per row); DRELU multiplies the
- * product by such a mask, ReLU's backward form. */
+ * product by such a mask, ReLU's backward form. GELU and GELU_BIAS apply
+ * GELU's tanh approximation, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+ * to the product (after the bias). */
 typedef enum {
   TSR_GEMM_EPILOGUE_NONE = 0,
   TSR_GEMM_EPILOGUE_RELU = 1,
@@ -100,6 +102,8 @@ typedef enum {
   TSR_GEMM_EPILOGUE_RELU_AUX = 6,
   TSR_GEMM_EPILOGUE_RELU_AUX_BIAS = 7,
   TSR_GEMM_EPILOGUE_DRELU = 8,
+  TSR_GEMM_EPILOGUE_GELU = 9,
+  TSR_GEMM_EPILOGUE_GELU_BIAS = 10,
 } tsr_gemm_epilogue_t;
 
 /* tsrt_gpu_attention's flags. */

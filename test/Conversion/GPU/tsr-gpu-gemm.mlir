@@ -503,3 +503,83 @@ func.func @relu_backward_kept(%x: memref<4x8xf32>, %w1: memref<8x16xf32>, %dy: m
   memref.dealloc %dh : memref<4x16xf32>
   return %h, %dpre, %pre : memref<4x16xf32>, memref<4x16xf32>, memref<4x16xf32>
 }
+
+// -----
+
+// GELU's tanh approximation of the product plus a bias, as tsr.gelu
+// {approximate = tanh} lowers it after elementwise fusion with the bias
+// add: cuBLASLt's GELU_BIAS. Of the product alone: GELU. GELU of erf
+// (ONNX's default) is another function and keeps its kernel.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @gelu_epilogues
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<8x16xf32>, memref<16x4xf32>) outs(%[[Y:.*]] : memref<8x4xf32>) bias(%{{.*}} : memref<4xf32>) {epilogue = "gelu_bias"}
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<8x16xf32>, memref<16x4xf32>) outs(%[[Z:.*]] : memref<8x4xf32>) {epilogue = "gelu"}
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<8x16xf32>, memref<16x4xf32>) outs(%[[C:.*]] : memref<8x4xf32>){{$}}
+// CHECK: linalg.generic
+// CHECK: math.erf
+// CHECK-NOT: linalg.generic
+func.func @gelu_epilogues(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32>)
+    -> (memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %k = arith.constant 0.044715 : f32
+  %s = arith.constant 0.797884583 : f32
+  %r = arith.constant 0.707106769 : f32
+  %c0 = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c0 : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c0 : memref<8x4xf32>)
+  %y = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c0, %b : memref<8x4xf32>, memref<4xf32>) outs(%y : memref<8x4xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %v = arith.addf %in, %bias : f32
+    %sq = arith.mulf %v, %v : f32
+    %cube = arith.mulf %v, %sq : f32
+    %kc = arith.mulf %k, %cube : f32
+    %sum = arith.addf %v, %kc : f32
+    %inner = arith.mulf %s, %sum : f32
+    %t = math.tanh %inner : f32
+    %hx = arith.mulf %half, %v : f32
+    %onet = arith.addf %one, %t : f32
+    %g = arith.mulf %hx, %onet : f32
+    linalg.yield %g : f32
+  }
+  memref.dealloc %c0 : memref<8x4xf32>
+  %c1 = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c1 : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c1 : memref<8x4xf32>)
+  %z = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c1 : memref<8x4xf32>) outs(%z : memref<8x4xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %sq = arith.mulf %v, %v : f32
+    %cube = arith.mulf %v, %sq : f32
+    %kc = arith.mulf %k, %cube : f32
+    %sum = arith.addf %v, %kc : f32
+    %inner = arith.mulf %s, %sum : f32
+    %t = math.tanh %inner : f32
+    %hx = arith.mulf %half, %v : f32
+    %onet = arith.addf %one, %t : f32
+    %g = arith.mulf %hx, %onet : f32
+    linalg.yield %g : f32
+  }
+  memref.dealloc %c1 : memref<8x4xf32>
+  %c2 = memref.alloc() : memref<8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<8x4xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x4xf32>) outs(%c2 : memref<8x4xf32>)
+  %e = memref.alloc() : memref<8x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c2 : memref<8x4xf32>) outs(%e : memref<8x4xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %u = arith.mulf %v, %r : f32
+    %erf = math.erf %u : f32
+    %hx = arith.mulf %half, %v : f32
+    %onee = arith.addf %one, %erf : f32
+    %g = arith.mulf %hx, %onee : f32
+    linalg.yield %g : f32
+  }
+  memref.dealloc %c2 : memref<8x4xf32>
+  return %y, %z, %e : memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>
+}

@@ -189,8 +189,8 @@ func.func @gemm_rank(%a: memref<2x8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x
 // -----
 
 func.func @gemm_epilogue_name(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias or drelu, not 'gelu'}}
-  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "gelu"}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, gelu, gelu_bias, bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias or drelu, not 'silu'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "silu"}
   return
 }
 
@@ -347,5 +347,13 @@ func.func @mask_shape(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4
 func.func @mask_accumulate(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x16xi8>) {
   // expected-error @+1 {{'tsrt.gpu_gemm' op expects a mask on a rank-2 product without accumulate}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x16xi8>) {epilogue = "drelu", accumulate = true}
+  return
+}
+
+// -----
+
+func.func @gelu_bias_without_bias(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a bias with epilogue 'gelu_bias'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "gelu_bias"}
   return
 }

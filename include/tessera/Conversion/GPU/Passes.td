@@ -157,8 +157,9 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
 
     Then cuBLASLt's epilogues take the elementwise work they compute: a
     fresh product whose only other reader is an elementwise
-    `c + bias[j]`, `max(c + bias[j], 0)` or `max(c, 0)` is written straight
-    to that op's output (`bias`, `relu_bias`, `relu`), and a sum of an
+    `c + bias[j]`, `max(c + bias[j], 0)`, `max(c, 0)` or GELU's tanh
+    approximation of `c` or `c + bias[j]` is written straight to that op's
+    output (`bias`, `relu_bias`, `relu`, `gelu`, `gelu_bias`), and a sum of an
     operand over the product's k dimension into a zero-filled fresh f32
     vector (the bias gradient beside a weight gradient, `out[j] += dy[i, j]`
     with `dW = xᵀ·dy`) is written by the product (`bias_grad_b`, or

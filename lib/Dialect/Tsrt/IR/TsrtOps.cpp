@@ -247,14 +247,14 @@ LogicalResult GpuGemmOp::verify() {
   StringRef epilogue = getEpilogue();
   bool gradient = epilogue == "bias_grad_a" || epilogue == "bias_grad_b";
   bool biased = epilogue == "bias" || epilogue == "relu_bias" ||
-                epilogue == "relu_aux_bias";
+                epilogue == "relu_aux_bias" || epilogue == "gelu_bias";
   bool masked = epilogue == "relu_aux" || epilogue == "relu_aux_bias" ||
                 epilogue == "drelu";
   if (!biased && !gradient && !masked && epilogue != "none" &&
-      epilogue != "relu")
-    return emitOpError("expects epilogue none, relu, bias, relu_bias, "
-                       "bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias or "
-                       "drelu, not '")
+      epilogue != "relu" && epilogue != "gelu")
+    return emitOpError("expects epilogue none, relu, bias, relu_bias, gelu, "
+                       "gelu_bias, bias_grad_a, bias_grad_b, relu_aux, "
+                       "relu_aux_bias or drelu, not '")
            << epilogue << "'";
   if (masked != bool(getAux()))
     return emitOpError(masked ? "expects a mask (aux) with epilogue '"

@@ -56,6 +56,24 @@ def mlp2():
     return model(nodes, [vi("x", [4, 8])], [vi("y", [4, 4])], inits)
 
 
+def mlp_gelu():
+    # y = Gelu(x·W + b) with GELU's tanh approximation (opset 20's
+    # approximate="tanh"): cuBLASLt's GELU_BIAS epilogue on the CUDA target.
+    rng = np.random.default_rng(4)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+        helper.make_node("Add", ["h", "b"], ["hb"], name="fc.bias"),
+        helper.make_node("Gelu", ["hb"], ["y"], name="gelu", approximate="tanh"),
+    ]
+    m = model(nodes, [vi("x", [4, 8])], [vi("y", [4, 16])], inits, opset=20)
+    m.ir_version = 9
+    return m
+
+
 def reductions():
     # A row reduction (Softmax over 64 classes: its maximum and sum) and a
     # column reduction (ReduceSum over 64 rows), the two reduction kernels

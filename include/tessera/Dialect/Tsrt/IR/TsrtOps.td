@@ -226,7 +226,10 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
 
     `epilogue` is what cuBLASLt's epilogue applies to the product before it
     writes `c`: `none`, `relu` (`max(x, 0)`), `bias` (`x + bias[j]` in every
-    row, `bias` an f32 `[N]` buffer) or `relu_bias` (the bias, then ReLU).
+    row, `bias` an f32 `[N]` buffer), `relu_bias` (the bias, then ReLU),
+    `gelu` (GELU's tanh approximation,
+    `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`) or `gelu_bias` (the bias,
+    then GELU).
     A bias needs a rank-2 product without `accumulate`. Or it also writes
     a bias gradient into `bias`, cuBLASLt's BGRAD epilogues (a rank-2
     product, `accumulate` allowed): `bias_grad_a` writes the f32 `[M]`
