@@ -300,13 +300,17 @@ tsr_status_t residentConstant(const void *src, size_t bytes,
 void tsr::forgetDeviceConstants(const void *base) {
   Constants &c = constants();
   std::lock_guard<std::mutex> lock(c.mutex);
+  bool synchronized = false;
   for (auto it = c.copies.begin(); it != c.copies.end();) {
     if (it->second.base != base) {
       ++it;
       continue;
     }
-    // The stream may still copy from it: wait for the device first.
-    tsr_stream_synchronize(nullptr);
+    // The stream may still copy from them: wait for the device once.
+    if (!synchronized) {
+      tsr_stream_synchronize(nullptr);
+      synchronized = true;
+    }
     tsr_device_free(it->second.device);
     it = c.copies.erase(it);
   }

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommInternal.h"
+#include "FakeStreams.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Comm.h"
 #include "tessera-runtime/Device.h"
@@ -33,16 +34,7 @@
 #include <thread>
 #include <vector>
 
-extern "C" void *mgpuStreamCreate();
-
 namespace {
-
-/// The fake CUDA runtime, loaded before the runtime first uses CUDA.
-void *fakeCudart() {
-  static void *handle = dlopen(TSR_TEST_FAKE_CUDART, RTLD_NOW | RTLD_LOCAL);
-  return handle;
-}
-const bool kFakeLoaded = fakeCudart() != nullptr;
 
 /// The fake NCCL plugin, the one TESSERA_COMM_NCCL_PLUGIN names.
 void *fakeNccl() {
@@ -50,29 +42,6 @@ void *fakeNccl() {
   return handle;
 }
 
-template <typename Fn> Fn *symbol(void *library, const char *name) {
-  return reinterpret_cast<Fn *>(dlsym(library, name));
-}
-
-void setDeferred(int on) {
-  symbol<void(int)>(fakeCudart(), "fakeCudaSetDeferred")(on);
-}
-void hold(void *stream) {
-  symbol<void(void *, int)>(fakeCudart(), "fakeCudaHoldStream")(stream, 1);
-}
-void enqueue(void *stream, void (*fn)(void *), void *arg) {
-  symbol<void(void *, void (*)(void *), void *)>(
-      fakeCudart(), "fakeCudaEnqueue")(stream, fn, arg);
-}
-int64_t pending(void *stream) {
-  return symbol<int64_t(void *)>(fakeCudart(), "fakeCudaPending")(stream);
-}
-int64_t streamWaits() {
-  return symbol<int64_t()>(fakeCudart(), "fakeCudaStreamWaits")();
-}
-int64_t hostWaits() {
-  return symbol<int64_t()>(fakeCudart(), "fakeCudaHostWaits")();
-}
 void *ncclLastStream() {
   return symbol<void *()>(fakeNccl(), "fakeNcclLastStream")();
 }
@@ -80,9 +49,6 @@ std::string ncclLastCall() {
   return symbol<const char *()>(fakeNccl(), "fakeNcclLastCall")();
 }
 int64_t ncclCalls() { return symbol<int64_t()>(fakeNccl(), "fakeNcclCalls")(); }
-void release(void *stream) {
-  symbol<void(void *, int)>(fakeCudart(), "fakeCudaHoldStream")(stream, 0);
-}
 void ncclHang(int on) { symbol<void(int)>(fakeNccl(), "fakeNcclHang")(on); }
 void ncclSetAsyncError(const char *message) {
   symbol<void(const char *)>(fakeNccl(), "fakeNcclSetAsyncError")(message);
@@ -99,18 +65,6 @@ size_t watchedAfterPolls() {
          std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return tsr::watchedDeviceCollectives();
-}
-
-/// A kernel writing `values` to `dst`.
-struct Fill {
-  float *dst;
-  std::vector<float> values;
-};
-
-void runFill(void *arg) {
-  auto *fill = static_cast<Fill *>(arg);
-  std::memcpy(fill->dst, fill->values.data(),
-              fill->values.size() * sizeof(float));
 }
 
 /// A kernel that only says it ran.

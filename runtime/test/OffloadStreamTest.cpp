@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeStreams.h"
 #include "RuntimeInternal.h"
 #include "tessera-runtime/Device.h"
 
@@ -26,8 +27,6 @@
 #include <dlfcn.h>
 #include <vector>
 
-extern "C" void *mgpuStreamCreate();
-
 /// Read by AddressSanitizer where the test is built with it (and by nothing
 /// otherwise): the fake's cudaMallocHost of more than any machine has must
 /// fail as CUDA's does, not abort the process.
@@ -37,33 +36,9 @@ extern "C" const char *__asan_default_options() {
 
 namespace {
 
-/// The fake CUDA runtime, loaded before the runtime first uses CUDA.
-void *fakeCudart() {
-  static void *handle = dlopen(TSR_TEST_FAKE_CUDART, RTLD_NOW | RTLD_LOCAL);
-  return handle;
+int64_t livePinned() {
+  return symbol<int64_t()>(fakeCudart(), "fakeCudaLivePinned")();
 }
-const bool kFakeLoaded = fakeCudart() != nullptr;
-
-template <typename Fn> Fn *symbol(const char *name) {
-  return reinterpret_cast<Fn *>(dlsym(fakeCudart(), name));
-}
-
-void setDeferred(int on) { symbol<void(int)>("fakeCudaSetDeferred")(on); }
-void hold(void *stream) {
-  symbol<void(void *, int)>("fakeCudaHoldStream")(stream, 1);
-}
-void release(void *stream) {
-  symbol<void(void *, int)>("fakeCudaHoldStream")(stream, 0);
-}
-void enqueue(void *stream, void (*fn)(void *), void *arg) {
-  symbol<void(void *, void (*)(void *), void *)>("fakeCudaEnqueue")(stream, fn,
-                                                                    arg);
-}
-int64_t pending(void *stream) {
-  return symbol<int64_t(void *)>("fakeCudaPending")(stream);
-}
-int64_t hostWaits() { return symbol<int64_t()>("fakeCudaHostWaits")(); }
-int64_t livePinned() { return symbol<int64_t()>("fakeCudaLivePinned")(); }
 
 /// The threads of this process: the device path starts none.
 size_t threadCount() {
@@ -78,18 +53,6 @@ size_t threadCount() {
 
 constexpr size_t kCount = 256;
 constexpr int64_t kBytes = kCount * sizeof(float);
-
-/// A kernel writing `values` to `dst`.
-struct Fill {
-  float *dst;
-  std::vector<float> values;
-};
-
-void runFill(void *arg) {
-  auto *fill = static_cast<Fill *>(arg);
-  std::memcpy(fill->dst, fill->values.data(),
-              fill->values.size() * sizeof(float));
-}
 
 /// A kernel copying `src` into `seen` (host memory), and saying it ran.
 struct Read {

@@ -584,6 +584,7 @@ bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
     return false;
   Block *block = forward->getBlock();
   linalg::GenericOp relu, gradient;
+  Value dh;
   SmallVector<Operation *> deallocs;
   for (Operation *user : pre.getUsers()) {
     if (user == forward.getOperation())
@@ -598,14 +599,13 @@ bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
     std::optional<Epilogue> e = matchEpilogue(generic, pre);
     if (e && e->name == "relu" && !relu)
       relu = generic;
-    else if (!gradient && matchReluGradient(generic, pre))
+    else if (!gradient && (dh = matchReluGradient(generic, pre)))
       gradient = generic;
     else
       return false;
   }
   if (!relu || !gradient || !forward->isBeforeInBlock(relu))
     return false;
-  Value dh = matchReluGradient(gradient, pre);
   tsrt::GpuGemmOp backward;
   for (Operation *user : dh.getUsers())
     if (auto gemm = dyn_cast<tsrt::GpuGemmOp>(user); gemm && gemm.getC() == dh)
