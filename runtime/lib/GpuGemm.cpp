@@ -32,7 +32,10 @@
 // mask that RELU_AUX(_BIAS) wrote in the forward pass (cuBLASLt's own
 // format; the compiler allocates it and passes it from one to the other).
 // Its leading dimension, in bits, is the column-major result's rows (the
-// program's n) rounded up to 128, as cuBLASLt requires.
+// program's n) rounded up to 128, as cuBLASLt requires. GELU's is DGELU,
+// which multiplies the product by GELU's derivative at the input that
+// GELU_AUX(_BIAS) wrote (an f32 matrix; its leading dimension, in
+// elements, n rounded up to 8).
 //
 // The types and enumerators below are cuBLASLt's (cublasLt.h, CUDA 12 and
 // 13), written out in GpuGemm.h so that the runtime builds without the
@@ -113,6 +116,12 @@ int32_t cublasEpilogue(int32_t epilogue) {
     return kEpilogueGelu;
   case TSR_GEMM_EPILOGUE_GELU_BIAS:
     return kEpilogueGeluBias;
+  case TSR_GEMM_EPILOGUE_GELU_AUX:
+    return kEpilogueGeluAux;
+  case TSR_GEMM_EPILOGUE_GELU_AUX_BIAS:
+    return kEpilogueGeluAuxBias;
+  case TSR_GEMM_EPILOGUE_DGELU:
+    return kEpilogueDgelu;
   // cuBLASLt's first operand is the program's B, its second A.
   case TSR_GEMM_EPILOGUE_BIAS_GRAD_A:
     return kEpilogueBgradB;
@@ -222,6 +231,12 @@ bool isMasked(int32_t mode) {
          mode == kEpilogueDrelu;
 }
 
+/// Whether `mode` writes or reads GELU's input (an f32 matrix).
+bool isGeluAux(int32_t mode) {
+  return mode == kEpilogueGeluAux || mode == kEpilogueGeluAuxBias ||
+         mode == kEpilogueDgelu;
+}
+
 /// Makes the plan of `shape` (with `bias` and `aux`, whose alignment the
 /// heuristic reads); "" or what failed.
 std::string makePlan(State &s, const Shape &shape, float *bias, void *aux,
@@ -256,9 +271,10 @@ std::string makePlan(State &s, const Shape &shape, float *bias, void *aux,
     if (int code = l.matmulDescSetAttribute(plan.operation, kDescBiasPointer,
                                             &bias, sizeof(bias)))
       return status(code, "cublasLtMatmulDescSetAttribute (bias)");
-  if (isMasked(epilogue)) {
-    // In bits: the column-major result's rows, rounded up to 128.
-    int64_t ld = (n + 127) / 128 * 128;
+  if (isMasked(epilogue) || isGeluAux(epilogue)) {
+    // The column-major result's rows, rounded up: for ReLU's mask in bits,
+    // to 128, for GELU's input in elements, to 8.
+    int64_t ld = isMasked(epilogue) ? (n + 127) / 128 * 128 : (n + 7) / 8 * 8;
     if (int code = l.matmulDescSetAttribute(plan.operation, kDescAuxPointer,
                                             &aux, sizeof(aux)))
       return status(code, "cublasLtMatmulDescSetAttribute (aux)");
@@ -395,8 +411,8 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   int32_t mode = cublasEpilogue(epilogue);
   bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias ||
                 mode == kEpilogueReluAuxBias || mode == kEpilogueGeluBias ||
-                isBiasGradient(mode);
-  bool masked = isMasked(mode);
+                mode == kEpilogueGeluAuxBias || isBiasGradient(mode);
+  bool masked = isMasked(mode) || isGeluAux(mode);
   if (mode == 0 || biased != (bias != nullptr) || (biased && batch != 1))
     return fail("epilogue " + std::to_string(epilogue) +
                 (bias ? " with" : " without") +
@@ -404,7 +420,7 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   if (masked != (aux != nullptr) || (masked && (batch != 1 || accumulate != 0)))
     return fail("epilogue " + std::to_string(epilogue) +
                 (aux ? " with" : " without") +
-                " a mask (or of a batch, or accumulating) is not one "
+                " an aux matrix (or of a batch, or accumulating) is not one "
                 "tsrt_gpu_gemm runs");
   State &s = state();
   std::call_once(s.once, [&] { load(s); });

@@ -53,6 +53,9 @@ enum : int {
   kEpilogueDrelu = 136,          // CUBLASLT_EPILOGUE_DRELU
   kEpilogueGelu = 32,            // CUBLASLT_EPILOGUE_GELU
   kEpilogueGeluBias = 36,        // CUBLASLT_EPILOGUE_GELU_BIAS
+  kEpilogueGeluAux = 160,        // CUBLASLT_EPILOGUE_GELU_AUX
+  kEpilogueGeluAuxBias = 164,    // CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+  kEpilogueDgelu = 192,          // CUBLASLT_EPILOGUE_DGELU
   kEpilogueBgradA = 256,         // CUBLASLT_EPILOGUE_BGRADA
   kEpilogueBgradB = 512,         // CUBLASLT_EPILOGUE_BGRADB
 };

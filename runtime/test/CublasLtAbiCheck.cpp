@@ -44,5 +44,8 @@ static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               kEpilogueDrelu == CUBLASLT_EPILOGUE_DRELU &&
               kEpilogueGelu == CUBLASLT_EPILOGUE_GELU &&
               kEpilogueGeluBias == CUBLASLT_EPILOGUE_GELU_BIAS &&
+              kEpilogueGeluAux == CUBLASLT_EPILOGUE_GELU_AUX &&
+              kEpilogueGeluAuxBias == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+              kEpilogueDgelu == CUBLASLT_EPILOGUE_DGELU &&
               kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA &&
               kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB);

@@ -12,7 +12,9 @@
  * only cuBLASLt reads back (DRELU): here bit i % 8 of byte
  * (j * ld + i) / 8 says whether element (i, j) of D was positive before the
  * ReLU, ld (in bits) a multiple of 128 no less than D's rows, as cuBLASLt
- * requires of CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD. */
+ * requires of CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD. GELU's input (GELU_AUX,
+ * GELU_AUX_BIAS, read by DGELU) is D's type: element (i, j) at j * ld + i,
+ * ld (in elements) a multiple of 8 no less than D's rows. */
 #include "FakeCublasLt.h"
 
 #include <math.h>
@@ -95,7 +97,7 @@ int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
     memcpy(&mode, buf, size);
     if (mode != 1 && mode != 2 && mode != 4 && mode != 6 && mode != 32 &&
         mode != 36 && mode != 130 && mode != 134 && mode != 136 &&
-        mode != 256 && mode != 512)
+        mode != 160 && mode != 164 && mode != 192 && mode != 256 && mode != 512)
       return kNotSupported;
     d->epilogue = mode;
     return kSuccess;
@@ -215,13 +217,18 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
   int biased = !gradA && !gradB && !drelu && (dd->epilogue & 4) != 0,
       relu = !gradA && !gradB && !drelu && (dd->epilogue & 2) != 0;
   int masks = dd->epilogue == 130 || dd->epilogue == 134;
-  int gelu = dd->epilogue == 32 || dd->epilogue == 36;
+  int geluAux = dd->epilogue == 160 || dd->epilogue == 164;
+  int dgelu = dd->epilogue == 192;
+  int gelu = dd->epilogue == 32 || dd->epilogue == 36 || geluAux;
   if (algo->data[0] != 42 || inner != innerB || rows != lc->rows ||
       cols != lc->cols || lc->type != kF32 || C != D ||
       ((biased || gradA || gradB) && !dd->bias) ||
       ((gradA || gradB || masks || drelu) && lc->batch != 1) ||
       ((masks || drelu) &&
-       (!dd->aux || dd->auxLd % 128 != 0 || dd->auxLd < (int64_t)lc->rows)))
+       (!dd->aux || dd->auxLd % 128 != 0 || dd->auxLd < (int64_t)lc->rows)) ||
+      ((geluAux || dgelu) &&
+       (!dd->aux || lc->batch != 1 || dd->auxLd % 8 != 0 ||
+        dd->auxLd < (int64_t)lc->rows)))
     return kInvalidValue;
   ++last.calls;
   last.a = *la, last.b = *lb, last.c = *lc, last.d = *ld;
@@ -259,6 +266,17 @@ int cublasLtMatmul(void *handle, void *desc, const float *alpha, const void *A,
         }
         if (drelu && !(mask[bit / 8] >> bit % 8 & 1))
           value = 0.0f;
+        float *input = geluAux || dgelu ? (float *)dd->aux + bit : NULL;
+        if (geluAux)
+          *input = value;
+        /* GELU's derivative at the input GELU_AUX wrote. */
+        if (dgelu) {
+          float x = *input, x2 = x * x;
+          float t = tanhf(0.7978845608f * (x + 0.044715f * x2 * x));
+          value *= 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) *
+                                           0.7978845608f *
+                                           (1.0f + 3.0f * 0.044715f * x2);
+        }
         if (relu && !(value > 0.0f))
           value = 0.0f;
         /* GELU's tanh approximation, cuBLASLt's documented GELU. */

@@ -417,7 +417,88 @@ TEST(GpuGemm, PassesReluMasksFromRELU_AUX_BIASToDRELU) {
   tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
                 TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DRELU,
                 nullptr);
-  EXPECT_NE(tsr::takeKernelError().find("without a mask"), std::string::npos);
+  EXPECT_NE(tsr::takeKernelError().find("without an aux matrix"),
+            std::string::npos);
+}
+
+/// GELU's forward and backward through cuBLASLt's aux matrix: a hidden
+/// layer h = gelu(x·W1 + b1) by GELU_AUX_BIAS, which also writes GELU's
+/// input, then the gradient of that input dpre = (dy·W2ᵀ) * gelu'(pre) by
+/// DGELU reading it, against autodiff's derivative of tsr.gelu
+/// {approximate = tanh} in double, 1e-6 of each value at most (f32's
+/// rounding of the fake's tanhf and products). hidden = 13 pads each row
+/// of the aux matrix to 16 elements; the operands are multiples of 1/8, so
+/// the products (and GELU's input) are exact.
+TEST(GpuGemm, PassesGeluInputsFromGELU_AUX_BIASToDGELU) {
+  ASSERT_NE(fakeCublasLt(), nullptr);
+  const int64_t rows = 3, in = 4, hidden = 13, out = 2, ld = 16;
+  auto scaled = [](std::vector<float> v) {
+    for (float &f : v)
+      f *= 0.125f;
+    return v;
+  };
+  std::vector<float> x = scaled(matrix(1, rows, in, 1)),
+                     w1 = scaled(matrix(1, in, hidden, 2)),
+                     dy = scaled(matrix(1, rows, out, 3)),
+                     w2t = scaled(matrix(1, out, hidden, 5)), b1(hidden);
+  for (int64_t j = 0; j < hidden; ++j)
+    b1[j] = 0.25f * static_cast<float>(j % 5) - 0.5f;
+  std::vector<float> pre = product(x, w1, 1, rows, hidden, in);
+  std::vector<float> dh = product(dy, w2t, 1, rows, hidden, out);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < hidden; ++j)
+      pre[i * hidden + j] += b1[j];
+  const double c0 = std::sqrt(2 / M_PI), k0 = 0.044715;
+  std::vector<float> aux(rows * ld, 99.0f), c(rows * hidden, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, in, x.data(), w1.data(), c.data(),
+                TSR_DTYPE_FLOAT32, 0, 0, 0, b1.data(),
+                TSR_GEMM_EPILOGUE_GELU_AUX_BIAS, aux.data());
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(last().epilogue, 164u); // CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+  EXPECT_EQ(last().aux, aux.data());
+  EXPECT_EQ(last().auxLd, ld);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < hidden; ++j) {
+      double v = pre[i * hidden + j];
+      double gelu = 0.5 * v * (1 + std::tanh(c0 * (v + k0 * v * v * v)));
+      EXPECT_EQ(aux[i * ld + j], pre[i * hidden + j]) << i << ", " << j;
+      EXPECT_NEAR(c[i * hidden + j], gelu, 1e-6 * std::max(1.0, std::abs(gelu)))
+          << i << ", " << j;
+    }
+
+  // dh = dy·W2ᵀ with W2 stored [hidden, out]: W2ᵀ is read transposed.
+  std::vector<float> w2(hidden * out);
+  for (int64_t j = 0; j < hidden; ++j)
+    for (int64_t p = 0; p < out; ++p)
+      w2[j * out + p] = w2t[p * hidden + j];
+  std::vector<float> d(rows * hidden, 99.0f);
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
+                TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DGELU,
+                aux.data());
+  ASSERT_EQ(tsr::takeKernelError(), "");
+  EXPECT_EQ(last().epilogue, 192u); // CUBLASLT_EPILOGUE_DGELU
+  EXPECT_EQ(last().auxLd, ld);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < hidden; ++j) {
+      // ElementwiseRules.cpp's geluGrad, in double.
+      double v = pre[i * hidden + j], t = std::tanh(c0 * (v + k0 * v * v * v));
+      double grad =
+          dh[i * hidden + j] *
+          (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * c0 * (1 + 3 * k0 * v * v));
+      EXPECT_NEAR(d[i * hidden + j], grad, 1e-6 * std::max(1.0, std::abs(grad)))
+          << i << ", " << j;
+    }
+
+  // Without its input, or with a bias, the call is refused with a reason.
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
+                TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DGELU,
+                nullptr);
+  EXPECT_NE(tsr::takeKernelError().find("without an aux matrix"),
+            std::string::npos);
+  tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
+                TSR_DTYPE_FLOAT32, 0, 1, 0, b1.data(), TSR_GEMM_EPILOGUE_DGELU,
+                aux.data());
+  EXPECT_NE(tsr::takeKernelError().find("with a bias"), std::string::npos);
 }
 
 /// Where cuBLASLt has no algorithm with a BGRAD epilogue, the product runs

@@ -24,8 +24,9 @@ Without either, both phases run in a temporary directory. The cases:
   elementwise and broadcast ops only: outputs against onnxruntime (rtol
   1e-4, as e2e-examples) and against the CPU target;
 * the gradients (``--mode=grad``) of the character LM for its initial
-  weights and first batch, and of a two-layer MLP with a hidden ReLU
-  (whose ReLU and its derivative the GPU computes in cuBLASLt's epilogues),
+  weights and first batch, and of two-layer MLPs with a hidden ReLU and a
+  hidden GELU of tanh (whose activation and its derivative the GPU computes
+  in cuBLASLt's epilogues),
   every one against the CPU target's;
 * 20 Adam steps of the character LM and of a 2-layer GPT exported by
   PyTorch: every loss against the CPU target's;
@@ -214,21 +215,24 @@ def prepare(root, bin_dir, py, work, emulate):
     call(root, bin_dir, os.path.join(work, "charlm_grad.cpu"), grad_in,
          os.path.join(work, "charlm_grad.cpu.out"))
     plan["grad"].append("charlm_grad")
-    # Two layers with a hidden ReLU: on the GPU its forward and backward run
-    # in cuBLASLt's RELU_AUX_BIAS and DRELU epilogues (tsr-gpu-gemm).
-    mlp2 = os.path.join(work, "mlp2.onnx")
-    run([py, os.path.join(root, "test", "Import", "ONNX", "Inputs",
-                          "make_model.py"), "mlp2", mlp2])
-    both("mlp2_grad", mlp2, ["--mode=grad", "--loss=cross_entropy",
-                             "--logits=y", "--batch-size=4"])
-    with open(os.path.join(work, "mlp2_grad.cpu", "manifest.json")) as f:
-        manifest = json.load(f)
-    grad_inputs(mlp2, manifest, None, os.path.join(work, "mlp2_grad_inputs"),
-                classes=4)
-    call(root, bin_dir, os.path.join(work, "mlp2_grad.cpu"),
-         os.path.join(work, "mlp2_grad_inputs"),
-         os.path.join(work, "mlp2_grad.cpu.out"))
-    plan["grad"].append("mlp2_grad")
+    # Two layers with a hidden ReLU, and with a hidden GELU (tanh): on the
+    # GPU their forward and backward run in cuBLASLt's RELU_AUX_BIAS and
+    # DRELU, or GELU_AUX_BIAS and DGELU, epilogues (tsr-gpu-gemm).
+    for kind in ("mlp2", "mlp2_gelu"):
+        model = os.path.join(work, f"{kind}.onnx")
+        run([py, os.path.join(root, "test", "Import", "ONNX", "Inputs",
+                              "make_model.py"), kind, model])
+        name = f"{kind}_grad"
+        both(name, model, ["--mode=grad", "--loss=cross_entropy",
+                           "--logits=y", "--batch-size=4"])
+        with open(os.path.join(work, f"{name}.cpu", "manifest.json")) as f:
+            manifest = json.load(f)
+        grad_inputs(model, manifest, None,
+                    os.path.join(work, f"{name}_inputs"), classes=4)
+        call(root, bin_dir, os.path.join(work, f"{name}.cpu"),
+             os.path.join(work, f"{name}_inputs"),
+             os.path.join(work, f"{name}.cpu.out"))
+        plan["grad"].append(name)
 
     for name, model, batch in (("charlm", lm, 16),
                                ("gpt", os.path.join(work, "gpt",

@@ -13,6 +13,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <functional>
+
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPUGEMM
 #include "tessera/Conversion/GPU/Passes.h.inc"
@@ -504,24 +506,37 @@ void fuseBiasGradient(IRRewriter &rewriter, tsrt::GpuGemmOp gemm) {
   }
 }
 
-/// Whether `generic` is the input gradient of a ReLU: elementwise, of
-/// identity maps, `select(pre > 0, grad, 0)` into a buffer of pre's type
-/// (what autodiff writes for tsr.relu, with `pre` its input). Returns the
-/// gradient operand, or null.
-Value matchReluGradient(linalg::GenericOp generic, Value pre) {
+/// The block arguments of `pre` and of the other operand of `generic` if
+/// it is an elementwise kernel of identity maps from `pre` and another
+/// buffer of its type into one more: the shape of an activation's input
+/// gradient, `dpre = f(pre, dh)`.
+std::optional<std::pair<OpOperand *, OpOperand *>>
+matchGradientOperands(linalg::GenericOp generic, Value pre) {
   if (!generic.hasPureBufferSemantics() || generic.getNumDpsInputs() != 2 ||
       generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
       generic.getDpsInitOperand(0)->get().getType() != pre.getType() ||
       !llvm::all_of(generic.getIndexingMapsArray(),
                     [](AffineMap map) { return map.isIdentity(); }))
-    return {};
+    return std::nullopt;
   OpOperand *first = generic.getDpsInputOperand(0),
             *second = generic.getDpsInputOperand(1);
   if (second->get() == pre)
     std::swap(first, second);
   if (first->get() != pre || second->get() == pre ||
       second->get().getType() != pre.getType())
+    return std::nullopt;
+  return std::make_pair(first, second);
+}
+
+/// Whether `generic` is the input gradient of a ReLU: elementwise, of
+/// identity maps, `select(pre > 0, grad, 0)` into a buffer of pre's type
+/// (what autodiff writes for tsr.relu, with `pre` its input). Returns the
+/// gradient operand, or null.
+Value matchReluGradient(linalg::GenericOp generic, Value pre) {
+  auto operands = matchGradientOperands(generic, pre);
+  if (!operands)
     return {};
+  auto [first, second] = *operands;
   Block *body = generic.getBlock();
   auto select = cast<linalg::YieldOp>(body->getTerminator())
                     .getValues()[0]
@@ -536,6 +551,71 @@ Value matchReluGradient(linalg::GenericOp generic, Value pre) {
       !matchPattern(compare.getRhs(), m_AnyZeroFloat()))
     return {};
   return second->get();
+}
+
+/// A predicate on a value of a linalg body, for matching expressions.
+using Match = std::function<bool(Value)>;
+
+/// `lhs op rhs` of a commutative binary `OpT` whose operands match `p` and
+/// `q` in either order.
+template <typename OpT> Match commutative(Match p, Match q) {
+  return [=](Value v) {
+    auto op = v.getDefiningOp<OpT>();
+    return op && ((p(op.getLhs()) && q(op.getRhs())) ||
+                  (q(op.getLhs()) && p(op.getRhs())));
+  };
+}
+Match constant(double value) {
+  return [=](Value v) { return isConstant(v, value); };
+}
+
+/// Whether the body of the elementwise `generic` yields
+/// `dy · gelu'(x)` for GELU's tanh approximation, as autodiff's rule for
+/// tsr.gelu {approximate = tanh} writes it (ElementwiseRules.cpp):
+/// `dy · ((1 + t)/2 + (x/2)·((1 − t²)·(c·(1 + 3k·x²))))` with
+/// `t = tanh(c·(x + k·x³))`, `c = √(2/π)`, `k = 0.044715`, each product and
+/// sum in either order. `x` and `dy` are block arguments.
+bool isTanhGeluDerivative(linalg::GenericOp generic, Value x, Value dy) {
+  const double c = 0.7978845608028654, k = 0.044715;
+  auto mul = commutative<arith::MulFOp>;
+  auto add = commutative<arith::AddFOp>;
+  Match isX = [=](Value v) { return v == x; };
+  Match isDy = [=](Value v) { return v == dy; };
+  Match square = mul(isX, isX);
+  Match inner = mul(constant(c), add(isX, mul(constant(k), mul(square, isX))));
+  Match isT = [=](Value v) {
+    auto tanh = v.getDefiningOp<math::TanhOp>();
+    return tanh && inner(tanh.getOperand());
+  };
+  Match oneMinusT2 = [=](Value v) {
+    auto sub = v.getDefiningOp<arith::SubFOp>();
+    return sub && isConstant(sub.getLhs(), 1.0) && mul(isT, isT)(sub.getRhs());
+  };
+  Match du = mul(constant(c), add(constant(1.0), mul(constant(3 * k), square)));
+  Match derivative = add(mul(constant(0.5), add(constant(1.0), isT)),
+                         mul(mul(constant(0.5), isX), mul(oneMinusT2, du)));
+  Block *body = generic.getBlock();
+  Value y = cast<linalg::YieldOp>(body->getTerminator()).getValues()[0];
+  // Pure scalar ops only: what the yield computes is all the body does.
+  return llvm::all_of(body->without_terminator(),
+                      [](Operation &op) {
+                        return op.getNumRegions() == 0 &&
+                               isMemoryEffectFree(&op);
+                      }) &&
+         mul(isDy, derivative)(y);
+}
+
+/// Whether `generic` is the input gradient of GELU's tanh approximation:
+/// elementwise, of identity maps, `dy · gelu'(pre)` into a buffer of pre's
+/// type. Returns the gradient operand `dy`, or null.
+Value matchGeluGradient(linalg::GenericOp generic, Value pre) {
+  auto operands = matchGradientOperands(generic, pre);
+  if (!operands ||
+      !isTanhGeluDerivative(generic,
+                            generic.getMatchingBlockArgument(operands->first),
+                            generic.getMatchingBlockArgument(operands->second)))
+    return {};
+  return operands->second->get();
 }
 
 /// Whether every user of the fresh buffer `buffer` but `writer` (and its
@@ -563,18 +643,53 @@ bool allocateBefore(IRRewriter &rewriter, Value buffer, Operation *op) {
   return true;
 }
 
-/// Folds a hidden ReLU and its backward form into cuBLASLt's epilogues.
-/// In a training step the ReLU's input `pre` (the product `forward` wrote,
-/// its bias added) is read twice: by the ReLU, `h = max(pre, 0)`, and by
-/// its gradient, `dpre = select(pre > 0, dh, 0)`, where `dh` is a later
-/// product's fresh result. The forward product then writes `h` itself with
-/// RELU_AUX(_BIAS), which also records the mask `pre > 0` in a new i8
-/// buffer; the backward product writes `dpre` with DRELU reading that mask.
-/// The ReLU kernel, the select kernel and `pre`'s buffer go, and the mask
-/// (one bit per element) lives from one product to the other instead.
-/// `pre` must have no other reader, the two kernels and both products must
-/// share a block, and what they wrote must be read only after them.
-bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
+/// A hidden activation whose backward form cuBLASLt's epilogues compute
+/// from what the forward product's epilogue saved: ReLU's bit mask, or
+/// GELU's input.
+struct Activation {
+  /// The forward epilogue (matchEpilogue's name for it alone).
+  StringRef forward;
+  StringRef saving, savingBiased, backward;
+  /// Its input gradient's kernel: the gradient operand, or null.
+  Value (*matchGradient)(linalg::GenericOp, Value pre);
+  /// The saved buffer's type for a result of `type`.
+  MemRefType (*savedType)(MemRefType type);
+};
+
+const Activation kActivations[] = {
+    // cuBLASLt's mask: each row of the result padded to 128 bits.
+    {"relu", "relu_aux", "relu_aux_bias", "drelu", matchReluGradient,
+     [](MemRefType type) {
+       return MemRefType::get(
+           {type.getDimSize(0),
+            static_cast<int64_t>(llvm::divideCeil(type.getDimSize(1), 128)) *
+                16},
+           IntegerType::get(type.getContext(), 8));
+     }},
+    // GELU's input: each row padded to 8 elements.
+    {"gelu", "gelu_aux", "gelu_aux_bias", "dgelu", matchGeluGradient,
+     [](MemRefType type) {
+       return MemRefType::get(
+           {type.getDimSize(0),
+            static_cast<int64_t>(llvm::divideCeil(type.getDimSize(1), 8)) * 8},
+           Float32Type::get(type.getContext()));
+     }},
+};
+
+/// Folds a hidden ReLU or GELU (tanh) and its backward form into
+/// cuBLASLt's epilogues. In a training step the activation's input `pre`
+/// (the product `forward` wrote, its bias added) is read twice: by the
+/// activation, `h = max(pre, 0)` or `h = gelu(pre)`, and by its gradient,
+/// `dpre = select(pre > 0, dh, 0)` or `dpre = dh · gelu'(pre)`, where `dh`
+/// is a later product's fresh result. The forward product then writes `h`
+/// itself with RELU_AUX(_BIAS), which also records the mask `pre > 0` in a
+/// new i8 buffer, or GELU_AUX(_BIAS), which records `pre` in a new f32
+/// buffer with padded rows; the backward product writes `dpre` with DRELU
+/// or DGELU reading it. The two kernels and `pre`'s buffer go, and the
+/// saved buffer lives from one product to the other instead. `pre` must
+/// have no other reader, the two kernels and both products must share a
+/// block, and what they wrote must be read only after them.
+bool fuseActivationBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
   Value pre = forward.getC();
   auto type = cast<MemRefType>(pre.getType());
   StringRef epilogue = forward.getEpilogue();
@@ -583,9 +698,9 @@ bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
       !pre.getDefiningOp<memref::AllocOp>())
     return false;
   Block *block = forward->getBlock();
-  linalg::GenericOp relu, gradient;
-  Value dh;
-  SmallVector<Operation *> deallocs;
+  const Activation *activation = nullptr;
+  linalg::GenericOp kernel, gradient;
+  SmallVector<Operation *> deallocs, readers;
   for (Operation *user : pre.getUsers()) {
     if (user == forward.getOperation())
       continue;
@@ -597,14 +712,22 @@ bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
     if (!generic || generic->getBlock() != block)
       return false;
     std::optional<Epilogue> e = matchEpilogue(generic, pre);
-    if (e && e->name == "relu" && !relu)
-      relu = generic;
-    else if (!gradient && (dh = matchReluGradient(generic, pre)))
-      gradient = generic;
-    else
-      return false;
+    if (e && !kernel) {
+      for (const Activation &a : kActivations)
+        if (e->name == a.forward)
+          activation = &a;
+      if (!activation)
+        return false;
+      kernel = generic;
+    } else {
+      readers.push_back(generic);
+    }
   }
-  if (!relu || !gradient || !forward->isBeforeInBlock(relu))
+  if (!kernel || readers.size() != 1 || !forward->isBeforeInBlock(kernel))
+    return false;
+  gradient = cast<linalg::GenericOp>(readers.front());
+  Value dh = activation->matchGradient(gradient, pre);
+  if (!dh)
     return false;
   tsrt::GpuGemmOp backward;
   for (Operation *user : dh.getUsers())
@@ -620,33 +743,30 @@ bool fuseReluBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
                isa<memref::DeallocOp>(user);
       }))
     return false;
-  Value h = relu.getDpsInitOperand(0)->get();
+  Value h = kernel.getDpsInitOperand(0)->get();
   Value dpre = gradient.getDpsInitOperand(0)->get();
-  if (!onlyReadAfter(h, relu) || !onlyReadAfter(dpre, gradient) ||
+  if (!onlyReadAfter(h, kernel) || !onlyReadAfter(dpre, gradient) ||
       !allocateBefore(rewriter, h, forward) ||
       !allocateBefore(rewriter, dpre, backward))
     return false;
-  // cuBLASLt's mask: each row of the result padded to 128 bits.
   rewriter.setInsertionPoint(forward);
-  auto maskType = MemRefType::get(
-      {type.getDimSize(0),
-       static_cast<int64_t>(llvm::divideCeil(type.getDimSize(1), 128)) * 16},
-      rewriter.getI8Type());
-  Value mask = memref::AllocOp::create(rewriter, forward.getLoc(), maskType,
-                                       rewriter.getI64IntegerAttr(64));
-  tsrt::GpuGemmOp::create(rewriter, forward.getLoc(), Type(), ValueRange{},
-                          forward.getA(), forward.getB(), h, forward.getBias(),
-                          mask, forward.getTransposeA(),
-                          forward.getTransposeB(), /*accumulate=*/false,
-                          forward.getBias() ? "relu_aux_bias" : "relu_aux");
+  Value saved = memref::AllocOp::create(rewriter, forward.getLoc(),
+                                        activation->savedType(type),
+                                        rewriter.getI64IntegerAttr(64));
+  tsrt::GpuGemmOp::create(
+      rewriter, forward.getLoc(), Type(), ValueRange{}, forward.getA(),
+      forward.getB(), h, forward.getBias(), saved, forward.getTransposeA(),
+      forward.getTransposeB(), /*accumulate=*/false,
+      forward.getBias() ? activation->savingBiased : activation->saving);
   rewriter.setInsertionPoint(backward);
-  auto drelu = tsrt::GpuGemmOp::create(
+  auto derivative = tsrt::GpuGemmOp::create(
       rewriter, backward.getLoc(), Type(), ValueRange{}, backward.getA(),
-      backward.getB(), dpre, /*bias=*/Value(), mask, backward.getTransposeA(),
-      backward.getTransposeB(), /*accumulate=*/false, "drelu");
-  rewriter.setInsertionPointAfter(drelu);
-  memref::DeallocOp::create(rewriter, drelu.getLoc(), mask);
-  for (Operation *op : {relu.getOperation(), gradient.getOperation(),
+      backward.getB(), dpre, /*bias=*/Value(), saved, backward.getTransposeA(),
+      backward.getTransposeB(),
+      /*accumulate=*/false, activation->backward);
+  rewriter.setInsertionPointAfter(derivative);
+  memref::DeallocOp::create(rewriter, derivative.getLoc(), saved);
+  for (Operation *op : {kernel.getOperation(), gradient.getOperation(),
                         forward.getOperation(), backward.getOperation()})
     rewriter.eraseOp(op);
   for (Operation *op : deallocs)
@@ -690,8 +810,8 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
         eraseIfUnused(rewriter, b);
       fuseEpilogue(rewriter, gemm);
     }
-    // ReLU's backward form and the bias gradients, once every product is a
-    // library call.
+    // ReLU's and GELU's backward forms and the bias gradients, once every
+    // product is a library call.
     SmallVector<tsrt::GpuGemmOp> calls;
     // A fusion erases a later product too: look again after each.
     for (bool fused = true; fused;) {
@@ -699,7 +819,7 @@ struct TsrGpuGemmPass : tessera::impl::TsrGpuGemmBase<TsrGpuGemmPass> {
       calls.clear();
       getOperation().walk([&](tsrt::GpuGemmOp gemm) { calls.push_back(gemm); });
       for (tsrt::GpuGemmOp gemm : calls)
-        if ((fused = fuseReluBackward(rewriter, gemm)))
+        if ((fused = fuseActivationBackward(rewriter, gemm)))
           break;
     }
     calls.clear();

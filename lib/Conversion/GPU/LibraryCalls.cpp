@@ -47,6 +47,9 @@ int32_t epilogueCode(StringRef epilogue) {
       .Case("drelu", TSR_GEMM_EPILOGUE_DRELU)
       .Case("gelu", TSR_GEMM_EPILOGUE_GELU)
       .Case("gelu_bias", TSR_GEMM_EPILOGUE_GELU_BIAS)
+      .Case("gelu_aux", TSR_GEMM_EPILOGUE_GELU_AUX)
+      .Case("gelu_aux_bias", TSR_GEMM_EPILOGUE_GELU_AUX_BIAS)
+      .Case("dgelu", TSR_GEMM_EPILOGUE_DGELU)
       .Default(TSR_GEMM_EPILOGUE_NONE);
 }
 

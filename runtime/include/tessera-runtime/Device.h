@@ -91,7 +91,11 @@ TSR_API tsr_status_t tsr_event_elapsed_ms(void *start, void *end,
  * of 128 bits: ceil(n / 128) * 16 bytes per row); DRELU multiplies the
  * product by such a mask, ReLU's backward form. GELU and GELU_BIAS apply
  * GELU's tanh approximation, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
- * to the product (after the bias). */
+ * to the product (after the bias); GELU_AUX and GELU_AUX_BIAS also write
+ * GELU's input to `aux`, an f32 matrix of the result's shape whose rows
+ * are padded to a multiple of 8 elements (ceil(n / 8) * 8 per row), and
+ * DGELU multiplies the product by GELU's derivative at such an input,
+ * GELU's backward form. */
 typedef enum {
   TSR_GEMM_EPILOGUE_NONE = 0,
   TSR_GEMM_EPILOGUE_RELU = 1,
@@ -104,6 +108,9 @@ typedef enum {
   TSR_GEMM_EPILOGUE_DRELU = 8,
   TSR_GEMM_EPILOGUE_GELU = 9,
   TSR_GEMM_EPILOGUE_GELU_BIAS = 10,
+  TSR_GEMM_EPILOGUE_GELU_AUX = 11,
+  TSR_GEMM_EPILOGUE_GELU_AUX_BIAS = 12,
+  TSR_GEMM_EPILOGUE_DGELU = 13,
 } tsr_gemm_epilogue_t;
 
 /* tsrt_gpu_attention's flags. */

@@ -583,3 +583,160 @@ func.func @gelu_epilogues(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref
   memref.dealloc %c2 : memref<8x4xf32>
   return %y, %z, %e : memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>
 }
+
+// -----
+
+// A hidden GELU (tanh) in a training step, as autodiff and elementwise
+// fusion leave it: pre = x·W1 + b1 is read by GELU and by its input
+// gradient dh · gelu'(pre) (some products and sums written the other way
+// round, as canonicalization may). The forward product writes h with
+// GELU_AUX_BIAS and pre into an f32 matrix of 4 rows of 16 (13 columns
+// padded to 8); the backward product writes dpre with DGELU reading it;
+// both kernels and pre's buffer go.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @gelu_backward
+// CHECK: %[[H:.*]] = memref.alloc() : memref<4x13xf32>
+// CHECK: %[[PRE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<4x8xf32>, memref<8x13xf32>) outs(%[[H]] : memref<4x13xf32>) bias(%{{.*}} : memref<13xf32>) aux(%[[PRE]] : memref<4x16xf32>) {epilogue = "gelu_aux_bias"}
+// CHECK: %[[DPRE:.*]] = memref.alloc() : memref<4x13xf32>
+// CHECK: tsrt.gpu_gemm ins(%{{.*}}, %{{.*}} : memref<4x2xf32>, memref<13x2xf32>) outs(%[[DPRE]] : memref<4x13xf32>) aux(%[[PRE]] : memref<4x16xf32>) {epilogue = "dgelu", transpose_b = true}
+// CHECK-NEXT: memref.dealloc %[[PRE]]
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[H]], %[[DPRE]]
+func.func @gelu_backward(%x: memref<4x8xf32>, %w1: memref<8x13xf32>, %b1: memref<13xf32>,
+                         %dy: memref<4x2xf32>, %w2: memref<13x2xf32>) -> (memref<4x13xf32>, memref<4x13xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %k = arith.constant 0.044715 : f32
+  %k3 = arith.constant 0.134145 : f32
+  %s = arith.constant 0.797884583 : f32
+  %c = memref.alloc() : memref<4x13xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x13xf32>)
+  linalg.matmul ins(%x, %w1 : memref<4x8xf32>, memref<8x13xf32>) outs(%c : memref<4x13xf32>)
+  %pre = memref.alloc() : memref<4x13xf32>
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b1 : memref<4x13xf32>, memref<13xf32>) outs(%pre : memref<4x13xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %v = arith.addf %in, %bias : f32
+    linalg.yield %v : f32
+  }
+  memref.dealloc %c : memref<4x13xf32>
+  %h = memref.alloc() : memref<4x13xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre : memref<4x13xf32>) outs(%h : memref<4x13xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %sq = arith.mulf %v, %v : f32
+    %cube = arith.mulf %v, %sq : f32
+    %kc = arith.mulf %cube, %k : f32
+    %sum = arith.addf %v, %kc : f32
+    %inner = arith.mulf %sum, %s : f32
+    %hx = arith.mulf %v, %half : f32
+    %t = math.tanh %inner : f32
+    %onet = arith.addf %t, %one : f32
+    %g = arith.mulf %hx, %onet : f32
+    linalg.yield %g : f32
+  }
+  %w2t = memref.alloc() : memref<2x13xf32>
+  linalg.transpose ins(%w2 : memref<13x2xf32>) outs(%w2t : memref<2x13xf32>) permutation = [1, 0]
+  %dh = memref.alloc() : memref<4x13xf32>
+  linalg.fill ins(%zero : f32) outs(%dh : memref<4x13xf32>)
+  linalg.matmul ins(%dy, %w2t : memref<4x2xf32>, memref<2x13xf32>) outs(%dh : memref<4x13xf32>)
+  memref.dealloc %w2t : memref<2x13xf32>
+  %dpre = memref.alloc() : memref<4x13xf32>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%dh, %pre : memref<4x13xf32>, memref<4x13xf32>) outs(%dpre : memref<4x13xf32>) {
+  ^bb0(%g: f32, %p: f32, %out: f32):
+    %0 = arith.mulf %p, %p : f32
+    %1 = arith.mulf %0, %p : f32
+    %2 = arith.mulf %k, %1 : f32
+    %3 = arith.addf %p, %2 : f32
+    %4 = arith.mulf %3, %s : f32
+    %5 = math.tanh %4 : f32
+    %6 = arith.mulf %0, %k3 : f32
+    %7 = arith.addf %one, %6 : f32
+    %8 = arith.mulf %7, %s : f32
+    %9 = arith.mulf %5, %5 : f32
+    %10 = arith.subf %one, %9 : f32
+    %11 = arith.mulf %8, %10 : f32
+    %12 = arith.mulf %p, %half : f32
+    %13 = arith.mulf %12, %11 : f32
+    %14 = arith.addf %5, %one : f32
+    %15 = arith.mulf %14, %half : f32
+    %16 = arith.addf %13, %15 : f32
+    %17 = arith.mulf %g, %16 : f32
+    linalg.yield %17 : f32
+  }
+  memref.dealloc %dh : memref<4x13xf32>
+  memref.dealloc %pre : memref<4x13xf32>
+  return %h, %dpre : memref<4x13xf32>, memref<4x13xf32>
+}
+
+// -----
+
+// Kept: a gradient that is not GELU's derivative (k where 3k belongs, so
+// not what DGELU computes) keeps both kernels and pre, the forward product
+// with GELU_BIAS's fold refused too (pre has a second reader).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @gelu_backward_kept
+// CHECK-NOT: aux(
+// CHECK-NOT: dgelu
+// CHECK: math.tanh
+// CHECK: math.tanh
+// CHECK: return
+func.func @gelu_backward_kept(%x: memref<4x8xf32>, %w1: memref<8x16xf32>, %dy: memref<4x2xf32>,
+                              %w2t: memref<2x16xf32>) -> (memref<4x16xf32>, memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %k = arith.constant 0.044715 : f32
+  %s = arith.constant 0.797884583 : f32
+  %pre = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%pre : memref<4x16xf32>)
+  linalg.matmul ins(%x, %w1 : memref<4x8xf32>, memref<8x16xf32>) outs(%pre : memref<4x16xf32>)
+  %h = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre : memref<4x16xf32>) outs(%h : memref<4x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %sq = arith.mulf %v, %v : f32
+    %cube = arith.mulf %v, %sq : f32
+    %kc = arith.mulf %k, %cube : f32
+    %sum = arith.addf %v, %kc : f32
+    %inner = arith.mulf %s, %sum : f32
+    %t = math.tanh %inner : f32
+    %hx = arith.mulf %half, %v : f32
+    %onet = arith.addf %one, %t : f32
+    %g = arith.mulf %hx, %onet : f32
+    linalg.yield %g : f32
+  }
+  %dh = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%dh : memref<4x16xf32>)
+  linalg.matmul ins(%dy, %w2t : memref<4x2xf32>, memref<2x16xf32>) outs(%dh : memref<4x16xf32>)
+  %dpre = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%dh, %pre : memref<4x16xf32>, memref<4x16xf32>) outs(%dpre : memref<4x16xf32>) {
+  ^bb0(%g: f32, %p: f32, %out: f32):
+    %0 = arith.mulf %p, %p : f32
+    %1 = arith.mulf %0, %p : f32
+    %2 = arith.mulf %k, %1 : f32
+    %3 = arith.addf %p, %2 : f32
+    %4 = arith.mulf %3, %s : f32
+    %5 = math.tanh %4 : f32
+    %6 = arith.mulf %0, %k : f32
+    %7 = arith.addf %one, %6 : f32
+    %8 = arith.mulf %7, %s : f32
+    %9 = arith.mulf %5, %5 : f32
+    %10 = arith.subf %one, %9 : f32
+    %11 = arith.mulf %8, %10 : f32
+    %12 = arith.mulf %p, %half : f32
+    %13 = arith.mulf %12, %11 : f32
+    %14 = arith.addf %5, %one : f32
+    %15 = arith.mulf %14, %half : f32
+    %16 = arith.addf %13, %15 : f32
+    %17 = arith.mulf %g, %16 : f32
+    linalg.yield %17 : f32
+  }
+  memref.dealloc %dh : memref<4x16xf32>
+  return %h, %dpre : memref<4x16xf32>, memref<4x16xf32>
+}

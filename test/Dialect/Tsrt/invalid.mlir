@@ -189,7 +189,7 @@ func.func @gemm_rank(%a: memref<2x8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x
 // -----
 
 func.func @gemm_epilogue_name(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, gelu, gelu_bias, bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias or drelu, not 'silu'}}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects epilogue none, relu, bias, relu_bias, gelu, gelu_bias, bias_grad_a, bias_grad_b, relu_aux, relu_aux_bias, drelu, gelu_aux, gelu_aux_bias or dgelu, not 'silu'}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "silu"}
   return
 }
@@ -320,7 +320,7 @@ func.func @bias_grad_without_bias(%a: memref<16x8xf32>, %b: memref<16x4xf32>, %c
 // -----
 
 func.func @drelu_without_mask(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a mask (aux) with epilogue 'drelu'}}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects aux with epilogue 'drelu'}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "drelu"}
   return
 }
@@ -337,7 +337,7 @@ func.func @mask_without_aux_epilogue(%a: memref<8x16xf32>, %b: memref<16x4xf32>,
 
 // Four columns take one 128-bit word (16 bytes) per row.
 func.func @mask_shape(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x4xi8>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects an i8 mask of 8x16 with epilogue 'relu_aux', got 'memref<8x4xi8>'}}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects aux of type 'memref<8x16xi8>' with epilogue 'relu_aux', got 'memref<8x4xi8>'}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x4xi8>) {epilogue = "relu_aux"}
   return
 }
@@ -345,8 +345,41 @@ func.func @mask_shape(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4
 // -----
 
 func.func @mask_accumulate(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x16xi8>) {
-  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a mask on a rank-2 product without accumulate}}
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects aux on a rank-2 product without accumulate}}
   tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x16xi8>) {epilogue = "drelu", accumulate = true}
+  return
+}
+
+// -----
+
+func.func @dgelu_without_input(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects aux with epilogue 'dgelu'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) {epilogue = "dgelu"}
+  return
+}
+
+// -----
+
+// GELU's input is f32, each row padded to a multiple of 8 elements.
+func.func @gelu_input_shape(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %bias: memref<4xf32>, %x: memref<8x4xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects aux of type 'memref<8x8xf32>' with epilogue 'gelu_aux_bias', got 'memref<8x4xf32>'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) bias(%bias : memref<4xf32>) aux(%x : memref<8x4xf32>) {epilogue = "gelu_aux_bias"}
+  return
+}
+
+// -----
+
+func.func @gelu_input_as_mask(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %m: memref<8x8xi8>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects aux of type 'memref<8x8xf32>' with epilogue 'dgelu', got 'memref<8x8xi8>'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%m : memref<8x8xi8>) {epilogue = "dgelu"}
+  return
+}
+
+// -----
+
+func.func @gelu_aux_bias_without_bias(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf32>, %x: memref<8x8xf32>) {
+  // expected-error @+1 {{'tsrt.gpu_gemm' op expects a bias with epilogue 'gelu_aux_bias'}}
+  tsrt.gpu_gemm ins(%a, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%c : memref<8x4xf32>) aux(%x : memref<8x8xf32>) {epilogue = "gelu_aux_bias"}
   return
 }
 

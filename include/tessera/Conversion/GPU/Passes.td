@@ -171,7 +171,12 @@ def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
     product only the gradient reads, all in one block, becomes
     `relu_aux_bias` (or `relu_aux`) on the forward product, writing the
     ReLU's output and a new i8 bit mask (`aux`), and `drelu` on the
-    backward one, reading it; the two kernels and `pre`'s buffer go.
+    backward one, reading it; the two kernels and `pre`'s buffer go. A
+    hidden GELU of tanh likewise, whose gradient is autodiff's
+    `dh · gelu'(pre)` (matched term by term, products and sums in either
+    order), becomes `gelu_aux_bias` (or `gelu_aux`), writing GELU's output
+    and its input into a new f32 buffer with rows padded to 8 elements,
+    and `dgelu`, reading it.
 
     Before:
 

@@ -247,32 +247,38 @@ LogicalResult GpuGemmOp::verify() {
   StringRef epilogue = getEpilogue();
   bool gradient = epilogue == "bias_grad_a" || epilogue == "bias_grad_b";
   bool biased = epilogue == "bias" || epilogue == "relu_bias" ||
-                epilogue == "relu_aux_bias" || epilogue == "gelu_bias";
+                epilogue == "relu_aux_bias" || epilogue == "gelu_bias" ||
+                epilogue == "gelu_aux_bias";
   bool masked = epilogue == "relu_aux" || epilogue == "relu_aux_bias" ||
                 epilogue == "drelu";
-  if (!biased && !gradient && !masked && epilogue != "none" &&
+  bool geluInput = epilogue == "gelu_aux" || epilogue == "gelu_aux_bias" ||
+                   epilogue == "dgelu";
+  if (!biased && !gradient && !masked && !geluInput && epilogue != "none" &&
       epilogue != "relu" && epilogue != "gelu")
     return emitOpError("expects epilogue none, relu, bias, relu_bias, gelu, "
                        "gelu_bias, bias_grad_a, bias_grad_b, relu_aux, "
-                       "relu_aux_bias or drelu, not '")
+                       "relu_aux_bias, drelu, gelu_aux, gelu_aux_bias or "
+                       "dgelu, not '")
            << epilogue << "'";
-  if (masked != bool(getAux()))
-    return emitOpError(masked ? "expects a mask (aux) with epilogue '"
-                              : "expects no aux with epilogue '")
+  if ((masked || geluInput) != bool(getAux()))
+    return emitOpError(masked || geluInput ? "expects aux with epilogue '"
+                                           : "expects no aux with epilogue '")
            << epilogue << "'";
-  if (masked) {
-    // cuBLASLt's bit mask: a row of the result per row, padded to 128 bits.
+  if (masked || geluInput) {
+    // cuBLASLt's bit mask of ReLU (a row of the result per row, padded to
+    // 128 bits), or GELU's f32 input (rows padded to 8 elements).
     auto aux = cast<MemRefType>(getAux().getType());
     if (r != 2 || getAccumulate())
-      return emitOpError("expects a mask on a rank-2 product without "
+      return emitOpError("expects aux on a rank-2 product without "
                          "accumulate");
-    int64_t bytes = llvm::divideCeil(sc[1], 128) * 16;
-    if (aux.getRank() != 2 || aux.getDimSize(0) != sc[0] ||
-        aux.getDimSize(1) != bytes || !aux.getElementType().isInteger(8) ||
-        !aux.getLayout().isIdentity())
-      return emitOpError("expects an i8 mask of ")
-             << sc[0] << "x" << bytes << " with epilogue '" << epilogue
-             << "', got " << aux;
+    int64_t width = masked ? llvm::divideCeil(sc[1], 128) * 16
+                           : llvm::divideCeil(sc[1], 8) * 8;
+    Type element = masked ? Type(IntegerType::get(getContext(), 8))
+                          : Type(Float32Type::get(getContext()));
+    auto expected = MemRefType::get({sc[0], width}, element);
+    if (aux != expected)
+      return emitOpError("expects aux of type ")
+             << expected << " with epilogue '" << epilogue << "', got " << aux;
   }
   if ((biased || gradient) != bool(getBias()))
     return emitOpError(biased || gradient ? "expects a bias with epilogue '"
@@ -521,9 +527,10 @@ void GpuGemmOp::getEffects(Effects &effects) {
             ? static_cast<MemoryEffects::Effect *>(MemoryEffects::Write::get())
             : MemoryEffects::Read::get(),
         getBiasMutable()[0]);
-  // The forward ReLU writes its mask, the backward one reads it.
+  // The forward ReLU (GELU) writes its mask (input), the backward one reads
+  // it.
   if (getAux())
-    add(getEpilogue() == "drelu"
+    add(getEpilogue() == "drelu" || getEpilogue() == "dgelu"
             ? static_cast<MemoryEffects::Effect *>(MemoryEffects::Read::get())
             : MemoryEffects::Write::get(),
         getAuxMutable()[0]);

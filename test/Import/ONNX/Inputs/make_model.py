@@ -74,6 +74,30 @@ def mlp_gelu():
     return m
 
 
+def mlp2_gelu():
+    # Two layers, the hidden one GELU's tanh approximation:
+    # y = Gelu(x·W1 + b1)·W2 + b2, whose training step multiplies the
+    # hidden gradient by GELU's derivative (cuBLASLt's GELU_AUX_BIAS / DGELU
+    # epilogues on the CUDA target).
+    rng = np.random.default_rng(5)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w1"),
+        numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1"),
+        numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w2"),
+        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b2"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+        helper.make_node("Add", ["h", "b1"], ["hb"], name="fc1.bias"),
+        helper.make_node("Gelu", ["hb"], ["a"], name="gelu", approximate="tanh"),
+        helper.make_node("MatMul", ["a", "w2"], ["o"], name="fc2"),
+        helper.make_node("Add", ["o", "b2"], ["y"], name="fc2.bias"),
+    ]
+    m = model(nodes, [vi("x", [4, 8])], [vi("y", [4, 4])], inits, opset=20)
+    m.ir_version = 9
+    return m
+
+
 def reductions():
     # A row reduction (Softmax over 64 classes: its maximum and sum) and a
     # column reduction (ReduceSum over 64 rows), the two reduction kernels

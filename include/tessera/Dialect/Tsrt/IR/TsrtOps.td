@@ -246,7 +246,13 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     `EPILOGUE_AUX` bit matrix, a row of the result padded to a multiple of
     128 bits): `aux` is an i8 `[M, ceil(N / 128) * 16]` buffer that only
     these epilogues read and write, all three rank-2 products without
-    `accumulate`.
+    `accumulate`. GELU's likewise: `gelu_aux` and `gelu_aux_bias` are
+    `gelu` and `gelu_bias` that also write GELU's input (the product, after
+    the bias) into `aux`, and `dgelu` multiplies the product by GELU's
+    derivative at such an input:
+    `c = (op(a) · op(b)) * gelu'(aux)`, with `aux` an f32
+    `[M, ceil(N / 8) * 8]` buffer (rows padded to 8 elements, as cuBLASLt
+    requires of its leading dimension).
 
     Like a `gpu` op it runs asynchronously on the device: with
     `async [deps]` it is queued after its dependencies and returns a token
