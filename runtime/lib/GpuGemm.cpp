@@ -231,10 +231,11 @@ bool isMasked(int32_t mode) {
          mode == kEpilogueDrelu;
 }
 
-/// Whether `mode` writes or reads GELU's input (an f32 matrix).
-bool isGeluAux(int32_t mode) {
-  return mode == kEpilogueGeluAux || mode == kEpilogueGeluAuxBias ||
-         mode == kEpilogueDgelu;
+/// Whether `mode` writes or reads an aux matrix: ReLU's mask, or GELU's
+/// input (an f32 matrix).
+bool hasAux(int32_t mode) {
+  return isMasked(mode) || mode == kEpilogueGeluAux ||
+         mode == kEpilogueGeluAuxBias || mode == kEpilogueDgelu;
 }
 
 /// Makes the plan of `shape` (with `bias` and `aux`, whose alignment the
@@ -271,7 +272,7 @@ std::string makePlan(State &s, const Shape &shape, float *bias, void *aux,
     if (int code = l.matmulDescSetAttribute(plan.operation, kDescBiasPointer,
                                             &bias, sizeof(bias)))
       return status(code, "cublasLtMatmulDescSetAttribute (bias)");
-  if (isMasked(epilogue) || isGeluAux(epilogue)) {
+  if (hasAux(epilogue)) {
     // The column-major result's rows, rounded up: for ReLU's mask in bits,
     // to 128, for GELU's input in elements, to 8.
     int64_t ld = isMasked(epilogue) ? (n + 127) / 128 * 128 : (n + 7) / 8 * 8;
@@ -412,12 +413,13 @@ extern "C" TSR_API void tsrt_gpu_gemm(void *stream, int64_t batch, int64_t m,
   bool biased = mode == kEpilogueBias || mode == kEpilogueReluBias ||
                 mode == kEpilogueReluAuxBias || mode == kEpilogueGeluBias ||
                 mode == kEpilogueGeluAuxBias || isBiasGradient(mode);
-  bool masked = isMasked(mode) || isGeluAux(mode);
+  bool withAux = hasAux(mode);
   if (mode == 0 || biased != (bias != nullptr) || (biased && batch != 1))
     return fail("epilogue " + std::to_string(epilogue) +
                 (bias ? " with" : " without") +
                 " a bias is not one tsrt_gpu_gemm runs");
-  if (masked != (aux != nullptr) || (masked && (batch != 1 || accumulate != 0)))
+  if (withAux != (aux != nullptr) ||
+      (withAux && (batch != 1 || accumulate != 0)))
     return fail("epilogue " + std::to_string(epilogue) +
                 (aux ? " with" : " without") +
                 " an aux matrix (or of a batch, or accumulating) is not one "

@@ -66,6 +66,16 @@ std::vector<float> matrix(int64_t batch, int64_t rows, int64_t cols, int seed) {
   return v;
 }
 
+/// The row-major cols x rows transpose of the row-major rows x cols `m`.
+std::vector<float> transpose(const std::vector<float> &m, int64_t rows,
+                             int64_t cols) {
+  std::vector<float> t(m.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      t[j * rows + i] = m[i * cols + j];
+  return t;
+}
+
 std::vector<float> product(const std::vector<float> &a,
                            const std::vector<float> &b, int64_t batch,
                            int64_t m, int64_t n, int64_t k) {
@@ -400,10 +410,7 @@ TEST(GpuGemm, PassesReluMasksFromRELU_AUX_BIASToDRELU) {
   EXPECT_EQ(last().auxLd, 256);
 
   // dh = dy·W2ᵀ with W2 stored [hidden, out]: W2ᵀ is read transposed.
-  std::vector<float> w2(hidden * out);
-  for (int64_t j = 0; j < hidden; ++j)
-    for (int64_t p = 0; p < out; ++p)
-      w2[j * out + p] = w2t[p * hidden + j];
+  std::vector<float> w2 = transpose(w2t, out, hidden);
   std::vector<float> d(rows * hidden, 99.0f);
   tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
                 TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DRELU,
@@ -467,10 +474,7 @@ TEST(GpuGemm, PassesGeluInputsFromGELU_AUX_BIASToDGELU) {
     }
 
   // dh = dy·W2ᵀ with W2 stored [hidden, out]: W2ᵀ is read transposed.
-  std::vector<float> w2(hidden * out);
-  for (int64_t j = 0; j < hidden; ++j)
-    for (int64_t p = 0; p < out; ++p)
-      w2[j * out + p] = w2t[p * hidden + j];
+  std::vector<float> w2 = transpose(w2t, out, hidden);
   std::vector<float> d(rows * hidden, 99.0f);
   tsrt_gpu_gemm(nullptr, 1, rows, hidden, out, dy.data(), w2.data(), d.data(),
                 TSR_DTYPE_FLOAT32, 0, 1, 0, nullptr, TSR_GEMM_EPILOGUE_DGELU,

@@ -644,36 +644,19 @@ bool allocateBefore(IRRewriter &rewriter, Value buffer, Operation *op) {
 }
 
 /// A hidden activation whose backward form cuBLASLt's epilogues compute
-/// from what the forward product's epilogue saved: ReLU's bit mask, or
-/// GELU's input.
+/// from what the forward product's epilogue saved (tsrt.gpu_gemm's `aux`):
+/// ReLU's bit mask, or GELU's input.
 struct Activation {
   /// The forward epilogue (matchEpilogue's name for it alone).
   StringRef forward;
   StringRef saving, savingBiased, backward;
   /// Its input gradient's kernel: the gradient operand, or null.
   Value (*matchGradient)(linalg::GenericOp, Value pre);
-  /// The saved buffer's type for a result of `type`.
-  MemRefType (*savedType)(MemRefType type);
 };
 
 const Activation kActivations[] = {
-    // cuBLASLt's mask: each row of the result padded to 128 bits.
-    {"relu", "relu_aux", "relu_aux_bias", "drelu", matchReluGradient,
-     [](MemRefType type) {
-       return MemRefType::get(
-           {type.getDimSize(0),
-            static_cast<int64_t>(llvm::divideCeil(type.getDimSize(1), 128)) *
-                16},
-           IntegerType::get(type.getContext(), 8));
-     }},
-    // GELU's input: each row padded to 8 elements.
-    {"gelu", "gelu_aux", "gelu_aux_bias", "dgelu", matchGeluGradient,
-     [](MemRefType type) {
-       return MemRefType::get(
-           {type.getDimSize(0),
-            static_cast<int64_t>(llvm::divideCeil(type.getDimSize(1), 8)) * 8},
-           Float32Type::get(type.getContext()));
-     }},
+    {"relu", "relu_aux", "relu_aux_bias", "drelu", matchReluGradient},
+    {"gelu", "gelu_aux", "gelu_aux_bias", "dgelu", matchGeluGradient},
 };
 
 /// Folds a hidden ReLU or GELU (tanh) and its backward form into
@@ -750,9 +733,10 @@ bool fuseActivationBackward(IRRewriter &rewriter, tsrt::GpuGemmOp forward) {
       !allocateBefore(rewriter, dpre, backward))
     return false;
   rewriter.setInsertionPoint(forward);
-  Value saved = memref::AllocOp::create(rewriter, forward.getLoc(),
-                                        activation->savedType(type),
-                                        rewriter.getI64IntegerAttr(64));
+  Value saved = memref::AllocOp::create(
+      rewriter, forward.getLoc(),
+      tsrt::GpuGemmOp::getAuxType(activation->backward, type),
+      rewriter.getI64IntegerAttr(64));
   tsrt::GpuGemmOp::create(
       rewriter, forward.getLoc(), Type(), ValueRange{}, forward.getA(),
       forward.getB(), h, forward.getBias(), saved, forward.getTransposeA(),

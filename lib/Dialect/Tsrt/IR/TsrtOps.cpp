@@ -217,6 +217,22 @@ LogicalResult WaitOp::verify() {
   return success();
 }
 
+MemRefType GpuGemmOp::getAuxType(StringRef epilogue, MemRefType c) {
+  bool mask = epilogue == "relu_aux" || epilogue == "relu_aux_bias" ||
+              epilogue == "drelu";
+  bool input = epilogue == "gelu_aux" || epilogue == "gelu_aux_bias" ||
+               epilogue == "dgelu";
+  if ((!mask && !input) || c.getRank() < 2)
+    return {};
+  int64_t rows = c.getDimSize(c.getRank() - 2),
+          cols = c.getDimSize(c.getRank() - 1);
+  if (mask)
+    return MemRefType::get({rows, (cols + 127) / 128 * 16},
+                           IntegerType::get(c.getContext(), 8));
+  return MemRefType::get({rows, (cols + 7) / 8 * 8},
+                         Float32Type::get(c.getContext()));
+}
+
 LogicalResult GpuGemmOp::verify() {
   auto a = cast<MemRefType>(getA().getType()),
        b = cast<MemRefType>(getB().getType()),
@@ -249,36 +265,26 @@ LogicalResult GpuGemmOp::verify() {
   bool biased = epilogue == "bias" || epilogue == "relu_bias" ||
                 epilogue == "relu_aux_bias" || epilogue == "gelu_bias" ||
                 epilogue == "gelu_aux_bias";
-  bool masked = epilogue == "relu_aux" || epilogue == "relu_aux_bias" ||
-                epilogue == "drelu";
-  bool geluInput = epilogue == "gelu_aux" || epilogue == "gelu_aux_bias" ||
-                   epilogue == "dgelu";
-  if (!biased && !gradient && !masked && !geluInput && epilogue != "none" &&
+  MemRefType auxType = getAuxType(epilogue, c);
+  if (!biased && !gradient && !auxType && epilogue != "none" &&
       epilogue != "relu" && epilogue != "gelu")
     return emitOpError("expects epilogue none, relu, bias, relu_bias, gelu, "
                        "gelu_bias, bias_grad_a, bias_grad_b, relu_aux, "
                        "relu_aux_bias, drelu, gelu_aux, gelu_aux_bias or "
                        "dgelu, not '")
            << epilogue << "'";
-  if ((masked || geluInput) != bool(getAux()))
-    return emitOpError(masked || geluInput ? "expects aux with epilogue '"
-                                           : "expects no aux with epilogue '")
+  if (bool(auxType) != bool(getAux()))
+    return emitOpError(auxType ? "expects aux with epilogue '"
+                               : "expects no aux with epilogue '")
            << epilogue << "'";
-  if (masked || geluInput) {
-    // cuBLASLt's bit mask of ReLU (a row of the result per row, padded to
-    // 128 bits), or GELU's f32 input (rows padded to 8 elements).
-    auto aux = cast<MemRefType>(getAux().getType());
+  if (auxType) {
     if (r != 2 || getAccumulate())
       return emitOpError("expects aux on a rank-2 product without "
                          "accumulate");
-    int64_t width = masked ? llvm::divideCeil(sc[1], 128) * 16
-                           : llvm::divideCeil(sc[1], 8) * 8;
-    Type element = masked ? Type(IntegerType::get(getContext(), 8))
-                          : Type(Float32Type::get(getContext()));
-    auto expected = MemRefType::get({sc[0], width}, element);
-    if (aux != expected)
+    if (getAux().getType() != auxType)
       return emitOpError("expects aux of type ")
-             << expected << " with epilogue '" << epilogue << "', got " << aux;
+             << auxType << " with epilogue '" << epilogue << "', got "
+             << getAux().getType();
   }
   if ((biased || gradient) != bool(getBias()))
     return emitOpError(biased || gradient ? "expects a bias with epilogue '"

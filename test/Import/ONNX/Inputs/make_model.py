@@ -35,11 +35,10 @@ def mlp():
     return model(nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], [w, b])
 
 
-def mlp2():
-    # Two layers, the hidden one a ReLU: y = relu(x·W1 + b1)·W2 + b2, whose
-    # training step multiplies the hidden gradient by ReLU's derivative
-    # (cuBLASLt's RELU_AUX / DRELU epilogues on the CUDA target).
-    rng = np.random.default_rng(3)
+def two_layer(seed, activation, **attrs):
+    # y = activation(x·W1 + b1)·W2 + b2, whose training step multiplies the
+    # hidden gradient by the activation's derivative.
+    rng = np.random.default_rng(seed)
     inits = [
         numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w1"),
         numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1"),
@@ -49,10 +48,16 @@ def mlp2():
     nodes = [
         helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
         helper.make_node("Add", ["h", "b1"], ["hb"], name="fc1.bias"),
-        helper.make_node("Relu", ["hb"], ["a"], name="relu"),
+        helper.make_node(activation, ["hb"], ["a"], name=activation.lower(), **attrs),
         helper.make_node("MatMul", ["a", "w2"], ["o"], name="fc2"),
         helper.make_node("Add", ["o", "b2"], ["y"], name="fc2.bias"),
     ]
+    return nodes, inits
+
+
+def mlp2():
+    # A hidden ReLU: cuBLASLt's RELU_AUX / DRELU epilogues on the CUDA target.
+    nodes, inits = two_layer(3, "Relu")
     return model(nodes, [vi("x", [4, 8])], [vi("y", [4, 4])], inits)
 
 
@@ -75,24 +80,9 @@ def mlp_gelu():
 
 
 def mlp2_gelu():
-    # Two layers, the hidden one GELU's tanh approximation:
-    # y = Gelu(x·W1 + b1)·W2 + b2, whose training step multiplies the
-    # hidden gradient by GELU's derivative (cuBLASLt's GELU_AUX_BIAS / DGELU
-    # epilogues on the CUDA target).
-    rng = np.random.default_rng(5)
-    inits = [
-        numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w1"),
-        numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1"),
-        numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w2"),
-        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b2"),
-    ]
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
-        helper.make_node("Add", ["h", "b1"], ["hb"], name="fc1.bias"),
-        helper.make_node("Gelu", ["hb"], ["a"], name="gelu", approximate="tanh"),
-        helper.make_node("MatMul", ["a", "w2"], ["o"], name="fc2"),
-        helper.make_node("Add", ["o", "b2"], ["y"], name="fc2.bias"),
-    ]
+    # A hidden GELU of tanh (opset 20): cuBLASLt's GELU_AUX_BIAS / DGELU
+    # epilogues on the CUDA target.
+    nodes, inits = two_layer(5, "Gelu", approximate="tanh")
     m = model(nodes, [vi("x", [4, 8])], [vi("y", [4, 4])], inits, opset=20)
     m.ir_version = 9
     return m

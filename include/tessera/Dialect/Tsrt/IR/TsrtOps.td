@@ -286,6 +286,14 @@ def Tsrt_GpuGemmOp : Tsrt_Op<"gpu_gemm", [
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`aux` `(` $aux^ `:` type($aux) `)`)? attr-dict
   }];
+  let extraClassDeclaration = [{
+    /// The `aux` buffer `epilogue` needs beside a result of type `c`:
+    /// ReLU's i8 bit mask (rows padded to 128 bits) for relu_aux,
+    /// relu_aux_bias and drelu, GELU's f32 input (rows padded to 8
+    /// elements) for gelu_aux, gelu_aux_bias and dgelu; null for the rest.
+    static ::mlir::MemRefType getAuxType(::llvm::StringRef epilogue,
+                                         ::mlir::MemRefType c);
+  }];
   let hasVerifier = 1;
 }
 
