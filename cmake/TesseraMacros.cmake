@@ -9,6 +9,12 @@ function(tessera_add_library name)
   add_library(${name} STATIC ${ARG_SOURCES})
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   llvm_update_compile_flags(${name})
+  # Upstream MLIR headers parsed once (lib/PrecompiledHeaders.h), by every
+  # library compiled with the precompile's flags: not the one that talks to
+  # libonnx with exceptions and RTTI.
+  if(NOT LLVM_REQUIRES_EH AND NOT LLVM_REQUIRES_RTTI)
+    target_precompile_headers(${name} REUSE_FROM TesseraPrecompiledHeaders)
+  endif()
   if(ARG_DEPENDS)
     add_dependencies(${name} ${ARG_DEPENDS})
   endif()

@@ -38,5 +38,8 @@ if [ ! -f "$dir/build.ninja" ]; then
     -DTESSERA_REQUIRE_NCCL="$require_nccl"
 fi
 
+# The libraries reuse one precompiled header (lib/PrecompiledHeaders.h):
+# ccache caches compiles that use it only with this sloppiness.
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 echo "build.sh: building (ninja -C $dir -j${JOBS:-2})"
 ninja -C "$dir" -j"${JOBS:-2}" "$@"
