@@ -629,12 +629,17 @@ def train(bin_dir, art, ranks, data, steps, log, *flags):
                timeout=1800)
 
 
+def unigram_entropy(data):
+    """The entropy in nats of the tokens' unigram distribution (uint16 file
+    `data`): a model that learns anything beyond frequencies ends below it."""
+    counts = np.bincount(np.fromfile(data, dtype="<u2"))
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
 def convergence_checks(bin_dir, work, arts, data):
     """The character LM trained LONG_STEPS steps on 4 ranks with each method."""
-    tokens = np.fromfile(data, dtype="<u2")
-    counts = np.bincount(tokens)
-    p = counts[counts > 0] / tokens.size
-    unigram = float(-(p * np.log(p)).sum())
+    unigram = unigram_entropy(data)
     tails = {}
     for name in ("plain4", "topk4", "qsgd4", "psgd4", "adam4", "onebit4"):
         log = os.path.join(work, name + ".json")
