@@ -25,6 +25,8 @@ struct tsr_comm {
   bool isWorld = false;
   /// The label of the next collective, or "".
   std::string nextLabel;
+  /// How many timeouts the next operation may wait (tsr_comm_set_patience).
+  double nextPatience = 1;
   /// Collectives issued on this communicator (send/recv excluded).
   uint64_t issued = 0;
 };
@@ -172,8 +174,10 @@ tsr_status_t run(tsr_comm_t *comm, const char *what, int peer, Fn &&body) {
   }
   if (peer == -1)
     ++comm->issued;
+  double patience = comm->nextPatience;
+  comm->nextPatience = 1;
   noteCollectiveBegins(label);
-  comm->backend->begin(label, peer);
+  comm->backend->begin(label, peer, patience);
   tsr_status_t status = guard(body);
   comm->backend->end();
   noteCollectiveEnds();
@@ -347,6 +351,11 @@ tsr_comm_backend_t tsr_comm_backend(const tsr_comm_t *comm) {
 void tsr_comm_set_label(tsr_comm_t *comm, const char *label) {
   if (comm)
     comm->nextLabel = label ? label : "";
+}
+
+void tsr_comm_set_patience(tsr_comm_t *comm, double timeouts) {
+  if (comm && timeouts > 0)
+    comm->nextPatience = timeouts;
 }
 
 tsr_status_t tsr_comm_all_reduce(tsr_comm_t *comm, const void *send, void *recv,

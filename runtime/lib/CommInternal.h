@@ -34,8 +34,8 @@ public:
   virtual int worldRank(int rank) const = 0;
 
   /// Brackets every collective (peer < 0) and send/recv (the peer's rank):
-  /// the watchdog's deadline runs between the two.
-  virtual void begin(const std::string &label, int peer) = 0;
+  /// the watchdog's deadline, `patience` timeouts, runs between the two.
+  virtual void begin(const std::string &label, int peer, double patience) = 0;
   virtual void end() = 0;
 
   virtual tsr_status_t allReduce(const void *send, void *recv, size_t count,

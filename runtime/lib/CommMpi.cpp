@@ -241,17 +241,19 @@ public:
   int size() const override { return mySize; }
   int worldRank(int rank) const override { return worldRanks[rank]; }
 
-  void begin(const std::string &label, int peer) override {
+  void begin(const std::string &label, int peer, double patience) override {
     if (timeout <= 0)
       return;
     {
       std::lock_guard<std::mutex> lock(labelMutex);
       activeLabel = label;
+      activeWait = timeout * patience;
     }
     activePeer.store(peer);
     if (peer == -1)
       entered.fetch_add(1);
-    deadline.store(nowNanoseconds() + static_cast<int64_t>(timeout * 1e9));
+    deadline.store(nowNanoseconds() +
+                   static_cast<int64_t>(timeout * patience * 1e9));
   }
   void end() override {
     if (timeout > 0)
@@ -425,6 +427,8 @@ public:
   std::atomic<int> activePeer{-1};
   std::mutex labelMutex;
   std::string activeLabel;
+  /// The seconds the operation in progress may wait.
+  double activeWait = 0;
 };
 
 void Watchdog::add(MpiComm *comm) {
@@ -483,13 +487,15 @@ void Watchdog::serveQueries(MpiComm &comm) {
 
 void Watchdog::reportTimeout(MpiComm &comm, int64_t now) {
   std::string label;
+  double waited;
   {
     std::lock_guard<std::mutex> lock(comm.labelMutex);
     label = comm.activeLabel;
+    waited = comm.activeWait;
   }
   int self = comm.worldRank(comm.myRank);
   char head[64];
-  std::snprintf(head, sizeof(head), "%g", comm.timeout);
+  std::snprintf(head, sizeof(head), "%g", waited);
   std::string message = "tessera-run: rank " + std::to_string(self) + ": " +
                         label + " timed out after " + head + " s";
   int peer = comm.activePeer.load();

@@ -322,7 +322,9 @@ public:
   int worldRank(int rank) const override {
     return rank == myRank ? worldRankOfSelf : rank;
   }
-  void begin(const std::string &label, int) override { activeLabel = label; }
+  void begin(const std::string &label, int, double) override {
+    activeLabel = label;
+  }
   void end() override {}
 
   tsr_status_t allReduce(const void *send, void *recv, size_t count,

@@ -249,6 +249,10 @@ tsr_status_t ParameterServerLink::exchange(int64_t step, float &loss) {
   }
   for (int64_t s = 0; s < spec.servers; ++s) {
     message.resize(sizeof(Header) + byteSize(servers[s].params));
+    // The server answers once it has the pushes it waits for: past a
+    // timeout, its own watchdog names the worker that did not push, so
+    // this pull waits twice as long before blaming the server.
+    tsr_comm_set_patience(world, 2);
     if (tsr_status_t st =
             receiveFrom(static_cast<int>(spec.workers + s), message,
                         "pull of the parameters from parameter server " +
@@ -270,6 +274,7 @@ tsr_status_t ParameterServerLink::finish() {
   std::vector<char> message;
   for (int64_t s = 0; s < spec.servers; ++s) {
     message.resize(sizeof(Header) + byteSize(servers[s].params));
+    tsr_comm_set_patience(world, 2); // As in exchange().
     if (tsr_status_t st =
             receiveFrom(static_cast<int>(spec.workers + s), message,
                         "pull of the final parameters from parameter "

@@ -93,6 +93,22 @@ TEST(CommLaunch, HungRankIsNamedOnFourRanks) {
       << job.output;
 }
 
+// Rank 0 waits on rank 1, which waits on the stopped rank 2: with twice
+// the patience, rank 0 leaves the report to rank 1, which names rank 2.
+TEST(CommLaunch, PatienceLetsThePeerNameTheStoppedRank) {
+  Job job = launch(3, "relay 3 2");
+  EXPECT_NE(job.exitCode, 0) << job.output;
+  EXPECT_NE(job.exitCode, 137) << "killed by the 60 s limit\n" << job.output;
+  EXPECT_LT(job.seconds, 30) << job.output;
+  EXPECT_NE(job.output.find("tessera-run: rank 1: relay from the stopped rank "
+                            "timed out after 3 s; rank 2 never arrived"),
+            std::string::npos)
+      << job.output;
+  EXPECT_EQ(job.output.find("rank 0: relay from the waiting rank timed out"),
+            std::string::npos)
+      << job.output;
+}
+
 TEST(CommLaunch, KilledRankEndsTheJob) {
   Job job = launch(4, "kill 30 1");
   EXPECT_NE(job.exitCode, 0) << job.output;

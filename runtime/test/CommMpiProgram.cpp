@@ -6,7 +6,10 @@
 // CommLaunchTest.cpp:
 //   stop T R     rank R stops itself (SIGSTOP) before the 4th all-reduce;
 //   hang T R     rank R sleeps forever instead;
-//   kill T R     rank R dies by SIGKILL instead.
+//   kill T R     rank R dies by SIGKILL instead;
+//   relay T R    on 3 ranks, rank R stops while rank (R+2)%3 receives from
+//                it and the third rank receives from that one with a
+//                patience of 2 timeouts.
 // T is the watchdog's timeout in seconds.
 //
 //===----------------------------------------------------------------------===//
@@ -323,12 +326,33 @@ void runFailure(tsr_comm_t *world, const char *mode, int victim) {
   std::fprintf(stderr, "rank %d: every step completed\n", worldRank);
 }
 
+/// A chain of receives: `victim` stops, `waiter` waits for its message
+/// and the third rank, with twice the patience, for the waiter's.
+void runRelay(tsr_comm_t *world, int victim) {
+  CHECK(tsr_comm_size(world) == 3);
+  int waiter = (victim + 2) % 3;
+  float value = 1.0f;
+  if (worldRank == victim) {
+    std::fprintf(stderr, "rank %d: failing (relay)\n", worldRank);
+    raise(SIGSTOP);
+  } else if (worldRank == waiter) {
+    tsr_comm_set_label(world, "relay from the stopped rank");
+    CHECK_OK(
+        tsr_comm_recv(world, &value, 1, TSR_DTYPE_FLOAT32, victim, nullptr));
+  } else {
+    tsr_comm_set_label(world, "relay from the waiting rank");
+    tsr_comm_set_patience(world, 2);
+    CHECK_OK(
+        tsr_comm_recv(world, &value, 1, TSR_DTYPE_FLOAT32, waiter, nullptr));
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: comm-mpi-program collectives | (stop|hang|kill) "
+                 "usage: comm-mpi-program collectives | (stop|hang|kill|relay) "
                  "TIMEOUT RANK\n");
     return 2;
   }
@@ -345,6 +369,8 @@ int main(int argc, char **argv) {
     checkSplit(world);
     if (worldRank == 0)
       std::printf("collectives ok on %d ranks\n", tsr_comm_size(world));
+  } else if (argc == 4 && mode == "relay") {
+    runRelay(world, std::atoi(argv[3]));
   } else if (argc == 4) {
     runFailure(world, mode.c_str(), std::atoi(argv[3]));
   } else {

@@ -80,6 +80,12 @@ TSR_API tsr_comm_backend_t tsr_comm_backend(const tsr_comm_t *comm);
  * and the signal handlers' messages quote it. */
 TSR_API void tsr_comm_set_label(tsr_comm_t *comm, const char *label);
 
+/* Lets the next collective, send or receive on `comm` wait `timeouts`
+ * (> 0) times the communicator's timeout before the watchdog ends the job.
+ * A rank whose peer itself waits on a third rank waits longer, so that the
+ * peer, which knows whom it waits for, reports first. */
+TSR_API void tsr_comm_set_patience(tsr_comm_t *comm, double timeouts);
+
 /* Collectives. Buffers are host memory for MPI and device memory for NCCL;
  * `stream` is a CUDA stream for NCCL and ignored (null) for MPI. Counts are
  * elements. `send` may equal `recv` (in place) for all-reduce and
