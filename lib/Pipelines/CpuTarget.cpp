@@ -99,8 +99,11 @@ public:
       pm.addNestedPass<func::FuncOp>(createTsrGpuAttention());
   }
 
+  /// Emulating the CUDA target, its split reductions too.
   void buildTensorPipeline(OpPassManager &funcPm) const override {
     funcPm.addPass(createTsrCpuFuseElementwise());
+    if (!options.gpuMapping.empty())
+      funcPm.addPass(createTsrGpuSplitReductions());
   }
 
   // Linalg ops left after the BLAS rewrite are tiled and vectorized on

@@ -86,8 +86,10 @@ public:
     pm.addNestedPass<func::FuncOp>(createTsrGpuAttention());
   }
 
+  /// Long reductions with few outputs split across blocks.
   void buildTensorPipeline(OpPassManager &funcPm) const override {
     funcPm.addPass(createTsrCpuFuseElementwise());
+    funcPm.addPass(createTsrGpuSplitReductions());
   }
 
   void buildCodegenPipeline(OpPassManager &pm) const override {

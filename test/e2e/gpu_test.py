@@ -23,6 +23,11 @@ Without either, both phases run in a temporary directory. The cases:
 * inference of the bundled GPT block and CNN, and of a model of
   elementwise and broadcast ops only: outputs against onnxruntime (rtol
   1e-4, as e2e-examples) and against the CPU target;
+* inference of long reductions with few outputs (make_model.py
+  long_reductions: the sum of squares of a 1024 x 1024 matrix, a column sum
+  over 16384 rows, a row maximum over 131072 columns), which
+  tsr-gpu-split-reductions splits across blocks: against onnxruntime and
+  against float64 NumPy within FLOAT64_TOLERANCE;
 * the gradients (``--mode=grad``) of the character LM for its initial
   weights and first batch, and of two-layer MLPs with a hidden ReLU and a
   hidden GELU of tanh (whose activation and its derivative the GPU computes
@@ -49,6 +54,15 @@ results differ by rounding: f32's 6e-8 unit roundoff grows with the depth of
 those sums and with the model's depth, about 2.5e-7 measured in emulation.
 On the GPU libdevice's math functions differ from libm's as well (the H200
 run in docs/gpu.md measured 7e-7).
+
+The long reductions are checked against float64 instead of the CPU
+target, which is the less accurate of the two there: its sum of squares is
+8.6e-7 and its column sum 1.9e-6 from float64 (relative to the largest
+magnitude), the split kernels' 3.2e-8 and 1.6e-7 (emulated; chunks of at
+most 2048 iterations, 64 per lane, then the partials). FLOAT64_TOLERANCE,
+5e-7, holds those with a margin of 3 and fails the unsplit mapping, whose
+one warp sums 32768 squares per lane (2.6e-6 on other inputs of the same
+shapes). A maximum is exact in any order.
 
 The bf16 step's tolerance is BF16_TOLERANCE: the CPU target rounds the
 scores, the scaled and masked scores and the probabilities to bf16 (each
@@ -80,6 +94,9 @@ GPU_TOLERANCE = 1e-5
 EMULATED_TOLERANCE = 1e-6
 # Inference cases whose emulation must give the CPU target's bits.
 EXACT = ("elementwise",)
+# Inference cases checked against float64 NumPy (FLOAT64_TOLERANCE).
+FLOAT64 = ("long_reductions",)
+FLOAT64_TOLERANCE = 5e-7
 BF16_TOLERANCE = 1e-3
 STEPS = 20
 TORCH_PYTHON = "/usr/bin/python3"
@@ -180,6 +197,18 @@ def prepare(root, bin_dir, py, work, emulate):
     write_inputs(os.path.join(work, "elementwise_inputs"), [
         3 * rng.standard_normal(shape, dtype=np.float32)
         for shape in ((53, 37), (53, 40))])
+    run([py, os.path.join(root, "test", "Import", "ONNX", "Inputs",
+                          "make_model.py"), "long_reductions",
+         os.path.join(work, "long_reductions.onnx")])
+    x, c, r = (rng.standard_normal(shape, dtype=np.float32)
+               for shape in ((1024, 1024), (16384, 64), (8, 131072)))
+    write_inputs(os.path.join(work, "long_reductions_inputs"), [x, c, r])
+    exact = os.path.join(work, "long_reductions.f64")
+    os.makedirs(exact, exist_ok=True)
+    for i, value in enumerate((np.square(x.astype(np.float64)).sum(),
+                               c.astype(np.float64).sum(axis=0),
+                               r.astype(np.float64).max(axis=1))):
+        np.save(os.path.join(exact, f"output_{i}.npy"), value)
     run([py, os.path.join(examples, "make_charlm.py"), "--out",
          os.path.join(work, "lm"), "--seq", "32", "--batch", "16", "--layers",
          "1", "--d-model", "64", "--heads", "4", "--no-verify"])
@@ -197,7 +226,7 @@ def prepare(root, bin_dir, py, work, emulate):
                  os.path.join(work, f"{name}.{item[0]}"), *flags]),
                 targets.items()))
 
-    for name in ("gpt_block", "cnn", "elementwise"):
+    for name in ("gpt_block", "cnn", "elementwise", "long_reductions"):
         both(name, os.path.join(work, f"{name}.onnx"), [])
         out = os.path.join(work, f"{name}.cpu.out")
         os.makedirs(out, exist_ok=True)
@@ -343,6 +372,15 @@ def check_variant(root, bin_dir, py, work, plan, variant):
                 check(differing == 0, f"{name} {pb}: {variant} gives the cpu "
                       f"target's bits ({differing} of {cpu.size} elements "
                       "differ)")
+                continue
+            if name in FLOAT64:
+                exact = np.load(os.path.join(work, f"{name}.f64",
+                                             pb.replace(".pb", ".npy")))
+                worst = relative(mine, exact)
+                check(worst <= FLOAT64_TOLERANCE, f"{name} {pb}: {variant} "
+                      f"against float64, {worst:.2e} of the largest magnitude "
+                      f"(at most {FLOAT64_TOLERANCE:g}; the cpu target's "
+                      f"{relative(cpu, exact):.2e})")
                 continue
             worst = relative(mine, cpu)
             check(worst <= tolerance, f"{name} {pb}: {variant} against cpu, "

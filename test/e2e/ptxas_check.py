@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ptxas as a gate on every kernel the CUDA target generates (no GPU needed).
 
-For each case (the bundled GPT block and CNN in inference, the character LM's
-training step), ``tessera-compile --target=cuda --emit=ptx`` prints the
+For each case (the bundled GPT block and CNN in inference, the long
+reductions of make_model.py that tsr-gpu-split-reductions splits, the
+character LM's training step), ``tessera-compile --target=cuda --emit=ptx`` prints the
 kernels' PTX, and CUDA's ptxas compiles it for sm_90a with
 
     -v --warn-on-spills --warn-on-local-memory-usage -Werror
@@ -110,8 +111,14 @@ def main():
                  "--out", os.path.join(work, "lm"), "--seq", "32", "--batch",
                  "16", "--layers", "1", "--d-model", "64", "--heads", "4",
                  "--no-verify"])
+            # Reductions that tsr-gpu-split-reductions splits across blocks.
+            run([args.python, os.path.join(root, "test", "Import", "ONNX",
+                                           "Inputs", "make_model.py"),
+                 "long_reductions", os.path.join(work, "long_reductions.onnx")])
             cases = {
                 "gpt_block": [os.path.join(work, "gpt_block.onnx")],
+                "long_reductions": [os.path.join(work,
+                                                 "long_reductions.onnx")],
                 "cnn": [os.path.join(work, "cnn.onnx")],
                 "charlm_train": [os.path.join(work, "lm", "charlm.onnx"),
                                  "--mode=train", "--loss=cross_entropy",

@@ -136,6 +136,93 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def TsrGpuSplitReductions : Pass<"tsr-gpu-split-reductions", "func::FuncOp"> {
+  let summary = "Split a long reduction with few outputs in two: partial results over contiguous chunks, then their combination";
+  let description = [{
+    tsr-gpu-map runs a row reduction on a warp per output element and a
+    column reduction on a block per 32 output elements. A reduction with
+    few outputs and many iterations (the squared norm of a weight matrix
+    for gradient clipping or LAMB, a full-batch loss, LayerNorm's weight
+    gradient summed over batch and sequence) then occupies a handful of
+    warps of the GPU's thousands. This pass, on tensors before
+    bufferization (the CUDA target's tensor pipeline, and the CPU target's
+    with `--gpu-mapping` so that the emulation runs the same kernels),
+    splits such a reduction with upstream's `linalg::splitReduction`: its
+    one reduction dimension of R iterations becomes S parallel chunks of
+    R / S contiguous iterations, each reduced from the combiner's identity
+    into a partial result, then a second reduction combines the S partials
+    of each output element in order into the original init. Several
+    consecutive reduction dimensions that every operand reads contiguously
+    are collapsed into one first (`linalg::collapseOpIterationDims`).
+
+    The reduction qualifies as tsr-gpu-map's warp reductions do (one
+    output, static bounds, projected-permutation maps, a float combiner of
+    addf, mulf, maximumf, minimumf, maxnumf or minnumf), and its shape
+    decides: read innermost along the reduction (a row reduction: one warp
+    per output), S is inserted after the output's dimensions, so that the
+    first op is a row reduction of a warp per (output, chunk) and the second
+    one of a warp per output over S adjacent partials; read innermost along
+    the last parallel dimension (a column reduction: 8 warps per 32
+    outputs), S becomes the partials' outermost dimension, so that both ops
+    are column reductions. It splits a reduction of at least
+    `min-elements` iterations in all (outputs times R: below that, one
+    block or a few reads their megabytes in microseconds, and the second
+    kernel's launch would cost as much as it saves) where the mapping would
+    run fewer than `target-warps` / 2 warps, choosing S as the largest
+    divisor of R with
+    at most `target-warps` warps in all and at least `min-row-chunk`
+    iterations per warp (row) or `min-column-chunk` rows per block (column),
+    and S >= 4 (otherwise the second kernel costs more than it gains).
+    The defaults: 2^20 elements (4 MiB of f32); 4096 warps, about 32 on
+    each of an H100's 132 SMs; 2048 iterations, 64 per lane; 256 rows, 32
+    per warp.
+
+    Each output's sum runs in another order (chunks, then their partials),
+    as tsr-gpu-map's warp and block reductions already do: results differ
+    from the CPU target's by rounding.
+
+    Before (the sum of squares of a 1024 x 1024 matrix: one warp):
+
+    ```mlir
+    %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                         iterator_types = ["reduction", "reduction"]}
+        ins(%x : tensor<1024x1024xf32>) outs(%init : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %sq = arith.mulf %a, %a : f32
+      %sum = arith.addf %acc, %sq : f32
+      linalg.yield %sum : f32
+    } -> tensor<f32>
+    ```
+
+    After (512 warps of 2048 elements, then one warp over the 512 partials):
+
+    ```mlir
+    %flat = tensor.collapse_shape %x [[0, 1]] : tensor<1024x1024xf32> into tensor<1048576xf32>
+    %chunks = tensor.expand_shape %flat [[0, 1]] output_shape [512, 2048] : tensor<1048576xf32> into tensor<512x2048xf32>
+    %zero = linalg.fill ins(%cst : f32) outs(%empty : tensor<512xf32>) -> tensor<512xf32>
+    %part = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                            iterator_types = ["parallel", "reduction"]}
+        ins(%chunks : tensor<512x2048xf32>) outs(%zero : tensor<512xf32>) { ... }
+    %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+                         iterator_types = ["reduction"]}
+        ins(%part : tensor<512xf32>) outs(%init : tensor<f32>) { ... }
+    ```
+  }];
+  let options = [
+    Option<"targetWarps", "target-warps", "int64_t", /*default=*/"4096",
+           "Warps that keep the GPU busy: reductions mapped to fewer than half as many are split">,
+    Option<"minRowChunk", "min-row-chunk", "int64_t", /*default=*/"2048",
+           "The fewest iterations a warp of a split row reduction folds">,
+    Option<"minColumnChunk", "min-column-chunk", "int64_t", /*default=*/"256",
+           "The fewest rows a block of a split column reduction folds">,
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"1048576",
+           "The fewest iterations in all (outputs times reduction length) of a reduction worth splitting">
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 def TsrGpuGemm : Pass<"tsr-gpu-gemm", "func::FuncOp"> {
   let summary = "Run matrix products through cuBLASLt: linalg.matmul and linalg.batch_matmul on buffers become tsrt.gpu_gemm";
   let description = [{

@@ -102,6 +102,25 @@ def reductions():
                  [vi("p", [4, 64]), vi("s", [8])], [axes])
 
 
+def long_reductions():
+    # Reductions with few outputs and many iterations, which
+    # tsr-gpu-split-reductions splits across blocks: a sum of squares of a
+    # 1024 x 1024 matrix (one output), a column sum over 16384 rows of 64,
+    # and a row maximum of 8 rows of 131072 (each 2^20 elements).
+    axes = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")
+    nodes = [
+        helper.make_node("ReduceSumSquare", ["x"], ["n"], name="norm",
+                         keepdims=0),
+        helper.make_node("ReduceSum", ["c", "axes"], ["s"], name="sum",
+                         keepdims=0),
+        helper.make_node("ReduceMax", ["r"], ["m"], name="max", axes=[1],
+                         keepdims=0),
+    ]
+    return model(nodes, [vi("x", [1024, 1024]), vi("c", [16384, 64]),
+                         vi("r", [8, 131072])],
+                 [vi("n", []), vi("s", [64]), vi("m", [8])], [axes])
+
+
 def elementwise():
     # Only elementwise and broadcast ops (Exp, Tanh, Sigmoid, Erf, Sqrt,
     # Div, a broadcast add): the GPU mapping must give the CPU target's bits.
