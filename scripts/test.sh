@@ -12,6 +12,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${JOBS:-2}
+# Idle OpenMP threads (oneDNN's GEMMs) sleep instead of spinning: with two
+# tests at a time on 2 cores, spinning threads took the cores from the other
+# test (the character LM's step 6x slower, docs/testing.md).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 phase() {
   local name=$1 start=$SECONDS
   shift

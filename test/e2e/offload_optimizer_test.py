@@ -38,7 +38,10 @@ And the character LM on dp=2 (mpirun -np 2) with ZeRO 0, 2 and 3: the
 losses equal those of the same mesh without offload bit for bit, and with
 ZeRO 2 and 3 a rank copies its half of the gradients down.
 
-Usage: offload_optimizer_test.py BUILD_DIR REPO_ROOT [--work DIR]
+With --quick (the sanitizer round's subset, docs/testing.md) the GPT is
+left out: every check but the GPT's runs.
+
+Usage: offload_optimizer_test.py BUILD_DIR REPO_ROOT [--work DIR] [--quick]
 Exits 1 on a failed check, 2 on a setup error.
 """
 
@@ -51,6 +54,7 @@ import sys
 import tempfile
 
 from checks import check, finish
+from remat_test import make_models
 
 for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
@@ -58,7 +62,6 @@ for key, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
     os.environ.setdefault(key, value)
 
 STEPS, BATCH = 20, 8
-TORCH_PYTHON = "/usr/bin/python3"
 
 
 def run(cmd, expect_ok=True):
@@ -111,27 +114,19 @@ def main():
     ap.add_argument("build")
     ap.add_argument("root")
     ap.add_argument("--work")
+    ap.add_argument("--quick", action="store_true",
+                    help="the character LM only (the sanitizer round)")
     args = ap.parse_args()
     bin_dir = os.path.join(args.build, "bin")
     work = args.work or tempfile.mkdtemp(prefix="tessera-offload-optimizer-")
     os.makedirs(work, exist_ok=True)
     examples = os.path.join(args.root, "python", "tessera_examples")
     try:
-        subprocess.run([sys.executable, os.path.join(examples, "make_charlm.py"),
-                        "--out", os.path.join(work, "lm"), "--seq", "128",
-                        "--batch", str(BATCH), "--layers", "2", "--d-model",
-                        "64", "--heads", "4", "--pad-vocab", "128",
-                        "--no-verify"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([TORCH_PYTHON, os.path.join(examples, "make_torch_gpt.py"),
-                        "--out", os.path.join(work, "gpt"), "--seq", "64"],
-                       check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        models = make_models(examples, work, args.quick)
     except (OSError, subprocess.CalledProcessError) as e:
         print(f"error: cannot make the models: {e}", file=sys.stderr)
         return 2
     data = os.path.join(work, "lm", "tokens.bin")
-    models = {"charlm": os.path.join(work, "lm", "charlm.onnx"),
-              "gpt": os.path.join(work, "gpt", "torch_gpt.onnx")}
     run_bin = os.path.join(bin_dir, "tessera-run")
     base_losses = {}
 
