@@ -33,15 +33,18 @@ struct Reduction {
 };
 
 /// `op`'s reduction if tsr-gpu-map would run it on warps (its conditions,
-/// on tensors) and its reduction loops are consecutive and read
-/// contiguously by every operand, so that they collapse into one.
+/// on tensors), its body reads no loop index and its reduction loops are
+/// consecutive and read contiguously by every operand, so that they
+/// collapse into one.
 std::optional<Reduction> classify(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() == 0 ||
       !llvm::all_of(op.getIndexingMapsArray(),
                     [](AffineMap map) { return map.isProjectedPermutation(); }))
     return std::nullopt;
-  if (!isa<FloatType>(op.getRegionOutputArgs()[0].getType()))
+  // splitReduction renumbers the loops without rewriting linalg.index.
+  if (!isa<FloatType>(op.getRegionOutputArgs()[0].getType()) ||
+      !op.getBody()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
   SmallVector<Operation *> combiners;
   if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) ||

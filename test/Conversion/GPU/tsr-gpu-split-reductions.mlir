@@ -107,8 +107,10 @@ func.func @rows(%x: tensor<8x131072xf32>, %m: tensor<8xf32>, %init: tensor<8xf32
 // chunks of 2048 (512 rows of 2048), too few elements to be worth a second
 // kernel (4 rows of 65536, 2^18 elements), a length with no divisor from 4
 // to the bound (a prime), an integer sum (tsr-gpu-map's warps take floats),
-// and a reduction whose two reduction dimensions are not contiguous in its
-// input (they cannot collapse into one).
+// a reduction whose two reduction dimensions are not contiguous in its
+// input (they cannot collapse into one), and one whose body reads its
+// reduction index (a cross-entropy's pick of the label's logit; the split
+// would renumber the loops under linalg.index).
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: tensor.expand_shape
 // CHECK-NOT: tensor.collapse_shape
@@ -119,9 +121,10 @@ func.func @kept(%many: tensor<4096x4096xf32>, %short: tensor<512x2048xf32>,
                 %strided: tensor<1024x8x1024xf32>,
                 %rows: tensor<4096xf32>, %some: tensor<512xf32>,
                 %few: tensor<4xf32>, %one: tensor<f32>, %int: tensor<i32>,
-                %mid: tensor<8xf32>)
+                %mid: tensor<8xf32>, %logits: tensor<8x131072xf32>,
+                %labels: tensor<8xindex>, %picked: tensor<8xf32>)
     -> (tensor<4096xf32>, tensor<512xf32>, tensor<4xf32>, tensor<f32>,
-        tensor<i32>, tensor<8xf32>) {
+        tensor<i32>, tensor<8xf32>, tensor<8xf32>) {
   %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
                        iterator_types = ["parallel", "reduction"]}
       ins(%many : tensor<4096x4096xf32>) outs(%rows : tensor<4096xf32>) {
@@ -164,5 +167,16 @@ func.func @kept(%many: tensor<4096x4096xf32>, %short: tensor<512x2048xf32>,
     %s = arith.addf %acc, %a : f32
     linalg.yield %s : f32
   } -> tensor<8xf32>
-  return %0, %1, %5, %2, %3, %4 : tensor<4096xf32>, tensor<512xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>, tensor<8xf32>
+  %6 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%logits, %labels : tensor<8x131072xf32>, tensor<8xindex>) outs(%picked : tensor<8xf32>) {
+  ^bb0(%a: f32, %label: index, %acc: f32):
+    %j = linalg.index 1 : index
+    %hit = arith.cmpi eq, %j, %label : index
+    %zero = arith.constant 0.0 : f32
+    %v = arith.select %hit, %a, %zero : f32
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %0, %1, %5, %2, %3, %4, %6 : tensor<4096xf32>, tensor<512xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>, tensor<8xf32>, tensor<8xf32>
 }
