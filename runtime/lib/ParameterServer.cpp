@@ -215,6 +215,13 @@ tsr_status_t ParameterServerLink::receiveFrom(int peer,
                        peer, nullptr);
 }
 
+tsr_status_t ParameterServerLink::pullFrom(int64_t s,
+                                           std::vector<char> &message,
+                                           const std::string &label) {
+  tsr_comm_set_patience(world, 2);
+  return receiveFrom(static_cast<int>(spec.workers + s), message, label);
+}
+
 tsr_status_t ParameterServerLink::start(int64_t steps) {
   // Worker 0 tells the servers how many steps every worker runs.
   if (rank != 0)
@@ -249,14 +256,10 @@ tsr_status_t ParameterServerLink::exchange(int64_t step, float &loss) {
   }
   for (int64_t s = 0; s < spec.servers; ++s) {
     message.resize(sizeof(Header) + byteSize(servers[s].params));
-    // The server answers once it has the pushes it waits for: past a
-    // timeout, its own watchdog names the worker that did not push, so
-    // this pull waits twice as long before blaming the server.
-    tsr_comm_set_patience(world, 2);
     if (tsr_status_t st =
-            receiveFrom(static_cast<int>(spec.workers + s), message,
-                        "pull of the parameters from parameter server " +
-                            std::to_string(s) + held))
+            pullFrom(s, message,
+                     "pull of the parameters from parameter server " +
+                         std::to_string(s) + held))
       return st;
     Header answer = unpack(message, servers[s].params);
     // Bulk-synchronous servers answer with the mean loss of the step, the
@@ -274,12 +277,10 @@ tsr_status_t ParameterServerLink::finish() {
   std::vector<char> message;
   for (int64_t s = 0; s < spec.servers; ++s) {
     message.resize(sizeof(Header) + byteSize(servers[s].params));
-    tsr_comm_set_patience(world, 2); // As in exchange().
-    if (tsr_status_t st =
-            receiveFrom(static_cast<int>(spec.workers + s), message,
-                        "pull of the final parameters from parameter "
-                        "server " +
-                            std::to_string(s)))
+    if (tsr_status_t st = pullFrom(s, message,
+                                   "pull of the final parameters from "
+                                   "parameter server " +
+                                       std::to_string(s)))
       return st;
     unpack(message, servers[s].params);
   }

@@ -60,6 +60,12 @@ private:
                       const std::string &label);
   tsr_status_t receiveFrom(int peer, std::vector<char> &message,
                            const std::string &label);
+  /// A worker's receive from server `s`, which answers once it has the
+  /// pushes it waits for: past a timeout the server's own watchdog names
+  /// the worker that did not push, so this waits twice as long before
+  /// blaming the server.
+  tsr_status_t pullFrom(int64_t s, std::vector<char> &message,
+                        const std::string &label);
 
   /// The parameters and gradients of one server, in its program's order.
   struct Exchange {

@@ -1,10 +1,29 @@
 //===- Kernels.cpp - What the GPU passes share about kernels --------------===//
 #include "Kernels.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
+
+std::optional<gpu::AllReduceOperation>
+mlir::tessera::getWarpCombiner(Operation *combine) {
+  return llvm::TypeSwitch<Operation *, std::optional<gpu::AllReduceOperation>>(
+             combine)
+      .Case<arith::AddFOp>([](auto) { return gpu::AllReduceOperation::ADD; })
+      .Case<arith::MulFOp>([](auto) { return gpu::AllReduceOperation::MUL; })
+      .Case<arith::MaximumFOp>(
+          [](auto) { return gpu::AllReduceOperation::MAXIMUMF; })
+      .Case<arith::MinimumFOp>(
+          [](auto) { return gpu::AllReduceOperation::MINIMUMF; })
+      .Case<arith::MaxNumFOp>(
+          [](auto) { return gpu::AllReduceOperation::MAXNUMF; })
+      .Case<arith::MinNumFOp>(
+          [](auto) { return gpu::AllReduceOperation::MINNUMF; })
+      .Default([](Operation *) { return std::nullopt; });
+}
 
 scf::ForallOp mlir::tessera::getKernelThreads(scf::ForallOp grid) {
   auto isMapped = [](scf::ForallOp loop, bool block) {

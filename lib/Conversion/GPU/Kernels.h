@@ -13,6 +13,7 @@
 #define TESSERA_LIB_CONVERSION_GPU_KERNELS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -20,6 +21,13 @@ namespace mlir::tessera {
 
 /// Threads of a warp: the lanes that a gpu.subgroup_reduce combines.
 constexpr int64_t kWarpSize = 32;
+
+/// Threads per block of tsr-gpu-map's kernels (8 warps).
+constexpr int64_t kBlockSize = 256;
+
+/// The warp reduction of `combine` if tsr-gpu-map's warps run reductions
+/// it combines (addf, mulf, maximumf, minimumf, maxnumf, minnumf).
+std::optional<gpu::AllReduceOperation> getWarpCombiner(Operation *combine);
 
 /// One kernel: its loop over blocks, its workgroup buffers and its loop
 /// over threads.

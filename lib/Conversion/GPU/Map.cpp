@@ -19,7 +19,6 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "tessera/Dialect/Tsr/IR/TsrAttrNames.h"
 #include "llvm/ADT/SmallBitVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tessera {
 #define GEN_PASS_DEF_TSRGPUMAP
@@ -29,9 +28,6 @@ namespace mlir::tessera {
 using namespace mlir;
 
 namespace {
-
-/// Threads per block of the linearized mapping.
-constexpr int64_t kBlockSize = 256;
 
 /// Whether `op` or an op nested in it reads or writes a buffer.
 bool touchesBufferWithin(Operation *op) {
@@ -61,7 +57,7 @@ SmallVector<Value> splitIndex(OpBuilder &b, Location loc, Value linear,
 /// guard that the surplus threads of the last block skip and returns the
 /// thread's index.
 Value createLinearKernel(IRRewriter &rewriter, Location loc, int64_t total) {
-  int64_t threads = std::min(total, kBlockSize);
+  int64_t threads = std::min(total, tessera::kBlockSize);
   scf::ForallOp block = tessera::createKernel(
       rewriter, loc, llvm::divideCeil(total, threads), threads);
   Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
@@ -294,21 +290,7 @@ std::optional<Combiner> matchReduction(linalg::LinalgOp op) {
       out.getUses().begin()->getOwner() != combine)
     return std::nullopt;
   std::optional<gpu::AllReduceOperation> kind =
-      llvm::TypeSwitch<Operation *, std::optional<gpu::AllReduceOperation>>(
-          combine)
-          .Case<arith::AddFOp>(
-              [](auto) { return gpu::AllReduceOperation::ADD; })
-          .Case<arith::MulFOp>(
-              [](auto) { return gpu::AllReduceOperation::MUL; })
-          .Case<arith::MaximumFOp>(
-              [](auto) { return gpu::AllReduceOperation::MAXIMUMF; })
-          .Case<arith::MinimumFOp>(
-              [](auto) { return gpu::AllReduceOperation::MINIMUMF; })
-          .Case<arith::MaxNumFOp>(
-              [](auto) { return gpu::AllReduceOperation::MAXNUMF; })
-          .Case<arith::MinNumFOp>(
-              [](auto) { return gpu::AllReduceOperation::MINNUMF; })
-          .Default([](Operation *) { return std::nullopt; });
+      tessera::getWarpCombiner(combine);
   if (!kind)
     return std::nullopt;
   Value element = combine->getOperand(combine->getOperand(0) == out ? 1 : 0);
@@ -657,7 +639,7 @@ private:
 };
 
 /// Warps of a block, and the partial values of a column reduction's block.
-constexpr int64_t kWarps = kBlockSize / tessera::kWarpSize;
+constexpr int64_t kWarps = tessera::kBlockSize / tessera::kWarpSize;
 
 /// Replaces the row reduction `op` by a kernel with a warp per output
 /// element, eight to a block: lane `l` folds iterations l, l + 32, ... of
@@ -725,7 +707,8 @@ void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   rewriter.setInsertionPoint(op);
   int64_t columns = emit.outputs;
   scf::ForallOp block = tessera::createKernel(
-      rewriter, loc, llvm::divideCeil(columns, tessera::kWarpSize), kBlockSize);
+      rewriter, loc, llvm::divideCeil(columns, tessera::kWarpSize),
+      tessera::kBlockSize);
   Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
   Value partials;
   {

@@ -5,7 +5,6 @@
 #include "Kernels.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -48,9 +47,7 @@ std::optional<Reduction> classify(linalg::GenericOp op) {
     return std::nullopt;
   SmallVector<Operation *> combiners;
   if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
-      combiners.size() != 1 ||
-      !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
-           arith::MaxNumFOp, arith::MinNumFOp>(combiners[0]))
+      combiners.size() != 1 || !tessera::getWarpCombiner(combiners[0]))
     return std::nullopt;
   Reduction reduction;
   std::optional<unsigned> lastParallel;
@@ -103,7 +100,8 @@ struct TsrGpuSplitReductionsPass
     int64_t warps =
         reduction.row
             ? reduction.outputs
-            : llvm::divideCeil(reduction.outputs, tessera::kWarpSize) * 8;
+            : llvm::divideCeil(reduction.outputs, tessera::kWarpSize) *
+                  (tessera::kBlockSize / tessera::kWarpSize);
     if (2 * warps >= targetWarps)
       return 0;
     int64_t minChunk = reduction.row ? minRowChunk : minColumnChunk;
