@@ -121,7 +121,9 @@ struct TsrGpuEmulatePass : tessera::impl::TsrGpuEmulateBase<TsrGpuEmulatePass> {
   /// then combined as upstream's shuffle lowering combines them (at offsets
   /// 1, 2, ..., 16, lane i takes `mine (+) theirs` from lane i ^ offset);
   /// later phases read their thread's result there. A later phase
-  /// recomputes the pure values it uses from earlier ones. Workgroup
+  /// recomputes the pure values it uses from earlier ones and reads the
+  /// others (a load's result) where their phase stored them, an element
+  /// per thread. Workgroup
   /// buffers become stack buffers, reused by every block.
   LogicalResult emulate(IRRewriter &rewriter, const tessera::Kernel &kernel,
                         StackPool &pool) {
@@ -151,9 +153,13 @@ struct TsrGpuEmulatePass : tessera::impl::TsrGpuEmulateBase<TsrGpuEmulatePass> {
                  << ")";
       }
 
-    // For each phase, the ops of earlier phases it recomputes (pure ones)
-    // and the subgroup reductions whose results it reads.
+    // For each phase, the ops of earlier phases it recomputes (pure ones),
+    // the subgroup reductions whose results it reads and the other ops
+    // whose results it reads from where their phase kept them (`kept`: a
+    // buffer of one element per thread for each result, a register that
+    // lives across the barrier on the GPU).
     SmallVector<llvm::SetVector<Operation *>> needed(phases.size());
+    llvm::SetVector<Operation *> kept;
     for (auto [p, phase] : llvm::enumerate(phases)) {
       SmallVector<Value> worklist;
       for (Operation *op : phase.ops)
@@ -165,12 +171,19 @@ struct TsrGpuEmulatePass : tessera::impl::TsrGpuEmulateBase<TsrGpuEmulatePass> {
         if (!def || def->getBlock() != body || phaseOf[def] >= p ||
             !needed[p].insert(def) || isa<gpu::SubgroupReduceOp>(def))
           continue;
-        if (!isPure(def) || def->getNumRegions() != 0)
-          return def->emitError("tsr-gpu-emulate: a value that a thread "
-                                "uses after a gpu.barrier or "
-                                "gpu.subgroup_reduce must come from pure ops "
-                                "or the reduction (it is recomputed)");
-        llvm::append_range(worklist, def->getOperands());
+        if (isPure(def) && def->getNumRegions() == 0) {
+          llvm::append_range(worklist, def->getOperands());
+          continue;
+        }
+        for (Type type : def->getResultTypes())
+          if (!isa<IntegerType, IndexType, FloatType, VectorType>(type))
+            return def->emitError("tsr-gpu-emulate: a value that a thread "
+                                  "uses after a gpu.barrier or "
+                                  "gpu.subgroup_reduce must be a scalar or "
+                                  "a vector, or come from pure ops (it is "
+                                  "recomputed); this one is ")
+                   << type;
+        kept.insert(def);
       }
     }
 
@@ -195,6 +208,11 @@ struct TsrGpuEmulatePass : tessera::impl::TsrGpuEmulateBase<TsrGpuEmulatePass> {
       if (auto reduce = dyn_cast_or_null<gpu::SubgroupReduceOp>(phase.end))
         lanes[reduce] = pool.take(rewriter, loc,
                                   MemRefType::get({width}, reduce.getType()));
+    llvm::DenseMap<Value, Value> keep;
+    for (Operation *def : kept)
+      for (Value result : def->getResults())
+        keep[result] = pool.take(rewriter, loc,
+                                 MemRefType::get({width}, result.getType()));
     Lanes warp{zero,
                one,
                index(tessera::kWarpSize),
@@ -214,15 +232,26 @@ struct TsrGpuEmulatePass : tessera::impl::TsrGpuEmulateBase<TsrGpuEmulatePass> {
       IRMapping map = shared;
       map.map(grid.getInductionVar(0), block);
       map.map(threads.getInductionVar(0), thread);
-      for (Operation *def : needed[p])
+      for (Operation *def : needed[p]) {
         if (isa<gpu::SubgroupReduceOp>(def))
           map.map(def->getResult(0),
                   memref::LoadOp::create(rewriter, loc, lanes[def], thread));
+        if (kept.contains(def))
+          for (Value result : def->getResults())
+            map.map(result, memref::LoadOp::create(rewriter, loc, keep[result],
+                                                   thread));
+      }
       for (Operation &op : body->without_terminator())
-        if (needed[p].contains(&op) && !isa<gpu::SubgroupReduceOp>(op))
+        if (needed[p].contains(&op) && !isa<gpu::SubgroupReduceOp>(op) &&
+            !kept.contains(&op))
           rewriter.clone(op, map);
-      for (Operation *op : phase.ops)
+      for (Operation *op : phase.ops) {
         rewriter.clone(*op, map);
+        if (kept.contains(op))
+          for (Value result : op->getResults())
+            memref::StoreOp::create(rewriter, loc, map.lookup(result),
+                                    keep[result], thread);
+      }
       auto reduce = dyn_cast_or_null<gpu::SubgroupReduceOp>(phase.end);
       if (reduce)
         memref::StoreOp::create(rewriter, loc, map.lookup(reduce.getValue()),

@@ -66,7 +66,7 @@ public:
       for (Value operand : call.getOperands()) {
         if (!isa<MemRefType>(operand.getType()))
           continue;
-        Value root = rootOf(operand);
+        Value root = tessera::viewRoot(operand);
         callerArguments |= isa<BlockArgument>(root);
         distinct &= roots.insert(root).second;
       }
@@ -76,13 +76,6 @@ public:
     }
     memo[function] = distinct;
     return distinct;
-  }
-
-  /// The buffer `value` views.
-  static Value rootOf(Value value) {
-    while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-      value = view.getViewSource();
-    return value;
   }
 
 private:
@@ -99,7 +92,7 @@ std::optional<Access> accessOf(tessera::Kernel kernel, bool argumentsAlias) {
     return std::nullopt;
   Access access;
   auto root = [&](Value value) -> Value {
-    Value r = DistinctArguments::rootOf(value);
+    Value r = tessera::viewRoot(value);
     if (auto arg = dyn_cast<BlockArgument>(r);
         arg && argumentsAlias &&
         isa<func::FuncOp>(arg.getParentBlock()->getParentOp()))

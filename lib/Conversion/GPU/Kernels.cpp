@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -126,4 +127,10 @@ bool mlir::tessera::touchesBuffer(Operation *op) {
     return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
            e.getValue() && isa<MemRefType>(e.getValue().getType());
   });
+}
+
+Value mlir::tessera::viewRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
 }

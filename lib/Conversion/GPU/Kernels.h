@@ -58,6 +58,10 @@ FailureOr<SmallVector<Kernel>> collectKernels(func::FuncOp function,
 /// Whether `op` reads or writes a buffer.
 bool touchesBuffer(Operation *op);
 
+/// The buffer that `value` views: the function argument or allocation its
+/// view-like ops (subview, collapse_shape, ...) come from.
+Value viewRoot(Value value);
+
 } // namespace mlir::tessera
 
 #endif // TESSERA_LIB_CONVERSION_GPU_KERNELS_H

@@ -550,11 +550,13 @@ public:
                                        reductionRanges)))
       ivs[d] = coord;
     IRMapping map;
-    for (OpOperand *in : op.getDpsInputOperands())
-      map.map(op.getMatchingBlockArgument(in),
-              plan && plan->alongInner.test(in->getOperandNumber())
-                  ? loadVector(in, plan->width)
-                  : load(in));
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      bool vector = plan && plan->alongInner.test(in->getOperandNumber());
+      Value value = source ? source(in, ivs, vector) : Value();
+      if (!value)
+        value = vector ? loadVector(in, plan->width) : load(in);
+      map.map(op.getMatchingBlockArgument(in), value);
+    }
     Value folded = loop.getRegionIterArg(0);
     if (plan) {
       cloneVectorBody(rewriter, loc, op.getBlock(), *plan, ivs, map,
@@ -614,6 +616,9 @@ private:
     Value source = operand->get();
     if (!isa<MemRefType>(source.getType()))
       return source;
+    if (registers)
+      if (Value held = registers->lookup(source))
+        return held;
     return memref::LoadOp::create(rewriter, loc, source, indices(operand));
   }
 
@@ -629,6 +634,16 @@ private:
             kVectorBytes, width * *vectorElementBytes(element))));
   }
 
+public:
+  /// A row chain's values of its row's element of the buffers it wrote
+  /// (mapRowChain): read there instead of loaded.
+  const llvm::DenseMap<Value, Value> *registers = nullptr;
+  /// A row chain's value of an input at the indices (a vector along the
+  /// innermost loop if asked), or null where it is loaded (mapRowChain's
+  /// recomputed elementwise ops).
+  std::function<Value(OpOperand *, ArrayRef<Value>, bool)> source;
+
+private:
   IRRewriter &rewriter;
   linalg::LinalgOp op;
   const Combiner &combiner;
@@ -825,6 +840,540 @@ void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
 }
 
+//===----------------------------------------------------------------------===//
+// Row chains: a row reduction and the ops around it on the same rows, one
+// kernel with a warp per row.
+//===----------------------------------------------------------------------===//
+
+/// What an op of a row chain computes for its row: one value (an op over
+/// the row dimensions only, a fill of a reduction's output), every element
+/// (an elementwise op over the row and its elements) or the reduction of
+/// the elements.
+enum class RowRole { Uniform, Elementwise, Reduction };
+
+/// How a chain op's operand is indexed: at its row's one element (the
+/// identity over the row dimensions), at the iteration's element (the
+/// identity over all loops), or otherwise.
+enum class RowAccess { Uniform, Element, Other };
+
+struct RowOp {
+  linalg::LinalgOp op;
+  RowRole role;
+  std::optional<Combiner> combiner;
+  /// The elements a lane reads and writes at a time (Elementwise and
+  /// Reduction ops; 1 where the op has no vector plan).
+  int64_t width = 1;
+};
+
+/// A run of ops that one warp per row runs in turn: the ops share the
+/// leading dimensions `rows` (parallel) and, but Uniform ones, the
+/// element dimensions `row` after them.
+struct RowChain {
+  SmallVector<int64_t> rows, row;
+  SmallVector<RowOp> ops;
+  /// Every Elementwise and Reduction op runs `width` elements at a time,
+  /// lane l the elements [w·l, w·l + w), [w·(l + 32), ...) of the
+  /// linearized row: a lane reads only the elements that it wrote itself.
+  int64_t width = 1;
+  /// The ops between the first and the last that free a buffer: they move
+  /// after the kernel.
+  SmallVector<Operation *> deallocs;
+};
+
+bool isStaticStrided(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         !ShapedType::isDynamic(offset) && !ShapedType::isDynamicShape(strides);
+}
+
+RowAccess rowAccess(AffineMap map, unsigned rows, unsigned loops) {
+  auto identityOver = [&](unsigned n) {
+    if (map.getNumResults() != n)
+      return false;
+    for (auto [i, result] : llvm::enumerate(map.getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(result);
+      if (!dim || dim.getPosition() != i)
+        return false;
+    }
+    return true;
+  };
+  if (identityOver(rows))
+    return RowAccess::Uniform;
+  if (loops > rows && identityOver(loops))
+    return RowAccess::Element;
+  return RowAccess::Other;
+}
+
+/// `op` as an op of a chain over `rows` x `row`: its loops are `rows`
+/// (parallel) and then nothing (Uniform), `row` parallel (Elementwise) or
+/// `row` reduced (Reduction, a row reduction of matchReduction); a pure
+/// body without regions; Uniform and Reduction ops write their outputs at
+/// the row's element, Elementwise ones at the iteration's.
+std::optional<RowOp> matchRowOp(linalg::LinalgOp op, ArrayRef<int64_t> rows,
+                                ArrayRef<int64_t> row) {
+  if (!op.hasPureBufferSemantics() || op->getNumRegions() != 1 ||
+      op.getNumDpsInits() == 0)
+    return std::nullopt;
+  for (Operation &nested : op.getBlock()->without_terminator())
+    if (nested.getNumRegions() != 0 || !isPure(&nested))
+      return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned p = rows.size();
+  if (ranges.size() < p || !llvm::equal(ArrayRef(ranges).take_front(p), rows))
+    return std::nullopt;
+  auto all = [&](utils::IteratorType type, unsigned from, unsigned to) {
+    return llvm::all_of(llvm::seq(from, to),
+                        [&](unsigned d) { return iterators[d] == type; });
+  };
+  if (!all(utils::IteratorType::parallel, 0, p))
+    return std::nullopt;
+  RowOp result{op, RowRole::Uniform, std::nullopt, 1};
+  if (ranges.size() != p) {
+    if (!llvm::equal(ArrayRef(ranges).drop_front(p), row))
+      return std::nullopt;
+    unsigned loops = ranges.size();
+    if (all(utils::IteratorType::parallel, p, loops)) {
+      result.role = RowRole::Elementwise;
+    } else if (all(utils::IteratorType::reduction, p, loops)) {
+      result.combiner = matchReduction(op);
+      if (!result.combiner || result.combiner->shape != ReductionShape::Row)
+        return std::nullopt;
+      result.role = RowRole::Reduction;
+    } else {
+      return std::nullopt;
+    }
+    if (std::optional<VectorPlan> plan =
+            planVectorAccess(op, loops - 1, result.role == RowRole::Reduction))
+      result.width = plan->width;
+  }
+  RowAccess written = result.role == RowRole::Elementwise ? RowAccess::Element
+                                                          : RowAccess::Uniform;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (!isa<MemRefType>(init.get().getType()) ||
+        rowAccess(op.getMatchingIndexingMap(&init), p, op.getNumLoops()) !=
+            written)
+      return std::nullopt;
+  return result;
+}
+
+/// Whether the warps of a chain running `ops` in turn compute what the ops
+/// compute one after another. A lane reads only elements that it wrote
+/// itself or that nothing in the chain writes: a buffer the chain writes is
+/// indexed the same way (at the row's element or at the iteration's) by
+/// every op that touches it, through one view; a value at the row's
+/// element that a Uniform op wrote is then passed on in registers (every
+/// lane holds it); one that only a Reduction's lane 0 wrote must not be
+/// read again, and one read from memory by every lane must not then be
+/// written. With `argumentsAlias` (a private function: its callers may
+/// pass one buffer twice), the function's arguments are one buffer.
+bool isSafeRowChain(ArrayRef<RowOp> ops, unsigned rows, bool argumentsAlias) {
+  // Where the current value of a row's element is: not touched yet, read
+  // from memory by every lane, in every lane's registers, or in memory
+  // written by lane 0.
+  enum class Held { Unseen, Memory, Registers, LaneZero };
+  struct Root {
+    Value view;
+    RowAccess access;
+    bool written = false, mixed = false;
+    Held held = Held::Unseen;
+  };
+  llvm::DenseMap<Value, Root> roots;
+  auto rootOf = [&](Value value) -> Value {
+    Value root = tessera::viewRoot(value);
+    if (auto arg = dyn_cast<BlockArgument>(root);
+        arg && argumentsAlias &&
+        isa<func::FuncOp>(arg.getParentBlock()->getParentOp()))
+      return arg.getParentBlock()->getArgument(0);
+    return root;
+  };
+  for (const RowOp &row : ops) {
+    linalg::LinalgOp op = row.op;
+    // An op reads its operands before it writes.
+    for (bool writes : {false, true})
+      for (OpOperand &operand : op->getOpOperands()) {
+        bool init = op.isDpsInit(&operand);
+        if (!isa<MemRefType>(operand.get().getType()) ||
+            (writes ? !init
+                    : init && !op.payloadUsesValueFromOperand(&operand)))
+          continue;
+        RowAccess access = rowAccess(op.getMatchingIndexingMap(&operand), rows,
+                                     op.getNumLoops());
+        auto [it, inserted] = roots.try_emplace(rootOf(operand.get()),
+                                                Root{operand.get(), access});
+        Root &root = it->second;
+        // Two views of a buffer of the same static layout index the same
+        // elements at the iteration's element.
+        auto type = cast<MemRefType>(operand.get().getType());
+        root.mixed |= root.access != access ||
+                      (root.view != operand.get() &&
+                       (access != RowAccess::Element ||
+                        root.view.getType() != type || !isStaticStrided(type)));
+        root.written |= writes;
+        if (root.written && (root.mixed || root.access == RowAccess::Other))
+          return false;
+        if (access != RowAccess::Uniform)
+          continue;
+        // A Reduction's lane 0 reads and writes its output, unless every
+        // lane holds it.
+        bool laneZero = init && row.role == RowRole::Reduction &&
+                        root.held != Held::Registers;
+        if (!writes) {
+          if (root.held == Held::Unseen)
+            root.held = laneZero ? Held::LaneZero : Held::Memory;
+          else if (root.held == Held::LaneZero && !laneZero)
+            return false;
+          else if (root.held == Held::Memory && laneZero)
+            return false;
+        } else if (!laneZero) {
+          if (root.held == Held::Memory)
+            return false;
+          root.held = Held::Registers;
+        }
+      }
+  }
+  return true;
+}
+
+/// Ops the chain may step over: buffers made or freed, and ops without
+/// memory effects (constants, views, index arithmetic).
+bool isChainNeutral(Operation *op) {
+  if (isa<memref::AllocOp, memref::DeallocOp>(op))
+    return true;
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op);
+}
+
+/// The row chains of `function`'s body: around each row reduction, the
+/// longest run of consecutive ops (but neutral ones) that matchRowOp
+/// accepts for its rows, that isSafeRowChain finds safe and that keeps the
+/// reduction's vector width; a chain has at least two ops.
+SmallVector<RowChain, 4> findRowChains(IRRewriter &rewriter,
+                                       func::FuncOp function) {
+  Block &body = function.getBody().front();
+  bool argumentsAlias = !function.isPublic();
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        linalgOp && linalgOp.getNumReductionLoops() != 0 &&
+        linalgOp.hasPureBufferSemantics())
+      parallelFirst(rewriter, linalgOp);
+  SmallVector<Operation *> order;
+  for (Operation &op : body)
+    order.push_back(&op);
+  llvm::SmallPtrSet<Operation *, 32> taken;
+  SmallVector<RowChain, 4> chains;
+  for (auto [at, start] : llvm::enumerate(order)) {
+    auto seed = dyn_cast<linalg::LinalgOp>(start);
+    if (!seed || taken.contains(start))
+      continue;
+    std::optional<Combiner> combiner = matchReduction(seed);
+    if (!combiner || combiner->shape != ReductionShape::Row)
+      continue;
+    RowChain chain;
+    SmallVector<int64_t> ranges = seed.getStaticLoopRanges();
+    unsigned p = seed.getNumParallelLoops();
+    chain.rows.assign(ranges.begin(), ranges.begin() + p);
+    chain.row.assign(ranges.begin() + p, ranges.end());
+    std::optional<RowOp> first = matchRowOp(seed, chain.rows, chain.row);
+    if (!first)
+      continue;
+    chain.ops.push_back(*first);
+    chain.width = first->width;
+    size_t begin = at, end = at;
+    // Grows the chain by the op at `index`, in front or at the back.
+    auto grow = [&](size_t index, bool front) {
+      auto op = dyn_cast<linalg::LinalgOp>(order[index]);
+      if (!op || taken.contains(op))
+        return false;
+      std::optional<RowOp> next = matchRowOp(op, chain.rows, chain.row);
+      if (!next ||
+          (next->role != RowRole::Uniform && next->width < chain.width))
+        return false;
+      if (next->role != RowRole::Uniform)
+        next->width = chain.width;
+      SmallVector<RowOp> trial = chain.ops;
+      trial.insert(front ? trial.begin() : trial.end(), *next);
+      if (!isSafeRowChain(trial, p, argumentsAlias))
+        return false;
+      chain.ops = std::move(trial);
+      (front ? begin : end) = index;
+      return true;
+    };
+    for (size_t i = at; i-- > 0;)
+      if (!isChainNeutral(order[i]) && !grow(i, /*front=*/true))
+        break;
+    for (size_t i = at + 1; i < order.size(); ++i)
+      if (!isChainNeutral(order[i]) && !grow(i, /*front=*/false))
+        break;
+    if (chain.ops.size() < 2)
+      continue;
+    for (RowOp &row : chain.ops)
+      if (row.role != RowRole::Uniform)
+        row.width = chain.width;
+    for (size_t i = begin; i < end; ++i)
+      if (isa<memref::DeallocOp>(order[i]))
+        chain.deallocs.push_back(order[i]);
+    for (const RowOp &row : chain.ops)
+      taken.insert(row.op);
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+/// Replaces the ops of `chain` by one kernel with a warp per row, eight to
+/// a block, at the chain's last op. Each op runs in turn for the warp's
+/// row: a Uniform op on every lane, its outputs held in registers for the
+/// ops after it and stored by lane 0 (but into a buffer that nothing else
+/// uses); an Elementwise op's lane l on
+/// elements [w·l, w·l + w), [w·(l + 32), ...) of the linearized row (a
+/// vector of w where w > 1); a Reduction as mapRowReduction runs it, its
+/// total combined into the output by every lane where the output's value
+/// is held (lane 0 stores it), else by lane 0 alone. The last block's
+/// surplus warps recompute the last row and store nothing.
+void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
+  linalg::LinalgOp last = chain.ops.back().op;
+  Location loc = last.getLoc();
+  rewriter.setInsertionPoint(last);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  int64_t rows = 1, elements = 1;
+  for (int64_t r : chain.rows)
+    rows *= r;
+  for (int64_t r : chain.row)
+    elements *= r;
+  int64_t warps = std::min(rows, kWarps);
+  scf::ForallOp block = tessera::createKernel(
+      rewriter, loc, llvm::divideCeil(rows, warps), warps * tessera::kWarpSize);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  auto lanes = affine::AffineDelinearizeIndexOp::create(
+      rewriter, loc, block.getInductionVar(0),
+      ArrayRef<int64_t>{warps, tessera::kWarpSize}, /*hasOuterBound=*/true);
+  Value warp = lanes.getResult(0), lane = lanes.getResult(1);
+  Value row = affine::AffineApplyOp::create(
+      rewriter, loc,
+      AffineMap::get(2, 0,
+                     rewriter.getAffineDimExpr(0) * warps +
+                         rewriter.getAffineDimExpr(1)),
+      ValueRange{blockId, warp});
+  Value clamped = arith::MinUIOp::create(rewriter, loc, row, index(rows - 1));
+  SmallVector<Value> rowIvs = splitIndex(rewriter, loc, clamped, chain.rows);
+  Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                       row, index(rows));
+  Value laneZero = arith::AndIOp::create(
+      rewriter, loc, inside,
+      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, lane,
+                            index(0)));
+  int64_t width = chain.width;
+  Value start = affine::AffineApplyOp::create(
+      rewriter, loc, AffineMap::get(1, 0, rewriter.getAffineDimExpr(0) * width),
+      ValueRange{lane});
+  llvm::DenseMap<Value, Value> registers;
+
+  auto indicesOf = [&](linalg::LinalgOp op, OpOperand &operand,
+                       ArrayRef<Value> ivs) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : op.getMatchingIndexingMap(&operand).getResults())
+      indices.push_back(affine::AffineApplyOp::create(
+          rewriter, loc, AffineMap::get(ivs.size(), 0, expr), ivs));
+    return indices;
+  };
+  // Where `cond` holds, stores each of `values` into its output.
+  // A buffer that only the chain uses (and frees), whose row values the
+  // chain holds in registers: never stored.
+  llvm::SmallPtrSet<Operation *, 8> members;
+  for (const RowOp &step : chain.ops)
+    members.insert(step.op);
+  auto isScratch = [&](Value buffer) {
+    return buffer.getDefiningOp<memref::AllocOp>() &&
+           llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+             return isa<memref::DeallocOp>(user) || members.contains(user);
+           });
+  };
+  // Where `cond` holds, stores each of `values` into its output (but a
+  // scratch one with `held`).
+  auto storeWhere = [&](Value cond, linalg::LinalgOp op, ValueRange values,
+                        ArrayRef<Value> ivs, const VectorPlan *plan,
+                        bool held) {
+    SmallVector<std::pair<Value, OpOperand *>> stores;
+    for (auto [value, init] : llvm::zip(values, op.getDpsInitsMutable()))
+      if (!held || !isScratch(init.get()))
+        stores.push_back({value, &init});
+    if (stores.empty())
+      return;
+    OpBuilder::InsertionGuard guard(rewriter);
+    auto store = scf::IfOp::create(rewriter, loc, cond);
+    rewriter.setInsertionPoint(store.thenBlock()->getTerminator());
+    for (auto [value, operand] : stores) {
+      OpOperand &init = *operand;
+      if (plan)
+        vector::StoreOp::create(
+            rewriter, loc, value, init.get(), indicesOf(op, init, ivs),
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(std::min<int64_t>(
+                kVectorBytes,
+                width * *vectorElementBytes(getElementTypeOrSelf(value)))));
+      else
+        memref::StoreOp::create(rewriter, loc, value, init.get(),
+                                indicesOf(op, init, ivs));
+    }
+  };
+  // Elementwise ops whose outputs only the chain reads, and which read
+  // nothing that the chain writes after them: they do not run at their
+  // place; each op that reads their output computes the element there
+  // (with the registers as they were at the op's place).
+  struct Recomputed {
+    linalg::LinalgOp op;
+    std::optional<VectorPlan> plan;
+    llvm::DenseMap<Value, Value> registers;
+  };
+  SmallVector<Recomputed, 4> recomputed;
+  llvm::DenseMap<Value, std::pair<unsigned, unsigned>> recomputedOutputs;
+  auto isRecomputable = [&](size_t at) {
+    linalg::LinalgOp op = chain.ops[at].op;
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (!isScratch(init.get()) || op.payloadUsesValueFromOperand(&init))
+        return false;
+    llvm::SmallPtrSet<Value, 8> writtenLater;
+    for (RowOp later : ArrayRef(chain.ops).drop_front(at + 1))
+      for (Value init : later.op.getDpsInits())
+        writtenLater.insert(tessera::viewRoot(init));
+    return llvm::none_of(op.getDpsInputs(), [&](Value input) {
+      return isa<MemRefType>(input.getType()) && !registers.count(input) &&
+             writtenLater.contains(tessera::viewRoot(input));
+    });
+  };
+
+  // The body of `op` at `ivs`: its inputs from `held` registers, computed
+  // again (recomputed ops) or loaded (vectors along the innermost loop with
+  // `plan`); returns the yielded values.
+  std::function<SmallVector<Value>(linalg::LinalgOp, ArrayRef<Value>,
+                                   const VectorPlan *,
+                                   const llvm::DenseMap<Value, Value> &)>
+      emitBody;
+  // The value of the recomputed output `buffer` at `ivs` (a vector with
+  // `vector`), or null if `buffer` is not one.
+  auto recompute = [&](Value buffer, ArrayRef<Value> ivs,
+                       bool vector) -> Value {
+    auto it = recomputedOutputs.find(buffer);
+    if (it == recomputedOutputs.end())
+      return {};
+    const Recomputed &producer = recomputed[it->second.first];
+    return emitBody(producer.op, ivs, vector ? &*producer.plan : nullptr,
+                    producer.registers)[it->second.second];
+  };
+  emitBody = [&](linalg::LinalgOp op, ArrayRef<Value> ivs,
+                 const VectorPlan *plan,
+                 const llvm::DenseMap<Value, Value> &held) {
+    IRMapping map;
+    for (OpOperand &operand : op->getOpOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(&operand);
+      if (arg.use_empty())
+        continue;
+      Value source = operand.get();
+      bool vector = plan && plan->alongInner.test(operand.getOperandNumber());
+      if (!isa<MemRefType>(source.getType()))
+        map.map(arg, source);
+      else if (Value value = held.lookup(source))
+        map.map(arg, value);
+      else if (Value value = recompute(source, ivs, vector))
+        map.map(arg, value);
+      else if (vector)
+        map.map(arg,
+                vector::LoadOp::create(
+                    rewriter, loc, VectorType::get({width}, arg.getType()),
+                    source, indicesOf(op, operand, ivs), /*nontemporal=*/false,
+                    llvm::MaybeAlign(std::min<int64_t>(
+                        kVectorBytes,
+                        width * *vectorElementBytes(arg.getType())))));
+      else
+        map.map(arg, memref::LoadOp::create(rewriter, loc, source,
+                                            indicesOf(op, operand, ivs)));
+    }
+    Block *body = op.getBlock();
+    if (plan) {
+      cloneVectorBody(rewriter, loc, body, *plan, ivs, map);
+    } else {
+      for (Operation &nested : body->without_terminator()) {
+        if (auto position = dyn_cast<linalg::IndexOp>(nested))
+          map.map(position.getResult(), ivs[position.getDim()]);
+        else
+          rewriter.clone(nested, map);
+      }
+    }
+    SmallVector<Value> yielded;
+    for (Value value : body->getTerminator()->getOperands())
+      yielded.push_back(plan ? widen(rewriter, loc, map, value, width)
+                             : map.lookupOrDefault(value));
+    return yielded;
+  };
+
+  for (auto [at, step] : llvm::enumerate(chain.ops)) {
+    linalg::LinalgOp op = step.op;
+    std::optional<VectorPlan> plan;
+    if (step.role != RowRole::Uniform && width > 1) {
+      plan = planVectorAccess(op, op.getNumLoops() - 1,
+                              step.role == RowRole::Reduction);
+      plan->width = width;
+    }
+    switch (step.role) {
+    case RowRole::Uniform: {
+      SmallVector<Value> values = emitBody(op, rowIvs, nullptr, registers);
+      storeWhere(laneZero, op, values, rowIvs, nullptr, /*held=*/true);
+      for (auto [value, init] : llvm::zip(values, op.getDpsInits()))
+        registers[init] = value;
+      break;
+    }
+    case RowRole::Elementwise: {
+      if (isRecomputable(at)) {
+        for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
+          recomputedOutputs[op.getDpsInits()[i]] = {recomputed.size(), i};
+        recomputed.push_back({op, plan, registers});
+        break;
+      }
+      auto loop = scf::ForOp::create(rewriter, loc, start, index(elements),
+                                     index(tessera::kWarpSize * width));
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+      SmallVector<Value> ivs = rowIvs;
+      llvm::append_range(
+          ivs, splitIndex(rewriter, loc, loop.getInductionVar(), chain.row));
+      SmallVector<Value> values =
+          emitBody(op, ivs, plan ? &*plan : nullptr, registers);
+      storeWhere(inside, op, values, ivs, plan ? &*plan : nullptr,
+                 /*held=*/false);
+      break;
+    }
+    case RowRole::Reduction: {
+      ReductionEmitter emit(rewriter, op, *step.combiner);
+      emit.registers = &registers;
+      emit.source = [&](OpOperand *in, ArrayRef<Value> ivs, bool vector) {
+        return recompute(in->get(), ivs, vector);
+      };
+      emit.setOutput(clamped);
+      Value partial =
+          emit.fold(start, tessera::kWarpSize * width, plan ? &*plan : nullptr);
+      Value total = gpu::SubgroupReduceOp::create(
+          rewriter, loc, partial, step.combiner->kind, /*uniform=*/true);
+      Value out = op.getDpsInits()[0];
+      if (Value held = registers.lookup(out)) {
+        Value result = emit.combine(held, total);
+        storeWhere(laneZero, op, result, rowIvs, nullptr, /*held=*/true);
+        registers[out] = result;
+      } else {
+        emit.accumulate(laneZero, [&] { return total; });
+      }
+      break;
+    }
+    }
+  }
+  Operation *grid = block->getParentOp();
+  for (Operation *dealloc : llvm::reverse(chain.deallocs))
+    rewriter.moveOpAfter(dealloc, grid);
+  for (const RowOp &step : chain.ops)
+    rewriter.eraseOp(step.op);
+}
+
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
 LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
   if (std::optional<Combiner> combiner = matchReduction(op)) {
@@ -881,6 +1430,9 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
       rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
                                                   copy.getTarget());
     });
+    if (fuseRows && !function.isExternal())
+      for (const RowChain &chain : findRowChains(rewriter, function))
+        mapRowChain(rewriter, chain);
     SmallVector<linalg::LinalgOp> ops;
     function.walk([&](linalg::LinalgOp op) {
       if (!op->getParentOfType<scf::ForallOp>())

@@ -38,14 +38,15 @@ func.func @partial_warp(%x: memref<48xf32>) {
 
 // -----
 
-// A value loaded before a barrier and used after it is not recomputed (the
-// load might see another value after it): tsr-gpu-map reloads instead.
-func.func @loaded_across(%x: memref<32xf32>) {
+// A buffer that a thread makes before a barrier and uses after it is
+// neither recomputed nor kept per thread.
+func.func @buffer_across(%x: memref<32xf32>) {
   scf.forall (%b) in (1) {
     scf.forall (%t) in (32) {
-      // expected-error @+1 {{tsr-gpu-emulate: a value that a thread uses after a gpu.barrier or gpu.subgroup_reduce must come from pure ops or the reduction (it is recomputed)}}
-      %v = memref.load %x[%t] : memref<32xf32>
+      // expected-error @+1 {{tsr-gpu-emulate: a value that a thread uses after a gpu.barrier or gpu.subgroup_reduce must be a scalar or a vector, or come from pure ops (it is recomputed); this one is 'memref<1xf32>'}}
+      %m = memref.alloca() : memref<1xf32>
       gpu.barrier
+      %v = memref.load %m[%b] : memref<1xf32>
       memref.store %v, %x[%t] : memref<32xf32>
     } {mapping = [#gpu.thread<x>]}
   } {mapping = [#gpu.block<x>]}

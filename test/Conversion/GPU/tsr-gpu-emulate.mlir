@@ -163,3 +163,26 @@ func.func @barrier(%x: memref<64x8xf32>, %y: memref<64x8xf32>) {
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// A value loaded before a barrier and used after it (a row chain's value
+// of an output it did not write) is not recomputed, since the load might
+// see another value then: each thread stores it in a buffer of one element
+// per thread at the end of its phase and loads it back in the next.
+// FORWARD-LABEL: func.func @loaded_across
+// FORWARD: %[[KEPT:.*]] = memref.alloca() : memref<32xf32>
+// FORWARD: scf.for %[[T0:.*]] = %c0 to %c32 step %c1 {
+// FORWARD-NEXT: %[[V:.*]] = memref.load %arg0[%[[T0]]] : memref<32xf32>
+// FORWARD-NEXT: memref.store %[[V]], %[[KEPT]][%[[T0]]] : memref<32xf32>
+// FORWARD: scf.for %[[T1:.*]] = %c0 to %c32 step %c1 {
+// FORWARD-NEXT: %[[W:.*]] = memref.load %[[KEPT]][%[[T1]]] : memref<32xf32>
+// FORWARD-NEXT: memref.store %[[W]], %arg1[%[[T1]]] : memref<32xf32>
+func.func @loaded_across(%x: memref<32xf32>, %y: memref<32xf32>) {
+  scf.forall (%b) in (1) {
+    scf.forall (%t) in (32) {
+      %v = memref.load %x[%t] : memref<32xf32>
+      gpu.barrier
+      memref.store %v, %y[%t] : memref<32xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -1,4 +1,4 @@
-// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-map),tsr-gpu-horizontal-fuse)" --split-input-file --allow-unregistered-dialect | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-map{fuse-rows=false}),tsr-gpu-horizontal-fuse)" --split-input-file --allow-unregistered-dialect | FileCheck %s
 
 // Two parameter updates, p -= g (1024 elements: 256 threads of 4 in one
 // block) and q -= h (64: 16 threads in one block), with an allocation and

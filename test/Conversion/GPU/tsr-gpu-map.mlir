@@ -1,4 +1,5 @@
-// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-map))" --split-input-file | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-map{fuse-rows=false}))" --split-input-file | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline="builtin.module(func.func(tsr-gpu-map))" --split-input-file | FileCheck %s --check-prefix=CHAIN
 
 // An elementwise op whose innermost dimension (49) takes no vector: one
 // thread per element of its 40x49 iteration space, 256 threads to a block,
@@ -485,5 +486,345 @@ func.func @scatter(%idx: memref<6x8xi64>, %upd: memref<6x8xf32>, %dst: memref<10
     %new = arith.addf %old, %u : f32
     memref.store %new, %dst[%at, %col] : memref<10x8xf32>
   } {tsr.scatter_shape = array<i64: 0, 6, 8>}
+  return
+}
+
+// -----
+
+// A row chain: softmax over rows of 64 (its fill, maximum, exponentials,
+// fill, sum and division) is one kernel of a warp per row. Each lane runs
+// elements [4l, 4l + 4) of its row (one width for the chain); the fills
+// and the reductions' totals are held by every lane (no load of %m or %s),
+// and not stored: nothing else uses %m and %s (the maximum's combination
+// with the fill's -inf folds away). Nothing else reads the exponentials
+// either, so they are not stored: the sum and the division compute them
+// again from %x and the maximum. The deallocations between the ops move
+// after the kernel. With fuse-rows=false these are six kernels.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHAIN-LABEL: func.func @softmax_chain
+// CHAIN-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHAIN-DAG: %[[M:.*]] = memref.alloc() : memref<40xf32>
+// CHAIN-DAG: %[[EXP:.*]] = memref.alloc() : memref<40x64xf32>
+// CHAIN: scf.forall (%[[B:.*]]) in (5) {
+// CHAIN-NEXT: scf.forall (%[[T:.*]]) in (256) {
+// CHAIN-NEXT: %[[WL:.*]]:2 = affine.delinearize_index %[[T]] into (8, 32)
+// CHAIN-NEXT: %[[ROW:.*]] = affine.apply #{{.*}}(%[[B]], %[[WL]]#0)
+// CHAIN-NEXT: %[[R:.*]] = arith.minui %[[ROW]], %c39
+// CHAIN-NEXT: %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %c40
+// CHAIN-NEXT: %[[START:.*]] = affine.apply #{{.*}}(%[[WL]]#1)
+// CHAIN-NEXT: %[[PMAX:.*]] = scf.for %{{.*}} = %[[START]] to %c64 step %c128
+// CHAIN-COUNT-4: arith.maximumf
+// CHAIN: %[[MAX:.*]] = gpu.subgroup_reduce maximumf %[[PMAX]] uniform
+// CHAIN-NEXT: %[[PSUM:.*]] = scf.for %[[K:.*]] = %[[START]] to %c64 step %c128 iter_args
+// CHAIN-NEXT: %[[X:.*]] = vector.load %arg0[%[[R]], %[[K]]] {alignment = 16 : i64} : memref<40x64xf32>, vector<4xf32>
+// CHAIN-NEXT: %[[BMAX:.*]] = vector.broadcast %[[MAX]] : f32 to vector<4xf32>
+// CHAIN-NEXT: %[[D:.*]] = arith.subf %[[X]], %[[BMAX]]
+// CHAIN-NEXT: %[[E:.*]] = math.exp %[[D]] : vector<4xf32>
+// CHAIN-COUNT-4: arith.addf
+// CHAIN: %[[WSUM:.*]] = gpu.subgroup_reduce add %[[PSUM]] uniform
+// CHAIN-NEXT: %[[SUM:.*]] = arith.addf %[[WSUM]], %[[ZERO]]
+// CHAIN-NEXT: scf.for %[[K2:.*]] = %[[START]] to %c64 step %c128 {
+// CHAIN-NEXT: %[[X2:.*]] = vector.load %arg0[%[[R]], %[[K2]]]
+// CHAIN-NEXT: %[[BMAX2:.*]] = vector.broadcast %[[MAX]] : f32 to vector<4xf32>
+// CHAIN-NEXT: %[[D2:.*]] = arith.subf %[[X2]], %[[BMAX2]]
+// CHAIN-NEXT: %[[E2:.*]] = math.exp %[[D2]] : vector<4xf32>
+// CHAIN-NEXT: %[[BSUM:.*]] = vector.broadcast %[[SUM]] : f32 to vector<4xf32>
+// CHAIN-NEXT: %[[Q:.*]] = arith.divf %[[E2]], %[[BSUM]]
+// CHAIN-NEXT: scf.if %[[IN]] {
+// CHAIN-NEXT: vector.store %[[Q]], %arg1[%[[R]], %[[K2]]]
+// CHAIN: } {mapping = [#gpu.thread<x>]}
+// CHAIN-NEXT: } {mapping = [#gpu.block<x>]}
+// CHAIN-NEXT: memref.dealloc %[[M]]
+// CHAIN-NEXT: memref.dealloc %[[EXP]]
+// CHAIN-NEXT: memref.dealloc
+// CHAIN-NEXT: return
+func.func @softmax_chain(%x: memref<40x64xf32>, %y: memref<40x64xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %m = memref.alloc() : memref<40xf32>
+  linalg.fill ins(%ninf : f32) outs(%m : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%m : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  %e = memref.alloc() : memref<40x64xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : memref<40x64xf32>, memref<40xf32>) outs(%e : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  }
+  memref.dealloc %m : memref<40xf32>
+  %s = memref.alloc() : memref<40xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %s : memref<40x64xf32>, memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  memref.dealloc %e : memref<40x64xf32>
+  memref.dealloc %s : memref<40xf32>
+  return
+}
+
+// -----
+
+// An op over the rows only (a mean: the sum divided by 64) runs on every
+// lane and its result stays in registers for the ops after it; the mean
+// is still stored (lane 0) for a reader after the kernel (%mean is an
+// argument).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#r1 = affine_map<(d0) -> (d0)>
+// CHAIN-LABEL: func.func @uniform_op
+// CHAIN: scf.forall (%{{.*}}) in (5) {
+// CHAIN: %[[T:.*]] = gpu.subgroup_reduce add
+// CHAIN-NEXT: %[[S:.*]] = arith.addf %[[T]], %cst
+// CHAIN: %[[MEAN:.*]] = arith.divf %[[S]], %cst
+// CHAIN-NEXT: scf.if
+// CHAIN-NEXT: memref.store %[[MEAN]], %arg1
+// CHAIN: scf.for
+// CHAIN-NOT: memref.load
+// CHAIN: vector.broadcast %[[MEAN]]
+// CHAIN: vector.store %{{.*}}, %arg2
+// CHAIN: } {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: scf.forall
+func.func @uniform_op(%x: memref<40x64xf32>, %mean: memref<40xf32>, %y: memref<40x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 64.0 : f32
+  %s = memref.alloc() : memref<40xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#r1, #r1], iterator_types = ["parallel"]}
+      ins(%s : memref<40xf32>) outs(%mean : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %q = arith.divf %a, %n : f32
+    linalg.yield %q : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : memref<40x64xf32>, memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  }
+  memref.dealloc %s : memref<40xf32>
+  return
+}
+
+// -----
+
+// Where a chain stops (each case two kernels): (1) the division reads the
+// sums through another index (%s[j], which other warps write); (2) a
+// reduction into an argument it did not fill leaves its total in lane 0's
+// memory only, which the next op's other lanes would read; (3) an op that
+// reads its row a column at a time (linalg.index of the row dimension)
+// would lower the chain's width of 4; (4) an op with other effects in
+// between; (5) in a private function, whose callers may pass one buffer
+// for two arguments, the chain writes an argument that it also reads in
+// another way.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHAIN-LABEL: func.func @chain_stops
+// CHAIN-COUNT-2: {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+// CHAIN-LABEL: func.func @lane_zero_total
+// CHAIN-COUNT-2: {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+// CHAIN-LABEL: func.func @narrower
+// CHAIN-COUNT-2: {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+// CHAIN-LABEL: func.func @effects_between
+// CHAIN-COUNT-2: {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+// CHAIN-LABEL: func.func private @aliasing_arguments
+// CHAIN-COUNT-2: {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+// CHAIN-LABEL: func.func private @distinct_enough
+// CHAIN-COUNT-1: {mapping = [#gpu.block<x>]}
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+func.func @chain_stops(%x: memref<64x64xf32>, %s: memref<64xf32>, %y: memref<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x64xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<64x64xf32>, memref<64xf32>) outs(%y : memref<64x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  return
+}
+func.func @lane_zero_total(%x: memref<40x64xf32>, %s: memref<40xf32>, %y: memref<40x64xf32>) {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<40x64xf32>, memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  return
+}
+func.func @narrower(%x: memref<40x64xf32>, %s: memref<40xf32>, %y: memref<40x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%b: f32, %o: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %jf = arith.sitofp %ji : i32 to f32
+    %q = arith.mulf %jf, %b : f32
+    linalg.yield %q : f32
+  }
+  return
+}
+func.func private @opaque(memref<40xf32>)
+func.func @effects_between(%x: memref<40x64xf32>, %s: memref<40xf32>, %y: memref<40x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  func.call @opaque(%s) : (memref<40xf32>) -> ()
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<40x64xf32>, memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  return
+}
+func.func private @aliasing_arguments(%x: memref<40x64xf32>, %s: memref<40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+// The arguments read and written at the iteration's element only: one
+// buffer passed twice would still be read back by the lane that wrote it.
+func.func private @distinct_enough(%x: memref<40x64xf32>, %y: memref<40x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<40xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<40x64xf32>, memref<40xf32>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  memref.dealloc %s : memref<40xf32>
+  return
+}
+
+// -----
+
+// Where an elementwise op of a chain still stores its output: a reader
+// after the kernel (%e is an argument; the sum reads it back from memory,
+// through the lane that wrote it), or a later op of the chain writes what
+// it reads (the division overwrites %x in place, so %t must hold the
+// differences first). All of it is one chain: two reductions, and %x read
+// and written at the iteration's element only.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHAIN-LABEL: func.func @stored_intermediates
+// CHAIN: scf.forall (%{{.*}}) in (5) {
+// CHAIN: vector.store %{{.*}}, %arg1
+// CHAIN: vector.load %arg1
+// CHAIN: gpu.subgroup_reduce add
+// CHAIN-NOT: {mapping = [#gpu.block<x>]}
+// CHAIN: vector.store %{{.*}}, %[[T:alloc.*]][
+// CHAIN: vector.load %[[T]][
+// CHAIN: gpu.subgroup_reduce add
+// CHAIN: vector.load %[[T]][
+// CHAIN: vector.store %{{.*}}, %arg0[
+// CHAIN: } {mapping = [#gpu.block<x>]}
+func.func @stored_intermediates(%x: memref<40x64xf32>, %e: memref<40x64xf32>,
+                                %s: memref<40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<40x64xf32>) outs(%e : memref<40x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : memref<40x64xf32>) outs(%s : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  %c = memref.alloc() : memref<40x64xf32>
+  %t = memref.alloc() : memref<40x64xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<40x64xf32>, memref<40xf32>) outs(%t : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  }
+  %u = memref.alloc() : memref<40xf32>
+  linalg.fill ins(%zero : f32) outs(%u : memref<40xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%t : memref<40x64xf32>) outs(%u : memref<40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %u : memref<40x64xf32>, memref<40xf32>) outs(%x : memref<40x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  memref.dealloc %t : memref<40x64xf32>
+  memref.dealloc %u : memref<40xf32>
+  memref.dealloc %c : memref<40x64xf32>
   return
 }

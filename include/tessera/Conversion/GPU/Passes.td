@@ -70,6 +70,25 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     `gpu.barrier` the first warp combines the 8 values of its column in
     order. Other reductions keep a thread per output element.
 
+    A row reduction and the ops before and after it on the same rows run as
+    one kernel (a row chain; `fuse-rows=false` maps each op alone): ops
+    over the reduction's parallel dimensions only (the fill of its output,
+    a mean's division), elementwise ops over those and its reduced
+    extents, and row reductions over them, consecutive but for
+    allocations, deallocations and ops without memory effects. A warp runs
+    each op in turn for its row: lane `l` the elements `w·l` to
+    `w·l + w - 1`, then `w·(l + 32)` on, of the linearized row in every
+    elementwise op and reduction (one width `w` for the chain, so that a
+    lane reads back only what it wrote itself), an op over the row
+    dimensions on every lane, its result stored by lane 0 and passed on in
+    registers. A softmax (its fill, maximum, exponentials, fill, sum and
+    division) or a LayerNorm becomes one kernel. A chain stops at an op
+    that would read an element another lane wrote: a buffer the chain
+    writes must be indexed alike (at the row's element, or at the
+    iteration's) through one view by every op of the chain; in a private
+    function, whose callers may pass a buffer twice, the arguments count as
+    one buffer.
+
     Loop bounds must be static. A value such a loop computes that the host
     then uses is an error naming the op: on the GPU the host cannot read
     device memory.
@@ -134,6 +153,11 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
                            "mlir::memref::MemRefDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::vector::VectorDialect"];
+  let options = [
+    Option<"fuseRows", "fuse-rows", "bool", /*default=*/"true",
+           "Run a row reduction and the ops around it on the same rows as "
+           "one kernel with a warp per row">,
+  ];
 }
 
 def TsrGpuSplitReductions : Pass<"tsr-gpu-split-reductions", "func::FuncOp"> {
