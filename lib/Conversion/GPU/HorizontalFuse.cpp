@@ -39,6 +39,8 @@ namespace {
 /// come from.
 struct Access {
   llvm::SmallDenseSet<Value, 8> touched, written;
+  /// Whether the kernel's warps meet in gpu.subgroup_reduce ops.
+  bool warpReductions = false;
 };
 
 /// Whether the memref arguments of each function are distinct buffers: a
@@ -85,7 +87,7 @@ private:
 
 /// What `kernel` (no workgroup memory) reads and writes, or nothing if an
 /// op in it has effects that are not on a known buffer or synchronizes the
-/// block (a barrier, a subgroup reduction). With `argumentsAlias`, every
+/// block (a barrier). With `argumentsAlias`, every
 /// argument of the function is one root.
 std::optional<Access> accessOf(tessera::Kernel kernel, bool argumentsAlias) {
   if (!kernel.workgroup.empty())
@@ -100,7 +102,11 @@ std::optional<Access> accessOf(tessera::Kernel kernel, bool argumentsAlias) {
     return r;
   };
   WalkResult walk = kernel.threads.getBody()->walk([&](Operation *op) {
-    if (isa<gpu::BarrierOp, gpu::SubgroupReduceOp>(op))
+    if (isa<gpu::SubgroupReduceOp>(op)) {
+      access.warpReductions = true;
+      return WalkResult::advance();
+    }
+    if (isa<gpu::BarrierOp>(op))
       return WalkResult::interrupt();
     if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
       return WalkResult::advance();
@@ -171,6 +177,103 @@ int64_t parameterBytes(Value value) {
   return 8;
 }
 
+/// Whether a value can cross a fused kernel's warp reduction as a result
+/// of the branch before it (the other kernels' threads yield zero).
+bool hasZero(Type type) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    type = vector.getElementType();
+  return isa<IntegerType, IndexType, FloatType>(type);
+}
+
+/// The top-level op of `body` that holds `op`.
+Operation *topLevel(Block *body, Operation *op) {
+  return body->findAncestorOpInBlock(*op);
+}
+
+/// The pieces of a thread body between its warp reductions (the last piece
+/// after the last one) and, for each, its results that later pieces use.
+struct Piece {
+  SmallVector<Operation *> ops;
+  gpu::SubgroupReduceOp end;
+  SmallVector<Value> escaping;
+};
+
+SmallVector<Piece> splitAtWarpReductions(Block *body) {
+  SmallVector<Piece> pieces(1);
+  for (Operation &op : body->without_terminator()) {
+    if (auto reduce = dyn_cast<gpu::SubgroupReduceOp>(op)) {
+      pieces.back().end = reduce;
+      pieces.emplace_back();
+      continue;
+    }
+    pieces.back().ops.push_back(&op);
+  }
+  for (Piece &piece : pieces) {
+    llvm::SmallPtrSet<Operation *, 16> members(piece.ops.begin(),
+                                               piece.ops.end());
+    for (Operation *op : piece.ops)
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !members.contains(topLevel(body, user));
+            }))
+          piece.escaping.push_back(result);
+  }
+  return pieces;
+}
+
+/// Whether `kernel`, whose threads meet in warp reductions, can join a
+/// fused kernel: one block (a full reduction), whole warps, and only
+/// scalars and vectors used across its reductions.
+bool isFusableFullReduction(tessera::Kernel kernel) {
+  if (kernel.grid.getStaticUpperBound()[0] != 1 ||
+      kernel.threads.getStaticUpperBound()[0] % tessera::kWarpSize != 0)
+    return false;
+  for (const Piece &piece : splitAtWarpReductions(kernel.threads.getBody()))
+    for (Value value : piece.escaping)
+      if (!hasZero(value.getType()))
+        return false;
+  return true;
+}
+
+/// Puts each of `pieces` (a thread body's, inlined into the fused kernel's)
+/// in a branch on `mine`, whose results pass on what
+/// later pieces use (zero on the other kernels' threads), the reductions
+/// left at the top of the body: every thread of the fused kernel reaches
+/// them, as gpu.subgroup_reduce needs (they combine zeros outside the
+/// kernel's own block).
+void guardPieces(IRRewriter &rewriter, Location loc, ArrayRef<Piece> pieces,
+                 Value mine) {
+  for (const Piece &piece : pieces) {
+    if (piece.ops.empty())
+      continue;
+    rewriter.setInsertionPoint(piece.ops.front());
+    SmallVector<Type> types;
+    for (Value value : piece.escaping)
+      types.push_back(value.getType());
+    auto branch = scf::IfOp::create(rewriter, loc, types, mine,
+                                    /*withElseRegion=*/!types.empty());
+    Block *then = branch.thenBlock();
+    if (!types.empty()) {
+      OpBuilder end = OpBuilder::atBlockEnd(then);
+      scf::YieldOp::create(end, loc, piece.escaping);
+    }
+    for (Operation *op : piece.ops)
+      op->moveBefore(then->getTerminator());
+    if (!types.empty()) {
+      OpBuilder otherwise = OpBuilder::atBlockEnd(branch.elseBlock());
+      SmallVector<Value> zeros;
+      for (Type type : types)
+        zeros.push_back(arith::ConstantOp::create(otherwise, loc, type,
+                                                  otherwise.getZeroAttr(type)));
+      scf::YieldOp::create(otherwise, loc, zeros);
+    }
+    for (auto [value, result] : llvm::zip(piece.escaping, branch.getResults()))
+      rewriter.replaceUsesWithIf(value, result, [&](OpOperand &use) {
+        return !branch->isAncestor(use.getOwner());
+      });
+  }
+}
+
 /// A run of kernels to launch as one.
 struct Run {
   SmallVector<tessera::Kernel> kernels;
@@ -180,8 +283,14 @@ struct Run {
   llvm::SetVector<Value> parameters;
   int64_t bytes = 0;
 
-  /// Whether `kernel` with `access` may join, and if so adds it.
+  /// Whether `kernel` with `access` may join, and if so adds it. Kernels
+  /// with warp reductions join only each other, and only with one block
+  /// each (a full reduction: a loss, a parameter's norm), as every block of
+  /// the fused kernel runs the reductions of all of them (see fuse).
   bool add(tessera::Kernel kernel, Access access) {
+    if (!kernels.empty() &&
+        accesses.front().warpReductions != access.warpReductions)
+      return false;
     if (!llvm::all_of(accesses,
                       [&](const Access &a) { return independent(a, access); }))
       return false;
@@ -221,6 +330,7 @@ void fuse(IRRewriter &rewriter, Run &run) {
     blocks += kernel.grid.getStaticUpperBound()[0];
     threads = std::max(threads, kernel.threads.getStaticUpperBound()[0]);
   }
+  bool warpReductions = run.accesses.front().warpReductions;
   rewriter.setInsertionPoint(first);
   scf::ForallOp block = tessera::createKernel(rewriter, loc, blocks, threads);
   auto grid = cast<scf::ForallOp>(block->getParentOp());
@@ -247,9 +357,6 @@ void fuse(IRRewriter &rewriter, Run &run) {
           rewriter, loc, mine,
           arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                 threadId, index(width)));
-    auto branch = scf::IfOp::create(rewriter, loc, mine);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
     Value local =
         offset == 0
             ? blockId
@@ -259,9 +366,20 @@ void fuse(IRRewriter &rewriter, Run &run) {
                   ValueRange{blockId})
                   .getResult();
     Block *body = kernel.threads.getBody();
-    rewriter.eraseOp(body->getTerminator());
-    rewriter.inlineBlockBefore(body, branch.thenBlock()->getTerminator(),
-                               ValueRange{threadId});
+    Block *fused = block.getBody();
+    if (warpReductions) {
+      SmallVector<Piece> pieces = splitAtWarpReductions(body);
+      rewriter.eraseOp(body->getTerminator());
+      rewriter.inlineBlockBefore(body, fused->getTerminator(),
+                                 ValueRange{threadId});
+      guardPieces(rewriter, loc, pieces, mine);
+      rewriter.setInsertionPoint(fused->getTerminator());
+    } else {
+      auto branch = scf::IfOp::create(rewriter, loc, mine);
+      rewriter.eraseOp(body->getTerminator());
+      rewriter.inlineBlockBefore(body, branch.thenBlock()->getTerminator(),
+                                 ValueRange{threadId});
+    }
     rewriter.replaceAllUsesWith(kernel.grid.getInductionVar(0), local);
     rewriter.eraseOp(kernel.grid);
     offset += count;
@@ -294,7 +412,8 @@ struct TsrGpuHorizontalFusePass
         for (auto alloca : grid.getBody()->getOps<memref::AllocaOp>())
           kernel.workgroup.push_back(alloca);
         std::optional<Access> access = accessOf(kernel, argumentsAlias);
-        if (!access) {
+        if (!access ||
+            (access->warpReductions && !isFusableFullReduction(kernel))) {
           open = false;
           continue;
         }

@@ -713,10 +713,16 @@ void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
 /// iterations w, w + 8, ... of output element c (the 32 lanes of a warp
 /// read 32 consecutive elements of a row) into workgroup memory; after a
 /// barrier, the first warp combines the 8 values of its column in order and
-/// combines the result into the output.
+/// combines the result into the output (into `filled`, where a fill that
+/// the kernel replaces wrote the output).
 void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
-                        const Combiner &combiner) {
+                        const Combiner &combiner, Value filled) {
   ReductionEmitter emit(rewriter, op, combiner);
+  llvm::DenseMap<Value, Value> held;
+  if (filled) {
+    held[op.getDpsInits()[0]] = filled;
+    emit.registers = &held;
+  }
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   rewriter.setInsertionPoint(op);
@@ -1047,7 +1053,8 @@ bool isChainNeutral(Operation *op) {
 /// The row chains of `function`'s body: around each row reduction, the
 /// longest run of consecutive ops (but neutral ones) that matchRowOp
 /// accepts for its rows, that isSafeRowChain finds safe and that keeps the
-/// reduction's vector width; a chain has at least two ops.
+/// reduction's vector width, less the fills at its end; a chain has at
+/// least two ops.
 SmallVector<RowChain, 4> findRowChains(IRRewriter &rewriter,
                                        func::FuncOp function) {
   Block &body = function.getBody().front();
@@ -1105,6 +1112,13 @@ SmallVector<RowChain, 4> findRowChains(IRRewriter &rewriter,
     for (size_t i = at + 1; i < order.size(); ++i)
       if (!isChainNeutral(order[i]) && !grow(i, /*front=*/false))
         break;
+    // Fills at the end start the next reduction rather than ending this one
+    // (which would then write the next kernel's output).
+    while (isa<linalg::FillOp>(chain.ops.back().op.getOperation())) {
+      chain.ops.pop_back();
+      end = llvm::find(order, chain.ops.back().op.getOperation()) -
+            order.begin();
+    }
     if (chain.ops.size() < 2)
       continue;
     for (RowOp &row : chain.ops)
@@ -1374,13 +1388,59 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
     rewriter.eraseOp(step.op);
 }
 
+/// The fill that writes the output of the column reduction `op` before it,
+/// if nothing between them reads or writes that output (only linalg ops on
+/// other buffers, allocations, deallocations and ops without memory
+/// effects; in a private function, whose callers may pass one buffer
+/// twice, the arguments count as one buffer) and `op` writes each element
+/// of it once (its output map is a permutation of its parallel loops) and
+/// reads it nowhere else: the reduction's kernel can combine the fill's
+/// value into each element instead.
+linalg::FillOp fillBeforeColumnReduction(linalg::LinalgOp op) {
+  std::optional<Combiner> combiner = matchReduction(op);
+  if (!combiner || combiner->shape != ReductionShape::Column)
+    return {};
+  OpOperand *init = op.getDpsInitOperand(0);
+  if (op.getMatchingIndexingMap(init).getNumResults() !=
+          op.getNumParallelLoops() ||
+      llvm::any_of(op.getDpsInputs(), [&](Value input) {
+        return tessera::viewRoot(input) == tessera::viewRoot(init->get());
+      }))
+    return {};
+  auto function = op->getParentOfType<func::FuncOp>();
+  auto buffer = [&](Value value) -> Value {
+    Value root = tessera::viewRoot(value);
+    if (auto arg = dyn_cast<BlockArgument>(root);
+        arg && !function.isPublic() &&
+        arg.getParentBlock()->getParentOp() == function)
+      return arg.getParentBlock()->getArgument(0);
+    return root;
+  };
+  Value output = buffer(init->get());
+  for (Operation *it = op->getPrevNode(); it; it = it->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(it);
+        fill && fill.getDpsInits()[0] == init->get())
+      return fill;
+    if (isChainNeutral(it))
+      continue;
+    auto between = dyn_cast<linalg::LinalgOp>(it);
+    if (!between || llvm::any_of(between->getOperands(), [&](Value operand) {
+          return isa<MemRefType>(operand.getType()) &&
+                 buffer(operand) == output;
+        }))
+      return {};
+  }
+  return {};
+}
+
 /// Lowers `op` to its loop nest and maps the nest to blocks and threads.
-LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op) {
+LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op,
+                          Value filled) {
   if (std::optional<Combiner> combiner = matchReduction(op)) {
     if (combiner->shape == ReductionShape::Row)
       mapRowReduction(rewriter, op, *combiner);
     else
-      mapColumnReduction(rewriter, op, *combiner);
+      mapColumnReduction(rewriter, op, *combiner, filled);
     return success();
   }
   if (std::optional<VectorPlan> plan = planVectorized(op)) {
@@ -1433,13 +1493,25 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
     if (fuseRows && !function.isExternal())
       for (const RowChain &chain : findRowChains(rewriter, function))
         mapRowChain(rewriter, chain);
+    // A column reduction combines the value of the fill before it into its
+    // outputs itself: one kernel fewer.
+    llvm::DenseMap<Operation *, Value> filled;
+    SmallVector<linalg::FillOp> fills;
+    if (!function.isExternal())
+      for (auto op : function.getBody().front().getOps<linalg::LinalgOp>())
+        if (linalg::FillOp fill = fillBeforeColumnReduction(op)) {
+          filled[op] = fill.value();
+          fills.push_back(fill);
+        }
+    for (linalg::FillOp fill : fills)
+      rewriter.eraseOp(fill);
     SmallVector<linalg::LinalgOp> ops;
     function.walk([&](linalg::LinalgOp op) {
       if (!op->getParentOfType<scf::ForallOp>())
         ops.push_back(op);
     });
     for (linalg::LinalgOp op : ops)
-      if (failed(mapLinalgOp(rewriter, op)))
+      if (failed(mapLinalgOp(rewriter, op, filled.lookup(op))))
         return signalPassFailure();
     SmallVector<scf::ForOp> scatters;
     for (auto loop : function.getBody().getOps<scf::ForOp>())

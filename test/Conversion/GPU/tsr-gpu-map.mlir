@@ -828,3 +828,63 @@ func.func @stored_intermediates(%x: memref<40x64xf32>, %e: memref<40x64xf32>,
   memref.dealloc %c : memref<40x64xf32>
   return
 }
+
+// -----
+
+// A column reduction combines the value of the fill before it into each
+// output element itself (one kernel, no load of %db), also past ops on
+// other buffers (%other's fill and column reduction: both fills go). With
+// an op between that reads the output (a copy of %db), the fill stays a
+// kernel.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @column_fill
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: scf.forall (%{{.*}}) in (2) {
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NOT: memref.load %arg1
+// CHECK: memref.load %{{.*}}[%c0,
+// CHECK-COUNT-7: arith.addf
+// CHECK-NEXT: %[[R:.*]] = arith.addf %{{.*}}, %[[ZERO]] : f32
+// CHECK-NEXT: memref.store %[[R]], %arg1
+// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %arg2
+// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK-NOT: {mapping = [#gpu.block<x>]}
+// CHECK-LABEL: func.func @column_fill_read
+// CHECK-COUNT-3: {mapping = [#gpu.block<x>]}
+// CHECK-NOT: {mapping = [#gpu.block<x>]}
+func.func @column_fill(%dy: memref<512x64xf32>, %db: memref<64xf32>,
+                       %other: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%other : memref<64xf32>)
+  linalg.fill ins(%zero : f32) outs(%db : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<512x64xf32>) outs(%db : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<512x64xf32>) outs(%other : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @column_fill_read(%dy: memref<512x64xf32>, %db: memref<64xf32>,
+                            %other: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%db : memref<64xf32>)
+  linalg.copy ins(%db : memref<64xf32>) outs(%other : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<512x64xf32>) outs(%db : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -68,7 +68,11 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     memory, an `memref.alloca` in `#gpu.address_space<workgroup>` in the
     block loop (tsr-gpu-launch makes it the launch's attribution); after a
     `gpu.barrier` the first warp combines the 8 values of its column in
-    order. Other reductions keep a thread per output element.
+    order; where a `linalg.fill` of its output comes right before it (only
+    allocations, deallocations and ops without memory effects between) and
+    it writes each output element once, it combines the fill's value into
+    each element itself and the fill goes. Other reductions keep a thread
+    per output element.
 
     A row reduction and the ops before and after it on the same rows run as
     one kernel (a row chain; `fuse-rows=false` maps each op alone): ops
@@ -443,8 +447,18 @@ def TsrGpuHorizontalFuse : Pass<"tsr-gpu-horizontal-fuse", "ModuleOp"> {
     distinct ones, else they count as one buffer. Between two kernels of a
     run may sit allocations, deallocations and pure ops (what a later kernel
     uses of them moves before the run); anything else, a kernel with
-    workgroup memory, a barrier or a subgroup reduction, or an op with
-    effects on an unknown resource ends it.
+    workgroup memory or a barrier, or an op with effects on an unknown
+    resource ends it.
+
+    Kernels whose warps meet in `gpu.subgroup_reduce` (full reductions of
+    one block: a loss, each parameter's squared norm for the gradient norm)
+    form runs of their own: a subgroup reduction must stay at the top of
+    the thread body, reached by every thread, so each piece of such a
+    kernel's body between its reductions goes in a branch on the block
+    being the kernel's, whose results carry what later pieces use (zero on
+    the other kernels' threads), and every block runs every kernel's
+    reductions (on zeros but in its own). Such a kernel must have one
+    block and whole warps; a larger one ends a run.
 
     Before (two updates of different parameters):
 
