@@ -708,40 +708,36 @@ void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
 }
 
-/// Replaces the column reduction `op` by a kernel with a block per 32
-/// consecutive output elements: thread (w, c) of the block's 8 x 32 folds
-/// iterations w, w + 8, ... of output element c (the 32 lanes of a warp
-/// read 32 consecutive elements of a row) into workgroup memory; after a
-/// barrier, the first warp combines the 8 values of its column in order and
-/// combines the result into the output (into `filled`, where a fill that
-/// the kernel replaces wrote the output).
-void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
-                        const Combiner &combiner, Value filled) {
-  ReductionEmitter emit(rewriter, op, combiner);
-  llvm::DenseMap<Value, Value> held;
-  if (filled) {
-    held[op.getDpsInits()[0]] = filled;
-    emit.registers = &held;
-  }
-  Location loc = op.getLoc();
+/// A column reduction and the value of the fill before it that its kernel
+/// replaces (or null).
+struct ColumnReduction {
+  linalg::LinalgOp op;
+  Combiner combiner;
+  Value filled;
+};
+
+/// Replaces the column reductions of `group` (consecutive, over the same
+/// parallel and reduction extents, none writing what another reads) by one
+/// kernel at the last one's place, with a block per 32 consecutive output
+/// elements: for each reduction in turn, thread (w, c) of the block's
+/// 8 x 32 folds iterations w, w + 8, ... of output element c (the 32 lanes
+/// of a warp read 32 consecutive elements of a row) into workgroup memory
+/// of its own; after a barrier, the first warp combines the 8 values of its
+/// column in order and combines the result into the output (into `filled`,
+/// where a fill that the kernel replaces wrote the output). The
+/// deallocations between the reductions move after the kernel.
+void mapColumnReductions(IRRewriter &rewriter,
+                         ArrayRef<ColumnReduction> group) {
+  linalg::LinalgOp last = group.back().op;
+  Location loc = last.getLoc();
   MLIRContext *ctx = rewriter.getContext();
-  rewriter.setInsertionPoint(op);
-  int64_t columns = emit.outputs;
+  rewriter.setInsertionPoint(last);
+  int64_t columns =
+      ReductionEmitter(rewriter, last, group.back().combiner).outputs;
   scf::ForallOp block = tessera::createKernel(
       rewriter, loc, llvm::divideCeil(columns, tessera::kWarpSize),
       tessera::kBlockSize);
   Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
-  Value partials;
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPoint(block);
-    partials = memref::AllocaOp::create(
-        rewriter, loc,
-        MemRefType::get(
-            {kWarps, tessera::kWarpSize}, combiner.element.getType(),
-            MemRefLayoutAttrInterface(),
-            gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
-  }
   auto part = affine::AffineDelinearizeIndexOp::create(
       rewriter, loc, block.getInductionVar(0),
       ArrayRef<int64_t>{kWarps, tessera::kWarpSize}, /*hasOuterBound=*/true);
@@ -752,26 +748,58 @@ void mapColumnReduction(IRRewriter &rewriter, linalg::LinalgOp op,
                      rewriter.getAffineDimExpr(0) * tessera::kWarpSize +
                          rewriter.getAffineDimExpr(1)),
       ValueRange{blockId, lane});
-  emit.setOutput(
-      arith::MinUIOp::create(rewriter, loc, column, emit.index(columns - 1)));
-  Value partial = emit.fold(warp, kWarps);
-  memref::StoreOp::create(rewriter, loc, partial, partials,
-                          ValueRange{warp, lane});
-  gpu::BarrierOp::create(rewriter, loc);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value clamped =
+      arith::MinUIOp::create(rewriter, loc, column, index(columns - 1));
   Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                       column, emit.index(columns));
+                                       column, index(columns));
   Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                      warp, emit.index(0));
-  emit.accumulate(arith::AndIOp::create(rewriter, loc, inside, first), [&] {
-    Value total;
-    for (int64_t w = 0; w < kWarps; ++w) {
-      Value value = memref::LoadOp::create(rewriter, loc, partials,
-                                           ValueRange{emit.index(w), lane});
-      total = w == 0 ? value : emit.combine(total, value);
+                                      warp, index(0));
+  Value firstInside = arith::AndIOp::create(rewriter, loc, inside, first);
+  for (ColumnReduction member : group) {
+    ReductionEmitter emit(rewriter, member.op, member.combiner);
+    llvm::DenseMap<Value, Value> held;
+    if (member.filled) {
+      held[member.op.getDpsInits()[0]] = member.filled;
+      emit.registers = &held;
     }
-    return total;
-  });
-  rewriter.eraseOp(op);
+    Value partials;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(block);
+      partials = memref::AllocaOp::create(
+          rewriter, loc,
+          MemRefType::get(
+              {kWarps, tessera::kWarpSize}, member.combiner.element.getType(),
+              MemRefLayoutAttrInterface(),
+              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+    }
+    emit.setOutput(clamped);
+    Value partial = emit.fold(warp, kWarps);
+    memref::StoreOp::create(rewriter, loc, partial, partials,
+                            ValueRange{warp, lane});
+    gpu::BarrierOp::create(rewriter, loc);
+    emit.accumulate(firstInside, [&] {
+      Value total;
+      for (int64_t w = 0; w < kWarps; ++w) {
+        Value value = memref::LoadOp::create(rewriter, loc, partials,
+                                             ValueRange{emit.index(w), lane});
+        total = w == 0 ? value : emit.combine(total, value);
+      }
+      return total;
+    });
+  }
+  Operation *grid = block->getParentOp();
+  SmallVector<Operation *> deallocs;
+  for (Operation *it = group.front().op; it != last; it = it->getNextNode())
+    if (isa<memref::DeallocOp>(it))
+      deallocs.push_back(it);
+  for (Operation *dealloc : llvm::reverse(deallocs))
+    rewriter.moveOpAfter(dealloc, grid);
+  for (const ColumnReduction &member : group)
+    rewriter.eraseOp(member.op);
 }
 
 /// Replaces the elementwise `op` by a kernel in which each thread runs
@@ -1116,8 +1144,8 @@ SmallVector<RowChain, 4> findRowChains(IRRewriter &rewriter,
     // (which would then write the next kernel's output).
     while (isa<linalg::FillOp>(chain.ops.back().op.getOperation())) {
       chain.ops.pop_back();
-      end = llvm::find(order, chain.ops.back().op.getOperation()) -
-            order.begin();
+      end =
+          llvm::find(order, chain.ops.back().op.getOperation()) - order.begin();
     }
     if (chain.ops.size() < 2)
       continue;
@@ -1388,6 +1416,91 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
     rewriter.eraseOp(step.op);
 }
 
+/// The buffer `value` is in: its view root, where `function` is private
+/// (its callers may pass one buffer twice) the first argument for any
+/// argument.
+Value bufferOf(Value value, func::FuncOp function) {
+  Value root = tessera::viewRoot(value);
+  if (auto arg = dyn_cast<BlockArgument>(root);
+      arg && !function.isPublic() &&
+      arg.getParentBlock()->getParentOp() == function)
+    return arg.getParentBlock()->getArgument(0);
+  return root;
+}
+
+/// The runs of consecutive column reductions of `function`'s body (but ops
+/// that isChainNeutral accepts between them) over the same parallel and
+/// reduction extents, none touching a buffer another one writes: each run
+/// of two or more is one kernel (mapColumnReductions; a LayerNorm's weight
+/// and bias gradients). `filled`: the fills folded into them.
+SmallVector<SmallVector<ColumnReduction>>
+findColumnGroups(func::FuncOp function,
+                 const llvm::DenseMap<Operation *, Value> &filled) {
+  auto extents = [](linalg::LinalgOp op) {
+    SmallVector<int64_t> parallel, reduced;
+    for (auto [range, iterator] :
+         llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+      (iterator == utils::IteratorType::parallel ? parallel : reduced)
+          .push_back(range);
+    return std::make_pair(parallel, reduced);
+  };
+  auto matchColumn = [](Operation *op) -> std::optional<Combiner> {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    std::optional<Combiner> combiner =
+        linalgOp ? matchReduction(linalgOp) : std::nullopt;
+    if (!combiner || combiner->shape != ReductionShape::Column)
+      return std::nullopt;
+    return combiner;
+  };
+  SmallVector<SmallVector<ColumnReduction>> groups;
+  Block &body = function.getBody().front();
+  for (Operation *it = &body.front(); it;) {
+    std::optional<Combiner> combiner = matchColumn(it);
+    if (!combiner) {
+      it = it->getNextNode();
+      continue;
+    }
+    auto op = cast<linalg::LinalgOp>(it);
+    SmallVector<ColumnReduction> group{{op, *combiner, filled.lookup(op)}};
+    auto shape = extents(op);
+    llvm::SmallPtrSet<Value, 8> touched, written;
+    auto independent = [&](linalg::LinalgOp member, bool record) {
+      for (OpOperand &operand : member->getOpOperands()) {
+        if (!isa<MemRefType>(operand.get().getType()))
+          continue;
+        Value buffer = bufferOf(operand.get(), function);
+        bool writes = member.isDpsInit(&operand);
+        if (!record &&
+            (written.contains(buffer) || (writes && touched.contains(buffer))))
+          return false;
+        if (record) {
+          touched.insert(buffer);
+          if (writes)
+            written.insert(buffer);
+        }
+      }
+      return true;
+    };
+    independent(op, /*record=*/true);
+    for (Operation *next = op->getNextNode(); next;
+         next = next->getNextNode()) {
+      if (isChainNeutral(next))
+        continue;
+      std::optional<Combiner> more = matchColumn(next);
+      auto candidate = dyn_cast<linalg::LinalgOp>(next);
+      if (!more || extents(candidate) != shape ||
+          !independent(candidate, /*record=*/false))
+        break;
+      group.push_back({candidate, *more, filled.lookup(candidate)});
+      independent(candidate, /*record=*/true);
+    }
+    it = group.back().op->getNextNode();
+    if (group.size() > 1)
+      groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
 /// The fill that writes the output of the column reduction `op` before it,
 /// if nothing between them reads or writes that output (only linalg ops on
 /// other buffers, allocations, deallocations and ops without memory
@@ -1408,15 +1521,7 @@ linalg::FillOp fillBeforeColumnReduction(linalg::LinalgOp op) {
       }))
     return {};
   auto function = op->getParentOfType<func::FuncOp>();
-  auto buffer = [&](Value value) -> Value {
-    Value root = tessera::viewRoot(value);
-    if (auto arg = dyn_cast<BlockArgument>(root);
-        arg && !function.isPublic() &&
-        arg.getParentBlock()->getParentOp() == function)
-      return arg.getParentBlock()->getArgument(0);
-    return root;
-  };
-  Value output = buffer(init->get());
+  Value output = bufferOf(init->get(), function);
   for (Operation *it = op->getPrevNode(); it; it = it->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(it);
         fill && fill.getDpsInits()[0] == init->get())
@@ -1426,7 +1531,7 @@ linalg::FillOp fillBeforeColumnReduction(linalg::LinalgOp op) {
     auto between = dyn_cast<linalg::LinalgOp>(it);
     if (!between || llvm::any_of(between->getOperands(), [&](Value operand) {
           return isa<MemRefType>(operand.getType()) &&
-                 buffer(operand) == output;
+                 bufferOf(operand, function) == output;
         }))
       return {};
   }
@@ -1440,7 +1545,7 @@ LogicalResult mapLinalgOp(IRRewriter &rewriter, linalg::LinalgOp op,
     if (combiner->shape == ReductionShape::Row)
       mapRowReduction(rewriter, op, *combiner);
     else
-      mapColumnReduction(rewriter, op, *combiner, filled);
+      mapColumnReductions(rewriter, {{op, *combiner, filled}});
     return success();
   }
   if (std::optional<VectorPlan> plan = planVectorized(op)) {
@@ -1505,6 +1610,9 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
         }
     for (linalg::FillOp fill : fills)
       rewriter.eraseOp(fill);
+    if (!function.isExternal())
+      for (ArrayRef<ColumnReduction> group : findColumnGroups(function, filled))
+        mapColumnReductions(rewriter, group);
     SmallVector<linalg::LinalgOp> ops;
     function.walk([&](linalg::LinalgOp op) {
       if (!op->getParentOfType<scf::ForallOp>())

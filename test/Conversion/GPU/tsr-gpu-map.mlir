@@ -401,7 +401,7 @@ func.func @thread_reductions(%short: memref<40x31xf32>, %s: memref<40xf32>,
 // CHECK-NEXT: %[[WC:.*]]:2 = affine.delinearize_index %[[T]] into (8, 32)
 // CHECK-NEXT: %[[COL:.*]] = affine.apply #{{.*}}(%[[B]], %[[WC]]#1)
 // CHECK-NEXT: %[[C:.*]] = arith.minui %[[COL]], %c63
-// CHECK-NEXT: %[[PART:.*]] = scf.for %[[R:.*]] = %[[WC]]#0 to %c512 step %c8 iter_args
+// CHECK: %[[PART:.*]] = scf.for %[[R:.*]] = %[[WC]]#0 to %c512 step %c8 iter_args
 // CHECK-NEXT: memref.load %arg0[%[[R]], %[[C]]] : memref<512x64xf32>
 // CHECK: memref.store %[[PART]], %[[SMEM]][%[[WC]]#0, %[[WC]]#1]
 // CHECK-NEXT: gpu.barrier
@@ -832,15 +832,20 @@ func.func @stored_intermediates(%x: memref<40x64xf32>, %e: memref<40x64xf32>,
 // -----
 
 // A column reduction combines the value of the fill before it into each
-// output element itself (one kernel, no load of %db), also past ops on
-// other buffers (%other's fill and column reduction: both fills go). With
-// an op between that reads the output (a copy of %db), the fill stays a
-// kernel.
+// output element itself (no load of %db), also past ops on other buffers
+// (%other's fill: both fills go), and consecutive independent column
+// reductions over the same extents are one kernel (a LayerNorm's weight
+// and bias gradients), each with its own workgroup memory and barrier.
+// With an op between that reads the output (a copy of %db), the fill
+// stays a kernel; a reduction into what the one before wrote (%s twice)
+// gets a kernel of its own.
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @column_fill
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: scf.forall (%{{.*}}) in (2) {
+// CHECK-NEXT: memref.alloca() : memref<8x32xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: memref.alloca() : memref<8x32xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: scf.if
 // CHECK-NOT: memref.load %arg1
@@ -848,13 +853,15 @@ func.func @stored_intermediates(%x: memref<40x64xf32>, %e: memref<40x64xf32>,
 // CHECK-COUNT-7: arith.addf
 // CHECK-NEXT: %[[R:.*]] = arith.addf %{{.*}}, %[[ZERO]] : f32
 // CHECK-NEXT: memref.store %[[R]], %arg1
-// CHECK: } {mapping = [#gpu.block<x>]}
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %arg2
 // CHECK: } {mapping = [#gpu.block<x>]}
 // CHECK-NOT: {mapping = [#gpu.block<x>]}
 // CHECK-LABEL: func.func @column_fill_read
 // CHECK-COUNT-3: {mapping = [#gpu.block<x>]}
+// CHECK-NOT: {mapping = [#gpu.block<x>]}
+// CHECK-LABEL: func.func @column_dependent
+// CHECK-COUNT-2: {mapping = [#gpu.block<x>]}
 // CHECK-NOT: {mapping = [#gpu.block<x>]}
 func.func @column_fill(%dy: memref<512x64xf32>, %db: memref<64xf32>,
                        %other: memref<64xf32>) {
@@ -882,6 +889,22 @@ func.func @column_fill_read(%dy: memref<512x64xf32>, %db: memref<64xf32>,
   linalg.copy ins(%db : memref<64xf32>) outs(%other : memref<64xf32>)
   linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
       ins(%dy : memref<512x64xf32>) outs(%db : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @column_dependent(%x: memref<512x64xf32>, %y: memref<512x64xf32>,
+                            %s: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<512x64xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%y : memref<512x64xf32>) outs(%s : memref<64xf32>) {
   ^bb0(%a: f32, %o: f32):
     %r = arith.addf %a, %o : f32
     linalg.yield %r : f32

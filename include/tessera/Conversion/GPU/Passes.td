@@ -71,8 +71,11 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     order; where a `linalg.fill` of its output comes right before it (only
     allocations, deallocations and ops without memory effects between) and
     it writes each output element once, it combines the fill's value into
-    each element itself and the fill goes. Other reductions keep a thread
-    per output element.
+    each element itself and the fill goes; consecutive column reductions
+    over the same extents, none touching a buffer another writes (a
+    LayerNorm's weight and bias gradients), share one kernel, each with its
+    own workgroup buffer and barrier. Other reductions keep a thread per
+    output element.
 
     A row reduction and the ops before and after it on the same rows run as
     one kernel (a row chain; `fuse-rows=false` maps each op alone): ops
