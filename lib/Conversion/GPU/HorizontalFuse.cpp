@@ -93,14 +93,6 @@ std::optional<Access> accessOf(tessera::Kernel kernel, bool argumentsAlias) {
   if (!kernel.workgroup.empty())
     return std::nullopt;
   Access access;
-  auto root = [&](Value value) -> Value {
-    Value r = tessera::viewRoot(value);
-    if (auto arg = dyn_cast<BlockArgument>(r);
-        arg && argumentsAlias &&
-        isa<func::FuncOp>(arg.getParentBlock()->getParentOp()))
-      return arg.getParentBlock()->getArgument(0);
-    return r;
-  };
   WalkResult walk = kernel.threads.getBody()->walk([&](Operation *op) {
     if (isa<gpu::SubgroupReduceOp>(op)) {
       access.warpReductions = true;
@@ -121,7 +113,7 @@ std::optional<Access> accessOf(tessera::Kernel kernel, bool argumentsAlias) {
       Value value = effect.getValue();
       if (!value || !isa<MemRefType>(value.getType()))
         return WalkResult::interrupt();
-      Value r = root(value);
+      Value r = tessera::bufferRoot(value, argumentsAlias);
       access.touched.insert(r);
       if (isa<MemoryEffects::Write>(effect.getEffect()))
         access.written.insert(r);

@@ -134,3 +134,12 @@ Value mlir::tessera::viewRoot(Value value) {
     value = view.getViewSource();
   return value;
 }
+
+Value mlir::tessera::bufferRoot(Value value, bool argumentsAlias) {
+  Value root = viewRoot(value);
+  if (auto arg = dyn_cast<BlockArgument>(root);
+      arg && argumentsAlias &&
+      isa<func::FuncOp>(arg.getParentBlock()->getParentOp()))
+    return arg.getParentBlock()->getArgument(0);
+  return root;
+}

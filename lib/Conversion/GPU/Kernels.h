@@ -62,6 +62,11 @@ bool touchesBuffer(Operation *op);
 /// view-like ops (subview, collapse_shape, ...) come from.
 Value viewRoot(Value value);
 
+/// viewRoot(value), but with `argumentsAlias` (a function whose callers may
+/// pass one buffer for two arguments) the function's first argument for
+/// any of its arguments: they count as one buffer.
+Value bufferRoot(Value value, bool argumentsAlias);
+
 } // namespace mlir::tessera
 
 #endif // TESSERA_LIB_CONVERSION_GPU_KERNELS_H

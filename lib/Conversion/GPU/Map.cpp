@@ -52,6 +52,17 @@ SmallVector<Value> splitIndex(OpBuilder &b, Location loc, Value linear,
   return SmallVector<Value>(split.getResults());
 }
 
+/// `outer * size + inner`, an affine.apply at `b`'s insertion point (a
+/// block's and thread's index into a linear one).
+Value linearIndex(OpBuilder &b, Location loc, Value outer, int64_t size,
+                  Value inner) {
+  return affine::AffineApplyOp::create(
+      b, loc,
+      AffineMap::get(2, 0,
+                     b.getAffineDimExpr(0) * size + b.getAffineDimExpr(1)),
+      ValueRange{outer, inner});
+}
+
 /// Creates a kernel of one thread per index of [0, total), 256 to a block,
 /// at `rewriter`'s insertion point; moves the insertion point into the
 /// guard that the surplus threads of the last block skip and returns the
@@ -61,12 +72,8 @@ Value createLinearKernel(IRRewriter &rewriter, Location loc, int64_t total) {
   scf::ForallOp block = tessera::createKernel(
       rewriter, loc, llvm::divideCeil(total, threads), threads);
   Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
-  Value linear = affine::AffineApplyOp::create(
-      rewriter, loc,
-      AffineMap::get(2, 0,
-                     rewriter.getAffineDimExpr(0) * threads +
-                         rewriter.getAffineDimExpr(1)),
-      ValueRange{blockId, block.getInductionVar(0)});
+  Value linear =
+      linearIndex(rewriter, loc, blockId, threads, block.getInductionVar(0));
   Value inside = arith::CmpIOp::create(
       rewriter, loc, arith::CmpIPredicate::ult, linear,
       arith::ConstantIndexOp::create(rewriter, loc, total));
@@ -345,6 +352,13 @@ std::optional<int64_t> vectorElementBytes(Type type) {
   if (!isa<IntegerType, FloatType>(type) || type.getIntOrFloatBitWidth() % 8)
     return std::nullopt;
   return type.getIntOrFloatBitWidth() / 8;
+}
+
+/// The alignment of a vector access to `width` consecutive elements of
+/// `element`: their bytes, at most 16.
+llvm::MaybeAlign vectorAlignment(Type element, int64_t width) {
+  return llvm::MaybeAlign(
+      std::min<int64_t>(kVectorBytes, width * *vectorElementBytes(element)));
 }
 
 /// `value` through `map` as a vector of `width`: a uniform (scalar) value
@@ -630,8 +644,7 @@ private:
     return vector::LoadOp::create(
         rewriter, loc, VectorType::get({width}, element), operand->get(),
         indices(operand), /*nontemporal=*/false,
-        llvm::MaybeAlign(std::min<int64_t>(
-            kVectorBytes, width * *vectorElementBytes(element))));
+        vectorAlignment(element, width));
   }
 
 public:
@@ -656,6 +669,31 @@ private:
 /// Warps of a block, and the partial values of a column reduction's block.
 constexpr int64_t kWarps = tessera::kBlockSize / tessera::kWarpSize;
 
+/// A kernel of a warp per row: its loop over blocks, a lane's index in its
+/// warp, its warp's row and that row clamped to the last one (what the last
+/// block's surplus warps compute again).
+struct WarpRows {
+  scf::ForallOp grid;
+  Value lane, row, clamped;
+};
+
+/// Creates an empty kernel with a warp per row of `rows`, eight to a block,
+/// at `rewriter`'s insertion point and moves the insertion point into its
+/// thread loop.
+WarpRows createWarpRowKernel(IRRewriter &rewriter, Location loc, int64_t rows) {
+  int64_t warps = std::min(rows, kWarps);
+  scf::ForallOp block = tessera::createKernel(
+      rewriter, loc, llvm::divideCeil(rows, warps), warps * tessera::kWarpSize);
+  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
+  auto lanes = affine::AffineDelinearizeIndexOp::create(
+      rewriter, loc, block.getInductionVar(0),
+      ArrayRef<int64_t>{warps, tessera::kWarpSize}, /*hasOuterBound=*/true);
+  Value row = linearIndex(rewriter, loc, blockId, warps, lanes.getResult(0));
+  Value last = arith::ConstantIndexOp::create(rewriter, loc, rows - 1);
+  return {cast<scf::ForallOp>(block->getParentOp()), lanes.getResult(1), row,
+          arith::MinUIOp::create(rewriter, loc, row, last)};
+}
+
 /// Replaces the row reduction `op` by a kernel with a warp per output
 /// element, eight to a block: lane `l` folds iterations l, l + 32, ... of
 /// the linearized reduction space (with 16-byte loads where the layout
@@ -671,22 +709,8 @@ void mapRowReduction(IRRewriter &rewriter, linalg::LinalgOp op,
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   int64_t rows = emit.outputs;
-  int64_t warps = std::min(rows, kWarps);
-  scf::ForallOp block = tessera::createKernel(
-      rewriter, loc, llvm::divideCeil(rows, warps), warps * tessera::kWarpSize);
-  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
-  auto lanes = affine::AffineDelinearizeIndexOp::create(
-      rewriter, loc, block.getInductionVar(0),
-      ArrayRef<int64_t>{warps, tessera::kWarpSize}, /*hasOuterBound=*/true);
-  Value warp = lanes.getResult(0), lane = lanes.getResult(1);
-  Value row = affine::AffineApplyOp::create(
-      rewriter, loc,
-      AffineMap::get(2, 0,
-                     rewriter.getAffineDimExpr(0) * warps +
-                         rewriter.getAffineDimExpr(1)),
-      ValueRange{blockId, warp});
-  emit.setOutput(
-      arith::MinUIOp::create(rewriter, loc, row, emit.index(rows - 1)));
+  auto [grid, lane, row, clamped] = createWarpRowKernel(rewriter, loc, rows);
+  emit.setOutput(clamped);
   // 16 bytes of each row per lane and iteration where the layout allows:
   // lane l folds elements [w·l, w·l + w), [w·(l + 32), ...), in order.
   std::optional<VectorPlan> plan =
@@ -742,12 +766,7 @@ void mapColumnReductions(IRRewriter &rewriter,
       rewriter, loc, block.getInductionVar(0),
       ArrayRef<int64_t>{kWarps, tessera::kWarpSize}, /*hasOuterBound=*/true);
   Value warp = part.getResult(0), lane = part.getResult(1);
-  Value column = affine::AffineApplyOp::create(
-      rewriter, loc,
-      AffineMap::get(2, 0,
-                     rewriter.getAffineDimExpr(0) * tessera::kWarpSize +
-                         rewriter.getAffineDimExpr(1)),
-      ValueRange{blockId, lane});
+  Value column = linearIndex(rewriter, loc, blockId, tessera::kWarpSize, lane);
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   };
@@ -841,10 +860,6 @@ void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
     }
     return indices;
   };
-  auto alignment = [&](Type element) {
-    return llvm::MaybeAlign(std::min<int64_t>(
-        kVectorBytes, plan.width * *vectorElementBytes(element)));
-  };
   IRMapping map;
   for (OpOperand &operand : op->getOpOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(&operand);
@@ -857,7 +872,7 @@ void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
       map.map(arg, vector::LoadOp::create(
                        rewriter, loc, vectorOf(arg.getType()), source,
                        indicesOf(operand), /*nontemporal=*/false,
-                       alignment(arg.getType())));
+                       vectorAlignment(arg.getType(), plan.width)));
     } else {
       map.map(arg, memref::LoadOp::create(rewriter, loc, source,
                                           indicesOf(operand)));
@@ -870,7 +885,7 @@ void mapVectorized(IRRewriter &rewriter, linalg::LinalgOp op,
     vector::StoreOp::create(rewriter, loc,
                             widen(rewriter, loc, map, yielded, plan.width),
                             init.get(), indicesOf(init), /*nontemporal=*/false,
-                            alignment(yielded.getType()));
+                            vectorAlignment(yielded.getType(), plan.width));
   rewriter.eraseOp(op);
 }
 
@@ -894,8 +909,8 @@ struct RowOp {
   linalg::LinalgOp op;
   RowRole role;
   std::optional<Combiner> combiner;
-  /// The elements a lane reads and writes at a time (Elementwise and
-  /// Reduction ops; 1 where the op has no vector plan).
+  /// The most elements a lane can read and write at a time (Elementwise
+  /// and Reduction ops: their vector plan's width, 1 without one).
   int64_t width = 1;
 };
 
@@ -1014,14 +1029,6 @@ bool isSafeRowChain(ArrayRef<RowOp> ops, unsigned rows, bool argumentsAlias) {
     Held held = Held::Unseen;
   };
   llvm::DenseMap<Value, Root> roots;
-  auto rootOf = [&](Value value) -> Value {
-    Value root = tessera::viewRoot(value);
-    if (auto arg = dyn_cast<BlockArgument>(root);
-        arg && argumentsAlias &&
-        isa<func::FuncOp>(arg.getParentBlock()->getParentOp()))
-      return arg.getParentBlock()->getArgument(0);
-    return root;
-  };
   for (const RowOp &row : ops) {
     linalg::LinalgOp op = row.op;
     // An op reads its operands before it writes.
@@ -1034,8 +1041,9 @@ bool isSafeRowChain(ArrayRef<RowOp> ops, unsigned rows, bool argumentsAlias) {
           continue;
         RowAccess access = rowAccess(op.getMatchingIndexingMap(&operand), rows,
                                      op.getNumLoops());
-        auto [it, inserted] = roots.try_emplace(rootOf(operand.get()),
-                                                Root{operand.get(), access});
+        auto [it, inserted] = roots.try_emplace(
+            tessera::bufferRoot(operand.get(), argumentsAlias),
+            Root{operand.get(), access});
         Root &root = it->second;
         // Two views of a buffer of the same static layout index the same
         // elements at the iteration's element.
@@ -1124,8 +1132,6 @@ SmallVector<RowChain, 4> findRowChains(IRRewriter &rewriter,
       if (!next ||
           (next->role != RowRole::Uniform && next->width < chain.width))
         return false;
-      if (next->role != RowRole::Uniform)
-        next->width = chain.width;
       SmallVector<RowOp> trial = chain.ops;
       trial.insert(front ? trial.begin() : trial.end(), *next);
       if (!isSafeRowChain(trial, p, argumentsAlias))
@@ -1149,9 +1155,6 @@ SmallVector<RowChain, 4> findRowChains(IRRewriter &rewriter,
     }
     if (chain.ops.size() < 2)
       continue;
-    for (RowOp &row : chain.ops)
-      if (row.role != RowRole::Uniform)
-        row.width = chain.width;
     for (size_t i = begin; i < end; ++i)
       if (isa<memref::DeallocOp>(order[i]))
         chain.deallocs.push_back(order[i]);
@@ -1184,21 +1187,7 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
     rows *= r;
   for (int64_t r : chain.row)
     elements *= r;
-  int64_t warps = std::min(rows, kWarps);
-  scf::ForallOp block = tessera::createKernel(
-      rewriter, loc, llvm::divideCeil(rows, warps), warps * tessera::kWarpSize);
-  Value blockId = cast<scf::ForallOp>(block->getParentOp()).getInductionVar(0);
-  auto lanes = affine::AffineDelinearizeIndexOp::create(
-      rewriter, loc, block.getInductionVar(0),
-      ArrayRef<int64_t>{warps, tessera::kWarpSize}, /*hasOuterBound=*/true);
-  Value warp = lanes.getResult(0), lane = lanes.getResult(1);
-  Value row = affine::AffineApplyOp::create(
-      rewriter, loc,
-      AffineMap::get(2, 0,
-                     rewriter.getAffineDimExpr(0) * warps +
-                         rewriter.getAffineDimExpr(1)),
-      ValueRange{blockId, warp});
-  Value clamped = arith::MinUIOp::create(rewriter, loc, row, index(rows - 1));
+  auto [grid, lane, row, clamped] = createWarpRowKernel(rewriter, loc, rows);
   SmallVector<Value> rowIvs = splitIndex(rewriter, loc, clamped, chain.rows);
   Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                        row, index(rows));
@@ -1252,9 +1241,7 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
         vector::StoreOp::create(
             rewriter, loc, value, init.get(), indicesOf(op, init, ivs),
             /*nontemporal=*/false,
-            llvm::MaybeAlign(std::min<int64_t>(
-                kVectorBytes,
-                width * *vectorElementBytes(getElementTypeOrSelf(value)))));
+            vectorAlignment(getElementTypeOrSelf(value), width));
       else
         memref::StoreOp::create(rewriter, loc, value, init.get(),
                                 indicesOf(op, init, ivs));
@@ -1325,9 +1312,7 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
                 vector::LoadOp::create(
                     rewriter, loc, VectorType::get({width}, arg.getType()),
                     source, indicesOf(op, operand, ivs), /*nontemporal=*/false,
-                    llvm::MaybeAlign(std::min<int64_t>(
-                        kVectorBytes,
-                        width * *vectorElementBytes(arg.getType())))));
+                    vectorAlignment(arg.getType(), width)));
       else
         map.map(arg, memref::LoadOp::create(rewriter, loc, source,
                                             indicesOf(op, operand, ivs)));
@@ -1409,23 +1394,16 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
     }
     }
   }
-  Operation *grid = block->getParentOp();
   for (Operation *dealloc : llvm::reverse(chain.deallocs))
     rewriter.moveOpAfter(dealloc, grid);
   for (const RowOp &step : chain.ops)
     rewriter.eraseOp(step.op);
 }
 
-/// The buffer `value` is in: its view root, where `function` is private
-/// (its callers may pass one buffer twice) the first argument for any
-/// argument.
+/// The buffer `value` of `function` is in (a private function's callers
+/// may pass one buffer twice).
 Value bufferOf(Value value, func::FuncOp function) {
-  Value root = tessera::viewRoot(value);
-  if (auto arg = dyn_cast<BlockArgument>(root);
-      arg && !function.isPublic() &&
-      arg.getParentBlock()->getParentOp() == function)
-    return arg.getParentBlock()->getArgument(0);
-  return root;
+  return tessera::bufferRoot(value, !function.isPublic());
 }
 
 /// The runs of consecutive column reductions of `function`'s body (but ops
