@@ -707,9 +707,10 @@ void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
   p.read(max);
 }
 
-/// The log-softmax of the scores, then one reduction of the loss and the
-/// weights of the samples that count (with reduction none, per sample),
-/// then for a mean the division.
+/// The log-softmax of the scores, then the reduction of the loss (with
+/// reduction none, per sample), then for a mean the sum of the weights of
+/// the samples that count (a second reduction with class weights or an
+/// ignored label, otherwise the number of samples) and the division.
 void lowerSoftmaxCrossEntropy(Program &p, tsr::SoftmaxCrossEntropyLossOp op) {
   softmaxSteps(p, op, op.getScores(), /*axis=*/1, /*log=*/true);
   unsigned logp = p.scratch(
@@ -717,19 +718,28 @@ void lowerSoftmaxCrossEntropy(Program &p, tsr::SoftmaxCrossEntropyLossOp op) {
   p.step(op);
   p.read(logp);
   p.read(op.getTarget());
-  if (Value weights = op.getWeights())
+  Value weights = op.getWeights();
+  if (weights)
     p.read(weights);
-  int64_t bytes = tsr::getStaticTensorBytes(op.getType());
   if (op.getReduction() != tsr::LossReduction::mean) {
     p.define(op);
-    p.scratch("weight sums", bytes);
     return;
   }
+  int64_t bytes = tsr::getStaticTensorBytes(op.getType());
   unsigned loss = p.scratch("loss sum", bytes);
-  unsigned weight = p.scratch("weight sum", bytes);
+  // A constant count folds into the division.
+  std::optional<unsigned> weight;
+  if (weights || op.getIgnoreIndexAttr()) {
+    p.step(op);
+    p.read(op.getTarget());
+    if (weights)
+      p.read(weights);
+    weight = p.scratch("weight sum", bytes);
+  }
   p.step(op);
   p.read(loss);
-  p.read(weight);
+  if (weight)
+    p.read(*weight);
   p.define(op);
 }
 

@@ -303,9 +303,20 @@ std::optional<Combiner> matchReduction(linalg::LinalgOp op) {
   Value element = combine->getOperand(combine->getOperand(0) == out ? 1 : 0);
   if (element == out || !isa<FloatType>(element.getType()))
     return std::nullopt;
-  for (Operation &nested : body->without_terminator())
+  // The body may read buffers other than the one it accumulates into (a
+  // loss reads each sample's log-probability at its label).
+  auto function = op->getParentOfType<func::FuncOp>();
+  bool argumentsAlias = !function || !function.isPublic();
+  Value accumulated = tessera::bufferRoot(init->get(), argumentsAlias);
+  for (Operation &nested : body->without_terminator()) {
+    if (auto read = dyn_cast<memref::LoadOp>(nested)) {
+      if (tessera::bufferRoot(read.getMemRef(), argumentsAlias) == accumulated)
+        return std::nullopt;
+      continue;
+    }
     if (nested.getNumRegions() != 0 || !isPure(&nested))
       return std::nullopt;
+  }
   return Combiner{*kind, combine, element, *shape};
 }
 
@@ -446,8 +457,16 @@ std::optional<VectorPlan> planVectorAccess(linalg::LinalgOp op, unsigned inner,
     return std::nullopt;
   for (Operation &nested : body->without_terminator()) {
     if (auto index = dyn_cast<linalg::IndexOp>(nested)) {
-      if (index.getDim() == inner)
-        return std::nullopt;
+      // The position along `inner` (a one-hot's class) as an integer: a
+      // vector of consecutive values.
+      if (index.getDim() == inner) {
+        if (!llvm::all_of(index->getUsers(), [](Operation *user) {
+              auto cast = dyn_cast<arith::IndexCastOp>(user);
+              return cast && isa<IntegerType>(cast.getType());
+            }))
+          return std::nullopt;
+        plan.varying.insert(index.getResult());
+      }
       continue;
     }
     if (nested.hasTrait<OpTrait::ConstantLike>())
@@ -483,7 +502,9 @@ std::optional<VectorPlan> planVectorized(linalg::LinalgOp op) {
 /// Clones the ops of `body` (but `skip`) at the insertion point, through
 /// `map`: an op on values that differ between the `plan.width` elements a
 /// thread runs as the op on vectors, its uniform operands broadcast, the
-/// others as they are; `linalg.index` of dimension d is `ivs[d]`.
+/// others as they are; `linalg.index` of dimension d is `ivs[d]`, and an
+/// integer cast of it along the vector's dimension the vector of the
+/// `plan.width` consecutive positions from there.
 void cloneVectorBody(IRRewriter &rewriter, Location loc, Block *body,
                      const VectorPlan &plan, ArrayRef<Value> ivs,
                      IRMapping &map, Operation *skip = nullptr) {
@@ -492,6 +513,24 @@ void cloneVectorBody(IRRewriter &rewriter, Location loc, Block *body,
       continue;
     if (auto linalgIndex = dyn_cast<linalg::IndexOp>(nested)) {
       map.map(linalgIndex.getResult(), ivs[linalgIndex.getDim()]);
+      continue;
+    }
+    if (auto cast = dyn_cast<arith::IndexCastOp>(nested);
+        cast && plan.varying.contains(cast.getIn()) &&
+        isa<linalg::IndexOp>(cast.getIn().getDefiningOp())) {
+      auto integer = cast.getType();
+      auto type = VectorType::get({plan.width}, integer);
+      Value first = arith::IndexCastOp::create(rewriter, loc, integer,
+                                               map.lookup(cast.getIn()));
+      SmallVector<Attribute> offsets;
+      for (int64_t k = 0; k < plan.width; ++k)
+        offsets.push_back(rewriter.getIntegerAttr(integer, k));
+      Value positions = arith::AddIOp::create(
+          rewriter, loc,
+          vector::BroadcastOp::create(rewriter, loc, type, first),
+          arith::ConstantOp::create(rewriter, loc,
+                                    DenseElementsAttr::get(type, offsets)));
+      map.map(cast.getResult(), positions);
       continue;
     }
     if (!plan.varying.contains(nested.getResult(0))) {
@@ -1406,6 +1445,19 @@ Value bufferOf(Value value, func::FuncOp function) {
   return tessera::bufferRoot(value, !function.isPublic());
 }
 
+/// The buffers that `op` reads or writes: its operands and what its body
+/// loads.
+SmallVector<std::pair<Value, bool>> touchedBuffers(linalg::LinalgOp op) {
+  SmallVector<std::pair<Value, bool>> result;
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<MemRefType>(operand.get().getType()))
+      result.push_back({operand.get(), op.isDpsInit(&operand)});
+  op.getBlock()->walk([&](memref::LoadOp read) {
+    result.push_back({read.getMemRef(), false});
+  });
+  return result;
+}
+
 /// The runs of consecutive column reductions of `function`'s body (but ops
 /// that isChainNeutral accepts between them) over the same parallel and
 /// reduction extents, none touching a buffer another one writes: each run
@@ -1443,11 +1495,8 @@ findColumnGroups(func::FuncOp function,
     auto shape = extents(op);
     llvm::SmallPtrSet<Value, 8> touched, written;
     auto independent = [&](linalg::LinalgOp member, bool record) {
-      for (OpOperand &operand : member->getOpOperands()) {
-        if (!isa<MemRefType>(operand.get().getType()))
-          continue;
-        Value buffer = bufferOf(operand.get(), function);
-        bool writes = member.isDpsInit(&operand);
+      for (auto [operand, writes] : touchedBuffers(member)) {
+        Value buffer = bufferOf(operand, function);
         if (!record &&
             (written.contains(buffer) || (writes && touched.contains(buffer))))
           return false;
@@ -1507,9 +1556,8 @@ linalg::FillOp fillBeforeColumnReduction(linalg::LinalgOp op) {
     if (isChainNeutral(it))
       continue;
     auto between = dyn_cast<linalg::LinalgOp>(it);
-    if (!between || llvm::any_of(between->getOperands(), [&](Value operand) {
-          return isa<MemRefType>(operand.getType()) &&
-                 bufferOf(operand, function) == output;
+    if (!between || llvm::any_of(touchedBuffers(between), [&](auto touched) {
+          return bufferOf(touched.first, function) == output;
         }))
       return {};
   }

@@ -160,7 +160,10 @@ struct RandomUniformPattern : OpConversionPattern<tsr::RandomUniformOp> {
 
 /// −logp[n, t, d..]·w[t] per sample from log-probabilities [N, C, D..];
 /// ignored targets give 0 with weight 0. `mean` divides the weighted sum by
-/// the sum of the weights of the samples that count.
+/// the sum of the weights of the samples that count: a second reduction
+/// over the targets when there are class weights or an ignored label,
+/// otherwise the number of samples. Each reduction has one output, the
+/// form that tsr-gpu-map runs on a warp.
 template <typename OpT>
 Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
                 Value weights, RankedTensorType lossType) {
@@ -179,46 +182,64 @@ Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
   AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
   AffineMap out = none ? id : AffineMap::get(rank, 0, {}, ctx);
   Value zero = scalarConstant(b, loc, elem, 0.0);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{outType, outType}, target,
-      ValueRange{filledTensor(b, loc, outType, zero),
-                 filledTensor(b, loc, outType, zero)},
-      {id, out, out},
+  SmallVector<utils::IteratorType> loops =
       iterators(rank, none ? utils::IteratorType::parallel
-                           : utils::IteratorType::reduction),
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value t = a[0];
-        Value tIdx = arith::IndexCastOp::create(nb, l, nb.getIndexType(), t);
-        tIdx = arith::MaxSIOp::create(nb, l, tIdx, indexConstant(nb, l, 0));
-        tIdx = arith::MinSIOp::create(nb, l, tIdx,
-                                      indexConstant(nb, l, classes - 1));
-        SmallVector<Value> at = {linalg::IndexOp::create(nb, l, 0), tIdx};
-        for (int64_t d = 1; d < rank; ++d)
-          at.push_back(linalg::IndexOp::create(nb, l, d));
-        Value lp = tensor::ExtractOp::create(nb, l, logp, at);
-        Value w = weights ? (Value)tensor::ExtractOp::create(nb, l, weights,
-                                                             ValueRange{tIdx})
-                          : scalarConstant(nb, l, elem, 1.0);
-        if (ignore) {
-          Value skip = arith::CmpIOp::create(
-              nb, l, CmpIPredicate::eq, t,
-              scalarConstant(nb, l, t.getType(), (double)*ignore));
-          w = arith::SelectOp::create(nb, l, skip,
-                                      scalarConstant(nb, l, elem, 0.0), w);
-        }
-        Value loss =
-            arith::MulFOp::create(nb, l, arith::NegFOp::create(nb, l, lp), w);
-        if (!none) {
-          loss = arith::AddFOp::create(nb, l, loss, a[1]);
-          w = arith::AddFOp::create(nb, l, w, a[2]);
-        }
-        linalg::YieldOp::create(nb, l, ValueRange{loss, w});
-      });
-  Value loss = generic.getResult(0);
+                           : utils::IteratorType::reduction);
+  // The class of target `t`, clamped into range, and the weight of its
+  // sample.
+  auto classOf = [&](OpBuilder &nb, Location l, Value t) -> Value {
+    Value c = arith::IndexCastOp::create(nb, l, nb.getIndexType(), t);
+    c = arith::MaxSIOp::create(nb, l, c, indexConstant(nb, l, 0));
+    return arith::MinSIOp::create(nb, l, c, indexConstant(nb, l, classes - 1));
+  };
+  auto weightOf = [&](OpBuilder &nb, Location l, Value t, Value c) {
+    Value w = weights ? (Value)tensor::ExtractOp::create(nb, l, weights,
+                                                         ValueRange{c})
+                      : scalarConstant(nb, l, elem, 1.0);
+    if (!ignore)
+      return w;
+    Value skip = arith::CmpIOp::create(
+        nb, l, CmpIPredicate::eq, t,
+        scalarConstant(nb, l, t.getType(), (double)*ignore));
+    return (Value)arith::SelectOp::create(nb, l, skip,
+                                          scalarConstant(nb, l, elem, 0.0), w);
+  };
+  Value loss =
+      linalg::GenericOp::create(
+          b, loc, outType, target, filledTensor(b, loc, outType, zero),
+          {id, out}, loops,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value c = classOf(nb, l, a[0]);
+            SmallVector<Value> at = {linalg::IndexOp::create(nb, l, 0), c};
+            for (int64_t d = 1; d < rank; ++d)
+              at.push_back(linalg::IndexOp::create(nb, l, d));
+            Value lp = tensor::ExtractOp::create(nb, l, logp, at);
+            Value v = arith::NegFOp::create(nb, l, lp);
+            if (weights || ignore)
+              v = arith::MulFOp::create(nb, l, v, weightOf(nb, l, a[0], c));
+            if (!none)
+              v = arith::AddFOp::create(nb, l, v, a[1]);
+            linalg::YieldOp::create(nb, l, v);
+          })
+          .getResult(0);
   if (reduction != tsr::LossReduction::mean)
     return loss;
-  return buildElementwise(b, loc, outType,
-                          ValueRange{loss, generic.getResult(1)},
+  Value count;
+  if (weights || ignore)
+    count = linalg::GenericOp::create(
+                b, loc, outType, target, filledTensor(b, loc, outType, zero),
+                {id, out}, loops,
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value w = weightOf(nb, l, a[0], classOf(nb, l, a[0]));
+                  linalg::YieldOp::create(
+                      nb, l, (Value)arith::AddFOp::create(nb, l, w, a[1]));
+                })
+                .getResult(0);
+  else
+    count = filledTensor(
+        b, loc, outType,
+        scalarConstant(b, loc, elem, double(targetType.getNumElements())));
+  return buildElementwise(b, loc, outType, ValueRange{loss, count},
                           [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                             return arith::DivFOp::create(nb, l, a[0], a[1]);
                           });

@@ -159,16 +159,17 @@ struct TsrAppendLossPass : tessera::impl::TsrAppendLossBase<TsrAppendLossPass> {
       Value sum = g.reduceSum(sq, all, /*keepdims=*/false);
       return g.div(sum, g.scalarLike(sum, double(yType.getNumElements())));
     }
-    // Classes on the last axis: move them to axis 1 as the ONNX loss wants.
+    // Classes on the last axis, where the ONNX loss wants them on axis 1:
+    // every sample becomes a row of [samples, classes]. A mean over all
+    // samples does not depend on their order, and a row per sample keeps
+    // the log-softmax a reduction over contiguous classes; transposing to
+    // [N, C, d...] instead would copy the logits and their gradient.
     Value scores = y;
-    if (rank == 1) {
-      scores = g.reshape(y, {1, yType.getDimSize(0)});
-      t = g.reshape(t, {1});
-    } else if (rank > 2) {
-      SmallVector<int64_t> perm{0, rank - 1};
-      for (int64_t d = 1; d < rank - 1; ++d)
-        perm.push_back(d);
-      scores = g.transpose(y, perm);
+    if (rank != 2) {
+      int64_t samples =
+          ShapedType::getNumElements(yType.getShape().drop_back());
+      scores = g.reshape(y, {samples, yType.getShape().back()});
+      t = g.reshape(t, {samples});
     }
     IntegerAttr ignore;
     if (ignoreIndex != std::numeric_limits<int64_t>::min())

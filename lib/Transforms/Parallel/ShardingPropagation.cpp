@@ -213,6 +213,23 @@ struct TsrShardingPropagationPass
     return isWeight(v) && undecided.contains(v);
   }
 
+  /// Whether a user of `v` needs dimension `d` whole whatever it decides:
+  /// its rule cannot split the factor there. A split that such a user
+  /// gathers again saves nothing, so the split costs that gather (a
+  /// reshape of a whole input straight into the loss stays whole rather
+  /// than being sliced and gathered back).
+  bool gatheredByAUser(Value v, int d) const {
+    for (OpOperand &use : v.getUses()) {
+      std::optional<ShardingRule> rule = getShardingRule(use.getOwner());
+      if (!rule)
+        continue;
+      ArrayRef<unsigned> factors = rule->operands[use.getOperandNumber()][d];
+      if (!factors.empty() && !splittable(*rule, factors.front()))
+        return true;
+    }
+    return false;
+  }
+
   SmallVector<Candidate> candidates(Operation *op, const ShardingRule &rule) {
     SmallVector<Layout> current;
     for (Value v : op->getOperands())
@@ -238,6 +255,9 @@ struct TsrShardingPropagationPass
           out.dim = dimOf(rule.results[r], *f);
         if (keepPartial)
           out.partial = true;
+        if (out.dim >= 0 && !out.partial &&
+            gatheredByAUser(op->getResult(r), out.dim))
+          c.cost += reshardCost(op->getResult(r), out, Layout());
         c.results.push_back(out);
       }
       return c;

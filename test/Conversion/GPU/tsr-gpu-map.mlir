@@ -95,12 +95,14 @@ func.func @vectorized(%x: memref<40x64xf32>, %b: memref<64xf32>, %r: memref<40xf
 // offset (2 elements) is a multiple of 2 but not 4 gets 2, an output read
 // in the body is loaded as a vector too, and a fill broadcasts its scalar.
 // What keeps a thread per element: an i1 buffer (a vector<4xi1> in memory
-// is packed bits, not bytes), a transposed read, linalg.index of the
-// innermost dimension.
+// is packed bits, not bytes), a transposed read. linalg.index of the
+// innermost dimension cast to an integer (a one-hot's class) is the
+// thread's first position plus [0, 1, 2, 3].
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func.func @widths
-// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK-DAG: %[[STEPS:.*]] = arith.constant dense<[0, 1, 2, 3]> : vector<4xi32>
 // CHECK: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<8x64xbf16>, vector<8xbf16>
 // CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: vector.store %{{.*}}, %arg1[{{.*}}] {alignment = 16 : i64} : memref<8x64xf32>, vector<8xf32>
@@ -115,8 +117,11 @@ func.func @vectorized(%x: memref<40x64xf32>, %b: memref<64xf32>, %r: memref<40xf
 // CHECK-NOT: vector.
 // CHECK: memref.load %arg4
 // CHECK-NOT: vector.
-// CHECK: arith.sitofp
-// CHECK-NOT: vector.
+// CHECK: %[[J:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK-NEXT: %[[JS:.*]] = vector.broadcast %[[J]] : i32 to vector<4xi32>
+// CHECK-NEXT: %[[JV:.*]] = arith.addi %[[JS]], %[[STEPS]] : vector<4xi32>
+// CHECK-NEXT: %[[F:.*]] = arith.sitofp %[[JV]] : vector<4xi32> to vector<4xf32>
+// CHECK-NEXT: vector.store %[[F]], %arg1[{{.*}}] {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
 // CHECK: return
 func.func @widths(%h: memref<8x64xbf16>, %y: memref<8x64xf32>, %m: memref<8x64xi1>,
                   %z: memref<8x64xf32>, %t: memref<64x8xf32>) {
@@ -633,8 +638,8 @@ func.func @uniform_op(%x: memref<40x64xf32>, %mean: memref<40xf32>, %y: memref<4
 // sums through another index (%s[j], which other warps write); (2) a
 // reduction into an argument it did not fill leaves its total in lane 0's
 // memory only, which the next op's other lanes would read; (3) an op that
-// reads its row a column at a time (linalg.index of the row dimension)
-// would lower the chain's width of 4; (4) an op with other effects in
+// reads a view whose rows are aligned to two elements only would lower the
+// chain's width of 4; (4) an op with other effects in
 // between; (5) in a private function, whose callers may pass one buffer
 // for two arguments, the chain writes an argument that it also reads in
 // another way.
@@ -691,7 +696,9 @@ func.func @lane_zero_total(%x: memref<40x64xf32>, %s: memref<40xf32>, %y: memref
   }
   return
 }
-func.func @narrower(%x: memref<40x64xf32>, %s: memref<40xf32>, %y: memref<40x64xf32>) {
+func.func @narrower(%x: memref<40x64xf32>, %s: memref<40xf32>, %big: memref<40x66xf32>,
+                    %y: memref<40x64xf32>) {
+  %w = memref.subview %big[0, 2] [40, 64] [1, 1] : memref<40x66xf32> to memref<40x64xf32, strided<[66, 1], offset: 2>>
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%s : memref<40xf32>)
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
@@ -700,13 +707,10 @@ func.func @narrower(%x: memref<40x64xf32>, %s: memref<40xf32>, %y: memref<40x64x
     %r = arith.addf %o, %a : f32
     linalg.yield %r : f32
   }
-  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%s : memref<40xf32>) outs(%y : memref<40x64xf32>) {
-  ^bb0(%b: f32, %o: f32):
-    %j = linalg.index 1 : index
-    %ji = arith.index_cast %j : index to i32
-    %jf = arith.sitofp %ji : i32 to f32
-    %q = arith.mulf %jf, %b : f32
+  linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %w : memref<40xf32>, memref<40x64xf32, strided<[66, 1], offset: 2>>) outs(%y : memref<40x64xf32>) {
+  ^bb0(%b: f32, %v: f32, %o: f32):
+    %q = arith.mulf %v, %b : f32
     linalg.yield %q : f32
   }
   return
@@ -838,7 +842,7 @@ func.func @stored_intermediates(%x: memref<40x64xf32>, %e: memref<40x64xf32>,
 // and bias gradients), each with its own workgroup memory and barrier.
 // With an op between that reads the output (a copy of %db), the fill
 // stays a kernel; a reduction into what the one before wrote (%s twice)
-// gets a kernel of its own.
+// gets a kernel of its own, and so does one whose body reads it.
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @column_fill
@@ -861,6 +865,9 @@ func.func @stored_intermediates(%x: memref<40x64xf32>, %e: memref<40x64xf32>,
 // CHECK-COUNT-3: {mapping = [#gpu.block<x>]}
 // CHECK-NOT: {mapping = [#gpu.block<x>]}
 // CHECK-LABEL: func.func @column_dependent
+// CHECK-COUNT-2: {mapping = [#gpu.block<x>]}
+// CHECK-NOT: {mapping = [#gpu.block<x>]}
+// CHECK-LABEL: func.func @column_body_reads
 // CHECK-COUNT-2: {mapping = [#gpu.block<x>]}
 // CHECK-NOT: {mapping = [#gpu.block<x>]}
 func.func @column_fill(%dy: memref<512x64xf32>, %db: memref<64xf32>,
@@ -907,6 +914,75 @@ func.func @column_dependent(%x: memref<512x64xf32>, %y: memref<512x64xf32>,
       ins(%y : memref<512x64xf32>) outs(%s : memref<64xf32>) {
   ^bb0(%a: f32, %o: f32):
     %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @column_body_reads(%x: memref<512x64xf32>, %s: memref<64xf32>,
+                             %t: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<512x64xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<512x64xf32>) outs(%t : memref<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %j = linalg.index 1 : index
+    %m = memref.load %s[%j] : memref<64xf32>
+    %d = arith.subf %a, %m : f32
+    %r = arith.addf %d, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A loss's reduction reads each sample's log-probability at its label from
+// a buffer it does not write: still one warp, each lane loading the
+// elements of its samples in its loop. A reduction whose body reads the
+// buffer it accumulates into stays a loop on one thread.
+#vec = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+// CHECK-LABEL: func.func @gathering_reduction
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK-NEXT: scf.forall (%{{.*}}) in (32) {
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c512 step %c32 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK-NEXT: %[[T:.*]] = memref.load %arg0[%[[K]]] : memref<512xi64>
+// CHECK-NEXT: %[[C:.*]] = arith.index_cast %[[T]] : i64 to index
+// CHECK-NEXT: %[[LP:.*]] = memref.load %arg1[%[[K]], %[[C]]] : memref<512x86xf32>
+// CHECK-NEXT: %[[NEG:.*]] = arith.negf %[[LP]] : f32
+// CHECK-NEXT: arith.addf %[[ACC]], %[[NEG]] : f32
+// CHECK: gpu.subgroup_reduce add
+// CHECK-LABEL: func.func @self_reading_reduction
+// CHECK: scf.forall (%{{.*}}) in (1) {
+// CHECK-NEXT: scf.forall (%{{.*}}) in (1) {
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c512 step %c1 {
+// CHECK-NOT: gpu.subgroup_reduce
+// CHECK: return
+func.func @gathering_reduction(%labels: memref<512xi64>, %logp: memref<512x86xf32>,
+                               %loss: memref<f32>) {
+  linalg.generic {indexing_maps = [#vec, #all], iterator_types = ["reduction"]}
+      ins(%labels : memref<512xi64>) outs(%loss : memref<f32>) {
+  ^bb0(%t: i64, %o: f32):
+    %c = arith.index_cast %t : i64 to index
+    %n = linalg.index 0 : index
+    %lp = memref.load %logp[%n, %c] : memref<512x86xf32>
+    %neg = arith.negf %lp : f32
+    %r = arith.addf %o, %neg : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @self_reading_reduction(%x: memref<512xf32>, %s: memref<f32>) {
+  linalg.generic {indexing_maps = [#vec, #all], iterator_types = ["reduction"]}
+      ins(%x : memref<512xf32>) outs(%s : memref<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %prev = memref.load %s[] : memref<f32>
+    %m = arith.mulf %a, %prev : f32
+    %r = arith.addf %o, %m : f32
     linalg.yield %r : f32
   }
   return

@@ -369,12 +369,35 @@ func.func @stop_gradient(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A mean loss is two reductions of one output each: the weighted loss,
+// then the weights of the samples that count (zero for an ignored label).
+// Without class weights or an ignored label the count is the number of
+// samples.
 // CHECK-LABEL: func.func @nll_mean
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]
-// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
+// CHECK: %[[LOSS:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<f32>)
+// CHECK: arith.negf
+// CHECK: arith.mulf
+// CHECK: %[[COUNT:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<f32>)
+// CHECK: arith.cmpi eq, %{{.*}}, %c-100_i64
+// CHECK: arith.select
+// CHECK: linalg.generic {{.*}} ins(%[[LOSS]], %[[COUNT]] : tensor<f32>, tensor<f32>)
+// CHECK: arith.divf
+// CHECK-LABEL: func.func @nll_mean_unweighted
+// CHECK: %[[LOSS:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK-NOT: arith.mulf
+// CHECK: } -> tensor<f32>
+// CHECK: %[[N:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK: %[[COUNT:.*]] = linalg.fill ins(%[[N]] : f32)
+// CHECK: linalg.generic {{.*}} ins(%[[LOSS]], %[[COUNT]] : tensor<f32>, tensor<f32>)
 // CHECK: arith.divf
 func.func @nll_mean(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %w: tensor<10xf32>) -> tensor<f32> {
   %0 = tsr.nll_loss %x, %t, %w {reduction = #tsr.loss_reduction<mean>, ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @nll_mean_unweighted(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  %0 = tsr.nll_loss %x, %t {reduction = #tsr.loss_reduction<mean>} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
   return %0 : tensor<f32>
 }
 

@@ -31,8 +31,10 @@ func.func @classifier(%x: tensor<4x3xf32> {tsr.name = "x"}, %w: tensor<3x10xf32>
 // A language model's [batch, sequence, vocabulary] logits.
 // CE-LABEL: func.func @lm(
 // CE-SAME: %[[X:arg0]]: tensor<2x5x7xf32> {tsr.name = "x"}, %[[T:arg1]]: tensor<2x5xi64> {tsr.name = "labels", tsr.role = #tsr.role<label>})
-// CE: %[[S:.*]] = tsr.transpose %[[X]] {perm = array<i64: 0, 2, 1>} : (tensor<2x5x7xf32>) -> tensor<2x7x5xf32>
-// CE: tsr.softmax_cross_entropy_loss %[[S]], %[[T]] : (tensor<2x7x5xf32>, tensor<2x5xi64>) -> tensor<f32>
+// Each position is a row of scores, so the classes stay contiguous.
+// CE: %[[S:.*]] = tsr.reshape %[[X]] : tensor<2x5x7xf32> to tensor<10x7xf32>
+// CE: %[[L:.*]] = tsr.reshape %[[T]] : tensor<2x5xi64> to tensor<10xi64>
+// CE: tsr.softmax_cross_entropy_loss %[[S]], %[[L]] : (tensor<10x7xf32>, tensor<10xi64>) -> tensor<f32>
 // MSE-LABEL: func.func @lm(
 // MSE: tsr.reduce_sum %{{.*}} {axes = array<i64: 0, 1, 2>, keepdims = false}
 // MSE: tsr.constant dense<7.000000e+01> : tensor<f32>

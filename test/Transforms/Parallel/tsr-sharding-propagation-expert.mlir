@@ -1,5 +1,5 @@
-// RUN: tessera-opt %s "--tsr-sharding-propagation=axis=ep expert-parallel=true" | FileCheck %s
-// RUN: tessera-opt %s "--tsr-sharding-propagation=axis=ep expert-parallel=true" "--tsr-sharding-partition=all-to-all=ep" | FileCheck %s --check-prefix=PART
+// RUN: tessera-opt %s -split-input-file "--tsr-sharding-propagation=axis=ep expert-parallel=true" | FileCheck %s
+// RUN: tessera-opt %s -split-input-file "--tsr-sharding-propagation=axis=ep expert-parallel=true" "--tsr-sharding-partition=all-to-all=ep" | FileCheck %s --check-prefix=PART
 
 // Expert parallelism from the costs (GShard): the batch is split over ep
 // (dimension 0 of the data, followed through the router, softmax, top-k and
@@ -68,5 +68,30 @@ module attributes {tsr.mesh = #tsr.mesh<["ep"=2]>} {
     %hot = tsr.one_hot %e {depth = 4 : i64, axis = -1 : i64, on_value = 1.0 : f64, off_value = 0.0 : f64} : (tensor<4x6x2xi64>) -> tensor<4x6x2x4xi64>
     %load = tsr.reduce_sum %hot {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<4x6x2x4xi64>) -> tensor<4xi64>
     return %l, %load : tensor<f32>, tensor<4xi64>
+  }
+}
+
+// -----
+
+// A loss needs its samples whole. The logits arrive split along the batch
+// and are gathered; the labels arrive whole, and their reshape to one row
+// per sample stays whole (splitting it would be free, but the loss would
+// gather it straight back): only the logits are gathered.
+// CHECK-LABEL: func.func @loss_rows(
+// CHECK: tsr.reshape %{{.*}} {tsr.operand_shardings = [#tsr.sharding<{{\[\["ep"\], \[\], \[\]\]}}>], tsr.sharding = [#tsr.sharding<{{\[\["ep"\], \[\]\]}}>]} : tensor<4x6x8xf32> to tensor<24x8xf32>
+// CHECK: tsr.reshape %{{[^{]*}} : tensor<4x6xi64> to tensor<24xi64>
+// PART-LABEL: func.func @loss_rows(
+// PART: tsr.all_gather
+// PART-SAME: (tensor<12x8xf32>) -> tensor<24x8xf32>
+// PART-NOT: tsr.all_gather
+// PART: tsr.softmax_cross_entropy_loss
+module attributes {tsr.mesh = #tsr.mesh<["ep"=2]>} {
+  func.func @loss_rows(%x: tensor<4x6x8xf32> {tsr.name = "x", tsr.role = #tsr.role<data>},
+                       %t: tensor<4x6xi64> {tsr.name = "labels", tsr.role = #tsr.role<label>}) -> (tensor<f32> {tsr.name = "loss", tsr.role = #tsr.role<loss>}) {
+    %y = tsr.tanh %x : tensor<4x6x8xf32>
+    %rows = tsr.reshape %y : tensor<4x6x8xf32> to tensor<24x8xf32>
+    %labels = tsr.reshape %t : tensor<4x6xi64> to tensor<24xi64>
+    %l = tsr.softmax_cross_entropy_loss %rows, %labels {reduction = #tsr.loss_reduction<mean>} : (tensor<24x8xf32>, tensor<24xi64>) -> tensor<f32>
+    return %l : tensor<f32>
   }
 }

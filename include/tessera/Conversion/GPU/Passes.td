@@ -36,7 +36,9 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     layouts) where every operand read along that dimension is read through
     its own innermost, unit-stride dimension, its offset and other strides
     multiples of the width, and the body is elementwise arith and math ops
-    (and `linalg.index` of outer dimensions): such an operand is one
+    (and `linalg.index`: of an outer dimension a scalar, of the vectorized
+    one, cast to an integer as a one-hot's class comparison does, the
+    thread's first position plus `[0, 1, ..., width - 1]`): such an operand is one
     `vector.load` aligned to `min(16, width * element bytes)`, another one
     a scalar load, each output one aligned `vector.store`; body ops on
     values that differ within the vector take vectors, the others stay
@@ -49,8 +51,9 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     Reductions run on warps instead: an op with one output written along
     parallel dimensions, static bounds, at least 32 reduction iterations, a
     body yielding `combine(out, element)` with `combine` one of addf, mulf,
-    maximumf, minimumf, maxnumf, minnumf, and an input read innermost along
-    a reduction dimension or the last parallel one. A row reduction
+    maximumf, minimumf, maxnumf, minnumf (it may load from buffers other
+    than its output: a loss's gather at each label), and an input read
+    innermost along a reduction dimension or the last parallel one. A row reduction
     (softmax, LayerNorm, a loss, a full reduction) gets a warp per output
     element, eight to a block: lane `l` folds iterations `l, l + 32, ...`
     of the linearized reduction space from the combiner's identity (where

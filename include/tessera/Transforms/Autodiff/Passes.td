@@ -16,8 +16,12 @@ def TsrAppendLoss : Pass<"tsr-append-loss", "ModuleOp"> {
       are i64 and shaped like the logits without that axis, so
       [batch, sequence, vocabulary] logits of a language model train as
       exported. The loss is the mean over all label positions
-      (`tsr.softmax_cross_entropy_loss` after moving classes to axis 1);
-      positions whose label is `ignore-index` count for nothing.
+      (`tsr.softmax_cross_entropy_loss` on the logits reshaped to one row
+      of classes per position, [batch · sequence, vocabulary], and the
+      labels to one per row: the log-softmax then reduces contiguous
+      classes, where moving the classes to ONNX's axis 1 would copy the
+      logits and their gradient); positions whose label is `ignore-index`
+      count for nothing.
     - `mse`: labels have the logits' type; the loss is mean((logits −
       labels)²).
 

@@ -379,7 +379,10 @@ def TsrShardingPropagation : Pass<"tsr-sharding-propagation", "ModuleOp"> {
     (ShardingRuleOpInterface; the elementwise rule for elementwise ops) the
     candidate layout whose operand reshards move the fewest bytes over the
     axis (the α-β model's β coefficient; ties: fewer messages, a result that
-    is not a pending sum, splitting over not splitting). A weight (a
+    is not a pending sum, splitting over not splitting). A result split
+    along a dimension that a user's rule needs whole also costs the gather
+    that user will do, so a free split that would be gathered straight
+    back (a reshape of whole labels into the loss) is not taken. A weight (a
     parameter of rank >= 2 that a matmul, einsum, convolution or gather
     reads) is split by its first use; an activation is
     split only along a factor a weight operand has or an operand arrives
