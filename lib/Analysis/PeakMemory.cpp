@@ -675,48 +675,66 @@ int64_t rowsOf(Value x, ArrayRef<int64_t> axes) {
   return rows;
 }
 
-/// buildSoftmax's steps, the last one writing the result (which the
-/// caller defines there): the row maxima, exp(x − max) (fused into the row
-/// sums for a log-softmax, which reads it once), the row sums, then the
-/// result.
-void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
+/// The scratch of buildSoftmaxParts.
+struct SoftmaxScratch {
+  unsigned max, sums;
+  std::optional<unsigned> exponentials;
+};
+
+/// buildSoftmaxParts's steps: the row maxima, exp(x − max) (fused into the
+/// row sums unless `exponentials`: something else reads them), the row
+/// sums.
+SoftmaxScratch softmaxPartsSteps(Program &p, Operation *op, Value x,
+                                 int64_t axis, bool exponentials) {
   int64_t rows = bytesOf(x, rowsOf(x, {axis}));
   p.step(op);
   p.read(x);
+  SoftmaxScratch scratch;
   // CSE merges the row maxima of softmaxes of one input (a loss's and its
   // gradient's).
-  unsigned max = p.sharedScratch(x, "row maxima " + std::to_string(axis),
-                                 "row maxima", rows);
+  scratch.max = p.sharedScratch(x, "row maxima " + std::to_string(axis),
+                                "row maxima", rows);
   p.step(op);
   p.read(x);
-  p.read(max);
-  std::optional<unsigned> exps;
-  if (!log) {
-    exps = p.scratch("exponentials", tsr::getStaticTensorBytes(x.getType()));
+  p.read(scratch.max);
+  if (exponentials) {
+    scratch.exponentials =
+        p.scratch("exponentials", tsr::getStaticTensorBytes(x.getType()));
     p.step(op);
-    p.read(*exps);
+    p.read(*scratch.exponentials);
   }
-  unsigned sums = p.scratch("row sums", rows);
+  scratch.sums = p.scratch("row sums", rows);
+  return scratch;
+}
+
+/// buildSoftmax's steps, the last one writing the result (which the
+/// caller defines there): its parts, then the result (a log-softmax reads
+/// x and the maxima again, a softmax the exponentials).
+void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
+  SoftmaxScratch scratch = softmaxPartsSteps(p, op, x, axis, !log);
   p.step(op);
-  p.read(sums);
-  if (exps) {
-    p.read(*exps);
+  p.read(scratch.sums);
+  if (scratch.exponentials) {
+    p.read(*scratch.exponentials);
     return;
   }
   p.read(x);
-  p.read(max);
+  p.read(scratch.max);
 }
 
-/// The log-softmax of the scores, then the reduction of the loss (with
-/// reduction none, per sample), then for a mean the sum of the weights of
+/// The parts of the scores' log-softmax, then the reduction of the loss
+/// (with reduction none, per sample), which reads the scores, maxima and
+/// sums at each sample's label, then for a mean the sum of the weights of
 /// the samples that count (a second reduction with class weights or an
 /// ignored label, otherwise the number of samples) and the division.
 void lowerSoftmaxCrossEntropy(Program &p, tsr::SoftmaxCrossEntropyLossOp op) {
-  softmaxSteps(p, op, op.getScores(), /*axis=*/1, /*log=*/true);
-  unsigned logp = p.scratch(
-      "log-probabilities", tsr::getStaticTensorBytes(op.getScores().getType()));
+  Value scores = op.getScores();
+  SoftmaxScratch scratch =
+      softmaxPartsSteps(p, op, scores, /*axis=*/1, /*exponentials=*/false);
   p.step(op);
-  p.read(logp);
+  p.read(scores);
+  p.read(scratch.max);
+  p.read(scratch.sums);
   p.read(op.getTarget());
   Value weights = op.getWeights();
   if (weights)

@@ -79,10 +79,11 @@ def blk(n):
     return f"tensor<2x{16 // n}x64xf32>"
 
 
-# The vocabulary-parallel loss: the maximum (no gradient, so no transpose),
-# the sum of exponentials and the loss itself.
-LOSS_MAX = ("all_reduce", "tensor<2x1x16xf32>")
-LOSS = [LOSS_MAX, ("all_reduce", "tensor<2x16xf32>"),
+# The vocabulary-parallel loss on its 2 x 16 positions, one row each: the
+# maximum (no gradient, so no transpose), the sum of exponentials and the
+# loss itself.
+LOSS_MAX = ("all_reduce", "tensor<32x1xf32>")
+LOSS = [LOSS_MAX, ("all_reduce", "tensor<32xf32>"),
         ("all_reduce", "tensor<f32>")]
 
 

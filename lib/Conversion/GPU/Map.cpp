@@ -1659,9 +1659,12 @@ struct TsrGpuMapPass : tessera::impl::TsrGpuMapBase<TsrGpuMapPass> {
       return signalPassFailure();
 
     // The loop generator's identity index maps and the loads of outputs
-    // that elementwise bodies ignore go; constants fold.
+    // that elementwise bodies ignore go; constants fold; a buffer that no
+    // kernel reads any more (a row chain's recomputed intermediate) is not
+    // allocated.
     RewritePatternSet patterns(&getContext());
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, &getContext());
+    memref::AllocOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(function, std::move(patterns))))
       return signalPassFailure();
   }

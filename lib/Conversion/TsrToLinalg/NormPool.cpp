@@ -27,14 +27,9 @@ Value addF(OpBuilder &b, Location l, ValueRange args) {
 
 } // namespace
 
-Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
-                                                 Value x, int64_t axis,
-                                                 bool log) {
-  // 16-bit floats: f32 arithmetic inside, the result rounded once.
-  Type stored = cast<RankedTensorType>(x.getType()).getElementType();
-  if (accumulatorType(stored) != stored)
-    return narrowTo(
-        b, loc, buildSoftmax(b, loc, widenToF32(b, loc, x), axis, log), stored);
+mlir::tessera::tsr_to_linalg::SoftmaxParts
+mlir::tessera::tsr_to_linalg::buildSoftmaxParts(OpBuilder &b, Location loc,
+                                                Value x, int64_t axis) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(x.getType());
   Type elem = type.getElementType();
@@ -58,8 +53,26 @@ Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
           .getResult(0);
   Value sum =
       buildReduction(b, loc, e, axis, scalarConstant(b, loc, elem, 0.0), addF);
+  return {max, e, sum};
+}
+
+Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
+                                                 Value x, int64_t axis,
+                                                 bool log) {
+  // 16-bit floats: f32 arithmetic inside, the result rounded once.
+  Type stored = cast<RankedTensorType>(x.getType()).getElementType();
+  if (accumulatorType(stored) != stored)
+    return narrowTo(
+        b, loc, buildSoftmax(b, loc, widenToF32(b, loc, x), axis, log), stored);
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  SoftmaxParts parts = buildSoftmaxParts(b, loc, x, axis);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap row = reducedMap(rank, axis, ctx);
   SmallVector<Value> inputs =
-      log ? SmallVector<Value>{x, max, sum} : SmallVector<Value>{e, sum};
+      log ? SmallVector<Value>{x, parts.max, parts.sums}
+          : SmallVector<Value>{parts.exponentials, parts.sums};
   SmallVector<AffineMap> maps = log ? SmallVector<AffineMap>{id, row, row, id}
                                     : SmallVector<AffineMap>{id, row, id};
   return linalg::GenericOp::create(

@@ -141,6 +141,15 @@ Value applyMath(OpBuilder &b, Location loc, Value x) {
 /// Softmax or log-softmax of a float tensor along `axis`, numerically stable.
 Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log);
 
+/// What a softmax of f32 or f64 `x` along `axis` is made of: the maxima
+/// along it, exp(x − max), and the sums of those along it (the maxima and
+/// sums shaped like `x` without `axis`).
+struct SoftmaxParts {
+  Value max, exponentials, sums;
+};
+SoftmaxParts buildSoftmaxParts(OpBuilder &b, Location loc, Value x,
+                               int64_t axis);
+
 } // namespace mlir::tessera::tsr_to_linalg
 
 #endif // TESSERA_LIB_CONVERSION_TSRTOLINALG_PATTERNS_H

@@ -158,20 +158,22 @@ struct RandomUniformPattern : OpConversionPattern<tsr::RandomUniformOp> {
   }
 };
 
-/// −logp[n, t, d..]·w[t] per sample from log-probabilities [N, C, D..];
-/// ignored targets give 0 with weight 0. `mean` divides the weighted sum by
+/// −logp[n, t, d..]·w[t] per sample, `logProbAt` giving logp at an index
+/// of the [N, C, D..] log-probabilities; ignored targets give 0 with
+/// weight 0. `mean` divides the weighted sum by
 /// the sum of the weights of the samples that count: a second reduction
 /// over the targets when there are class weights or an ignored label,
 /// otherwise the number of samples. Each reduction has one output, the
 /// form that tsr-gpu-map runs on a warp.
 template <typename OpT>
-Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
-                Value weights, RankedTensorType lossType) {
+Value buildLoss(
+    OpBuilder &b, Location loc, OpT op, int64_t classes,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> logProbAt,
+    Value target, Value weights, RankedTensorType lossType) {
   MLIRContext *ctx = b.getContext();
   auto targetType = cast<RankedTensorType>(target.getType());
   Type elem = lossType.getElementType();
   int64_t rank = targetType.getRank();
-  int64_t classes = cast<RankedTensorType>(logp.getType()).getDimSize(1);
   std::optional<int64_t> ignore;
   if (auto attr = op.getIgnoreIndexAttr())
     ignore = attr.getInt();
@@ -213,8 +215,7 @@ Value buildLoss(OpBuilder &b, Location loc, OpT op, Value logp, Value target,
             SmallVector<Value> at = {linalg::IndexOp::create(nb, l, 0), c};
             for (int64_t d = 1; d < rank; ++d)
               at.push_back(linalg::IndexOp::create(nb, l, d));
-            Value lp = tensor::ExtractOp::create(nb, l, logp, at);
-            Value v = arith::NegFOp::create(nb, l, lp);
+            Value v = arith::NegFOp::create(nb, l, logProbAt(nb, l, at));
             if (weights || ignore)
               v = arith::MulFOp::create(nb, l, v, weightOf(nb, l, a[0], c));
             if (!none)
@@ -252,11 +253,32 @@ struct SoftmaxCrossEntropyLossPattern
   matchAndRewrite(tsr::SoftmaxCrossEntropyLossOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value logp = buildSoftmax(rewriter, loc, adaptor.getScores(), /*axis=*/1,
-                              /*log=*/true);
-    rewriter.replaceOp(op,
-                       buildLoss(rewriter, loc, op, logp, adaptor.getTarget(),
-                                 adaptor.getWeights(), op.getType()));
+    Value scores = adaptor.getScores();
+    auto type = cast<RankedTensorType>(scores.getType());
+    Type stored = type.getElementType();
+    // 16-bit scores: f32 arithmetic inside, each log-probability rounded
+    // once, as buildSoftmax does.
+    if (accumulatorType(stored) != stored)
+      scores = widenToF32(rewriter, loc, scores);
+    // log p = (x − max) − log(sum) at the one class each sample's loss
+    // reads: the log-probabilities of the other classes are never stored.
+    SoftmaxParts parts = buildSoftmaxParts(rewriter, loc, scores, /*axis=*/1);
+    auto logProbAt = [&](OpBuilder &nb, Location l, ValueRange at) -> Value {
+      SmallVector<Value> sample{at.front()};
+      llvm::append_range(sample, at.drop_front(2));
+      Value x = tensor::ExtractOp::create(nb, l, scores, at);
+      Value max = tensor::ExtractOp::create(nb, l, parts.max, sample);
+      Value sum = tensor::ExtractOp::create(nb, l, parts.sums, sample);
+      Value lp = arith::SubFOp::create(
+          nb, l, arith::SubFOp::create(nb, l, x, max),
+          math::LogOp::create(nb, l, sum));
+      if (lp.getType() != stored)
+        lp = arith::TruncFOp::create(nb, l, stored, lp);
+      return lp;
+    };
+    rewriter.replaceOp(op, buildLoss(rewriter, loc, op, type.getDimSize(1),
+                                     logProbAt, adaptor.getTarget(),
+                                     adaptor.getWeights(), op.getType()));
     return success();
   }
 };
@@ -267,9 +289,15 @@ struct NegativeLogLikelihoodLossPattern
   LogicalResult
   matchAndRewrite(tsr::NegativeLogLikelihoodLossOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, buildLoss(rewriter, op.getLoc(), op,
-                                     adaptor.getInput(), adaptor.getTarget(),
-                                     adaptor.getWeights(), op.getType()));
+    Value logp = adaptor.getInput();
+    auto logProbAt = [&](OpBuilder &nb, Location l, ValueRange at) -> Value {
+      return tensor::ExtractOp::create(nb, l, logp, at);
+    };
+    rewriter.replaceOp(
+        op, buildLoss(rewriter, op.getLoc(), op,
+                      cast<RankedTensorType>(logp.getType()).getDimSize(1),
+                      logProbAt, adaptor.getTarget(), adaptor.getWeights(),
+                      op.getType()));
     return success();
   }
 };

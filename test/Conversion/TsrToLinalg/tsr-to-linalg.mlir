@@ -403,6 +403,34 @@ func.func @nll_mean_unweighted(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tenso
 
 // -----
 
+// A cross-entropy's log-probabilities are never stored: the maxima over the
+// classes (axis 1) and the sums of exp(x − max), then the loss reads the
+// scores, maximum and sum of each sample at its label: (x − max) − log(sum).
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: %[[S:.*]]: tensor<2x5x3xf32> {{.*}}, %[[T:.*]]: tensor<2x3xi64>
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[S]] : tensor<2x5x3xf32>)
+// CHECK: math.exp
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[T]] : tensor<2x3xi64>)
+// CHECK: %[[N:.*]] = linalg.index 0 : index
+// CHECK: %[[D:.*]] = linalg.index 1 : index
+// CHECK: %[[X:.*]] = tensor.extract %[[S]][%[[N]], %{{.*}}, %[[D]]] : tensor<2x5x3xf32>
+// CHECK: %[[M:.*]] = tensor.extract %[[MAX]][%[[N]], %[[D]]] : tensor<2x3xf32>
+// CHECK: %[[E:.*]] = tensor.extract %[[SUM]][%[[N]], %[[D]]] : tensor<2x3xf32>
+// CHECK: %[[SHIFTED:.*]] = arith.subf %[[X]], %[[M]]
+// CHECK: %[[LOG:.*]] = math.log %[[E]]
+// CHECK: %[[LP:.*]] = arith.subf %[[SHIFTED]], %[[LOG]]
+// CHECK: arith.negf %[[LP]]
+// CHECK-NOT: tensor<2x5x3xf32>
+// CHECK: return
+func.func @cross_entropy(%s: tensor<2x5x3xf32>, %t: tensor<2x3xi64>) -> tensor<f32> {
+  %0 = tsr.softmax_cross_entropy_loss %s, %t {reduction = #tsr.loss_reduction<mean>} : (tensor<2x5x3xf32>, tensor<2x3xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 // Zero-element tensors lower without special cases.
 // CHECK-LABEL: func.func @empty
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<0x4xf32>, tensor<4x5xf32>)

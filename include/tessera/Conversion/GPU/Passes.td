@@ -97,7 +97,10 @@ def TsrGpuMap : Pass<"tsr-gpu-map", "func::FuncOp"> {
     writes must be indexed alike (at the row's element, or at the
     iteration's) through one view by every op of the chain; in a private
     function, whose callers may pass a buffer twice, the arguments count as
-    one buffer.
+    one buffer. An elementwise result that only the chain reads is computed
+    again where it is read rather than stored, and a buffer that no kernel
+    touches any more then is not allocated (memref.alloc's
+    canonicalization: only deallocations use it).
 
     Loop bounds must be static. A value such a loop computes that the host
     then uses is an error naming the op: on the GPU the host cannot read
