@@ -269,9 +269,9 @@ struct SoftmaxCrossEntropyLossPattern
       Value x = tensor::ExtractOp::create(nb, l, scores, at);
       Value max = tensor::ExtractOp::create(nb, l, parts.max, sample);
       Value sum = tensor::ExtractOp::create(nb, l, parts.sums, sample);
-      Value lp = arith::SubFOp::create(
-          nb, l, arith::SubFOp::create(nb, l, x, max),
-          math::LogOp::create(nb, l, sum));
+      Value lp =
+          arith::SubFOp::create(nb, l, arith::SubFOp::create(nb, l, x, max),
+                                math::LogOp::create(nb, l, sum));
       if (lp.getType() != stored)
         lp = arith::TruncFOp::create(nb, l, stored, lp);
       return lp;
