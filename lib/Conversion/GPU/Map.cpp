@@ -234,6 +234,12 @@ struct Combiner {
   ReductionShape shape;
 };
 
+/// The buffer `value` of `function` is in (a private function's callers
+/// may pass one buffer twice).
+Value bufferOf(Value value, func::FuncOp function) {
+  return tessera::bufferRoot(value, !function.isPublic());
+}
+
 /// The combiner of `op` if `op` is a reduction that warps run: one output
 /// written along parallel dimensions only, static bounds, at least a warp's
 /// worth of reduction iterations, a body yielding `combine(out, element)`
@@ -306,11 +312,10 @@ std::optional<Combiner> matchReduction(linalg::LinalgOp op) {
   // The body may read buffers other than the one it accumulates into (a
   // loss reads each sample's log-probability at its label).
   auto function = op->getParentOfType<func::FuncOp>();
-  bool argumentsAlias = !function || !function.isPublic();
-  Value accumulated = tessera::bufferRoot(init->get(), argumentsAlias);
+  Value accumulated = bufferOf(init->get(), function);
   for (Operation &nested : body->without_terminator()) {
     if (auto read = dyn_cast<memref::LoadOp>(nested)) {
-      if (tessera::bufferRoot(read.getMemRef(), argumentsAlias) == accumulated)
+      if (bufferOf(read.getMemRef(), function) == accumulated)
         return std::nullopt;
       continue;
     }
@@ -516,8 +521,8 @@ void cloneVectorBody(IRRewriter &rewriter, Location loc, Block *body,
       continue;
     }
     if (auto cast = dyn_cast<arith::IndexCastOp>(nested);
-        cast && plan.varying.contains(cast.getIn()) &&
-        isa<linalg::IndexOp>(cast.getIn().getDefiningOp())) {
+        cast && cast.getIn().getDefiningOp<linalg::IndexOp>() &&
+        plan.varying.contains(cast.getIn())) {
       auto integer = cast.getType();
       auto type = VectorType::get({plan.width}, integer);
       Value first = arith::IndexCastOp::create(rewriter, loc, integer,
@@ -1437,12 +1442,6 @@ void mapRowChain(IRRewriter &rewriter, const RowChain &chain) {
     rewriter.moveOpAfter(dealloc, grid);
   for (const RowOp &step : chain.ops)
     rewriter.eraseOp(step.op);
-}
-
-/// The buffer `value` of `function` is in (a private function's callers
-/// may pass one buffer twice).
-Value bufferOf(Value value, func::FuncOp function) {
-  return tessera::bufferRoot(value, !function.isPublic());
 }
 
 /// The buffers that `op` reads or writes: its operands and what its body

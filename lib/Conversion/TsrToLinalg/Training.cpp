@@ -160,11 +160,10 @@ struct RandomUniformPattern : OpConversionPattern<tsr::RandomUniformOp> {
 
 /// −logp[n, t, d..]·w[t] per sample, `logProbAt` giving logp at an index
 /// of the [N, C, D..] log-probabilities; ignored targets give 0 with
-/// weight 0. `mean` divides the weighted sum by
-/// the sum of the weights of the samples that count: a second reduction
-/// over the targets when there are class weights or an ignored label,
-/// otherwise the number of samples. Each reduction has one output, the
-/// form that tsr-gpu-map runs on a warp.
+/// weight 0. `mean` divides the weighted sum by the sum of the weights of
+/// the samples that count: a second reduction over the targets when there
+/// are class weights or an ignored label, otherwise the number of samples.
+/// Each reduction has one output, the form that tsr-gpu-map runs on a warp.
 template <typename OpT>
 Value buildLoss(
     OpBuilder &b, Location loc, OpT op, int64_t classes,
