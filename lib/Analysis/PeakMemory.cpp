@@ -678,48 +678,35 @@ int64_t rowsOf(Value x, ArrayRef<int64_t> axes) {
 /// The scratch of buildSoftmaxParts.
 struct SoftmaxScratch {
   unsigned max, sums;
-  std::optional<unsigned> exponentials;
 };
 
-/// buildSoftmaxParts's steps: the row maxima, exp(x − max) (fused into the
-/// row sums unless `exponentials`: something else reads them), the row
-/// sums.
+/// buildSoftmaxParts's steps: the row maxima, then the row sums of
+/// exp(x − max), each reading x. CSE merges both of softmaxes of one input
+/// (a loss's and its gradient's).
 SoftmaxScratch softmaxPartsSteps(Program &p, Operation *op, Value x,
-                                 int64_t axis, bool exponentials) {
+                                 int64_t axis) {
   int64_t rows = bytesOf(x, rowsOf(x, {axis}));
+  std::string key = std::to_string(axis);
   p.step(op);
   p.read(x);
   SoftmaxScratch scratch;
-  // CSE merges the row maxima of softmaxes of one input (a loss's and its
-  // gradient's).
-  scratch.max = p.sharedScratch(x, "row maxima " + std::to_string(axis),
-                                "row maxima", rows);
+  scratch.max = p.sharedScratch(x, "row maxima " + key, "row maxima", rows);
   p.step(op);
   p.read(x);
   p.read(scratch.max);
-  if (exponentials) {
-    scratch.exponentials =
-        p.scratch("exponentials", tsr::getStaticTensorBytes(x.getType()));
-    p.step(op);
-    p.read(*scratch.exponentials);
-  }
-  scratch.sums = p.scratch("row sums", rows);
+  scratch.sums = p.sharedScratch(x, "row sums " + key, "row sums", rows);
   return scratch;
 }
 
 /// buildSoftmax's steps, the last one writing the result (which the
-/// caller defines there): its parts, then the result (a log-softmax reads
-/// x and the maxima again, a softmax the exponentials).
-void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
-  SoftmaxScratch scratch = softmaxPartsSteps(p, op, x, axis, !log);
+/// caller defines there): its parts, then the result, which reads x, the
+/// maxima and the sums.
+void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis) {
+  SoftmaxScratch scratch = softmaxPartsSteps(p, op, x, axis);
   p.step(op);
-  p.read(scratch.sums);
-  if (scratch.exponentials) {
-    p.read(*scratch.exponentials);
-    return;
-  }
   p.read(x);
   p.read(scratch.max);
+  p.read(scratch.sums);
 }
 
 /// The parts of the scores' log-softmax, then the reduction of the loss
@@ -729,8 +716,7 @@ void softmaxSteps(Program &p, Operation *op, Value x, int64_t axis, bool log) {
 /// ignored label, otherwise the number of samples) and the division.
 void lowerSoftmaxCrossEntropy(Program &p, tsr::SoftmaxCrossEntropyLossOp op) {
   Value scores = op.getScores();
-  SoftmaxScratch scratch =
-      softmaxPartsSteps(p, op, scores, /*axis=*/1, /*exponentials=*/false);
+  SoftmaxScratch scratch = softmaxPartsSteps(p, op, scores, /*axis=*/1);
   p.step(op);
   p.read(scores);
   p.read(scratch.max);
@@ -937,12 +923,8 @@ void lower(Program &p, Operation *op) {
       .Case([&](tsr::AvgPoolOp pool) {
         lowerPool(p, pool, "zero", /*average=*/true);
       })
-      .Case([&](tsr::SoftmaxOp s) {
-        softmaxSteps(p, s, s.getX(), s.getAxis(), /*log=*/false);
-        p.define(s);
-      })
-      .Case([&](tsr::LogSoftmaxOp s) {
-        softmaxSteps(p, s, s.getX(), s.getAxis(), /*log=*/true);
+      .Case<tsr::SoftmaxOp, tsr::LogSoftmaxOp>([&](auto s) {
+        softmaxSteps(p, s, s.getX(), s.getAxis());
         p.define(s);
       })
       .Case([&](tsr::SoftmaxCrossEntropyLossOp l) {

@@ -41,19 +41,22 @@ mlir::tessera::tsr_to_linalg::buildSoftmaxParts(OpBuilder &b, Location loc,
       });
   AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
   AffineMap row = reducedMap(rank, axis, ctx);
-  // shifted = x − max; e = exp(shifted).
-  Value e =
+  SmallVector<utils::IteratorType> iterators = parallel(rank);
+  iterators[axis] = utils::IteratorType::reduction;
+  // Σ exp(x − max), summed in the order buildReduction sums.
+  Value sum =
       linalg::GenericOp::create(
-          b, loc, type, ValueRange{x, max}, emptyTensor(b, loc, type),
-          {id, row, id}, parallel(rank),
+          b, loc, max.getType(), ValueRange{x, max},
+          filledTensor(b, loc, cast<RankedTensorType>(max.getType()),
+                       scalarConstant(b, loc, elem, 0.0)),
+          {id, row, row}, iterators,
           [&](OpBuilder &nb, Location l, ValueRange args) {
             Value s = arith::SubFOp::create(nb, l, args[0], args[1]);
-            linalg::YieldOp::create(nb, l, applyMath<math::ExpOp>(nb, l, s));
+            Value e = applyMath<math::ExpOp>(nb, l, s);
+            linalg::YieldOp::create(nb, l, addF(nb, l, ValueRange{e, args[2]}));
           })
           .getResult(0);
-  Value sum =
-      buildReduction(b, loc, e, axis, scalarConstant(b, loc, elem, 0.0), addF);
-  return {max, e, sum};
+  return {max, sum};
 }
 
 Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
@@ -70,23 +73,17 @@ Value mlir::tessera::tsr_to_linalg::buildSoftmax(OpBuilder &b, Location loc,
   SoftmaxParts parts = buildSoftmaxParts(b, loc, x, axis);
   AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
   AffineMap row = reducedMap(rank, axis, ctx);
-  SmallVector<Value> inputs =
-      log ? SmallVector<Value>{x, parts.max, parts.sums}
-          : SmallVector<Value>{parts.exponentials, parts.sums};
-  SmallVector<AffineMap> maps = log ? SmallVector<AffineMap>{id, row, row, id}
-                                    : SmallVector<AffineMap>{id, row, id};
+  // (x − max) − log(sum), or exp(x − max) / sum.
   return linalg::GenericOp::create(
-             b, loc, type, inputs, emptyTensor(b, loc, type), maps,
-             parallel(rank),
+             b, loc, type, ValueRange{x, parts.max, parts.sums},
+             emptyTensor(b, loc, type), {id, row, row, id}, parallel(rank),
              [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value r;
-               if (log) {
-                 Value s = arith::SubFOp::create(nb, l, args[0], args[1]);
-                 r = arith::SubFOp::create(
-                     nb, l, s, applyMath<math::LogOp>(nb, l, args[2]));
-               } else {
-                 r = arith::DivFOp::create(nb, l, args[0], args[1]);
-               }
+               Value s = arith::SubFOp::create(nb, l, args[0], args[1]);
+               Value r =
+                   log ? (Value)arith::SubFOp::create(
+                             nb, l, s, applyMath<math::LogOp>(nb, l, args[2]))
+                       : (Value)arith::DivFOp::create(
+                             nb, l, applyMath<math::ExpOp>(nb, l, s), args[2]);
                linalg::YieldOp::create(nb, l, r);
              })
       .getResult(0);

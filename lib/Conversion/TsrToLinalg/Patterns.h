@@ -142,10 +142,13 @@ Value applyMath(OpBuilder &b, Location loc, Value x) {
 Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis, bool log);
 
 /// What a softmax of f32 or f64 `x` along `axis` is made of: the maxima
-/// along it, exp(x − max), and the sums of those along it (the maxima and
-/// sums shaped like `x` without `axis`).
+/// along it and the sums of exp(x − max) along it (both shaped like `x`
+/// without `axis`). The sums read x and the maxima, never a tensor of
+/// exponentials: so the sums of a loss and of its gradient's softmax of
+/// the same scores are one op for CSE, and nothing is left for a softmax
+/// to store but its result.
 struct SoftmaxParts {
-  Value max, exponentials, sums;
+  Value max, sums;
 };
 SoftmaxParts buildSoftmaxParts(OpBuilder &b, Location loc, Value x,
                                int64_t axis);

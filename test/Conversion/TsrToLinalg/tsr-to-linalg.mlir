@@ -217,12 +217,19 @@ func.func @cumsum_topk(%x: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x2xf32>
 
 // -----
 
-// Softmax: max, exp of the shifted input, sum, divide.
+// Softmax: the row maxima, the row sums of exp(x − max) (reading x, not a
+// stored tensor of exponentials), then exp(x − max) / sum.
 // CHECK-LABEL: func.func @softmax
+// CHECK-SAME: %[[X:.*]]: tensor<2x8xf32>
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<2x8xf32>)
 // CHECK: arith.maximumf
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MAX]] : tensor<2x8xf32>, tensor<2xf32>)
 // CHECK: arith.subf
 // CHECK: math.exp
 // CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%[[X]], %[[MAX]], %[[SUM]] : tensor<2x8xf32>, tensor<2xf32>, tensor<2xf32>)
+// CHECK: arith.subf
+// CHECK: math.exp
 // CHECK: arith.divf
 func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %0 = tsr.softmax %x {axis = 1 : i64} : tensor<2x8xf32>
@@ -320,6 +327,20 @@ func.func @scatter(%d: tensor<3x3xf32>, %i: tensor<2x3xi64>, %u: tensor<2x3xf32>
 
 // -----
 
+// Splat data (an embedding gradient's zeros) starts as a filled tensor, not
+// a constant as large as the result that every call copies.
+// CHECK-LABEL: func.func @scatter_into_zeros
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<50x8xf32>
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<50x8xf32>)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Z]])
+func.func @scatter_into_zeros(%i: tensor<4x8xi64>, %u: tensor<4x8xf32>) -> tensor<50x8xf32> {
+  %d = tsr.constant dense<0.0> : tensor<50x8xf32>
+  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<50x8xf32>, tensor<4x8xi64>, tensor<4x8xf32>) -> tensor<50x8xf32>
+  return %0 : tensor<50x8xf32>
+}
+
+// -----
+
 // CHECK-DAG: #[[MOD:.*]] = affine_map<(d0, d1) -> (d0 mod 2, d1 mod 3)>
 // CHECK-LABEL: func.func @pad_and_tile
 // CHECK: tensor.extract_slice %{{.*}}[0, 1] [2, 2] [1, 1]
@@ -409,8 +430,8 @@ func.func @nll_mean_unweighted(%x: tensor<4x10xf32>, %t: tensor<4xi64>) -> tenso
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: %[[S:.*]]: tensor<2x5x3xf32> {{.*}}, %[[T:.*]]: tensor<2x3xi64>
 // CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[S]] : tensor<2x5x3xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[S]], %[[MAX]] : tensor<2x5x3xf32>, tensor<2x3xf32>)
 // CHECK: math.exp
-// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]}
 // CHECK: arith.addf
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[T]] : tensor<2x3xi64>)
 // CHECK: %[[N:.*]] = linalg.index 0 : index
