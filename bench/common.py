@@ -6,6 +6,17 @@ import json
 import os
 
 
+def gpt_step_flops(d_model: int, seq: int, vocab: int, layers: int,
+                   batch: int) -> float:
+    """Matmul FLOPs of one training step of make_torch_gpt.py's GPT: forward
+    per token 2*(12 d^2) per layer for the projections and MLP, 2*2*T*d per
+    layer for attention's two batched matmuls, 2*d*V for the head; backward
+    twice the forward (PaLM's MFU count, appendix B)."""
+    forward_per_token = layers * (24 * d_model * d_model + 4 * seq * d_model) \
+        + 2 * d_model * vocab
+    return 3.0 * forward_per_token * batch * seq
+
+
 class BenchError(Exception):
     """A setup or run failure the benchmark reports and exits on."""
 

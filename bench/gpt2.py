@@ -113,15 +113,6 @@ def batches(args):
     return tokens, labels
 
 
-def step_flops(args) -> float:
-    """Matmul FLOPs of one training step: forward per token 2*(12 d^2) per
-    layer for the projections and MLP, 2*2*T*d per layer for attention's two
-    batched matmuls, 2*d*V for the head; backward twice the forward."""
-    d, t, v, layers = args.d_model, args.seq, args.vocab, args.layers
-    forward_per_token = layers * (24 * d * d + 4 * t * d) + 2 * d * v
-    return 3.0 * forward_per_token * args.batch * args.seq
-
-
 def sgemm_rate(threads: int) -> float:
     """FLOP/s of OpenBLAS's cblas_sgemm on 2048^3 (best of 5) with `threads`."""
     import numpy as np
@@ -299,7 +290,8 @@ def main(args) -> int:
                                         os.path.join(work, "again.art"))[2])
         deeper = (min(deep), min(shallow))
     sgemm = sgemm_rate(args.threads)
-    flops = step_flops(args)
+    flops = common.gpt_step_flops(args.d_model, args.seq, args.vocab,
+                                  args.layers, args.batch)
 
     # The model's state: parameters, gradients and AdamW's two moments.
     state = 4 * params * 4

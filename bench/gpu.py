@@ -29,7 +29,16 @@ and 30 steps of the same module in PyTorch eager (the same class, loss,
 optimizer and batch, TF32 off), each the median step of steps 11 to 30.
 The same step in bf16 too (``--precision=bf16``: products in bf16 with f32
 accumulation, attention and its backward pass through cuDNN's fused SDPA)
-against PyTorch eager under ``torch.autocast(dtype=torch.bfloat16)``.
+against PyTorch eager under ``torch.autocast(dtype=torch.bfloat16)``. Then
+a GPT-2-small-shaped step (GPT2: 12 layers, d_model 768, 12 heads, 1024
+tokens, vocabulary 50304; 163M parameters, batch 8, AdamW) in bf16 the
+same way. Each training row gives the model FLOP rate (bench/common.py's
+gpt_step_flops) and, in bf16, the MFU (of the GPU's dense bf16 peak,
+PEAK_BF16_TFLOPS or --peak-tflops) and the fraction of torch.matmul's bf16
+rate on the first GEMM shape, measured above. The training artifacts leave
+--prepare without their params' values (thin_artifact) and --run draws
+them again (restore_artifact): GPT-2's are 650 MB, too many to carry to a
+GPU machine without a compiler.
 
 The memory-bound rows: an elementwise chain (``x * sigmoid(x) + x``, one
 fused kernel), a row softmax (warp reductions) and a column sum (block
@@ -46,12 +55,13 @@ before the product, which the torch baseline (given bf16 tensors) does not.
 
 Usage:
   .venv/bin/python bench/gpu.py --prepare DIR      # here
-  python3 bench/gpu.py --run DIR [--bin DIR] [--repeat 20]  # on the GPU
+  python3 bench/gpu.py --run DIR [--bin DIR] [--repeat 20] [--peak-tflops T]
 """
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -64,8 +74,24 @@ SHAPES = [(4096, 4096, 4096), (8192, 3072, 768), (8192, 768, 3072),
 PRECISIONS = {"f32": [], "bf16": ["--precision=bf16"]}
 TORCH_PYTHON = "/usr/bin/python3"
 GPT = {"layers": 4, "d_model": 256, "heads": 8, "seq": 128, "vocab": 96}
-GPT_BATCH = 16
+# GPT-2 small's shape, with nanoGPT's vocabulary padded to a multiple of 64
+# (50304: the loss's kernels get 128-bit accesses, which 50257 would not).
+GPT2 = {"layers": 12, "d_model": 768, "heads": 12, "seq": 1024,
+        "vocab": 50304}
+# name: the model, the step's batch, optimizer and learning rate, and the
+# precisions it is compiled in. Each artifact travels without its params'
+# values (thin_artifact).
+TRAIN = {
+    "gpt": {"config": GPT, "batch": 16, "optimizer": "adam", "lr": 3e-3,
+            "precisions": ("f32", "bf16")},
+    "gpt2": {"config": GPT2, "batch": 8, "optimizer": "adamw", "lr": 6e-4,
+             "weight_decay": 0.1, "precisions": ("bf16",)},
+}
 STEPS = 30
+# Dense bf16 tensor-core TFLOP/s (NVIDIA's data sheets, without sparsity),
+# by a substring of torch.cuda.get_device_name(), first match.
+PEAK_BF16_TFLOPS = [("H200", 989.4), ("H100 PCIe", 756.5),
+                    ("H100 NVL", 835.5), ("H100", 989.4), ("A100", 312.0)]
 # name: (ONNX nodes from x to y, y's shape for x of BANDWIDTH_SHAPE).
 BANDWIDTH_SHAPE = (8192, 4096)
 BANDWIDTH = {
@@ -125,24 +151,110 @@ def prepare(work, bin_dir):
             helper.make_opsetid("", 17)]), model)
         run([os.path.join(bin_dir, "tessera-compile"), model, "--target=cuda",
              "-o", os.path.join(work, f"bw_{name}")])
-    gpt = os.path.join(work, "gpt")
-    run([TORCH_PYTHON, os.path.join(ROOT, "python", "tessera_examples",
-                                    "make_torch_gpt.py"), "--out", gpt,
-         *[f"--{k.replace('_', '-')}={v}" for k, v in GPT.items()]])
-    for name, flags in (("gpt_train", []),
-                        ("gpt_train_bf16", ["--precision=bf16"])):
-        run([os.path.join(bin_dir, "tessera-compile"),
-             os.path.join(gpt, "torch_gpt.onnx"), "--mode=train",
-             "--loss=cross_entropy", "--logits=logits",
-             f"--batch-size={GPT_BATCH}", "--optimizer=adam", "--lr=3e-3",
-             "--target=cuda", "-o", os.path.join(work, name), *flags])
-    np.random.default_rng(0).integers(
-        0, GPT["vocab"], GPT_BATCH * (GPT["seq"] + 1) * (STEPS + 1),
-        dtype=np.uint16).tofile(os.path.join(work, "tokens.bin"))
+    for model, train in TRAIN.items():
+        prepare_training(work, bin_dir, model, train)
     with open(os.path.join(work, "plan.json"), "w") as f:
         json.dump(plan, f)
     print(f"gpu.py: prepared {len(plan)} artifacts in {work}; run it with "
           f"--run on a machine with a GPU")
+
+
+def artifact_name(model, precision):
+    return f"{model}_train" + ("" if precision == "f32" else f"_{precision}")
+
+
+def prepare_training(work, bin_dir, model, train):
+    """Exports `model` with PyTorch, compiles its training step in each of
+    its precisions and writes its token stream (uint16 ids, enough windows
+    for STEPS steps)."""
+    import numpy as np
+    config = train["config"]
+    out = os.path.join(work, model)
+    run([TORCH_PYTHON, os.path.join(ROOT, "python", "tessera_examples",
+                                    "make_torch_gpt.py"), "--out", out,
+         *[f"--{k.replace('_', '-')}={v}" for k, v in config.items()]])
+    onnx_path = os.path.join(out, "torch_gpt.onnx")
+    for precision in train["precisions"]:
+        art = os.path.join(work, artifact_name(model, precision))
+        run([os.path.join(bin_dir, "tessera-compile"), onnx_path,
+             "--mode=train", "--loss=cross_entropy", "--logits=logits",
+             f"--batch-size={train['batch']}",
+             f"--optimizer={train['optimizer']}", f"--lr={train['lr']}",
+             f"--weight-decay={train.get('weight_decay', 0.0)}",
+             "--target=cuda", "-o", art, *PRECISIONS[precision]])
+        thin_artifact(art)
+    shutil.rmtree(out)
+    np.random.default_rng(0).integers(
+        0, config["vocab"], train["batch"] * (config["seq"] + 1) * (STEPS + 1),
+        dtype=np.uint16).tofile(os.path.join(work, f"tokens_{model}.bin"))
+
+
+def thin_artifact(art):
+    """Drops the values of a training artifact's trained params from the
+    ONNX model it starts from, keeping each one's dims, type, mean and standard
+    deviation in ART/thinned.json, so that the artifact can travel to a GPU
+    machine without a compiler (GPT-2's 163M f32 params are 650 MB; the
+    artifact without them a few MB). restore_artifact fills them back."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    with open(os.path.join(art, "manifest.json")) as f:
+        manifest = json.load(f)
+    # The trained params: a frozen one may be structured (a mask, a table)
+    # and keeps its values.
+    frozen = manifest.get("frozen", {})
+    params = {t["name"] for program in manifest["programs"]
+              for t in program["inputs"]
+              if t.get("role") == "param" and t["name"] not in frozen}
+    path = os.path.join(art, manifest["onnx"])
+    model = onnx.load(path)
+    thinned = []
+    for tensor in model.graph.initializer:
+        if tensor.name not in params:
+            continue
+        values = numpy_helper.to_array(tensor).astype(np.float64)
+        thinned.append({"name": tensor.name, "dims": list(tensor.dims),
+                        "data_type": tensor.data_type,
+                        "mean": float(values.mean()),
+                        "std": float(values.std())})
+        for field in ("raw_data", "float_data", "int32_data", "int64_data",
+                      "double_data"):
+            tensor.ClearField(field)
+    if len(thinned) != len(params):
+        sys.exit(f"gpu.py: error: {path} holds {len(thinned)} of the "
+                 f"{len(params)} params of {art}/manifest.json")
+    onnx.save(model, path)
+    with open(os.path.join(art, "thinned.json"), "w") as f:
+        json.dump(thinned, f)
+
+
+def restore_artifact(art):
+    """The inverse of thin_artifact, where the benchmark runs: each param
+    drawn from a normal distribution of its recorded mean and standard
+    deviation (seeded by its position). Only the scale of the weights can
+    change a step's time (through non-finite values or denormals), not
+    their values. Does nothing to an artifact that was not thinned."""
+    import numpy as np
+    import onnx
+    from onnx import helper
+    record = os.path.join(art, "thinned.json")
+    if not os.path.exists(record):
+        return
+    with open(record) as f:
+        thinned = {t["name"]: t for t in json.load(f)}
+    with open(os.path.join(art, "manifest.json")) as f:
+        path = os.path.join(art, json.load(f)["onnx"])
+    model = onnx.load(path)
+    for index, tensor in enumerate(model.graph.initializer):
+        entry = thinned.get(tensor.name)
+        if entry is None:
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(entry["data_type"])
+        values = np.random.default_rng(index).normal(
+            entry["mean"], entry["std"], entry["dims"]).astype(dtype)
+        tensor.raw_data = values.tobytes()
+    onnx.save(model, path)
+    os.remove(record)
 
 
 def torch_ms(m, n, k, precision, repeat):
@@ -175,7 +287,7 @@ def write_inputs(directory, m, n, k):
             rng.standard_normal((k, n), dtype=np.float32))
 
 
-def torch_step_ms(bf16=False):
+def torch_step_ms(train, bf16=False):
     import contextlib
     import statistics
     import torch
@@ -183,11 +295,15 @@ def torch_step_ms(bf16=False):
     from make_torch_gpt import GPT as Model
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    model = Model(GPT["vocab"], GPT["seq"], GPT["d_model"], GPT["heads"],
-                  GPT["layers"]).cuda().train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    tokens = torch.randint(0, GPT["vocab"], (GPT_BATCH, GPT["seq"] + 1),
-                           device="cuda")
+    config = train["config"]
+    model = Model(config["vocab"], config["seq"], config["d_model"],
+                  config["heads"], config["layers"]).cuda().train()
+    optimizer = (torch.optim.AdamW if train["optimizer"] == "adamw"
+                 else torch.optim.Adam)(
+        model.parameters(), lr=train["lr"],
+        weight_decay=train.get("weight_decay", 0.0))
+    tokens = torch.randint(0, config["vocab"],
+                           (train["batch"], config["seq"] + 1), device="cuda")
     times = []
     for _ in range(STEPS):
         start, end = torch.cuda.Event(True), torch.cuda.Event(True)
@@ -196,7 +312,7 @@ def torch_step_ms(bf16=False):
               else contextlib.nullcontext()):
             logits = model(tokens[:, :-1])
             loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, GPT["vocab"]).float(),
+                logits.reshape(-1, config["vocab"]).float(),
                 tokens[:, 1:].reshape(-1))
         optimizer.zero_grad()
         loss.backward()
@@ -204,6 +320,8 @@ def torch_step_ms(bf16=False):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
+    del model, optimizer
+    torch.cuda.empty_cache()
     return statistics.median(times[10:])
 
 
@@ -261,21 +379,74 @@ def bandwidth_rows(work, tessera_run, repeat):
               f"{gbs(ours) / copy_gbs:.2f} |")
 
 
-def tessera_step_ms(work, tessera_run, name="gpt_train"):
+def tessera_step_ms(work, tessera_run, model, precision):
     import statistics
+    name = artifact_name(model, precision)
+    restore_artifact(os.path.join(work, name))
     log = os.path.join(work, f"{name}.log.json")
     run([tessera_run, os.path.join(work, name), "--train", "--data",
-         os.path.join(work, "tokens.bin"), "--steps", str(STEPS),
+         os.path.join(work, f"tokens_{model}.bin"), "--steps", str(STEPS),
          "--log-json", log])
     with open(log) as f:
         steps = [json.loads(line) for line in f if line.strip()]
     return statistics.median(1e3 * s["seconds"] for s in steps[10:])
 
 
-def run_phase(work, bin_dir, repeat):
+def peak_bf16_tflops(override):
+    """The GPU's dense bf16 peak and where it comes from."""
+    import torch
+    device = torch.cuda.get_device_name()
+    if override:
+        return override, f"{device}, --peak-tflops {override:g}"
+    for key, tflops in PEAK_BF16_TFLOPS:
+        if key in device:
+            return tflops, f"{device}'s {tflops:g} dense bf16 TFLOP/s"
+    return None, device
+
+
+def training_rows(work, tessera_run, matmul_bf16_tflops, peak_override):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+    peak, peak_source = peak_bf16_tflops(peak_override)
+    for model, train in TRAIN.items():
+        config = train["config"]
+        flops = common.gpt_step_flops(config["d_model"], config["seq"],
+                                      config["vocab"], config["layers"],
+                                      train["batch"])
+        print(f"\n{model} training step ({config['layers']} layers, d_model "
+              f"{config['d_model']}, {config['heads']} heads, "
+              f"{config['seq']} tokens, vocabulary {config['vocab']}, batch "
+              f"{train['batch']}, {train['optimizer']}; "
+              f"{flops / 1e12:.2f} model TFLOP a step), median of steps "
+              f"11-{STEPS}")
+        print("| precision | Tessera ms | PyTorch eager ms | Tessera / PyTorch "
+              "(time) | Tessera TFLOP/s | PyTorch TFLOP/s | Tessera MFU | "
+              "PyTorch MFU | Tessera / torch.matmul bf16 rate |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for precision in train["precisions"]:
+            ours = tessera_step_ms(work, tessera_run, model, precision)
+            theirs = torch_step_ms(train, bf16=precision == "bf16")
+            rate = lambda ms: flops / ms / 1e9
+            bf16 = precision == "bf16"
+            mfu = lambda ms: (f"{rate(ms) / peak / 1e3:.1%}" if bf16 and peak
+                              else "-")
+            of_matmul = (f"{rate(ours) / matmul_bf16_tflops:.2f}"
+                         if bf16 and matmul_bf16_tflops else "-")
+            print(f"| {precision} | {ours:.2f} | {theirs:.2f} | "
+                  f"{ours / theirs:.2f} | {rate(ours):.1f} | "
+                  f"{rate(theirs):.1f} | {mfu(ours)} | {mfu(theirs)} | "
+                  f"{of_matmul} |")
+    print(f"\nMFU: model FLOPs (bench/common.py gpt_step_flops) per second "
+          f"over {peak_source if peak else peak_source + ': unknown peak, pass --peak-tflops'}; "
+          f"the last column over torch.matmul's bf16 "
+          f"{SHAPES[0][0]}^3 rate measured above")
+
+
+def run_phase(work, bin_dir, repeat, peak_override):
     with open(os.path.join(work, "plan.json")) as f:
         plan = json.load(f)
     tessera_run = os.path.join(bin_dir, "tessera-run")
+    matmul_bf16_tflops = None
     print(f"GEMM, minimum of {repeat} runs each")
     print("| M x N x K | precision | Tessera ms | Tessera TFLOP/s | "
           "torch.matmul ms | torch TFLOP/s | Tessera / torch (time) |")
@@ -293,20 +464,13 @@ def run_phase(work, bin_dir, repeat):
         ours = float(found.group(1))
         theirs = torch_ms(m, n, k, entry["precision"], repeat)
         flops = 2.0 * m * n * k
+        if (m, n, k) == SHAPES[0] and entry["precision"] == "bf16":
+            matmul_bf16_tflops = flops / theirs / 1e9
         print(f"| {m} x {n} x {k} | {entry['precision']} | {ours:.3f} | "
               f"{flops / ours / 1e9:.1f} | {theirs:.3f} | "
               f"{flops / theirs / 1e9:.1f} | {ours / theirs:.2f} |")
     bandwidth_rows(work, tessera_run, repeat)
-    print(f"\nGPT training step ({GPT['layers']} layers, d_model "
-          f"{GPT['d_model']}, {GPT['seq']} tokens, batch {GPT_BATCH}, Adam), "
-          f"median of steps 11-{STEPS}")
-    print("| precision | Tessera ms | PyTorch eager ms | Tessera / PyTorch |")
-    print("|---|---:|---:|---:|")
-    for precision, name in (("f32", "gpt_train"), ("bf16", "gpt_train_bf16")):
-        ours = tessera_step_ms(work, tessera_run, name)
-        theirs = torch_step_ms(bf16=precision == "bf16")
-        print(f"| {precision} | {ours:.2f} | {theirs:.2f} | "
-              f"{ours / theirs:.2f} |")
+    training_rows(work, tessera_run, matmul_bf16_tflops, peak_override)
 
 
 def main():
@@ -316,11 +480,14 @@ def main():
     phase.add_argument("--run", metavar="DIR")
     parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="the GPU's dense bf16 TFLOP/s for MFU (default: "
+                        "from its name, PEAK_BF16_TFLOPS)")
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare, args.bin)
     else:
-        run_phase(args.run, args.bin, args.repeat)
+        run_phase(args.run, args.bin, args.repeat, args.peak_tflops)
 
 
 if __name__ == "__main__":
