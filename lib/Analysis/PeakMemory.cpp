@@ -486,6 +486,30 @@ void lowerDefault(Program &p, Operation *op) {
     p.define(r);
 }
 
+/// tsr-to-linalg's scatter: one loop updating a copy of the data. A 16-bit
+/// sum or product runs on an f32 copy (filled, for splat data), rounded
+/// into the result after the loop.
+void lowerScatterElements(Program &p, tsr::ScatterElementsOp op) {
+  auto type = cast<RankedTensorType>(op.getData().getType());
+  tsr::ScatterReduction reduction = op.getReduction();
+  Type elem = type.getElementType();
+  bool sums = reduction == tsr::ScatterReduction::add ||
+              reduction == tsr::ScatterReduction::mul;
+  if (!sums || !(elem.isBF16() || elem.isF16()))
+    return lowerDefault(p, op);
+  p.step(op);
+  p.read(op.getData());
+  unsigned accumulator =
+      p.scratch("f32 accumulator", 4 * type.getNumElements());
+  p.step(op);
+  p.read(op.getIndices());
+  p.read(op.getUpdates());
+  p.read(accumulator);
+  p.step(op);
+  p.read(accumulator);
+  p.define(op);
+}
+
 /// The key under which CSE merges a tensor.pad of one input: its pads and
 /// whether it pads with zeros or the lowest value.
 std::string padKey(StringRef value, ArrayRef<int64_t> low,
@@ -950,6 +974,7 @@ void lower(Program &p, Operation *op) {
         p.read(composedTranspose(t).first);
         p.define(t);
       })
+      .Case([&](tsr::ScatterElementsOp s) { lowerScatterElements(p, s); })
       .Default([&](Operation *other) { lowerDefault(p, other); });
 }
 

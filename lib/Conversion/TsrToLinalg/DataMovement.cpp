@@ -242,12 +242,25 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
     bool isFloat = isa<FloatType>(tsrElem), uns = isUnsigned(tsrElem);
     StringRef reduction = tsr::stringifyScatterReduction(op.getReduction());
     int64_t axis = op.getAxis(), rank = updType.getRank();
+    // 16-bit floats add and multiply in f32, the result rounded once (as
+    // reductions do): summed in bf16, an embedding row's gradient stops
+    // growing at 256 updates of 1.
+    Type stored = dataType.getElementType();
+    Type acc = isFloat && (reduction == "add" || reduction == "mul")
+                   ? accumulatorType(stored)
+                   : stored;
     Value data = adaptor.getData();
     SplatElementsAttr splat;
-    if (matchPattern(data, m_Constant(&splat)))
-      data = filledTensor(rewriter, loc, dataType,
-                          arith::ConstantOp::create(
-                              rewriter, loc, splat.getSplatValue<TypedAttr>()));
+    if (matchPattern(data, m_Constant(&splat))) {
+      TypedAttr value = splat.getSplatValue<TypedAttr>();
+      if (acc != stored)
+        value = rewriter.getFloatAttr(
+            acc, splat.getSplatValue<APFloat>().convertToDouble());
+      data = filledTensor(rewriter, loc, dataType.clone(acc),
+                          arith::ConstantOp::create(rewriter, loc, value));
+    } else if (acc != stored) {
+      data = widenToF32(rewriter, loc, data);
+    }
     auto loop = scf::ForOp::create(
         rewriter, loc, indexConstant(rewriter, loc, 0),
         indexConstant(rewriter, loc, updType.getNumElements()),
@@ -261,6 +274,8 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
             rest = arith::DivUIOp::create(b, l, rest, size);
           }
           Value upd = tensor::ExtractOp::create(b, l, updates, at);
+          if (acc != stored)
+            upd = arith::ExtFOp::create(b, l, acc, upd);
           Value idx = tensor::ExtractOp::create(b, l, indices, at);
           SmallVector<Value> target(at);
           target[axis] = normalizeIndex(b, l, idx, dataType.getDimSize(axis),
@@ -292,7 +307,10 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
       loop->setAttr(tsr::attr::kScatterShape,
                     rewriter.getDenseI64ArrayAttr(shape));
     }
-    rewriter.replaceOp(op, loop.getResult(0));
+    Value result = loop.getResult(0);
+    if (acc != stored)
+      result = narrowTo(rewriter, loc, result, stored);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

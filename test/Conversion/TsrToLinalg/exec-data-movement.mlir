@@ -1,7 +1,7 @@
 // RUN: tessera-opt %s %tsr_exec_pipeline | %mlir_runner | FileCheck %s
 
 // Data movement: gather (negative and clamped indices), gather/scatter elements
-// (later updates win), pad modes with cropping, reversed and strided slices, tile,
+// (later updates win; bf16 sums in f32), pad modes with cropping, reversed and strided slices, tile,
 // transpose, concat, reshape, broadcast, trilu, one-hot; hand-computed.
 
 func.func @gather(%d: tensor<3x2xf32>, %i: tensor<2x2xi64>, %j: tensor<1xi32>) -> (tensor<2x2x2xf32>, tensor<3x1xf32>) {
@@ -20,6 +20,16 @@ func.func @scatter(%d: tensor<3xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>) -> (
   %1 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
   %2 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<max>} : (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<3xf32>
   return %0, %1, %2 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// 300 updates of 1 into a bf16 zero: summed in f32 and rounded once, 300
+// (bf16 holds it); summed in bf16, the sum would stop at 256, where
+// 256 + 1 rounds back to 256.
+func.func @scatter_bf16(%i: tensor<300xi64>, %u: tensor<300xbf16>) -> tensor<2xf32> {
+  %d = tsr.constant dense<0.0> : tensor<2xbf16>
+  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<2xbf16>, tensor<300xi64>, tensor<300xbf16>) -> tensor<2xbf16>
+  %1 = tsr.cast %0 : tensor<2xbf16> to tensor<2xf32>
+  return %1 : tensor<2xf32>
 }
 
 func.func @pad_constant(%x: tensor<2x3xf32>) -> tensor<3x5xf32> {
@@ -239,5 +249,13 @@ func.func @main() {
   // CHECK-NEXT: [-1,   -1,   -1],
   // CHECK-NEXT: [-1,   5,   -1{{\]\]}}
   call @printMemrefF32(%u32_0) : (memref<*xf32>) -> ()
+  %a33 = arith.constant dense<0> : tensor<300xi64>
+  %a34 = arith.constant dense<1.0> : tensor<300xbf16>
+  %r35_0 = call @scatter_bf16(%a33, %a34) : (tensor<300xi64>, tensor<300xbf16>) -> (tensor<2xf32>)
+  %m35_0 = bufferization.to_buffer %r35_0 : tensor<2xf32> to memref<2xf32>
+  %u35_0 = memref.cast %m35_0 : memref<2xf32> to memref<*xf32>
+  // scatter_bf16#0
+  // CHECK: [300,  0]
+  call @printMemrefF32(%u35_0) : (memref<*xf32>) -> ()
   return
 }

@@ -339,6 +339,21 @@ func.func @scatter_into_zeros(%i: tensor<4x8xi64>, %u: tensor<4x8xf32>) -> tenso
   return %0 : tensor<50x8xf32>
 }
 
+// A bf16 sum runs on an f32 fill, each update extended, and the result is
+// rounded to bf16 once after the loop.
+// CHECK-LABEL: func.func @scatter_bf16_in_f32
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<50x8xf32>)
+// CHECK: %[[L:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Z]]) -> (tensor<50x8xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.addf %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} ins(%[[L]] : tensor<50x8xf32>) outs(%{{.*}} : tensor<50x8xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @scatter_bf16_in_f32(%i: tensor<4x8xi64>, %u: tensor<4x8xbf16>) -> tensor<50x8xbf16> {
+  %d = tsr.constant dense<0.0> : tensor<50x8xbf16>
+  %0 = tsr.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<50x8xbf16>, tensor<4x8xi64>, tensor<4x8xbf16>) -> tensor<50x8xbf16>
+  return %0 : tensor<50x8xbf16>
+}
+
 // -----
 
 // CHECK-DAG: #[[MOD:.*]] = affine_map<(d0, d1) -> (d0 mod 2, d1 mod 3)>
