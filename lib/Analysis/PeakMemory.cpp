@@ -486,6 +486,23 @@ void lowerDefault(Program &p, Operation *op) {
     p.define(r);
 }
 
+/// The tensor tsr-to-linalg's scatter reads its indices from: a broadcast's
+/// operand, which it indexes in place of the broadcast.
+Value scatterIndices(tsr::ScatterElementsOp op) {
+  if (auto broadcast = op.getIndices().getDefiningOp<tsr::BroadcastOp>())
+    return broadcast.getX();
+  return op.getIndices();
+}
+
+/// A broadcast that only scatters read, as indices: never built.
+bool onlyScatterIndices(tsr::BroadcastOp op) {
+  return !op->use_empty() && llvm::all_of(op->getUses(), [](OpOperand &use) {
+    auto scatter = dyn_cast<tsr::ScatterElementsOp>(use.getOwner());
+    return scatter && use.getOperandNumber() ==
+                          scatter.getIndicesMutable().getOperandNumber();
+  });
+}
+
 /// tsr-to-linalg's scatter: one loop updating a copy of the data. A 16-bit
 /// sum or product runs on an f32 copy (filled, for splat data), rounded
 /// into the result after the loop.
@@ -495,14 +512,17 @@ void lowerScatterElements(Program &p, tsr::ScatterElementsOp op) {
   Type elem = type.getElementType();
   bool sums = reduction == tsr::ScatterReduction::add ||
               reduction == tsr::ScatterReduction::mul;
-  if (!sums || !(elem.isBF16() || elem.isF16()))
-    return lowerDefault(p, op);
+  if (!sums || !(elem.isBF16() || elem.isF16())) {
+    lowerDefault(p, op);
+    p.read(scatterIndices(op));
+    return;
+  }
   p.step(op);
   p.read(op.getData());
   unsigned accumulator =
       p.scratch("f32 accumulator", 4 * type.getNumElements());
   p.step(op);
-  p.read(op.getIndices());
+  p.read(scatterIndices(op));
   p.read(op.getUpdates());
   p.read(accumulator);
   p.step(op);
@@ -1117,6 +1137,14 @@ PeakMemory mlir::tessera::predictPeakMemory(func::FuncOp f,
         p.view(t, from, p.stridesOf(from), p.offsetOf(from));
         continue;
       }
+    }
+    // Broadcast scatter indices are read from the broadcast's operand
+    // (unless a producer fused into the broadcast, counted as it).
+    if (auto broadcast = dyn_cast<tsr::BroadcastOp>(op);
+        broadcast && onlyScatterIndices(broadcast)) {
+      Operation *source = broadcast.getX().getDefiningOp();
+      if (!source || fusion.target(source) != &op)
+        continue;
     }
     if (Operation *target = fusion.target(&op); target != &op) {
       p.defer(target, &op);

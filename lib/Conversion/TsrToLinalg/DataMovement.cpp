@@ -237,6 +237,14 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
     Location loc = op.getLoc();
     Value indices = adaptor.getIndices(), updates = adaptor.getUpdates();
     auto updType = cast<RankedTensorType>(updates.getType());
+    // Broadcast indices (an embedding gradient's token ids repeated along
+    // the row) are read from the broadcast's operand: the [tokens, width]
+    // index tensor is never built.
+    auto broadcast = op.getIndices().getDefiningOp<tsr::BroadcastOp>();
+    if (broadcast)
+      indices = rewriter.getRemappedValue(broadcast.getX());
+    ArrayRef<int64_t> idxShape =
+        cast<RankedTensorType>(indices.getType()).getShape();
     auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
     Type tsrElem = getElementType(op.getData());
     bool isFloat = isa<FloatType>(tsrElem), uns = isUnsigned(tsrElem);
@@ -276,7 +284,13 @@ struct ScatterElementsPattern : OpConversionPattern<tsr::ScatterElementsOp> {
           Value upd = tensor::ExtractOp::create(b, l, updates, at);
           if (acc != stored)
             upd = arith::ExtFOp::create(b, l, acc, upd);
-          Value idx = tensor::ExtractOp::create(b, l, indices, at);
+          // The broadcast's operand, right-aligned: repeated dimensions
+          // read its element 0.
+          SmallVector<Value> from(at.end() - idxShape.size(), at.end());
+          for (auto [d, size] : llvm::enumerate(idxShape))
+            if (size == 1)
+              from[d] = indexConstant(b, l, 0);
+          Value idx = tensor::ExtractOp::create(b, l, indices, from);
           SmallVector<Value> target(at);
           target[axis] = normalizeIndex(b, l, idx, dataType.getDimSize(axis),
                                         /*clamp=*/true);

@@ -32,6 +32,17 @@ func.func @scatter_bf16(%i: tensor<300xi64>, %u: tensor<300xbf16>) -> tensor<2xf
   return %1 : tensor<2xf32>
 }
 
+// An embedding gradient: token ids [2, 0, 2, -1] (-1 counts from the end:
+// 2) broadcast along rows of 2; the scatter reads the ids from the
+// broadcast's operand.
+func.func @scatter_rows(%i: tensor<4xi64>, %u: tensor<4x2xf32>) -> tensor<3x2xf32> {
+  %d = tsr.constant dense<0.0> : tensor<3x2xf32>
+  %r = tsr.reshape %i : tensor<4xi64> to tensor<4x1xi64>
+  %b = tsr.broadcast %r : tensor<4x1xi64> to tensor<4x2xi64>
+  %0 = tsr.scatter_elements %d, %b, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<3x2xf32>, tensor<4x2xi64>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
 func.func @pad_constant(%x: tensor<2x3xf32>) -> tensor<3x5xf32> {
   %0 = tsr.pad %x {pads = array<i64: 1, 0, 0, 2>, mode = #tsr.pad_mode<constant>, value = 9.0 : f64} : (tensor<2x3xf32>) -> tensor<3x5xf32>
   return %0 : tensor<3x5xf32>
@@ -257,5 +268,16 @@ func.func @main() {
   // scatter_bf16#0
   // CHECK: [300,  0]
   call @printMemrefF32(%u35_0) : (memref<*xf32>) -> ()
+  %a36 = arith.constant dense<[2, 0, 2, -1]> : tensor<4xi64>
+  %a37 = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %r38_0 = call @scatter_rows(%a36, %a37) : (tensor<4xi64>, tensor<4x2xf32>) -> (tensor<3x2xf32>)
+  %m38_0 = bufferization.to_buffer %r38_0 : tensor<3x2xf32> to memref<3x2xf32>
+  %u38_0 = memref.cast %m38_0 : memref<3x2xf32> to memref<*xf32>
+  // scatter_rows#0: row 0 gets the update with id 0, row 2 (1+5+7, 2+6+8)
+  // those with ids 2 and -1.
+  // CHECK: {{\[\[}}3,   4],
+  // CHECK-NEXT: [0,   0],
+  // CHECK-NEXT: [13,   16{{\]\]}}
+  call @printMemrefF32(%u38_0) : (memref<*xf32>) -> ()
   return
 }

@@ -354,6 +354,24 @@ func.func @scatter_bf16_in_f32(%i: tensor<4x8xi64>, %u: tensor<4x8xbf16>) -> ten
   return %0 : tensor<50x8xbf16>
 }
 
+// Broadcast indices (an embedding gradient's token ids along each row) are
+// read from the broadcast's operand at column 0: the loop never reads the
+// [4, 8] index tensor, which the canonicalizer then drops.
+// CHECK-LABEL: func.func @scatter_broadcast_indices
+// CHECK-SAME: %[[I:[^:]*]]: tensor<4x1xi64>
+// CHECK: scf.for
+// CHECK-NOT: tensor<4x8xi64>
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: tensor.extract %[[I]][%{{.*}}, %[[C0]]] : tensor<4x1xi64>
+// CHECK-NOT: tensor<4x8xi64>
+// CHECK: return
+func.func @scatter_broadcast_indices(%i: tensor<4x1xi64>, %u: tensor<4x8xf32>) -> tensor<50x8xf32> {
+  %d = tsr.constant dense<0.0> : tensor<50x8xf32>
+  %b = tsr.broadcast %i : tensor<4x1xi64> to tensor<4x8xi64>
+  %0 = tsr.scatter_elements %d, %b, %u {axis = 0 : i64, reduction = #tsr.scatter_reduction<add>} : (tensor<50x8xf32>, tensor<4x8xi64>, tensor<4x8xf32>) -> tensor<50x8xf32>
+  return %0 : tensor<50x8xf32>
+}
+
 // -----
 
 // CHECK-DAG: #[[MOD:.*]] = affine_map<(d0, d1) -> (d0 mod 2, d1 mod 3)>
