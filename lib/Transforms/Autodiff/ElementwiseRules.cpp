@@ -199,9 +199,14 @@ Value clipGrad(Operation *op, GradientBuilder &g, Value x, Value, Value dy) {
                     zeroLike(g, dy), grad);
   return grad;
 }
+/// A gradient that arrives rounded from x's type (a 16-bit working copy's
+/// embedding gradient, summed in f32) is taken before that rounding.
 Value castGrad(Operation *, GradientBuilder &g, Value x, Value y, Value dy) {
   if (!isa<FloatType>(getElementTypeOrSelf(y.getType())))
     return Value();
+  if (auto rounded = dy.getDefiningOp<tsr::CastOp>();
+      rounded && rounded.getX().getType() == x.getType())
+    return rounded.getX();
   return g.castTo(dy, getElementTypeOrSelf(x.getType()));
 }
 

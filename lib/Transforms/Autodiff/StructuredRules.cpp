@@ -265,7 +265,10 @@ LogicalResult concatRule(tsr::ConcatOp op, GradientBuilder &g,
 }
 
 /// gather along `axis`: the adjoint of data is a scatter-add of dy into
-/// zeros, done as scatter_elements on the [outer, indices, inner] view.
+/// zeros, done as scatter_elements on the [outer, indices, inner] view. A
+/// 16-bit table's sum runs in f32 (a frequent token's row sums thousands of
+/// terms), rounded once to the table's type, which the gradient of the
+/// parameter's cast takes back before the rounding.
 LogicalResult gatherRule(tsr::GatherOp op, GradientBuilder &g,
                          ArrayRef<Value> resultGrads,
                          SmallVectorImpl<Value> &operandGrads) {
@@ -278,18 +281,19 @@ LogicalResult gatherRule(tsr::GatherOp op, GradientBuilder &g,
   int64_t outer = computeProduct(shape.take_front(axis));
   int64_t inner = computeProduct(shape.drop_front(axis + 1));
   int64_t count = getTensorType(op.getIndices()).getNumElements();
-  Value dy3 = g.reshape(dy, {outer, count, inner});
+  OpBuilder &b = g.builder();
+  Type elem = dataType.getElementType();
+  Type sum = elem.isBF16() || elem.isF16() ? b.getF32Type() : elem;
+  Value dy3 = g.castTo(g.reshape(dy, {outer, count, inner}), sum);
   Value idx = g.broadcastTo(g.reshape(op.getIndices(), {1, count, 1}),
                             {outer, count, inner});
-  Value zeros = g.splat(RankedTensorType::get({outer, shape[axis], inner},
-                                              dataType.getElementType()),
-                        0.0);
-  OpBuilder &b = g.builder();
+  Value zeros =
+      g.splat(RankedTensorType::get({outer, shape[axis], inner}, sum), 0.0);
   Value scattered = tsr::ScatterElementsOp::create(
       b, g.getLoc(), zeros.getType(), zeros, idx, dy3, b.getI64IntegerAttr(1),
       tsr::ScatterReductionAttr::get(b.getContext(),
                                      tsr::ScatterReduction::add));
-  operandGrads[0] = g.reshape(scattered, shape);
+  operandGrads[0] = g.castTo(g.reshape(scattered, shape), elem);
   return success();
 }
 

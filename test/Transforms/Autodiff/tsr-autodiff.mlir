@@ -295,3 +295,24 @@ func.func @layer(%w: tensor<4xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}
   %l = tsr.reduce_sum %t {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A bf16 working copy's embedding gradient: the gather's rule sums the rows
+// in f32 (updates extended, f32 zeros) and rounds once to bf16; the cast's
+// rule takes the f32 sum before that rounding, so the f32 table's gradient is
+// never rounded to bf16.
+// CHECK-LABEL: func.func @bf16_embedding(
+// CHECK: %[[DY:.*]] = tsr.cast %{{.*}} {tsr.backward} : tensor<1x3x2xbf16> to tensor<1x3x2xf32>
+// CHECK: %[[Z:.*]] = tsr.constant {tsr.backward} dense<0.000000e+00> : tensor<1x5x2xf32>
+// CHECK: %[[S:.*]] = tsr.scatter_elements %[[Z]], %{{.*}}, %[[DY]] {axis = 1 : i64, reduction = #tsr.scatter_reduction<add>, tsr.backward} : (tensor<1x5x2xf32>, tensor<1x3x2xi64>, tensor<1x3x2xf32>) -> tensor<1x5x2xf32>
+// CHECK: %[[G:.*]] = tsr.reshape %[[S]] {tsr.backward} : tensor<1x5x2xf32> to tensor<5x2xf32>
+// CHECK-NOT: tensor<5x2xbf16> to tensor<5x2xf32>
+// CHECK: return %{{.*}}, %[[G]]
+func.func @bf16_embedding(%w: tensor<5x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %i: tensor<3xi64> {tsr.name = "i", tsr.role = #tsr.role<data>}) -> tensor<f32> {
+  %w16 = tsr.cast %w : tensor<5x2xf32> to tensor<5x2xbf16>
+  %e = tsr.gather %w16, %i {axis = 0 : i64} : (tensor<5x2xbf16>, tensor<3xi64>) -> tensor<3x2xbf16>
+  %e32 = tsr.cast %e : tensor<3x2xbf16> to tensor<3x2xf32>
+  %l = tsr.reduce_sum %e32 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
