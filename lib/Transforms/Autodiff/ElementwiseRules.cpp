@@ -199,14 +199,38 @@ Value clipGrad(Operation *op, GradientBuilder &g, Value x, Value, Value dy) {
                     zeroLike(g, dy), grad);
   return grad;
 }
+
+/// `dy` before its rounding from `wide` (its shape in a wider type): the
+/// value it was cast from, or, for a sum of gradients one of whose terms
+/// was rounded so, the terms added in the wider type. Null if no term was.
+Value unrounded(GradientBuilder &g, Value dy, Type wide) {
+  if (auto rounded = dy.getDefiningOp<tsr::CastOp>())
+    return rounded.getX().getType() == wide ? rounded.getX() : Value();
+  auto sum = dy.getDefiningOp<tsr::AddOp>();
+  if (!sum || sum.getLhs().getType() != dy.getType() ||
+      sum.getRhs().getType() != dy.getType())
+    return Value();
+  Value lhs = unrounded(g, sum.getLhs(), wide);
+  Value rhs = unrounded(g, sum.getRhs(), wide);
+  if (!lhs && !rhs)
+    return Value();
+  Type elem = getElementTypeOrSelf(wide);
+  return g.add(lhs ? lhs : g.castTo(sum.getLhs(), elem),
+               rhs ? rhs : g.castTo(sum.getRhs(), elem));
+}
+
 /// A gradient that arrives rounded from x's type (a 16-bit working copy's
-/// embedding gradient, summed in f32) is taken before that rounding.
+/// embedding gradient, summed in f32), or summed with one that does (a
+/// tied embedding's, with the head's), is taken before that rounding.
 Value castGrad(Operation *, GradientBuilder &g, Value x, Value y, Value dy) {
   if (!isa<FloatType>(getElementTypeOrSelf(y.getType())))
     return Value();
-  if (auto rounded = dy.getDefiningOp<tsr::CastOp>();
-      rounded && rounded.getX().getType() == x.getType())
-    return rounded.getX();
+  Type from = getElementTypeOrSelf(x.getType()),
+       to = getElementTypeOrSelf(y.getType());
+  if (isa<FloatType>(from) &&
+      from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    if (Value wide = unrounded(g, dy, x.getType()))
+      return wide;
   return g.castTo(dy, getElementTypeOrSelf(x.getType()));
 }
 

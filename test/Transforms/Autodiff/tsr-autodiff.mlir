@@ -316,3 +316,24 @@ func.func @bf16_embedding(%w: tensor<5x2xf32> {tsr.name = "w", tsr.role = #tsr.r
   %l = tsr.reduce_sum %e32 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A tied bf16 table (the lookup and the head read one working copy): the
+// head's bf16 gradient is extended and added to the lookup's f32 sum in f32.
+// CHECK-LABEL: func.func @bf16_tied_embedding(
+// CHECK: %[[S:.*]] = tsr.scatter_elements {{.*}} -> tensor<1x5x2xf32>
+// CHECK: %[[E:.*]] = tsr.reshape %[[S]] {tsr.backward} : tensor<1x5x2xf32> to tensor<5x2xf32>
+// CHECK: %[[H:.*]] = tsr.cast %{{.*}} {tsr.backward} : tensor<5x2xbf16> to tensor<5x2xf32>
+// CHECK: %[[G:.*]] = tsr.add %[[H]], %[[E]] {tsr.backward} : tensor<5x2xf32>, tensor<5x2xf32> -> tensor<5x2xf32>
+// CHECK-NOT: tensor<5x2xbf16> to tensor<5x2xf32>
+// CHECK: return %{{.*}}, %[[G]]
+func.func @bf16_tied_embedding(%w: tensor<5x2xf32> {tsr.name = "w", tsr.role = #tsr.role<param>}, %i: tensor<3xi64> {tsr.name = "i", tsr.role = #tsr.role<data>}) -> tensor<f32> {
+  %w16 = tsr.cast %w : tensor<5x2xf32> to tensor<5x2xbf16>
+  %e = tsr.gather %w16, %i {axis = 0 : i64} : (tensor<5x2xbf16>, tensor<3xi64>) -> tensor<3x2xbf16>
+  %wt = tsr.transpose %w16 {perm = array<i64: 1, 0>} : (tensor<5x2xbf16>) -> tensor<2x5xbf16>
+  %logits = tsr.matmul %e, %wt : tensor<3x2xbf16>, tensor<2x5xbf16> -> tensor<3x5xbf16>
+  %l32 = tsr.cast %logits : tensor<3x5xbf16> to tensor<3x5xf32>
+  %l = tsr.reduce_sum %l32 {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x5xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
